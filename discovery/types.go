@@ -1,0 +1,179 @@
+// Package discovery owns the dependency-discovery algorithm of odwatch:
+// encoding a table or window into ranked columns, stripped partitions, the
+// level-wise set-based lattice (FASTOD) with pruning that stays sound under
+// approximation, the validators (LIS-based approximate order compatibility,
+// g3 approximate FDs, list-based ODs, and the iterative baseline of Karegar
+// et al.), removal sets and interestingness scores.
+//
+// It opens no files or connections: tables come from an io.Reader the caller
+// opens (ReadCSV, ReadJSONLines) or from dictionary-coded columns the stream
+// hands over (Encode).
+package discovery
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DictColumn is a column in dictionary form, the way the stream keeps its
+// window: Codes[i] is 0 for NULL, otherwise an index+1 into Dict. Dict holds
+// each distinct non-NULL value once, in any order.
+type DictColumn struct {
+	Name  string
+	Dict  []string
+	Codes []uint32
+}
+
+// Column is one encoded column: dense ranks in value order. Rank 0 is NULL
+// when the column has NULLs (NULL is lower than every value); ranks are
+// contiguous from 0 to Cardinality-1.
+type Column struct {
+	Name        string
+	Numeric     bool
+	Ranks       []uint32
+	Cardinality int
+	// Values[r] is the text of rank r ("" for NULL), for printing samples.
+	Values []string
+}
+
+// Table is an encoded table: every column has Rows ranks.
+type Table struct {
+	Rows    int
+	Columns []Column
+}
+
+// Kind is the kind of a dependency.
+type Kind int
+
+const (
+	// KindOFD is the order functional dependency X: [] -> A (an FD X -> A).
+	KindOFD Kind = iota
+	// KindOC is the order compatibility X: A ~ B with a polarity.
+	KindOC
+	// KindListOD is a list-based OD [A,B] -> [C] (validate only).
+	KindListOD
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindOFD:
+		return "ofd"
+	case KindOC:
+		return "oc"
+	case KindListOD:
+		return "od"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Polarity says whether an OC relates A ascending to B ascending (Asc) or to
+// B descending (Desc).
+type Polarity int
+
+const (
+	Asc Polarity = iota
+	Desc
+)
+
+func (p Polarity) String() string {
+	if p == Desc {
+		return "desc"
+	}
+	return "asc"
+}
+
+// Dependency names a dependency by column names, so that it stays the same
+// dependency across windows whose column sets differ.
+//
+//   - KindOFD: Context: [] -> RHS
+//   - KindOC: Context: Left ~ Right (Polarity); canonical form has Left < Right
+//     in table column order as discovered, and Context in table column order.
+//   - KindListOD: LHS -> RHSList (list-based, order matters).
+type Dependency struct {
+	Kind     Kind
+	Context  []string
+	RHS      string
+	Left     string
+	Right    string
+	Polarity Polarity
+	LHSList  []string
+	RHSList  []string
+}
+
+// String renders the dependency in the text form of the CLI:
+// "{zip}: [] -> city", "{}: sal ~ tax (asc)", "[A,B] -> [C]".
+func (d Dependency) String() string {
+	switch d.Kind {
+	case KindOFD:
+		return "{" + strings.Join(d.Context, ",") + "}: [] -> " + d.RHS
+	case KindOC:
+		return "{" + strings.Join(d.Context, ",") + "}: " + d.Left + " ~ " + d.Right + " (" + d.Polarity.String() + ")"
+	case KindListOD:
+		return "[" + strings.Join(d.LHSList, ",") + "] -> [" + strings.Join(d.RHSList, ",") + "]"
+	}
+	return "?"
+}
+
+// Result is one dependency with its measured error in a table.
+type Result struct {
+	Dependency
+	Removals int     // size of a minimal removal set
+	Error    float64 // Removals / Rows
+	Score    float64 // sum over context classes c of |c|^2 / n^2
+	// RemovalSample holds up to Options.RemovalSample row numbers (0-based)
+	// of a minimal removal set, ascending.
+	RemovalSample []int
+}
+
+// ValidatorKind selects the AOC validator.
+type ValidatorKind int
+
+const (
+	// ValidatorLIS is the O(n log n) longest-non-decreasing-subsequence
+	// validator with a provably minimal removal set.
+	ValidatorLIS ValidatorKind = iota
+	// ValidatorIterative is the paper's Algorithm 1 baseline (comparison only).
+	ValidatorIterative
+)
+
+// Progress reports lattice progress to a callback.
+type Progress struct {
+	Level      int
+	Candidates int64 // candidates of this level
+	Validated  int64 // validated so far in this level
+	Found      int   // dependencies found so far in total
+}
+
+// Options control a discovery run.
+type Options struct {
+	Epsilon float64
+	// MaxLevel bounds the lattice: a dependency's level is the number of
+	// columns it mentions (|X|+1 for an OFD, |X|+2 for an OC), as in FASTOD.
+	// 0 means no limit.
+	MaxLevel      int
+	Workers       int // 0 = GOMAXPROCS
+	Validator     ValidatorKind
+	RemovalSample int
+	Progress      func(Progress)
+}
+
+// Stats describe the work a discovery run did.
+type Stats struct {
+	Seconds     float64 `json:"seconds"`
+	Candidates  int64   `json:"candidates"`
+	Validations int64   `json:"validations"`
+	Levels      int     `json:"levels"`
+}
+
+// Discovery is the result of a discovery run: the minimal approximate
+// dependency set of DESIGN.md for Epsilon, sorted by Score descending.
+type Discovery struct {
+	Rows         int
+	Columns      []string
+	Epsilon      float64
+	Dependencies []Result
+	Stats        Stats
+	// Complete is false when the run stopped early (time budget, cancel);
+	// Dependencies then holds what was found in the levels completed.
+	Complete bool
+}
