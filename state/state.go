@@ -1,0 +1,324 @@
+// Package state owns odwatch's durable store: a Pebble v2 database holding,
+// per stream, the window records (keyed by partition/offset so a redelivered
+// Kafka record overwrites itself), the consumed positions (next offset per
+// partition and next arrival sequence number, written in the same synced
+// batch as the records), the alerts tracker state, per-dependency error
+// history and an outbox of events with delivered markers.
+//
+// The store never interprets record values or tracker state: they are opaque
+// bytes encoded by package stream and package alerts. A store that cannot be
+// opened (corrupt, too new, wrong schema, locked) is reported as an error
+// naming its path and matching ErrCorrupt, ErrVersion or ErrLocked with
+// errors.Is; it is never wiped or recreated.
+//
+// # Key layout (schema version 1)
+//
+// All keys start with a one-letter prefix and a slash, so the key space is
+// readable in pebble tools and ordered by kind, then stream:
+//
+//	meta/schema                          schema version, ASCII ("1")
+//	w/<stream>\x00<partition BE4><offset BE8>   window record: flags, uvarint seq, [varint unix nanos], value
+//	o/<stream>\x00<partition BE4>        next offset to consume (BE8)
+//	n/<stream>                           next arrival sequence number (BE8)
+//	t/<stream>                           tracker: window end (BE8) + opaque state
+//	h/<stream>\x00<dependency>\x00<window end BE8>  history: error (float64 bits BE8) + unix nanos (BE8)
+//	e/<stream>\x00<order BE8>            pending outbox event: uvarint id length, id, payload
+//	x/<stream>\x00<id>                   pending event id -> order (BE8)
+//	d/<stream>\x00<id>                   delivered marker (unix nanos of delivery, BE8)
+//
+// Stream names and dependency ids must not contain NUL bytes; partitions and
+// offsets must be non-negative (Kafka never produces negative ones), which
+// keeps the big-endian encodings order-preserving.
+//
+// # Metrics
+//
+// When Options.Registerer is set, Open registers (and Close unregisters):
+//
+//	odwatch_pebble_disk_usage_bytes          gauge   on-disk size of the store
+//	odwatch_pebble_l0_files                  gauge   sstables in L0
+//	odwatch_pebble_l0_sublevels              gauge   L0 sublevels (read amplification of L0)
+//	odwatch_pebble_read_amplification        gauge   total read amplification
+//	odwatch_pebble_memtable_size_bytes       gauge   bytes allocated by memtables
+//	odwatch_pebble_compactions_total         counter compactions since open
+//	odwatch_pebble_flushes_total             counter memtable flushes since open
+//	odwatch_pebble_block_cache_size_bytes    gauge   bytes in the block cache
+//	odwatch_pebble_block_cache_hits_total    counter block cache hits
+//	odwatch_pebble_block_cache_misses_total  counter block cache misses
+//	odwatch_state_commit_duration_seconds    histogram{op="apply"|"evaluation"|"delivered"} synced batch commit time
+//
+// The Pebble metrics are read from DB.Metrics on every scrape.
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SchemaVersion is the version of the key layout written by this package.
+// A store holding another version is refused with ErrVersion.
+const SchemaVersion = "1"
+
+// Errors returned (wrapped, with the store path) by Open.
+var (
+	// ErrCorrupt: Pebble reports corruption or the manifest/CURRENT files
+	// cannot be read.
+	ErrCorrupt = errors.New("state store is corrupt")
+	// ErrVersion: the store was written by a newer or unknown Pebble format,
+	// or holds a different odwatch schema version.
+	ErrVersion = errors.New("state store has an unsupported version")
+	// ErrLocked: another process (or another Store in this process) holds
+	// the directory lock.
+	ErrLocked = errors.New("state store is locked by another process")
+	// ErrClosed is returned by methods called after Close.
+	ErrClosed = errors.New("state store is closed")
+	// ErrInvalid wraps argument errors (bad stream name, negative offset...).
+	ErrInvalid = errors.New("invalid state argument")
+)
+
+// Options configure Open. The zero value is usable.
+type Options struct {
+	// Logger receives Pebble's log lines (info at debug level). Nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Registerer, when non-nil, receives the store's collectors.
+	Registerer prometheus.Registerer
+	// CacheSize is the Pebble block cache size in bytes; 0 means 64 MiB.
+	CacheSize int64
+}
+
+// Store is an open state store. Its methods are safe for concurrent use.
+type Store struct {
+	db      *pebble.DB
+	dir     string
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	metrics *storeMetrics
+
+	// writeMu serialises the read-modify-write paths (outbox saves and
+	// delivery marks) so their existence checks see a stable view.
+	writeMu sync.Mutex
+
+	closeMu sync.RWMutex
+	closed  bool
+}
+
+const defaultCacheSize = 64 << 20
+
+var keySchema = []byte("meta/schema")
+
+// Open opens (creating if missing) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("component", "state", "dir", dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state: create %s: %w", dir, err)
+	}
+	cacheSize := opts.CacheSize
+	if cacheSize <= 0 {
+		cacheSize = defaultCacheSize
+	}
+	cache := pebble.NewCache(cacheSize)
+	defer cache.Unref() // the DB holds its own reference while open
+
+	popts := &pebble.Options{
+		FormatMajorVersion: pebble.FormatNewest,
+		Cache:              cache,
+		Logger:             pebbleLogger{log: log},
+		// Larger memtables absorb a full window's churn between flushes;
+		// the default 4 MiB flushes every few thousand records.
+		MemTableSize: 32 << 20,
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, classifyOpenError(dir, err)
+	}
+	s := &Store{db: db, dir: dir, log: log, reg: opts.Registerer}
+	if err := s.checkSchema(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.metrics = newStoreMetrics(db)
+	if s.reg != nil {
+		if err := s.metrics.register(s.reg); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("state: register metrics for %s: %w", dir, err)
+		}
+	}
+	return s, nil
+}
+
+// classifyOpenError maps a pebble.Open failure to one of the package's
+// sentinel errors, keeping the path and the original error in the message.
+func classifyOpenError(dir string, err error) error {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, pebble.ErrCorruption):
+		return fmt.Errorf("state: open %s: %w: %w", dir, ErrCorrupt, err)
+	case strings.Contains(msg, "format major version"):
+		return fmt.Errorf("state: open %s: %w: %w", dir, ErrVersion, err)
+	case strings.Contains(msg, "lock"):
+		return fmt.Errorf("state: open %s: %w: %w", dir, ErrLocked, err)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("state: open %s: %w", dir, err)
+	case strings.Contains(msg, "CURRENT"), strings.Contains(msg, "MANIFEST"),
+		strings.Contains(msg, "manifest"), strings.Contains(msg, "corrupt"),
+		strings.Contains(msg, "EOF"):
+		// A truncated or garbled CURRENT/MANIFEST surfaces as a read or
+		// decode error rather than ErrCorruption; it is corruption to us.
+		return fmt.Errorf("state: open %s: %w: %w", dir, ErrCorrupt, err)
+	default:
+		return fmt.Errorf("state: open %s: %w", dir, err)
+	}
+}
+
+// checkSchema writes the schema key into a brand-new store and refuses a
+// store holding data under another (or no) schema version.
+func (s *Store) checkSchema() error {
+	v, closer, err := s.db.Get(keySchema)
+	switch {
+	case err == nil:
+		got := string(v)
+		_ = closer.Close()
+		if got != SchemaVersion {
+			return fmt.Errorf("state: open %s: %w: schema version %q, this build reads %q",
+				s.dir, ErrVersion, got, SchemaVersion)
+		}
+		return nil
+	case errors.Is(err, pebble.ErrNotFound):
+	default:
+		return fmt.Errorf("state: open %s: read schema: %w: %w", s.dir, ErrCorrupt, err)
+	}
+	empty, err := s.isEmpty()
+	if err != nil {
+		return err
+	}
+	if !empty {
+		return fmt.Errorf("state: open %s: %w: store holds data but no schema version", s.dir, ErrVersion)
+	}
+	if err := s.db.Set(keySchema, []byte(SchemaVersion), pebble.Sync); err != nil {
+		return fmt.Errorf("state: open %s: write schema: %w", s.dir, err)
+	}
+	return nil
+}
+
+func (s *Store) isEmpty() (bool, error) {
+	it, err := s.db.NewIter(nil)
+	if err != nil {
+		return false, fmt.Errorf("state: open %s: %w", s.dir, err)
+	}
+	has := it.First()
+	if err := it.Close(); err != nil {
+		return false, fmt.Errorf("state: open %s: scan: %w: %w", s.dir, ErrCorrupt, err)
+	}
+	return !has, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close flushes nothing extra (every commit is already synced), unregisters
+// the collectors and releases the directory lock. Calling Close twice is a
+// no-op.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.reg != nil {
+		s.metrics.unregister(s.reg)
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("state: close %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// acquire guards a method against a concurrent Close; release with the
+// returned func.
+func (s *Store) acquire() (func(), error) {
+	s.closeMu.RLock()
+	if s.closed {
+		s.closeMu.RUnlock()
+		return nil, fmt.Errorf("state %s: %w", s.dir, ErrClosed)
+	}
+	return s.closeMu.RUnlock, nil
+}
+
+// scanPrefix iterates keys in [lower, upper) calling fn with key and value
+// (valid only during the call). ctx is checked every 1024 keys.
+func (s *Store) scanPrefix(ctx context.Context, lower, upper []byte, fn func(k, v []byte) error) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("state %s: iterate: %w", s.dir, err)
+	}
+	n := 0
+	var ferr error
+	for ok := it.First(); ok; ok = it.Next() {
+		if n++; n&1023 == 0 && ctx != nil {
+			if ferr = ctx.Err(); ferr != nil {
+				break
+			}
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			ferr = fmt.Errorf("state %s: read %q: %w", s.dir, it.Key(), err)
+			break
+		}
+		if ferr = fn(it.Key(), v); ferr != nil {
+			break
+		}
+	}
+	if err := it.Close(); err != nil && ferr == nil {
+		ferr = fmt.Errorf("state %s: iterate: %w", s.dir, err)
+	}
+	return ferr
+}
+
+// get returns a copy of the value at key, or nil, false when absent.
+func (s *Store) get(key []byte) ([]byte, bool, error) {
+	v, closer, err := s.db.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("state %s: get %q: %w", s.dir, key, err)
+	}
+	out := bytes.Clone(v)
+	_ = closer.Close()
+	return out, true, nil
+}
+
+// pebbleLogger routes Pebble's logging to slog. Pebble's info lines are
+// chatty and operational, so they go to debug.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...), "source", "pebble")
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error(fmt.Sprintf(format, args...), "source", "pebble")
+}
+
+// Fatalf is called by Pebble on invariant violations it cannot continue
+// from; Pebble's contract is that it does not return, so after logging we
+// panic (a Pebble bug, not bad input).
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	l.log.Error(msg, "source", "pebble", "fatal", true)
+	panic("pebble: " + msg)
+}
