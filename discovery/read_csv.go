@@ -1,0 +1,141 @@
+package discovery
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// InputError is a malformed-input error at a line of the input (1-based,
+// the line where the offending record starts).
+type InputError struct {
+	Line int
+	Err  error
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// ErrEmptyInput is returned for an input without a header line.
+var ErrEmptyInput = errors.New("empty input: a header line is required")
+
+// CSVOptions control ReadCSV.
+type CSVOptions struct {
+	// Delimiter separates fields; 0 means ','.
+	Delimiter rune
+	// MaxRows stops reading after that many data rows; 0 reads all.
+	MaxRows int
+	// Progress, when set, is called with the number of data rows read so
+	// far, every progressEvery rows and once at the end.
+	Progress func(rows int)
+}
+
+// progressEvery is how often (in rows) the readers report progress.
+const progressEvery = 1 << 16
+
+// ReadCSV reads a CSV table with a header line (RFC 4180 quoting, gzip
+// detected by its magic bytes) and encodes it. An empty cell is NULL. A
+// ragged row or bad quoting fails with an *InputError naming the line.
+func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
+	b, err := ReadCSVColumns(r, opts)
+	if err != nil {
+		return nil, err
+	}
+	return b.Table()
+}
+
+// ReadCSVColumns is ReadCSV without the final encoding: it returns the
+// builder holding the dictionary-coded columns.
+func ReadCSVColumns(r io.Reader, opts CSVOptions) (*TableBuilder, error) {
+	in, closeIn, err := maybeGunzip(r)
+	if err != nil {
+		return nil, err
+	}
+	defer closeIn()
+
+	cr := csv.NewReader(in)
+	if opts.Delimiter != 0 {
+		cr.Comma = opts.Delimiter
+	}
+	cr.FieldsPerRecord = 0 // the header fixes the field count
+	cr.ReuseRecord = true
+
+	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, ErrEmptyInput
+	}
+	if err != nil {
+		return nil, csvError(err, 0, 0)
+	}
+	names := make([]string, len(header))
+	for i, h := range header {
+		names[i] = strings.Clone(h)
+	}
+	// A UTF-8 byte order mark is not part of the first name.
+	names[0] = strings.TrimPrefix(names[0], "\uFEFF")
+	b, err := NewTableBuilder(names)
+	if err != nil {
+		return nil, &InputError{Line: 1, Err: fmt.Errorf("header: %w", err)}
+	}
+
+	for opts.MaxRows <= 0 || b.rows < opts.MaxRows {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, csvError(err, len(names), len(rec))
+		}
+		b.appendStrings(rec)
+		if opts.Progress != nil && b.rows%progressEvery == 0 {
+			opts.Progress(b.rows)
+		}
+	}
+	if opts.Progress != nil {
+		opts.Progress(b.rows)
+	}
+	return b, nil
+}
+
+// csvError turns encoding/csv's errors into *InputError with our wording.
+// For a ragged row, encoding/csv returns the record with the error, so got
+// is its field count.
+func csvError(err error, want, got int) error {
+	var pe *csv.ParseError
+	if !errors.As(err, &pe) {
+		return fmt.Errorf("reading csv: %w", err)
+	}
+	line := pe.StartLine
+	if line == 0 {
+		line = pe.Line
+	}
+	switch {
+	case errors.Is(pe.Err, csv.ErrFieldCount):
+		return &InputError{Line: line, Err: fmt.Errorf("%d fields, header has %d: %w", got, want, pe.Err)}
+	case errors.Is(pe.Err, csv.ErrQuote), errors.Is(pe.Err, csv.ErrBareQuote):
+		return &InputError{Line: pe.Line, Err: fmt.Errorf("column %d: %w", pe.Column, pe.Err)}
+	}
+	return &InputError{Line: line, Err: pe.Err}
+}
+
+// maybeGunzip returns a reader over r that decompresses it when it starts
+// with the gzip magic bytes, and a func releasing what it opened.
+func maybeGunzip(r io.Reader) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	magic, err := br.Peek(2)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, nil, fmt.Errorf("reading input: %w", err)
+	}
+	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		return br, func() {}, nil
+	}
+	zr, err := gzip.NewReader(br)
+	if err != nil {
+		return nil, nil, fmt.Errorf("gzip: %w", err)
+	}
+	return bufio.NewReaderSize(zr, 1<<16), func() { zr.Close() }, nil
+}
