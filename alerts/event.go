@@ -1,0 +1,324 @@
+package alerts
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/odwatch/odwatch/discovery"
+)
+
+// Sample is one record of a window that violates a dependency (it is in the
+// minimal removal set), identified by its Kafka coordinates, with the values
+// of the columns the dependency mentions. A missing key means NULL.
+type Sample struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	Values    map[string]string
+}
+
+// WindowInfo identifies the window an observation was made on.
+type WindowInfo struct {
+	Stream string
+	Topic  string
+	// StartOffsets and EndOffsets hold the inclusive first and last offset
+	// of the window per partition.
+	StartOffsets, EndOffsets map[int32]int64
+	StartTime, EndTime       time.Time
+	Records                  int
+	// EndSeq is the stream-wide sequence number of the window's last record.
+	// It identifies the window and increases from one window to the next.
+	EndSeq uint64
+}
+
+// Observation is one dependency measured on one window.
+type Observation struct {
+	Dependency discovery.Dependency
+	Removals   int
+	Error      float64
+	// Minimal is true when this window's discovery run found the dependency
+	// in its minimal set.
+	Minimal bool
+	// Samples holds violating records, up to the configured sample size.
+	Samples []Sample
+}
+
+// EventType is the kind of change an event reports.
+type EventType string
+
+const (
+	// EventViolated: a holding dependency exceeded eps+margin for K windows.
+	EventViolated EventType = "violated"
+	// EventRestored: a violated dependency came back to <= eps-margin for K windows.
+	EventRestored EventType = "restored"
+	// EventDiscovered: a dependency became minimal and was not tracked.
+	EventDiscovered EventType = "discovered"
+	// EventRetired: a tracked dependency is no longer tracked.
+	EventRetired EventType = "retired"
+)
+
+// Event is one dependency change of one stream. Time is the window's end
+// time, not the wall clock, so that a replay produces an identical event.
+type Event struct {
+	ID             string
+	Type           EventType
+	Stream         string
+	Time           time.Time
+	DependencyID   string
+	Dependency     discovery.Dependency
+	DependencyText string
+	// ErrorBefore is the error at the last window before the transition
+	// began (see Tracker), ErrorNow the error in this window.
+	ErrorBefore, ErrorNow float64
+	Epsilon, Margin       float64
+	Removals              int
+	Window                WindowInfo
+	Samples               []Sample
+}
+
+// Wire form of an event. Field names are part of the public contract (event
+// topic consumers, webhook receivers): change them only with a new ce_type.
+type eventJSON struct {
+	ID             string         `json:"id"`
+	Type           EventType      `json:"type"`
+	Stream         string         `json:"stream"`
+	Time           time.Time      `json:"time"`
+	DependencyID   string         `json:"dependency_id"`
+	Dependency     dependencyJSON `json:"dependency"`
+	DependencyText string         `json:"dependency_text"`
+	ErrorBefore    float64        `json:"error_before"`
+	ErrorNow       float64        `json:"error_now"`
+	Epsilon        float64        `json:"epsilon"`
+	Margin         float64        `json:"margin"`
+	Removals       int            `json:"removals"`
+	Window         windowJSON     `json:"window"`
+	Samples        []sampleJSON   `json:"samples"`
+}
+
+// dependencyJSON is the dependency as in `odwatch discover --format json`:
+// kind "ofd" has rhs; kind "oc" has left, right and polarity; kind "od" has
+// lhs_list and rhs_list.
+type dependencyJSON struct {
+	Kind     string   `json:"kind"`
+	Context  []string `json:"context"`
+	RHS      string   `json:"rhs,omitempty"`
+	Left     string   `json:"left,omitempty"`
+	Right    string   `json:"right,omitempty"`
+	Polarity string   `json:"polarity,omitempty"`
+	LHSList  []string `json:"lhs_list,omitempty"`
+	RHSList  []string `json:"rhs_list,omitempty"`
+}
+
+type windowJSON struct {
+	Topic        string           `json:"topic"`
+	StartOffsets map[string]int64 `json:"start_offsets"`
+	EndOffsets   map[string]int64 `json:"end_offsets"`
+	StartTime    time.Time        `json:"start_time"`
+	EndTime      time.Time        `json:"end_time"`
+	Records      int              `json:"records"`
+	EndSeq       uint64           `json:"end_seq"`
+}
+
+type sampleJSON struct {
+	Topic     string            `json:"topic"`
+	Partition int32             `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Values    map[string]string `json:"values"`
+}
+
+func toDependencyJSON(d discovery.Dependency) dependencyJSON {
+	j := dependencyJSON{Kind: d.Kind.String(), Context: d.Context}
+	if j.Context == nil {
+		j.Context = []string{}
+	}
+	switch d.Kind {
+	case discovery.KindOFD:
+		j.RHS = d.RHS
+	case discovery.KindOC:
+		j.Left, j.Right, j.Polarity = d.Left, d.Right, d.Polarity.String()
+	case discovery.KindListOD:
+		j.LHSList, j.RHSList = d.LHSList, d.RHSList
+	}
+	return j
+}
+
+func (j dependencyJSON) dependency() (discovery.Dependency, error) {
+	d := discovery.Dependency{Context: j.Context}
+	if len(d.Context) == 0 {
+		d.Context = nil
+	}
+	switch j.Kind {
+	case "ofd":
+		d.Kind, d.RHS = discovery.KindOFD, j.RHS
+	case "oc":
+		d.Kind, d.Left, d.Right = discovery.KindOC, j.Left, j.Right
+		switch j.Polarity {
+		case "asc", "":
+			d.Polarity = discovery.Asc
+		case "desc":
+			d.Polarity = discovery.Desc
+		default:
+			return d, fmt.Errorf("alerts: unknown polarity %q", j.Polarity)
+		}
+	case "od":
+		d.Kind, d.LHSList, d.RHSList = discovery.KindListOD, j.LHSList, j.RHSList
+	default:
+		return d, fmt.Errorf("alerts: unknown dependency kind %q", j.Kind)
+	}
+	return d, nil
+}
+
+func offsetsToJSON(m map[int32]int64) map[string]int64 {
+	out := make(map[string]int64, len(m))
+	for p, o := range m {
+		out[strconv.FormatInt(int64(p), 10)] = o
+	}
+	return out
+}
+
+func offsetsFromJSON(m map[string]int64) (map[int32]int64, error) {
+	if m == nil {
+		return nil, nil
+	}
+	out := make(map[int32]int64, len(m))
+	for k, o := range m {
+		p, err := strconv.ParseInt(k, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("alerts: bad partition %q: %w", k, err)
+		}
+		out[int32(p)] = o
+	}
+	return out, nil
+}
+
+func toWindowJSON(w WindowInfo) windowJSON {
+	return windowJSON{
+		Topic:        w.Topic,
+		StartOffsets: offsetsToJSON(w.StartOffsets),
+		EndOffsets:   offsetsToJSON(w.EndOffsets),
+		StartTime:    w.StartTime,
+		EndTime:      w.EndTime,
+		Records:      w.Records,
+		EndSeq:       w.EndSeq,
+	}
+}
+
+func toSamplesJSON(s []Sample) []sampleJSON {
+	out := make([]sampleJSON, len(s))
+	for i, x := range s {
+		v := x.Values
+		if v == nil {
+			v = map[string]string{}
+		}
+		out[i] = sampleJSON{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: v}
+	}
+	return out
+}
+
+func fromSamplesJSON(s []sampleJSON) []Sample {
+	if len(s) == 0 {
+		return nil
+	}
+	out := make([]Sample, len(s))
+	for i, x := range s {
+		out[i] = Sample{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: x.Values}
+	}
+	return out
+}
+
+// MarshalJSON encodes the event with the documented snake_case field names:
+// id, type, stream, time, dependency_id, dependency {kind, context, rhs |
+// left, right, polarity | lhs_list, rhs_list}, dependency_text, error_before,
+// error_now, epsilon, margin, removals, window {topic, start_offsets,
+// end_offsets, start_time, end_time, records, end_seq} (offset maps keyed by
+// partition number as a string), samples [{topic, partition, offset,
+// values}]. Times are RFC 3339 with nanoseconds, in the zone given.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(eventJSON{
+		ID:             e.ID,
+		Type:           e.Type,
+		Stream:         e.Stream,
+		Time:           e.Time,
+		DependencyID:   e.DependencyID,
+		Dependency:     toDependencyJSON(e.Dependency),
+		DependencyText: e.DependencyText,
+		ErrorBefore:    e.ErrorBefore,
+		ErrorNow:       e.ErrorNow,
+		Epsilon:        e.Epsilon,
+		Margin:         e.Margin,
+		Removals:       e.Removals,
+		Window:         toWindowJSON(e.Window),
+		Samples:        toSamplesJSON(e.Samples),
+	})
+}
+
+// UnmarshalJSON decodes what MarshalJSON produced (consumers and tests).
+// Window.Stream is set from the event's stream.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var j eventJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return fmt.Errorf("alerts: decode event: %w", err)
+	}
+	d, err := j.Dependency.dependency()
+	if err != nil {
+		return err
+	}
+	so, err := offsetsFromJSON(j.Window.StartOffsets)
+	if err != nil {
+		return err
+	}
+	eo, err := offsetsFromJSON(j.Window.EndOffsets)
+	if err != nil {
+		return err
+	}
+	*e = Event{
+		ID: j.ID, Type: j.Type, Stream: j.Stream, Time: j.Time,
+		DependencyID: j.DependencyID, Dependency: d, DependencyText: j.DependencyText,
+		ErrorBefore: j.ErrorBefore, ErrorNow: j.ErrorNow, Epsilon: j.Epsilon, Margin: j.Margin,
+		Removals: j.Removals,
+		Window: WindowInfo{
+			Stream: j.Stream, Topic: j.Window.Topic, StartOffsets: so, EndOffsets: eo,
+			StartTime: j.Window.StartTime, EndTime: j.Window.EndTime,
+			Records: j.Window.Records, EndSeq: j.Window.EndSeq,
+		},
+		Samples: fromSamplesJSON(j.Samples),
+	}
+	return nil
+}
+
+// Text renders the event for people: one summary line, then one indented
+// line per sample with its coordinates and values (columns sorted):
+//
+//	2026-11-30T01:02:03Z VIOLATED payroll {}: salary ~ tax (asc) error 0.0000 -> 0.0450 (eps 0.0300, margin 0.0050) removals 45 window payroll p0:100-199 (100 records) id 3f2a...
+//	    payroll/0@123 perc=0.250 salary=5000 tax=12500
+func (e Event) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s %s error %.4f -> %.4f (eps %.4f, margin %.4f) removals %d window %s (%d records) id %s",
+		e.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(e.Type)), e.Stream, e.DependencyText,
+		e.ErrorBefore, e.ErrorNow, e.Epsilon, e.Margin, e.Removals, windowText(e.Window), e.Window.Records, e.ID)
+	for _, s := range e.Samples {
+		fmt.Fprintf(&b, "\n    %s/%d@%d", s.Topic, s.Partition, s.Offset)
+		for _, k := range slices.Sorted(maps.Keys(s.Values)) {
+			fmt.Fprintf(&b, " %s=%s", k, s.Values[k])
+		}
+	}
+	return b.String()
+}
+
+func windowText(w WindowInfo) string {
+	var b strings.Builder
+	b.WriteString(w.Topic)
+	for _, p := range slices.Sorted(maps.Keys(w.EndOffsets)) {
+		start, ok := w.StartOffsets[p]
+		if !ok {
+			start = w.EndOffsets[p]
+		}
+		fmt.Fprintf(&b, " p%d:%d-%d", p, start, w.EndOffsets[p])
+	}
+	return b.String()
+}
