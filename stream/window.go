@@ -1,0 +1,401 @@
+package stream
+
+import (
+	"time"
+
+	"github.com/odwatch/odwatch/discovery"
+)
+
+// RowMeta says where a window row came from.
+type RowMeta struct {
+	Partition int32
+	Offset    int64
+	Seq       uint64
+	Time      time.Time
+}
+
+// Window is the in-memory columnar mirror of a stream's window (DESIGN.md
+// "Performance model"): per column a dictionary of distinct values and one
+// uint32 code per row, in a ring buffer of rows. A row costs 4 bytes per
+// column plus its RowMeta; a distinct value costs its string once.
+//
+// Dictionaries do not grow without bound over a sliding window: each code is
+// reference counted and a code whose last row is evicted goes to a free list
+// and is reused for the next new value. A column with no non-NULL value left
+// in the window is dropped.
+//
+// A Window is not safe for concurrent use: the pipeline owns it on one
+// goroutine and hands Snapshots to others.
+type Window struct {
+	size     int
+	interval time.Duration
+
+	meta []RowMeta // ring; len(meta) is the capacity
+	head int       // ring index of the oldest row
+	n    int       // rows in the window
+
+	cols     []*winColumn
+	colIndex map[string]int // name → index in cols
+	newest   time.Time      // newest row time seen (time windows)
+	parts    map[int32]*partState
+}
+
+type partState struct {
+	rows int   // rows of this partition in the window
+	last int64 // last offset appended
+}
+
+type winColumn struct {
+	name    string
+	codes   []uint32 // ring aligned with Window.meta; 0 = NULL
+	dict    []string // code-1 → value; "" for free codes
+	refs    []uint32 // code-1 → rows holding it
+	index   map[string]uint32
+	free    []uint32
+	deletes int // deletes from index since it was last rebuilt
+	nonNull int
+}
+
+// initialCapacity is the first ring size; the ring doubles up to size.
+const initialCapacity = 1024
+
+// NewWindow returns an empty window of the last size rows. If interval > 0,
+// rows older than (newest row time - interval) are evicted too; size 0 with
+// interval > 0 is a pure time window. Size 0 and interval 0 never evict.
+func NewWindow(size int, interval time.Duration) *Window {
+	return &Window{
+		size:     max(size, 0),
+		interval: interval,
+		colIndex: map[string]int{},
+		parts:    map[int32]*partState{},
+	}
+}
+
+// Reset empties the window (e.g. when partitions are reassigned).
+func (w *Window) Reset() {
+	*w = *NewWindow(w.size, w.interval)
+}
+
+// Len is the number of rows.
+func (w *Window) Len() int { return w.n }
+
+// Oldest is the metadata of the oldest row.
+func (w *Window) Oldest() (RowMeta, bool) {
+	if w.n == 0 {
+		return RowMeta{}, false
+	}
+	return w.meta[w.head], true
+}
+
+// LastOffset is the last offset appended for partition p, whether or not
+// that row is still in the window.
+func (w *Window) LastOffset(p int32) (int64, bool) {
+	ps, ok := w.parts[p]
+	if !ok {
+		return 0, false
+	}
+	return ps.last, true
+}
+
+// Append adds a row and evicts the oldest row(s) the window no longer holds.
+// A field seen for the first time becomes a new column, NULL in the rows
+// before. Offsets of a partition must increase: a row whose offset is not
+// above the last one appended for its partition is a redelivery of a record
+// already in (or already evicted from) the window, and Append ignores it and
+// returns false. In steady state Append allocates only for values not in
+// the column's dictionary.
+func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
+	ps := w.parts[meta.Partition]
+	if ps == nil {
+		ps = &partState{}
+		w.parts[meta.Partition] = ps
+	} else if meta.Offset <= ps.last {
+		return false
+	}
+	ps.last = meta.Offset
+
+	if w.size > 0 && w.n >= w.size {
+		w.evictOldest()
+	}
+	if w.n == len(w.meta) {
+		w.grow()
+	}
+	pos := w.head + w.n
+	if pos >= len(w.meta) {
+		pos -= len(w.meta)
+	}
+	w.meta[pos] = meta
+	w.n++
+	ps.rows++
+
+	for i := range rec.Len() {
+		name, value, null := rec.Field(i)
+		if null {
+			continue
+		}
+		ci, ok := w.colIndex[string(name)]
+		if !ok {
+			ci = w.addColumn(string(name))
+		}
+		c := w.cols[ci]
+		code := c.intern(value)
+		if old := c.codes[pos]; old != 0 {
+			// The record named the field twice: the last value wins.
+			c.release(old)
+		} else {
+			c.nonNull++
+		}
+		c.codes[pos] = code
+	}
+
+	if w.interval > 0 {
+		if meta.Time.After(w.newest) {
+			w.newest = meta.Time
+		}
+		cutoff := w.newest.Add(-w.interval)
+		for w.n > 0 && w.meta[w.head].Time.Before(cutoff) {
+			w.evictOldest()
+		}
+	}
+	w.dropDeadColumns()
+	return true
+}
+
+func (w *Window) addColumn(name string) int {
+	w.cols = append(w.cols, &winColumn{
+		name:  name,
+		codes: make([]uint32, len(w.meta)),
+		index: map[string]uint32{},
+	})
+	w.colIndex[name] = len(w.cols) - 1
+	return len(w.cols) - 1
+}
+
+// grow doubles the ring (up to size for count windows), straightening it so
+// that the oldest row is at index 0.
+func (w *Window) grow() {
+	c := max(2*len(w.meta), initialCapacity)
+	if w.size > 0 && c > w.size {
+		c = w.size
+	}
+	meta := make([]RowMeta, c)
+	k := copy(meta, w.meta[w.head:])
+	copy(meta[k:], w.meta[:w.head])
+	for _, col := range w.cols {
+		codes := make([]uint32, c)
+		k := copy(codes, col.codes[w.head:])
+		copy(codes[k:], col.codes[:w.head])
+		col.codes = codes
+	}
+	w.meta = meta
+	w.head = 0
+}
+
+func (w *Window) evictOldest() {
+	pos := w.head
+	for _, c := range w.cols {
+		if code := c.codes[pos]; code != 0 {
+			c.release(code)
+			c.codes[pos] = 0
+			c.nonNull--
+		}
+	}
+	if ps := w.parts[w.meta[pos].Partition]; ps != nil {
+		ps.rows--
+	}
+	w.meta[pos] = RowMeta{}
+	w.head++
+	if w.head == len(w.meta) {
+		w.head = 0
+	}
+	w.n--
+}
+
+// dropDeadColumns removes columns with no value left in the window, so that
+// a stream whose field names keep changing does not accumulate columns.
+func (w *Window) dropDeadColumns() {
+	dead := false
+	for _, c := range w.cols {
+		if c.nonNull == 0 {
+			dead = true
+			break
+		}
+	}
+	if !dead {
+		return
+	}
+	kept := w.cols[:0]
+	for _, c := range w.cols {
+		if c.nonNull == 0 {
+			delete(w.colIndex, c.name)
+			continue
+		}
+		w.colIndex[c.name] = len(kept)
+		kept = append(kept, c)
+	}
+	clear(w.cols[len(kept):])
+	w.cols = kept
+}
+
+// intern returns the code of value, taking a reference.
+func (c *winColumn) intern(value []byte) uint32 {
+	if code, ok := c.index[string(value)]; ok {
+		c.refs[code-1]++
+		return code
+	}
+	s := string(value)
+	var code uint32
+	if k := len(c.free); k > 0 {
+		code = c.free[k-1]
+		c.free = c.free[:k-1]
+		c.dict[code-1] = s
+		c.refs[code-1] = 1
+	} else {
+		c.dict = append(c.dict, s)
+		c.refs = append(c.refs, 1)
+		code = uint32(len(c.dict))
+	}
+	c.index[s] = code
+	return code
+}
+
+// release drops a reference to code and recycles it when it was the last.
+func (c *winColumn) release(code uint32) {
+	c.refs[code-1]--
+	if c.refs[code-1] > 0 {
+		return
+	}
+	delete(c.index, c.dict[code-1])
+	c.dict[code-1] = ""
+	c.free = append(c.free, code)
+	c.deletes++
+	// Go maps keep their high-water size after deletes; over a long
+	// sliding window of unique values rebuild the index now and then so
+	// that it stays proportional to the live values.
+	if c.deletes > 4*len(c.index)+4096 {
+		idx := make(map[string]uint32, len(c.index))
+		for k, v := range c.index {
+			idx[k] = v
+		}
+		c.index = idx
+		c.deletes = 0
+	}
+}
+
+// EvictionBounds returns, per partition seen, the smallest offset still in
+// the window: the store may delete everything below it. A partition with no
+// row left in the window maps to its last offset + 1.
+func (w *Window) EvictionBounds() map[int32]int64 {
+	b := make(map[int32]int64, len(w.parts))
+	pending := 0
+	for p, ps := range w.parts {
+		if ps.rows == 0 {
+			b[p] = ps.last + 1
+		} else {
+			pending++
+		}
+	}
+	// Offsets increase per partition, so a partition's first row from the
+	// oldest end is its smallest offset.
+	for i := 0; i < w.n && pending > 0; i++ {
+		pos := w.head + i
+		if pos >= len(w.meta) {
+			pos -= len(w.meta)
+		}
+		m := &w.meta[pos]
+		if _, ok := b[m.Partition]; !ok {
+			b[m.Partition] = m.Offset
+			pending--
+		}
+	}
+	return b
+}
+
+// Snapshot is an immutable copy of a window, oldest row first, safe to use
+// on another goroutine while the window moves on.
+type Snapshot struct {
+	meta   []RowMeta
+	cols   []discovery.DictColumn
+	byName map[string]int
+}
+
+// Snapshot copies the window. Codes are copied (4 bytes per cell);
+// dictionary strings are shared, the dictionary slices are not (the window
+// reuses codes). Free codes are squeezed out so each Dict holds every value
+// in the window exactly once.
+func (w *Window) Snapshot() *Snapshot {
+	s := &Snapshot{
+		meta:   make([]RowMeta, w.n),
+		byName: make(map[string]int, len(w.cols)),
+	}
+	copyRing(w, s.meta, w.meta)
+	for _, c := range w.cols {
+		if c.nonNull == 0 {
+			continue
+		}
+		codes := make([]uint32, w.n)
+		copyRing(w, codes, c.codes)
+		var dict []string
+		if len(c.free) == 0 {
+			dict = make([]string, len(c.dict))
+			copy(dict, c.dict)
+		} else {
+			remap := make([]uint32, len(c.dict)+1)
+			dict = make([]string, 0, len(c.dict)-len(c.free))
+			for i, v := range c.dict {
+				if c.refs[i] > 0 {
+					dict = append(dict, v)
+					remap[i+1] = uint32(len(dict))
+				}
+			}
+			for i, code := range codes {
+				codes[i] = remap[code]
+			}
+		}
+		s.byName[c.name] = len(s.cols)
+		s.cols = append(s.cols, discovery.DictColumn{Name: c.name, Dict: dict, Codes: codes})
+	}
+	return s
+}
+
+// copyRing copies the window's rows of ring src, oldest first, into dst.
+func copyRing[T any](w *Window, dst, src []T) {
+	if w.n == 0 {
+		return
+	}
+	end := w.head + w.n
+	if end <= len(src) {
+		copy(dst, src[w.head:end])
+		return
+	}
+	k := copy(dst, src[w.head:])
+	copy(dst[k:], src[:end-len(src)])
+}
+
+// Len is the number of rows.
+func (s *Snapshot) Len() int { return len(s.meta) }
+
+// Columns are the columns with at least one non-NULL value, in first-seen
+// order. Codes: 0 = NULL, else index+1 into Dict. The slices are shared
+// with the snapshot: read them, do not modify them.
+func (s *Snapshot) Columns() []discovery.DictColumn { return s.cols }
+
+// Meta is the metadata of row (0 = oldest).
+func (s *Snapshot) Meta(row int) RowMeta { return s.meta[row] }
+
+// Values returns the values of the named columns in row, for event samples.
+// NULL values and unknown columns are absent from the map.
+func (s *Snapshot) Values(row int, names []string) map[string]string {
+	m := make(map[string]string, len(names))
+	for _, name := range names {
+		ci, ok := s.byName[name]
+		if !ok {
+			continue
+		}
+		c := &s.cols[ci]
+		if code := c.Codes[row]; code != 0 {
+			m[name] = c.Dict[code-1]
+		}
+	}
+	return m
+}
