@@ -14,14 +14,27 @@ import (
 // arrays are ignored and counted, numbers keep their literal text.
 type jsonDecoder struct {
 	lim limits
-	// flatteners keeps scratch buffers between records without tying the
-	// decoder to one goroutine.
-	flatteners sync.Pool
+	// scratch keeps a flattener's buffers and the bound emit callback
+	// between records without tying the decoder to one goroutine.
+	scratch sync.Pool
+}
+
+// jsonScratch is per-goroutine decoding state. emit is bound to sink once,
+// because a method value created per record would escape to the heap
+// (Flatten keeps its callback in a struct).
+type jsonScratch struct {
+	f    discovery.Flattener
+	sink fieldSink
+	emit func(name, value []byte, null bool)
 }
 
 func newJSONDecoder(lim limits) *jsonDecoder {
 	d := &jsonDecoder{lim: lim}
-	d.flatteners.New = func() any { return new(discovery.Flattener) }
+	d.scratch.New = func() any {
+		s := &jsonScratch{}
+		s.emit = s.sink.emit
+		return s
+	}
 	return d
 }
 
@@ -30,10 +43,12 @@ func (d *jsonDecoder) Decode(ctx context.Context, value []byte, rec *FlatRecord)
 	if err := d.lim.checkSize(value); err != nil {
 		return err
 	}
-	sink := fieldSink{rec: rec, sel: d.lim.sel, maxFields: d.lim.maxFields}
-	f := d.flatteners.Get().(*discovery.Flattener)
-	stats, err := f.Flatten(value, sink.emit)
-	d.flatteners.Put(f)
+	s := d.scratch.Get().(*jsonScratch)
+	s.sink = fieldSink{rec: rec, sel: d.lim.sel, maxFields: d.lim.maxFields}
+	stats, err := s.f.Flatten(value, s.emit)
+	sinkErr := s.sink.finish()
+	s.sink.rec = nil // do not keep the caller's record alive in the pool
+	d.scratch.Put(s)
 	if err != nil {
 		rec.Reset()
 		if !startsWithObject(value) && json.Valid(value) {
@@ -42,7 +57,7 @@ func (d *jsonDecoder) Decode(ctx context.Context, value []byte, rec *FlatRecord)
 		return decodeErr(ReasonMalformed, err)
 	}
 	rec.AddIgnored(stats.Ignored)
-	return sink.finish()
+	return sinkErr
 }
 
 func startsWithObject(b []byte) bool {

@@ -1,0 +1,206 @@
+package stream
+
+import (
+	"context"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/linkedin/goavro/v2"
+)
+
+const testAvroSchema = `{
+  "type": "record", "name": "Employee", "namespace": "com.example",
+  "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "name", "type": "string"},
+    {"name": "salary", "type": "double"},
+    {"name": "perc", "type": "float"},
+    {"name": "active", "type": "boolean"},
+    {"name": "grade", "type": {"type": "enum", "name": "Grade", "symbols": ["A", "B", "C"]}},
+    {"name": "manager", "type": ["null", "string"]},
+    {"name": "bonus", "type": ["null", "long", "string"]},
+    {"name": "address", "type": {"type": "record", "name": "Address", "fields": [
+      {"name": "zip", "type": "string"},
+      {"name": "geo", "type": ["null", {"type": "record", "name": "Geo", "fields": [
+        {"name": "lat", "type": "double"}]}]}
+    ]}},
+    {"name": "tags", "type": {"type": "array", "items": "string"}},
+    {"name": "attrs", "type": {"type": "map", "values": "string"}},
+    {"name": "raw", "type": "bytes"},
+    {"name": "hash", "type": {"type": "fixed", "name": "Hash", "size": 2}},
+    {"name": "home", "type": ["null", "Address"]},
+    {"name": "hired", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "born", "type": {"type": "int", "logicalType": "date"}},
+    {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 6, "scale": 2}}
+  ]
+}`
+
+func testAvroDatum() map[string]any {
+	return map[string]any{
+		"id":      int64(42),
+		"name":    "Ada",
+		"salary":  52000.25,
+		"perc":    float32(0.1),
+		"active":  true,
+		"grade":   "B",
+		"manager": goavro.Union("string", "Grace"),
+		"bonus":   goavro.Union("long", int64(7)),
+		"address": map[string]any{"zip": "10115", "geo": goavro.Union("com.example.Geo", map[string]any{"lat": 52.5})},
+		"tags":    []any{"x", "y"},
+		"attrs":   map[string]any{"k": "v"},
+		"raw":     []byte("bin"),
+		"hash":    []byte("hh"),
+		"home":    nil,
+		"hired":   time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC),
+		"born":    time.Date(1990, 5, 17, 0, 0, 0, 0, time.UTC),
+		"price":   big.NewRat(12345, 100),
+	}
+}
+
+func encodeAvro(t testing.TB, schema string, datum map[string]any) []byte {
+	t.Helper()
+	c, err := goavro.NewCodec(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.BinaryFromNative(nil, datum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestDecodeAvro(t *testing.T) {
+	good := encodeAvro(t, testAvroSchema, testAvroDatum())
+	wantAll := []testField{
+		{"id", "42", false},
+		{"name", "Ada", false},
+		{"salary", "52000.25", false},
+		{"perc", "0.1", false},
+		{"active", "true", false},
+		{"grade", "B", false},
+		{"manager", "Grace", false},
+		{"bonus", "7", false},
+		{"address.zip", "10115", false},
+		{"address.geo.lat", "52.5", false},
+		{"raw", "bin", false},
+		{"hash", "hh", false},
+		{"home", "", true},
+		{"hired", "2024-03-01T12:00:00.000000000Z", false},
+		{"born", "1990-05-17", false},
+		{"price", "123.45", false},
+	}
+	tests := []struct {
+		name    string
+		cfg     DecoderConfig
+		in      []byte
+		want    []testField
+		ignored int
+		reason  string
+	}{
+		{name: "all types", in: good, want: wantAll, ignored: 2},
+		{name: "include", cfg: DecoderConfig{Include: []string{"address.*", "id"}}, in: good, ignored: 2,
+			want: []testField{{"id", "42", false}, {"address.zip", "10115", false}, {"address.geo.lat", "52.5", false}}},
+		{name: "trailing bytes", in: append(append([]byte{}, good...), 0), reason: ReasonBadAvro},
+		{name: "truncated", in: good[:len(good)-3], reason: ReasonBadAvro},
+		{name: "empty", in: nil, reason: ReasonBadAvro},
+		{name: "garbage", in: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, reason: ReasonBadAvro},
+		{name: "too large", cfg: DecoderConfig{MaxRecordBytes: 10}, in: good, reason: ReasonTooLarge},
+		{name: "too many fields", cfg: DecoderConfig{MaxFields: 5}, in: good, reason: ReasonTooManyFields},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := tt.cfg
+			cfg.Format, cfg.Schema = FormatAvro, testAvroSchema
+			d := mustDecoder(t, cfg)
+			var rec FlatRecord
+			err := d.Decode(context.Background(), tt.in, &rec)
+			if got := reasonOf(err); got != tt.reason {
+				t.Fatalf("reason %q (%v), want %q", got, err, tt.reason)
+			}
+			if tt.reason != "" {
+				return
+			}
+			if got := recordFields(&rec); !equalFields(got, tt.want) {
+				t.Fatalf("got  %v\nwant %v", got, tt.want)
+			}
+			if rec.Ignored() != tt.ignored {
+				t.Fatalf("ignored %d, want %d", rec.Ignored(), tt.ignored)
+			}
+		})
+	}
+}
+
+func TestDecodeAvroUnionBranches(t *testing.T) {
+	schema := `{"type":"record","name":"R","fields":[
+		{"name":"u","type":["null","int","string",{"type":"record","name":"In","fields":[{"name":"x","type":"int"}]},{"type":"map","values":"int"}]}]}`
+	tests := []struct {
+		val     any
+		want    []testField
+		ignored int
+	}{
+		{nil, []testField{{"u", "", true}}, 0},
+		{goavro.Union("int", int32(3)), []testField{{"u", "3", false}}, 0},
+		{goavro.Union("string", "s"), []testField{{"u", "s", false}}, 0},
+		{goavro.Union("In", map[string]any{"x": int32(9)}), []testField{{"u.x", "9", false}}, 0},
+		{goavro.Union("map", map[string]any{"a": int32(1)}), nil, 1},
+	}
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: schema})
+	for _, tt := range tests {
+		in := encodeAvro(t, schema, map[string]any{"u": tt.val})
+		var rec FlatRecord
+		if err := d.Decode(context.Background(), in, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := recordFields(&rec); !equalFields(got, tt.want) || rec.Ignored() != tt.ignored {
+			t.Errorf("%v: got %v (ignored %d), want %v (ignored %d)", tt.val, got, rec.Ignored(), tt.want, tt.ignored)
+		}
+	}
+}
+
+func TestDecodeAvroFloatsRoundTrip(t *testing.T) {
+	schema := `{"type":"record","name":"F","fields":[{"name":"d","type":"double"},{"name":"f","type":"float"}]}`
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: schema})
+	for _, v := range []float64{0.1, 1e300, -2.5e-300, 123456789.123456789, 3} {
+		in := encodeAvro(t, schema, map[string]any{"d": v, "f": float32(v)})
+		var rec FlatRecord
+		if err := d.Decode(context.Background(), in, &rec); err != nil {
+			t.Fatal(err)
+		}
+		_, got, _ := rec.Field(0)
+		if want := formatFloatForTest(v); string(got) != want {
+			t.Errorf("double %v: got %s want %s", v, got, want)
+		}
+	}
+}
+
+func BenchmarkDecodeAvro(b *testing.B) {
+	schema := `{"type":"record","name":"P","fields":[{"name":"position","type":"string"},{"name":"experience","type":"int"},
+		{"name":"salary","type":"long"},{"name":"taxGroup","type":"string"},{"name":"perc","type":"double"},{"name":"tax","type":"double"}]}`
+	in := encodeAvro(b, schema, map[string]any{"position": "clerk", "experience": int32(3), "salary": int64(52000), "taxGroup": "B", "perc": 0.21, "tax": 10920.0})
+	d := mustDecoder(b, DecoderConfig{Format: FormatAvro, Schema: schema})
+	var rec FlatRecord
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := d.Decode(ctx, in, &rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+func FuzzDecodeAvro(f *testing.F) {
+	f.Add(encodeAvro(f, testAvroSchema, testAvroDatum()))
+	f.Add([]byte{})
+	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01})
+	d := mustDecoder(f, DecoderConfig{Format: FormatAvro, Schema: testAvroSchema})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var rec FlatRecord
+		err := d.Decode(context.Background(), in, &rec)
+		if err != nil && reasonOf(err) == "other" {
+			t.Fatalf("error without a reason: %v", err)
+		}
+	})
+}

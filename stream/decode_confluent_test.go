@@ -1,0 +1,164 @@
+package stream
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+const confluentTestSchema = `{"type":"record","name":"P","fields":[{"name":"salary","type":"long"},{"name":"tax","type":["null","double"]}]}`
+
+// fakeRegistry serves GET /schemas/ids/{id} the way Confluent Schema Registry
+// does, and counts the requests.
+type fakeRegistry struct {
+	schemas map[int]string
+	hits    atomic.Int64
+}
+
+func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.hits.Add(1)
+	w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	id, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/schemas/ids/"))
+	s, ok := f.schemas[id]
+	if r.Method != http.MethodGet || err != nil || !ok {
+		w.WriteHeader(http.StatusNotFound)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error_code": 40403, "message": "Schema " + strconv.Itoa(id) + " not found"})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"schema": s})
+}
+
+func confluentFrame(id uint32, avro []byte) []byte {
+	b := []byte{0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], id)
+	return append(b, avro...)
+}
+
+func TestDecodeConfluent(t *testing.T) {
+	reg := &fakeRegistry{schemas: map[int]string{
+		7: confluentTestSchema,
+		8: `{"type":"record","name":"P2","fields":[{"name":"x","type":"string"}]}`,
+	}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: srv.URL})
+	good := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(50000), "tax": map[string]any{"double": 1234.5}}))
+	ctx := context.Background()
+
+	tests := []struct {
+		name   string
+		in     []byte
+		want   []testField
+		reason string
+	}{
+		{name: "good", in: good, want: []testField{{"salary", "50000", false}, {"tax", "1234.5", false}}},
+		{name: "second schema", in: confluentFrame(8, encodeAvro(t, reg.schemas[8], map[string]any{"x": "hi"})), want: []testField{{"x", "hi", false}}},
+		{name: "unknown id", in: confluentFrame(99, []byte{2}), reason: ReasonUnknownSchema},
+		{name: "bad magic", in: append([]byte{1}, good[1:]...), reason: ReasonBadAvro},
+		{name: "short", in: []byte{0, 0, 0}, reason: ReasonBadAvro},
+		{name: "empty", in: nil, reason: ReasonBadAvro},
+		{name: "bad avro after header", in: confluentFrame(7, []byte{0xff}), reason: ReasonBadAvro},
+		{name: "trailing bytes", in: append(append([]byte{}, good...), 1), reason: ReasonBadAvro},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rec FlatRecord
+			err := d.Decode(ctx, tt.in, &rec)
+			if got := reasonOf(err); got != tt.reason {
+				t.Fatalf("reason %q (%v), want %q", got, err, tt.reason)
+			}
+			if tt.reason == "" && !equalFields(recordFields(&rec), tt.want) {
+				t.Fatalf("got %v want %v", recordFields(&rec), tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeConfluentCachesSchemas(t *testing.T) {
+	reg := &fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: srv.URL})
+	good := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": nil}))
+	unknown := confluentFrame(12345, []byte{2})
+	ctx := context.Background()
+	var rec FlatRecord
+	for range 1000 {
+		if err := d.Decode(ctx, good, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if got := reasonOf(d.Decode(ctx, unknown, &rec)); got != ReasonUnknownSchema {
+			t.Fatalf("unknown id: reason %q", got)
+		}
+	}
+	if got := reg.hits.Load(); got != 2 {
+		t.Fatalf("registry hit %d times for 2 schema ids, want 2", got)
+	}
+}
+
+func TestDecodeConfluentRegistryDown(t *testing.T) {
+	srv := httptest.NewServer(&fakeRegistry{})
+	url := srv.URL
+	srv.Close() // nothing listens there any more
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: url})
+	var rec FlatRecord
+	err := d.Decode(context.Background(), confluentFrame(7, []byte{2}), &rec)
+	if got := reasonOf(err); got != ReasonRegistry {
+		t.Fatalf("reason %q (%v), want %q", got, err, ReasonRegistry)
+	}
+}
+
+func TestDecodeConfluentRegistryError(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"error_code":50001,"message":"boom"}`, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: srv.URL})
+	var rec FlatRecord
+	if got := reasonOf(d.Decode(context.Background(), confluentFrame(7, []byte{2}), &rec)); got != ReasonRegistry {
+		t.Fatalf("reason %q, want %q", got, ReasonRegistry)
+	}
+}
+
+func TestDecodeConfluentCancelled(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(block)
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: srv.URL})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var rec FlatRecord
+	err := d.Decode(ctx, confluentFrame(7, []byte{2}), &rec)
+	if err == nil || reasonOf(err) != "other" {
+		t.Fatalf("cancelled fetch: %v, want the context's error (not a DecodeError)", err)
+	}
+}
+
+func FuzzDecodeConfluent(f *testing.F) {
+	reg := &fakeRegistry{schemas: map[int]string{1: testAvroSchema, 2: confluentTestSchema}}
+	srv := httptest.NewServer(reg)
+	f.Cleanup(srv.Close)
+	d := mustDecoder(f, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: srv.URL})
+	f.Add(confluentFrame(1, encodeAvro(f, testAvroSchema, testAvroDatum())))
+	f.Add(confluentFrame(2, encodeAvro(f, confluentTestSchema, map[string]any{"salary": int64(1), "tax": nil})))
+	f.Add(confluentFrame(3, nil))
+	f.Add([]byte{1, 2})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var rec FlatRecord
+		if err := d.Decode(context.Background(), in, &rec); err != nil && reasonOf(err) == "other" {
+			t.Fatalf("error without a reason: %v", err)
+		}
+	})
+}

@@ -1,0 +1,133 @@
+package stream
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+)
+
+func TestFlatRecordBinaryRoundTrip(t *testing.T) {
+	tests := []struct {
+		name   string
+		fields []testField
+		ign    int
+	}{
+		{"empty", nil, 0},
+		{"scalars", []testField{{"a", "1", false}, {"b.c", "héllo", false}, {"d", "", true}, {"e", "", false}}, 3},
+		{"long value", []testField{{"x", string(bytes.Repeat([]byte("v"), 1000)), false}}, 0},
+		{"binary", []testField{{"\x00\xff", "\x00\x01\x80", false}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r FlatRecord
+			for _, f := range tt.fields {
+				r.Add([]byte(f.name), []byte(f.value), f.null)
+			}
+			r.AddIgnored(tt.ign)
+			enc := r.AppendBinary(nil)
+			var back FlatRecord
+			back.AddString("stale", "x") // UnmarshalBinary must reset
+			if err := back.UnmarshalBinary(enc); err != nil {
+				t.Fatal(err)
+			}
+			for i := range enc {
+				enc[i] = 0xAA // the decoded record must not alias the input
+			}
+			if got := recordFields(&back); !equalFields(got, tt.fields) {
+				t.Fatalf("round trip: got %v want %v", got, tt.fields)
+			}
+			if back.Ignored() != tt.ign {
+				t.Fatalf("ignored: got %d want %d", back.Ignored(), tt.ign)
+			}
+		})
+	}
+}
+
+func TestFlatRecordUnmarshalRejects(t *testing.T) {
+	var r FlatRecord
+	r.AddString("a", "b")
+	good := r.AppendBinary(nil)
+	bad := [][]byte{
+		nil,
+		{2},
+		good[:len(good)-1],
+		append(append([]byte{}, good...), 0),
+		{1, 0, 0xff, 0xff, 0xff, 0xff, 0x0f},
+	}
+	for i, b := range bad {
+		if err := r.UnmarshalBinary(b); err == nil {
+			t.Errorf("case %d: %x accepted", i, b)
+		}
+		if r.Len() != 0 {
+			t.Errorf("case %d: record not reset after error", i)
+		}
+	}
+}
+
+func TestFlatRecordReuseDoesNotAllocate(t *testing.T) {
+	var r FlatRecord
+	name, value := []byte("field.name"), []byte("some value")
+	allocs := testing.AllocsPerRun(100, func() {
+		r.Reset()
+		for range 8 {
+			r.Add(name, value, false)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per record", allocs)
+	}
+}
+
+func FuzzFlatRecordBinary(f *testing.F) {
+	var r FlatRecord
+	r.AddString("a", "1")
+	r.Add([]byte("b"), nil, true)
+	r.AddIgnored(2)
+	f.Add(r.AppendBinary(nil))
+	f.Add([]byte{1, 0, 0})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var r FlatRecord
+		if err := r.UnmarshalBinary(b); err != nil {
+			return
+		}
+		// Whatever decodes must re-encode to a record that decodes the same.
+		enc := r.AppendBinary(nil)
+		var back FlatRecord
+		if err := back.UnmarshalBinary(enc); err != nil {
+			t.Fatalf("re-encoding does not decode: %v", err)
+		}
+		if !equalFields(recordFields(&back), recordFields(&r)) || back.Ignored() != r.Ignored() {
+			t.Fatal("re-encoding changed the record")
+		}
+	})
+}
+
+// testField is a field as tests write it.
+type testField struct {
+	name, value string
+	null        bool
+}
+
+func recordFields(r *FlatRecord) []testField {
+	var out []testField
+	for i := range r.Len() {
+		n, v, null := r.Field(i)
+		out = append(out, testField{string(n), string(v), null})
+	}
+	return out
+}
+
+func equalFields(a, b []testField) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func formatFloatForTest(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
