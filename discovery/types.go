@@ -10,10 +10,7 @@
 // hands over (Encode).
 package discovery
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // DictColumn is a column in dictionary form, the way the stream keeps its
 // window: Codes[i] is 0 for NULL, otherwise an index+1 into Dict. Dict holds
@@ -101,15 +98,17 @@ type Dependency struct {
 }
 
 // String renders the dependency in the text form of the CLI:
-// "{zip}: [] -> city", "{}: sal ~ tax (asc)", "[A,B] -> [C]".
+// "{zip}: [] -> city", "{}: sal ~ tax (asc)", "[A,B] -> [C]". Names that
+// ParseDependency could misread are double-quoted (see formatName), so the
+// text always parses back to the same dependency.
 func (d Dependency) String() string {
 	switch d.Kind {
 	case KindOFD:
-		return "{" + strings.Join(d.Context, ",") + "}: [] -> " + d.RHS
+		return "{" + formatNames(d.Context) + "}: [] -> " + formatName(d.RHS)
 	case KindOC:
-		return "{" + strings.Join(d.Context, ",") + "}: " + d.Left + " ~ " + d.Right + " (" + d.Polarity.String() + ")"
+		return "{" + formatNames(d.Context) + "}: " + formatName(d.Left) + " ~ " + formatName(d.Right) + " (" + d.Polarity.String() + ")"
 	case KindListOD:
-		return "[" + strings.Join(d.LHSList, ",") + "] -> [" + strings.Join(d.RHSList, ",") + "]"
+		return "[" + formatNames(d.LHSList) + "] -> [" + formatNames(d.RHSList) + "]"
 	}
 	return "?"
 }
