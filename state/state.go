@@ -54,12 +54,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -98,6 +100,7 @@ type Options struct {
 // Store is an open state store. Its methods are safe for concurrent use.
 type Store struct {
 	db      *pebble.DB
+	lock    *pebble.Lock
 	dir     string
 	log     *slog.Logger
 	reg     prometheus.Registerer
@@ -140,23 +143,77 @@ func Open(dir string, opts Options) (*Store, error) {
 		// the default 4 MiB flushes every few thousand records.
 		MemTableSize: 32 << 20,
 	}
+	// Take the directory lock ourselves: a lock conflict from another
+	// process surfaces from fcntl as a bare EAGAIN/EACCES that Open would
+	// not distinguish from other failures.
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("state: open %s: lock file: %w", dir, err)
+		}
+		return nil, fmt.Errorf("state: open %s: %w: %w", dir, ErrLocked, err)
+	}
+	popts.Lock = lock
+	existed, err := storeExists(dir)
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	if existed {
+		// Vet an existing store read-only first: a read-write Open replays
+		// and rewrites the WAL and manifest, and a store we then refuse
+		// must be left exactly as we found it.
+		ro := *popts
+		ro.ReadOnly = true
+		db, err := pebble.Open(dir, &ro)
+		if err != nil {
+			_ = lock.Close()
+			return nil, classifyOpenError(dir, err)
+		}
+		_, err = checkSchema(db, dir, true)
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("state: open %s: close read-only check: %w", dir, cerr)
+		}
+		if err != nil {
+			_ = lock.Close()
+			return nil, err
+		}
+	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
+		_ = lock.Close()
 		return nil, classifyOpenError(dir, err)
 	}
-	s := &Store{db: db, dir: dir, log: log, reg: opts.Registerer}
-	if err := s.checkSchema(); err != nil {
-		_ = db.Close()
+	s := &Store{db: db, lock: lock, dir: dir, log: log, reg: opts.Registerer}
+	fresh, err := checkSchema(db, dir, existed)
+	if err == nil && fresh {
+		if err = db.Set(keySchema, []byte(SchemaVersion), pebble.Sync); err != nil {
+			err = fmt.Errorf("state: open %s: write schema: %w", dir, err)
+		}
+	}
+	if err != nil {
+		_ = s.closeDB()
 		return nil, err
 	}
 	s.metrics = newStoreMetrics(db)
 	if s.reg != nil {
 		if err := s.metrics.register(s.reg); err != nil {
-			_ = db.Close()
+			_ = s.closeDB()
 			return nil, fmt.Errorf("state: register metrics for %s: %w", dir, err)
 		}
 	}
 	return s, nil
+}
+
+// closeDB closes the database, then releases the directory lock (Pebble
+// does not release a lock it was handed).
+func (s *Store) closeDB() error {
+	err := s.db.Close()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	return err
 }
 
 // classifyOpenError maps a pebble.Open failure to one of the package's
@@ -168,7 +225,7 @@ func classifyOpenError(dir string, err error) error {
 		return fmt.Errorf("state: open %s: %w: %w", dir, ErrCorrupt, err)
 	case strings.Contains(msg, "format major version"):
 		return fmt.Errorf("state: open %s: %w: %w", dir, ErrVersion, err)
-	case strings.Contains(msg, "lock"):
+	case strings.Contains(msg, "lock held"), strings.Contains(msg, "Lock reference count"):
 		return fmt.Errorf("state: open %s: %w: %w", dir, ErrLocked, err)
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("state: open %s: %w", dir, err)
@@ -183,46 +240,58 @@ func classifyOpenError(dir string, err error) error {
 	}
 }
 
-// checkSchema writes the schema key into a brand-new store and refuses a
-// store holding data under another (or no) schema version.
-func (s *Store) checkSchema() error {
-	v, closer, err := s.db.Get(keySchema)
+// storeExists reports whether dir already holds a Pebble store (a manifest
+// or its marker), before Open gets a chance to create one.
+func storeExists(dir string) (bool, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, "MANIFEST-") || strings.HasPrefix(n, "marker.manifest.") || n == "CURRENT" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// checkSchema refuses a store holding data under another (or no) schema
+// version, and reports fresh when the store is empty and new, so the caller
+// writes the schema key. existed says whether the directory held a store
+// before this Open: an existing store that comes up empty without its schema
+// key lost its write-ahead log, and is reported rather than reinitialised.
+func checkSchema(db *pebble.DB, dir string, existed bool) (fresh bool, err error) {
+	v, closer, err := db.Get(keySchema)
 	switch {
 	case err == nil:
 		got := string(v)
 		_ = closer.Close()
 		if got != SchemaVersion {
-			return fmt.Errorf("state: open %s: %w: schema version %q, this build reads %q",
-				s.dir, ErrVersion, got, SchemaVersion)
+			return false, fmt.Errorf("state: open %s: %w: schema version %q, this build reads %q",
+				dir, ErrVersion, got, SchemaVersion)
 		}
-		return nil
+		return false, nil
 	case errors.Is(err, pebble.ErrNotFound):
 	default:
-		return fmt.Errorf("state: open %s: read schema: %w: %w", s.dir, ErrCorrupt, err)
+		return false, fmt.Errorf("state: open %s: read schema: %w: %w", dir, ErrCorrupt, err)
 	}
-	empty, err := s.isEmpty()
+	it, err := db.NewIter(nil)
 	if err != nil {
-		return err
+		return false, fmt.Errorf("state: open %s: %w", dir, err)
+	}
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return false, fmt.Errorf("state: open %s: scan: %w: %w", dir, ErrCorrupt, err)
 	}
 	if !empty {
-		return fmt.Errorf("state: open %s: %w: store holds data but no schema version", s.dir, ErrVersion)
+		return false, fmt.Errorf("state: open %s: %w: store holds data but no schema version", dir, ErrVersion)
 	}
-	if err := s.db.Set(keySchema, []byte(SchemaVersion), pebble.Sync); err != nil {
-		return fmt.Errorf("state: open %s: write schema: %w", s.dir, err)
+	if existed {
+		return false, fmt.Errorf("state: open %s: %w: existing store is empty and lacks its schema key "+
+			"(write-ahead log lost or damaged?); if the directory was never used, remove it", dir, ErrCorrupt)
 	}
-	return nil
-}
-
-func (s *Store) isEmpty() (bool, error) {
-	it, err := s.db.NewIter(nil)
-	if err != nil {
-		return false, fmt.Errorf("state: open %s: %w", s.dir, err)
-	}
-	has := it.First()
-	if err := it.Close(); err != nil {
-		return false, fmt.Errorf("state: open %s: scan: %w: %w", s.dir, ErrCorrupt, err)
-	}
-	return !has, nil
+	return true, nil
 }
 
 // Dir returns the store's directory.
@@ -241,7 +310,7 @@ func (s *Store) Close() error {
 	if s.reg != nil {
 		s.metrics.unregister(s.reg)
 	}
-	if err := s.db.Close(); err != nil {
+	if err := s.closeDB(); err != nil {
 		return fmt.Errorf("state: close %s: %w", s.dir, err)
 	}
 	return nil

@@ -2,12 +2,21 @@ package state
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-func openTest(t *testing.T, dir string) *Store {
+func openTest(t testing.TB, dir string) *Store {
 	t.Helper()
 	s, err := Open(dir, Options{})
 	if err != nil {
@@ -26,7 +35,7 @@ func mkRecords(stream string, p int32, from, to int64, seq0 uint64) []Record {
 	return out
 }
 
-func scanAll(t *testing.T, s *Store, stream string) []Record {
+func scanAll(t testing.TB, s *Store, stream string) []Record {
 	t.Helper()
 	var out []Record
 	err := s.ScanWindow(context.Background(), stream, func(r Record) error {
@@ -40,21 +49,543 @@ func scanAll(t *testing.T, s *Store, stream string) []Record {
 	return out
 }
 
-func TestRoundTrip(t *testing.T) {
+// key is a record's identity for comparisons.
+type key struct {
+	p int32
+	o int64
+}
+
+func keysOf(rs []Record) []key {
+	out := make([]key, len(rs))
+	for i, r := range rs {
+		out[i] = key{r.Partition, r.Offset}
+	}
+	return out
+}
+
+func mustApply(t testing.TB, s *Store, c *Commit) {
+	t.Helper()
+	if err := s.Apply(c); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+}
+
+func TestApplyScanPosition(t *testing.T) {
 	s := openTest(t, t.TempDir())
 	recs := append(mkRecords("s", 1, 0, 5, 0), mkRecords("s", 0, 10, 13, 5)...)
-	if err := s.Apply(&Commit{Stream: "s", Records: recs, NextOffset: map[int32]int64{0: 13, 1: 5}, NextSeq: 8}); err != nil {
+	recs[2].Time = time.Time{} // records without a timestamp survive too
+	recs[3].Value = nil
+	mustApply(t, s, &Commit{Stream: "s", Records: recs, NextOffset: map[int32]int64{0: 13, 1: 5}, NextSeq: 8})
+	// Another stream sharing the store must stay invisible to "s", including
+	// one whose name has "s" as a prefix.
+	mustApply(t, s, &Commit{Stream: "s2", Records: mkRecords("", 0, 0, 4, 0), NextOffset: map[int32]int64{0: 4}, NextSeq: 4})
+
+	got := scanAll(t, s, "s")
+	want := []key{{0, 10}, {0, 11}, {0, 12}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}}
+	if !reflect.DeepEqual(keysOf(got), want) {
+		t.Fatalf("scan order %v, want %v", keysOf(got), want)
+	}
+	byKey := map[key]Record{}
+	for _, r := range recs {
+		byKey[key{r.Partition, r.Offset}] = r
+	}
+	for _, g := range got {
+		w := byKey[key{g.Partition, g.Offset}]
+		if g.Stream != "s" || g.Seq != w.Seq || !g.Time.Equal(w.Time) || string(g.Value) != string(w.Value) {
+			t.Errorf("record %d/%d = %+v, want %+v", g.Partition, g.Offset, g, w)
+		}
+	}
+	tests := []struct {
+		stream string
+		next   map[int32]int64
+		seq    uint64
+		count  int
+	}{
+		{"s", map[int32]int64{0: 13, 1: 5}, 8, 8},
+		{"s2", map[int32]int64{0: 4}, 4, 4},
+		{"unknown", map[int32]int64{}, 0, 0},
+	}
+	for _, tc := range tests {
+		next, seq, err := s.Position(tc.stream)
+		if err != nil || seq != tc.seq || !reflect.DeepEqual(next, tc.next) {
+			t.Errorf("Position(%s) = %v, %d, %v; want %v, %d", tc.stream, next, seq, err, tc.next, tc.seq)
+		}
+		n, err := s.WindowCount(tc.stream)
+		if err != nil || n != tc.count {
+			t.Errorf("WindowCount(%s) = %d, %v; want %d", tc.stream, n, err, tc.count)
+		}
+	}
+	// A later commit naming only partition 1 keeps partition 0's position.
+	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 1, 5, 6, 8), NextOffset: map[int32]int64{1: 6}, NextSeq: 9})
+	next, seq, err := s.Position("s")
+	if err != nil || seq != 9 || !reflect.DeepEqual(next, map[int32]int64{0: 13, 1: 6}) {
+		t.Fatalf("Position after partial commit = %v, %d, %v", next, seq, err)
+	}
+}
+
+func TestRedeliveryOverwrites(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 0, 10, 0), NextOffset: map[int32]int64{0: 10}, NextSeq: 10})
+	// Kafka redelivers offsets 5..14 after a crash before its commit; the
+	// stream assigns them new sequence numbers.
+	redo := mkRecords("s", 0, 5, 15, 100)
+	mustApply(t, s, &Commit{Stream: "s", Records: redo, NextOffset: map[int32]int64{0: 15}, NextSeq: 110})
+	// The same record twice in one commit also counts once.
+	mustApply(t, s, &Commit{Stream: "s", Records: append(mkRecords("s", 0, 15, 16, 110), mkRecords("s", 0, 15, 16, 111)...),
+		NextOffset: map[int32]int64{0: 16}, NextSeq: 112})
+	got := scanAll(t, s, "s")
+	if len(got) != 16 {
+		t.Fatalf("window holds %d records, want 16 (no double count)", len(got))
+	}
+	if got[5].Seq != 100 || got[15].Seq != 111 {
+		t.Fatalf("redelivered records keep old seq: %d, %d", got[5].Seq, got[15].Seq)
+	}
+	if n, _ := s.WindowCount("s"); n != 16 {
+		t.Fatalf("WindowCount = %d", n)
+	}
+}
+
+func TestEviction(t *testing.T) {
+	tests := []struct {
+		name  string
+		evict map[int32]int64
+		want  map[int32][2]int64 // per partition: [first, end) offsets kept
+	}{
+		{"none", nil, map[int32][2]int64{0: {0, 20}, 1: {0, 20}}},
+		{"one partition", map[int32]int64{0: 12}, map[int32][2]int64{0: {12, 20}, 1: {0, 20}}},
+		{"both", map[int32]int64{0: 5, 1: 19}, map[int32][2]int64{0: {5, 20}, 1: {19, 20}}},
+		// Evicting past the records of this very commit removes them too.
+		{"all", map[int32]int64{0: 100, 1: 20}, map[int32][2]int64{}},
+		{"zero and unknown partition are no-ops", map[int32]int64{0: 0, 7: 50}, map[int32][2]int64{0: {0, 20}, 1: {0, 20}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t, t.TempDir())
+			mustApply(t, s, &Commit{Stream: "s", Records: append(mkRecords("s", 0, 0, 10, 0), mkRecords("s", 1, 0, 10, 10)...), NextSeq: 20})
+			mustApply(t, s, &Commit{Stream: "s", Records: append(mkRecords("s", 0, 10, 20, 20), mkRecords("s", 1, 10, 20, 30)...),
+				NextSeq: 40, EvictBelow: tc.evict})
+			var want []key
+			for _, p := range []int32{0, 1} {
+				if r, ok := tc.want[p]; ok {
+					for o := r[0]; o < r[1]; o++ {
+						want = append(want, key{p, o})
+					}
+				}
+			}
+			if got := keysOf(scanAll(t, s, "s")); !reflect.DeepEqual(got, want) && len(got)+len(want) > 0 {
+				t.Fatalf("window %v, want %v", got, want)
+			}
+			if n, _ := s.WindowCount("s"); n != len(want) {
+				t.Fatalf("WindowCount = %d, want %d", n, len(want))
+			}
+		})
+	}
+}
+
+func TestReopenResumes(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := scanAll(t, s, "s")
-	if len(got) != 8 {
-		t.Fatalf("got %d records", len(got))
+	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 0, 50, 0), NextOffset: map[int32]int64{0: 50}, NextSeq: 50, EvictBelow: map[int32]int64{0: 10}})
+	hp := HistoryPoint{DependencyID: "dep1", WindowEnd: 49, Error: 0.25, Time: time.Unix(1700000000, 5)}
+	if err := s.SaveEvaluation(&Evaluation{Stream: "s", WindowEnd: 49, TrackerState: []byte(`{"k":1}`),
+		History: []HistoryPoint{hp}, Events: []OutboxEvent{{"a", []byte("A")}, {"b", []byte("B")}}}); err != nil {
+		t.Fatal(err)
 	}
-	if got[0].Partition != 0 || got[0].Offset != 10 || got[0].Seq != 5 || string(got[0].Value) != "v-0-10" || !got[0].Time.Equal(recs[5].Time) {
-		t.Fatalf("first record %+v", got[0])
+	if err := s.MarkDelivered("s", []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	before := scanAll(t, s, "s")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := s.Apply(&Commit{Stream: "s"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Apply after Close = %v, want ErrClosed", err)
+	}
+
+	s = openTest(t, dir)
+	if after := scanAll(t, s, "s"); !reflect.DeepEqual(after, before) || len(after) != 40 {
+		t.Fatalf("window after reopen: %d records, differs=%v", len(after), !reflect.DeepEqual(after, before))
 	}
 	next, seq, err := s.Position("s")
-	if err != nil || seq != 8 || next[0] != 13 || next[1] != 5 {
+	if err != nil || seq != 50 || next[0] != 50 {
 		t.Fatalf("Position = %v %d %v", next, seq, err)
 	}
+	st, we, err := s.LoadTracker("s")
+	if err != nil || we != 49 || string(st) != `{"k":1}` {
+		t.Fatalf("LoadTracker = %q %d %v", st, we, err)
+	}
+	h, err := s.History("s", "dep1", 0)
+	if err != nil || len(h) != 1 || h[0].Error != 0.25 || !h[0].Time.Equal(hp.Time) || h[0].WindowEnd != 49 {
+		t.Fatalf("History = %+v %v", h, err)
+	}
+	pend, err := s.PendingEvents("s")
+	if err != nil || len(pend) != 1 || pend[0].ID != "b" || string(pend[0].Payload) != "B" {
+		t.Fatalf("PendingEvents = %+v %v", pend, err)
+	}
+	if ok, err := s.Delivered("s", "a"); err != nil || !ok {
+		t.Fatalf("Delivered(a) = %v %v", ok, err)
+	}
+}
+
+func TestOutbox(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	save := func(windowEnd uint64, ids ...string) {
+		t.Helper()
+		var evs []OutboxEvent
+		for _, id := range ids {
+			evs = append(evs, OutboxEvent{ID: id, Payload: []byte("payload-" + id)})
+		}
+		if err := s.SaveEvaluation(&Evaluation{Stream: "s", WindowEnd: windowEnd, TrackerState: []byte("t"), Events: evs}); err != nil {
+			t.Fatalf("SaveEvaluation: %v", err)
+		}
+	}
+	pending := func() []string {
+		t.Helper()
+		evs, err := s.PendingEvents("s")
+		if err != nil {
+			t.Fatalf("PendingEvents: %v", err)
+		}
+		ids := []string{}
+		for _, e := range evs {
+			if string(e.Payload) != "payload-"+e.ID {
+				t.Fatalf("payload of %s = %q", e.ID, e.Payload)
+			}
+			ids = append(ids, e.ID)
+		}
+		return ids
+	}
+	if st, we, err := s.LoadTracker("s"); st != nil || we != 0 || err != nil {
+		t.Fatalf("LoadTracker of fresh store = %q %d %v", st, we, err)
+	}
+	steps := []struct {
+		name    string
+		do      func()
+		pending []string
+	}{
+		{"save keeps order", func() { save(10, "z", "a", "m") }, []string{"z", "a", "m"}},
+		{"duplicate id in one save counts once", func() { save(11, "q", "q") }, []string{"z", "a", "m", "q"}},
+		{"re-save of pending id is a no-op", func() { save(12, "a", "n") }, []string{"z", "a", "m", "q", "n"}},
+		{"mark delivered", func() {
+			if err := s.MarkDelivered("s", []string{"a", "q", "never-saved"}); err != nil {
+				t.Fatal(err)
+			}
+		}, []string{"z", "m", "n"}},
+		{"re-save of delivered id stays delivered", func() { save(13, "a", "q", "b") }, []string{"z", "m", "n", "b"}},
+		{"deliver all, then new events sort after", func() {
+			if err := s.MarkDelivered("s", []string{"z", "m", "n", "b"}); err != nil {
+				t.Fatal(err)
+			}
+			save(14, "c", "d")
+		}, []string{"c", "d"}},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := pending(); !reflect.DeepEqual(got, st.pending) {
+			t.Fatalf("%s: pending %v, want %v", st.name, got, st.pending)
+		}
+	}
+	for id, want := range map[string]bool{"a": true, "q": true, "never-saved": true, "c": false, "zz": false} {
+		if got, err := s.Delivered("s", id); err != nil || got != want {
+			t.Errorf("Delivered(%s) = %v %v, want %v", id, got, err, want)
+		}
+	}
+	if got, _ := s.Delivered("other", "a"); got {
+		t.Errorf("delivered marker leaked to another stream")
+	}
+	if _, we, _ := s.LoadTracker("s"); we != 14 {
+		t.Errorf("tracker window end %d, want 14", we)
+	}
+}
+
+func TestHistory(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	deps := []string{"a", "a:b", "b"} // "a" is a prefix of "a:b": must not mix
+	for we := uint64(1); we <= 10; we++ {
+		var hs []HistoryPoint
+		for i, d := range deps {
+			hs = append(hs, HistoryPoint{DependencyID: d, WindowEnd: we * 100, Error: float64(i) + float64(we)/100, Time: time.Unix(int64(we), 0)})
+		}
+		if err := s.SaveEvaluation(&Evaluation{Stream: "s", WindowEnd: we * 100, History: hs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(dep string, limit int, wantEnds ...uint64) {
+		t.Helper()
+		h, err := s.History("s", dep, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ends []uint64
+		for _, p := range h {
+			if p.DependencyID != dep {
+				t.Fatalf("point of %q returned for %q", p.DependencyID, dep)
+			}
+			ends = append(ends, p.WindowEnd)
+		}
+		if !reflect.DeepEqual(ends, wantEnds) {
+			t.Fatalf("History(%s, %d) window ends %v, want %v", dep, limit, ends, wantEnds)
+		}
+	}
+	check("a", 3, 1000, 900, 800)
+	check("a:b", 2, 1000, 900)
+	check("none", 5)
+	if err := s.PruneHistory("s", 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps {
+		check(d, 0, 1000, 900)
+	}
+	if err := s.PruneHistory("s", 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps {
+		check(d, 0)
+	}
+}
+
+func TestInvalidArguments(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	tests := []struct {
+		name string
+		err  error
+	}{
+		{"empty stream", s.Apply(&Commit{})},
+		{"NUL in stream", s.Apply(&Commit{Stream: "a\x00b"})},
+		{"negative offset", s.Apply(&Commit{Stream: "s", Records: []Record{{Offset: -1}}})},
+		{"negative partition", s.Apply(&Commit{Stream: "s", Records: []Record{{Partition: -1}}})},
+		{"foreign record", s.Apply(&Commit{Stream: "s", Records: []Record{{Stream: "t"}}})},
+		{"negative next offset", s.Apply(&Commit{Stream: "s", NextOffset: map[int32]int64{0: -5}})},
+		{"NUL in dependency", s.SaveEvaluation(&Evaluation{Stream: "s", History: []HistoryPoint{{DependencyID: "x\x00"}}})},
+		{"empty event id", s.SaveEvaluation(&Evaluation{Stream: "s", Events: []OutboxEvent{{}}})},
+	}
+	for _, tc := range tests {
+		if !errors.Is(tc.err, ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", tc.name, tc.err)
+		}
+	}
+	// A rejected commit wrote nothing.
+	if n, _ := s.WindowCount("s"); n != 0 {
+		t.Fatalf("rejected commits left %d records", n)
+	}
+	if _, seq, _ := s.Position("s"); seq != 0 {
+		t.Fatalf("rejected commit moved next seq to %d", seq)
+	}
+}
+
+func TestScanStops(t *testing.T) {
+	s := openTest(t, t.TempDir())
+	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 0, 3000, 0), NextSeq: 3000})
+	stop := errors.New("stop")
+	n := 0
+	err := s.ScanWindow(context.Background(), "s", func(Record) error {
+		if n++; n == 10 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 10 {
+		t.Fatalf("scan stopped with %v after %d", err, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.ScanWindow(ctx, "s", func(Record) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Fatalf("scan with cancelled ctx = %v", err)
+	}
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)  {}
+func (quietLogger) Errorf(string, ...any) {}
+func (quietLogger) Fatalf(f string, a ...any) {
+	panic(fmt.Sprintf(f, a...))
+}
+
+// dirSnapshot maps every file of dir to a hash of its content.
+func dirSnapshot(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][32]byte{}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = sha256.Sum256(b)
+	}
+	return out
+}
+
+func glob1(t *testing.T, dir, pattern string) string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, pattern))
+	if err != nil || len(m) != 1 {
+		t.Fatalf("glob %s: %v %v", pattern, m, err)
+	}
+	return m[0]
+}
+
+func TestOpenFailures(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+		want   error
+	}{
+		{"truncated MANIFEST", func(t *testing.T, dir string) {
+			m := glob1(t, dir, "MANIFEST-*")
+			fi, _ := os.Stat(m)
+			if err := os.Truncate(m, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrCorrupt},
+		{"overwritten MANIFEST", func(t *testing.T, dir string) {
+			if err := os.WriteFile(glob1(t, dir, "MANIFEST-*"), []byte(strings.Repeat("garbage!", 16)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrCorrupt},
+		{"MANIFEST marker names a missing manifest", func(t *testing.T, dir string) {
+			m := glob1(t, dir, "marker.manifest.*")
+			if err := os.Rename(m, filepath.Join(dir, "marker.manifest.000001.MANIFEST-000077")); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrCorrupt},
+		{"write-ahead log destroyed", func(t *testing.T, dir string) {
+			w := glob1(t, dir, "*.log")
+			if err := os.WriteFile(w, make([]byte, 64), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrCorrupt},
+		{"unknown pebble format", func(t *testing.T, dir string) {
+			m := glob1(t, dir, "marker.format-version.*")
+			if err := os.Rename(m, filepath.Join(dir, "marker.format-version.000099.999")); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrVersion},
+		{"other schema version", func(t *testing.T, dir string) {
+			db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: quietLogger{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Set(keySchema, []byte("2"), pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrVersion},
+		{"data without schema key", func(t *testing.T, dir string) {
+			db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: quietLogger{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Delete(keySchema, pebble.Sync); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}, ErrVersion},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			s, err := Open(dir, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 0, 10, 0), NextSeq: 10})
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tc.damage(t, dir)
+			before := dirSnapshot(t, dir)
+			s, err = Open(dir, Options{})
+			if err == nil {
+				_ = s.Close()
+				t.Fatalf("Open of damaged store succeeded")
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Open = %v, want %v", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), dir) {
+				t.Fatalf("error %q does not name the path %s", err, dir)
+			}
+			after := dirSnapshot(t, dir)
+			for name, h := range before {
+				if after[name] != h {
+					t.Errorf("file %s was removed or changed by the failed Open", name)
+				}
+			}
+			// A second attempt fails the same way: nothing was "repaired".
+			if _, err2 := Open(dir, Options{}); !errors.Is(err2, tc.want) {
+				t.Fatalf("second Open = %v", err2)
+			}
+		})
+	}
+}
+
+func TestLocked(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	_, err := Open(dir, Options{})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("second Open = %v, want ErrLocked naming %s", err, dir)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Once closed, the lock is released.
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	_ = s2.Close()
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	dir := t.TempDir()
+	s, err := Open(dir, Options{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 0, 10, 0), NextSeq: 10})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, mf := range mfs {
+		got[mf.GetName()] = true
+	}
+	for _, name := range []string{"odwatch_pebble_disk_usage_bytes", "odwatch_pebble_l0_files", "odwatch_pebble_l0_sublevels",
+		"odwatch_pebble_read_amplification", "odwatch_pebble_memtable_size_bytes", "odwatch_pebble_compactions_total",
+		"odwatch_pebble_flushes_total", "odwatch_pebble_block_cache_size_bytes", "odwatch_pebble_block_cache_hits_total",
+		"odwatch_pebble_block_cache_misses_total", "odwatch_state_commit_duration_seconds"} {
+		if !got[name] {
+			t.Errorf("metric %s not exported", name)
+		}
+	}
+	// A second store on the same registry is refused (and leaves no lock).
+	if _, err := Open(t.TempDir(), Options{Registerer: reg}); err == nil {
+		t.Errorf("second store on one registry registered twice")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Close unregisters, so a reopen in the same process registers again.
+	s, err = Open(dir, Options{Registerer: reg})
+	if err != nil {
+		t.Fatalf("reopen with the same registry: %v", err)
+	}
+	_ = s.Close()
 }
