@@ -1,0 +1,62 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// BrokerMaxMessageBytes is the message.max.bytes of the in-process broker:
+// large enough that a test can produce a 5 MB record and see odwatch reject
+// it, rather than the broker.
+const BrokerMaxMessageBytes = 16 << 20
+
+// StartBroker starts an in-process Kafka broker (kfake) on a free
+// 127.0.0.1 port with the given topics (name → partitions) created, for the
+// demo and tests. stop closes it; cancelling ctx closes it too.
+func StartBroker(ctx context.Context, topics map[string]int) (addr string, stop func(), err error) {
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.AllowAutoTopicCreation(),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, "127.0.0.1:0")
+		}),
+		kfake.BrokerConfigs(map[string]string{
+			"message.max.bytes": fmt.Sprint(BrokerMaxMessageBytes),
+		}),
+	}
+	for name, n := range topics {
+		if n <= 0 {
+			n = 1
+		}
+		opts = append(opts, kfake.SeedTopics(int32(n), name))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return "", nil, fmt.Errorf("start in-process broker: %w", err)
+	}
+	addrs := c.ListenAddrs()
+	if len(addrs) == 0 {
+		c.Close()
+		return "", nil, fmt.Errorf("start in-process broker: no listen address")
+	}
+	done := make(chan struct{})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			close(done)
+			c.Close() // idempotent
+		})
+	}
+	go func() {
+		select {
+		case <-ctx.Done():
+			c.Close()
+		case <-done:
+		}
+	}()
+	return addrs[0], stop, nil
+}

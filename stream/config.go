@@ -1,0 +1,200 @@
+package stream
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/segmentio/kafka-go"
+)
+
+// StreamConfig describes one monitored stream: one topic, its record
+// format, the columns to keep, the window and the discovery parameters.
+type StreamConfig struct {
+	// Name identifies the stream in the state store, metrics and events;
+	// it defaults to Topic.
+	Name        string
+	Topic       string
+	Format      string // json (default), avro, avro-confluent
+	SchemaFile  string // Avro schema file (format avro), read at NewMonitor
+	RegistryURL string // Schema Registry URL (format avro-confluent)
+	Include     []string
+	Exclude     []string
+
+	// Window is the number of records in the window; Every the number of
+	// records between evaluations (defaults to Window: tumbling). Interval,
+	// when set, evaluates on a timer instead and keeps the records of the
+	// last Interval (bounded by Window).
+	Window   int
+	Every    int
+	Interval time.Duration
+
+	Epsilon     float64
+	Margin      float64
+	K           int // consecutive windows before violated/restored (default 1)
+	RetireAfter int // windows not minimal before retired (alerts' default when 0)
+	MaxLevel    int // lattice level bound (0 = none)
+	Sample      int // violating records per event (default 5)
+	// EvaluationTimeout bounds one discovery run; the tracked dependencies
+	// are still validated when discovery stops early. 0 = no bound.
+	EvaluationTimeout time.Duration
+	// Pinned dependencies in the CLI text form ("{}: salary ~ tax (asc)"),
+	// always tracked and never retired.
+	Pinned []string
+
+	schema string                 // SchemaFile content, read by Validate
+	pinned []discovery.Dependency // parsed Pinned, filled by Validate
+}
+
+// Config is the configuration of a Monitor.
+type Config struct {
+	Brokers []string
+	Group   string
+	Streams []StreamConfig
+	// EventsTopic receives dependency events as CloudEvents (optional).
+	EventsTopic string
+	// DLQTopic receives undecodable records with odwatch_* headers (optional).
+	DLQTopic string
+	// WebhookURL receives events as HTTP POSTs (optional).
+	WebhookURL string
+	StateDir   string
+	// Dialer, when set, is used by the consumer and (as Transport) by the
+	// writers, for TLS or SASL.
+	Dialer *kafka.Dialer
+	// MaxDependencyMetrics caps the odwatch_dependency_error series per
+	// stream (default 200): the dependencies with the highest error keep a
+	// series, the series of the others are deleted.
+	MaxDependencyMetrics int
+	// SessionTimeout is the consumer group session timeout: how long a
+	// crashed member keeps its partitions. 0 means kafka-go's 30 s.
+	SessionTimeout time.Duration
+}
+
+// Defaults applied by Validate.
+const (
+	DefaultGroup                = "odwatch"
+	DefaultSample               = 5
+	DefaultMaxDependencyMetrics = 200
+)
+
+// Validate fills defaults and checks the configuration, naming the
+// offending field in the error ("streams[0].window: must be > 0").
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Brokers) == 0 {
+		bad("brokers", "at least one broker is required")
+	}
+	for i, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			bad(fmt.Sprintf("brokers[%d]", i), "must not be empty")
+		}
+	}
+	if c.Group == "" {
+		c.Group = DefaultGroup
+	}
+	if c.StateDir == "" {
+		bad("state-dir", "is required")
+	}
+	if c.MaxDependencyMetrics < 0 {
+		bad("max-dependency-metrics", "must be >= 0")
+	}
+	if c.MaxDependencyMetrics == 0 {
+		c.MaxDependencyMetrics = DefaultMaxDependencyMetrics
+	}
+	if len(c.Streams) == 0 {
+		bad("streams", "at least one stream is required")
+	}
+	names := map[string]bool{}
+	for i := range c.Streams {
+		s := &c.Streams[i]
+		f := func(name string) string { return fmt.Sprintf("streams[%d].%s", i, name) }
+		if s.Topic == "" {
+			bad(f("topic"), "is required")
+		}
+		if s.Name == "" {
+			s.Name = s.Topic
+		}
+		if strings.ContainsRune(s.Name, 0) {
+			bad(f("name"), "must not contain NUL")
+		}
+		if names[s.Name] {
+			bad(f("name"), "duplicate stream name %q", s.Name)
+		}
+		names[s.Name] = true
+		if s.Format == "" {
+			s.Format = "json"
+		}
+		switch s.Format {
+		case "json":
+		case "avro":
+			if s.SchemaFile == "" {
+				bad(f("schema"), "is required for format avro")
+			} else if b, err := os.ReadFile(s.SchemaFile); err != nil {
+				bad(f("schema"), "%v", err)
+			} else {
+				s.schema = string(b)
+			}
+		case "avro-confluent":
+			if s.RegistryURL == "" {
+				bad(f("registry"), "is required for format avro-confluent")
+			}
+		default:
+			bad(f("format"), "must be json, avro or avro-confluent, not %q", s.Format)
+		}
+		if s.Window <= 0 {
+			bad(f("window"), "must be > 0")
+		}
+		if s.Every < 0 {
+			bad(f("every"), "must be >= 0")
+		}
+		if s.Every == 0 {
+			s.Every = s.Window
+		}
+		if s.Interval < 0 {
+			bad(f("interval"), "must be >= 0")
+		}
+		if s.Epsilon < 0 || s.Epsilon >= 1 {
+			bad(f("epsilon"), "must be in [0, 1)")
+		}
+		if s.Margin < 0 || s.Margin >= 1 {
+			bad(f("margin"), "must be in [0, 1)")
+		}
+		if s.K < 0 {
+			bad(f("k"), "must be >= 0")
+		}
+		if s.K == 0 {
+			s.K = 1
+		}
+		if s.RetireAfter < 0 {
+			bad(f("retire-after"), "must be >= 0")
+		}
+		if s.MaxLevel < 0 {
+			bad(f("max-level"), "must be >= 0")
+		}
+		if s.Sample < 0 {
+			bad(f("sample"), "must be >= 0")
+		}
+		if s.Sample == 0 {
+			s.Sample = DefaultSample
+		}
+		if s.EvaluationTimeout < 0 {
+			bad(f("evaluation-timeout"), "must be >= 0")
+		}
+		s.pinned = s.pinned[:0]
+		for j, p := range s.Pinned {
+			d, err := discovery.ParseDependency(p)
+			if err != nil {
+				bad(fmt.Sprintf("streams[%d].pinned[%d]", i, j), "%v", err)
+				continue
+			}
+			s.pinned = append(s.pinned, d)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,575 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/state"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// Batching of the consume loop: a batch (one synced Pebble commit per
+// stream, then one offset commit) closes after maxBatch messages, after
+// maxBatchWait, or at an evaluation boundary of a stream, so that the
+// snapshot of a window end is taken right after the batch that completes it.
+const (
+	maxBatch     = 2000
+	maxBatchWait = 50 * time.Millisecond
+	// readerMaxBytes bounds one fetch response; it must exceed the largest
+	// record so that an oversized record is fetched (and rejected) rather
+	// than stalling the partition.
+	readerMaxBytes = 32 << 20
+)
+
+// streamRun is the state of one stream on the consume goroutine, plus the
+// mailbox and tracker its evaluator goroutine owns.
+type streamRun struct {
+	m    *Monitor
+	cfg  StreamConfig
+	name string
+	log  *slog.Logger
+	dec  Decoder
+	win  *Window
+	rec  FlatRecord
+
+	next map[int32]int64 // next offset to consume per partition (stored + this batch)
+	seq  uint64          // next arrival sequence number
+	lag  map[int32]int64
+
+	// The open batch.
+	batch    []state.Record
+	valueEnd []int // end of batch[i]'s value in arena
+	arena    []byte
+	posDirty bool
+	due      bool   // an evaluation boundary was reached in this batch
+	dueSeq   uint64 // its window end
+	lastEval time.Time
+	evalSeq  uint64 // window end of the last dispatched evaluation (+1; 0 = none)
+
+	// Evaluator side.
+	tracker     *alerts.Tracker
+	trackerEnd  uint64
+	hasTracker  bool
+	evaluations int
+	mb          mailbox
+
+	consumed    prometheus.Counter
+	windowGauge prometheus.Gauge
+	lagGauge    prometheus.Gauge
+}
+
+func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
+	dec, err := NewDecoder(DecoderConfig{
+		Format:      cfg.Format,
+		Schema:      cfg.schema,
+		RegistryURL: cfg.RegistryURL,
+		Include:     cfg.Include,
+		Exclude:     cfg.Exclude,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decoder: %w", err)
+	}
+	s := &streamRun{
+		m:    m,
+		cfg:  cfg,
+		name: cfg.Name,
+		log:  m.log.With("stream", cfg.Name, "topic", cfg.Topic),
+		dec:  dec,
+		win:  NewWindow(cfg.Window, cfg.Interval),
+		next: map[int32]int64{},
+		lag:  map[int32]int64{},
+		tracker: alerts.NewTracker(alerts.Config{
+			Stream:      cfg.Name,
+			Epsilon:     cfg.Epsilon,
+			Margin:      cfg.Margin,
+			K:           cfg.K,
+			RetireAfter: cfg.RetireAfter,
+			Pinned:      cfg.pinned,
+		}),
+		mb:          newMailbox(),
+		consumed:    m.metrics.consumed.WithLabelValues(cfg.Name),
+		windowGauge: m.metrics.windowRecords.WithLabelValues(cfg.Name),
+		lagGauge:    m.metrics.lag.WithLabelValues(cfg.Name),
+	}
+	m.metrics.epsilon.WithLabelValues(cfg.Name).Set(cfg.Epsilon)
+	return s, nil
+}
+
+// restore rebuilds the window mirror, the position and the tracker from the
+// store.
+func (s *streamRun) restore(ctx context.Context) error {
+	next, nextSeq, err := s.m.store.Position(s.name)
+	if err != nil {
+		return fmt.Errorf("stream %s: read position: %w", s.name, err)
+	}
+	for p, o := range next {
+		s.next[p] = o
+	}
+	s.seq = nextSeq
+
+	// Window records come back in key (partition, offset) order; the
+	// window needs arrival order.
+	type row struct {
+		meta     RowMeta
+		from, to int
+	}
+	var (
+		rows  []row
+		arena []byte
+	)
+	err = s.m.store.ScanWindow(ctx, s.name, func(r state.Record) error {
+		from := len(arena)
+		arena = append(arena, r.Value...)
+		rows = append(rows, row{RowMeta{r.Partition, r.Offset, r.Seq, r.Time}, from, len(arena)})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("stream %s: read window: %w", s.name, err)
+	}
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.meta.Seq, b.meta.Seq) })
+	for _, r := range rows {
+		if err := s.rec.UnmarshalBinary(arena[r.from:r.to]); err != nil {
+			return fmt.Errorf("stream %s: window record %d/%d: %w", s.name, r.meta.Partition, r.meta.Offset, err)
+		}
+		s.win.Append(r.meta, &s.rec)
+	}
+	s.windowGauge.Set(float64(s.win.Len()))
+
+	data, end, err := s.m.store.LoadTracker(s.name)
+	if err != nil {
+		return fmt.Errorf("stream %s: read tracker: %w", s.name, err)
+	}
+	if data != nil {
+		if err := s.tracker.UnmarshalJSON(data); err != nil {
+			return fmt.Errorf("stream %s: %w", s.name, err)
+		}
+		s.trackerEnd, s.hasTracker = end, true
+		s.evalSeq = end + 1
+	}
+	s.lastEval = time.Now()
+	s.log.Info("stream restored", "window_records", s.win.Len(), "next_seq", s.seq,
+		"positions", fmt.Sprint(next), "tracked", len(s.tracker.Tracked()))
+	return nil
+}
+
+// replayMissedEvaluation evaluates the restored window when it ends exactly
+// at an evaluation boundary the store has no evaluation for: the process
+// stopped after committing the batch that completed the window but before
+// the evaluation was saved. Replaying it gives the events (and ids) the
+// lost evaluation would have given. When more records were committed after
+// that boundary the window cannot be reconstructed and the evaluation is
+// skipped.
+func (s *streamRun) replayMissedEvaluation() {
+	if s.cfg.Interval > 0 || s.seq == 0 || s.win.Len() == 0 {
+		return
+	}
+	end := s.seq - 1
+	if (end+1)%uint64(s.cfg.Every) != 0 || (s.hasTracker && end <= s.trackerEnd) {
+		return
+	}
+	s.log.Info("replaying the evaluation lost at the last window end", "window_end", end)
+	s.dispatch(end)
+}
+
+// groupTopicBalancer is the consumer group balancer of DESIGN.md
+// "Scale-out": all partitions of a topic go to one member, since a window
+// needs the whole stream. The member is the oldest one subscribed to the
+// topic (UserData carries the member's start time), so a new instance does
+// not take a topic away from the one holding its window; topics spread over
+// members by count.
+type groupTopicBalancer struct {
+	started time.Time
+}
+
+func (b groupTopicBalancer) ProtocolName() string { return "odwatch-topic" }
+
+func (b groupTopicBalancer) UserData() ([]byte, error) {
+	return binary.BigEndian.AppendUint64(nil, uint64(b.started.UnixNano())), nil
+}
+
+func (b groupTopicBalancer) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
+	started := func(m kafka.GroupMember) uint64 {
+		if len(m.UserData) >= 8 {
+			return binary.BigEndian.Uint64(m.UserData)
+		}
+		return ^uint64(0)
+	}
+	members = slices.Clone(members)
+	slices.SortFunc(members, func(a, c kafka.GroupMember) int {
+		return cmp.Or(cmp.Compare(started(a), started(c)), strings.Compare(a.ID, c.ID))
+	})
+	byTopic := map[string][]int{}
+	for _, p := range partitions {
+		byTopic[p.Topic] = append(byTopic[p.Topic], p.ID)
+	}
+	topics := make([]string, 0, len(byTopic))
+	for t := range byTopic {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	out := kafka.GroupMemberAssignments{}
+	load := map[string]int{}
+	for _, m := range members {
+		out[m.ID] = map[string][]int{}
+	}
+	for _, t := range topics {
+		// Prefer the oldest subscribed member; among members as old
+		// (none carry a start time) the least loaded.
+		var pick *kafka.GroupMember
+		for i := range members {
+			m := &members[i]
+			if !slices.Contains(m.Topics, t) {
+				continue
+			}
+			if pick == nil || (started(*m) == started(*pick) && load[m.ID] < load[pick.ID]) {
+				pick = m
+			}
+		}
+		if pick == nil {
+			continue
+		}
+		ps := slices.Clone(byTopic[t])
+		slices.Sort(ps)
+		out[pick.ID][t] = ps
+		load[pick.ID]++
+	}
+	return out
+}
+
+// readerLogger watches kafka-go's reader log for the assignment, which is
+// the readiness signal (kafka-go has no API for it), and forwards the lines
+// at debug level.
+type readerLogger struct {
+	m *Monitor
+}
+
+func (l readerLogger) Printf(format string, args ...any) {
+	if strings.HasPrefix(format, "subscribed to topics and partitions") {
+		l.m.joined.Store(true)
+	}
+	l.m.log.Debug("kafka reader: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+type readerErrorLogger struct{ m *Monitor }
+
+func (l readerErrorLogger) Printf(format string, args ...any) {
+	l.m.log.Warn("kafka reader: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+}
+
+type fetched struct {
+	msg kafka.Message
+	err error
+}
+
+type topicPartition struct {
+	topic     string
+	partition int
+}
+
+// consume runs the consume loop until ctx is done (nil) or a fatal error.
+func (m *Monitor) consume(ctx context.Context) error {
+	rc := kafka.ReaderConfig{
+		Brokers:          m.cfg.Brokers,
+		GroupID:          m.cfg.Group,
+		GroupTopics:      m.topics(),
+		MinBytes:         1,
+		MaxBytes:         readerMaxBytes,
+		MaxWait:          100 * time.Millisecond,
+		QueueCapacity:    4096,
+		CommitInterval:   0, // synchronous commits, after the store commit
+		StartOffset:      kafka.FirstOffset,
+		GroupBalancers:   []kafka.GroupBalancer{groupTopicBalancer{started: m.started}},
+		Dialer:           m.cfg.Dialer,
+		SessionTimeout:   m.cfg.SessionTimeout,
+		JoinGroupBackoff: time.Second,
+		Logger:           readerLogger{m},
+		ErrorLogger:      readerErrorLogger{m},
+	}
+	r := kafka.NewReader(rc)
+	m.reader = r
+	fctx, stopFetch := context.WithCancel(ctx)
+	msgs := make(chan fetched, maxBatch)
+	fetchDone := make(chan struct{})
+	go func() {
+		defer close(fetchDone)
+		for {
+			msg, err := r.FetchMessage(fctx)
+			select {
+			case msgs <- fetched{msg, err}:
+			case <-fctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		stopFetch()
+		<-fetchDone
+		if err := r.Close(); err != nil {
+			m.log.Warn("close kafka reader", "err", err)
+		}
+		m.joined.Store(false)
+	}()
+
+	var tick <-chan time.Time
+	if iv := m.minInterval(); iv > 0 {
+		t := time.NewTicker(min(iv/4, time.Second))
+		defer t.Stop()
+		tick = t.C
+	}
+	commits := map[topicPartition]kafka.Message{}
+	var dlq []kafka.Message
+	for {
+		n := 0
+		select {
+		case <-ctx.Done():
+			return nil
+		case f := <-msgs:
+			if f.err != nil {
+				return m.fetchError(ctx, f.err)
+			}
+			if err := m.add(ctx, f.msg, commits, &dlq); err != nil {
+				return err
+			}
+			n++
+		case <-tick:
+		}
+		timer := time.NewTimer(maxBatchWait)
+	fill:
+		for n > 0 && n < maxBatch && !m.anyDue() {
+			select {
+			case f := <-msgs:
+				if f.err != nil {
+					timer.Stop()
+					if err := m.flush(ctx, commits, &dlq); err != nil {
+						return err
+					}
+					return m.fetchError(ctx, f.err)
+				}
+				if err := m.add(ctx, f.msg, commits, &dlq); err != nil {
+					timer.Stop()
+					return err
+				}
+				n++
+			case <-timer.C:
+				break fill
+			case <-ctx.Done():
+				break fill
+			}
+		}
+		timer.Stop()
+		if err := m.flush(ctx, commits, &dlq); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func (m *Monitor) fetchError(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	if errors.Is(err, io.EOF) {
+		return errors.New("kafka reader closed")
+	}
+	return fmt.Errorf("fetch from kafka: %w", err)
+}
+
+func (m *Monitor) minInterval() time.Duration {
+	var iv time.Duration
+	for _, s := range m.streams {
+		if s.cfg.Interval > 0 && (iv == 0 || s.cfg.Interval < iv) {
+			iv = s.cfg.Interval
+		}
+	}
+	return iv
+}
+
+func (m *Monitor) anyDue() bool {
+	for _, s := range m.streams {
+		if s.due {
+			return true
+		}
+	}
+	return false
+}
+
+// add processes one fetched message for every stream on its topic.
+func (m *Monitor) add(ctx context.Context, msg kafka.Message, commits map[topicPartition]kafka.Message, dlq *[]kafka.Message) error {
+	commits[topicPartition{msg.Topic, msg.Partition}] = msg
+	for _, s := range m.byTopic[msg.Topic] {
+		if err := s.add(ctx, msg, dlq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Message) error {
+	s.consumed.Inc()
+	p := int32(msg.Partition)
+	if msg.HighWaterMark > 0 {
+		s.lag[p] = max(0, msg.HighWaterMark-msg.Offset-1)
+	}
+	if next, ok := s.next[p]; ok && msg.Offset < next {
+		return nil // already in the store: a redelivery after a crash or rebalance
+	}
+	s.next[p] = msg.Offset + 1
+	s.posDirty = true
+	if err := s.dec.Decode(ctx, msg.Value, &s.rec); err != nil {
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			return fmt.Errorf("stream %s: decode %s/%d/%d: %w", s.name, msg.Topic, msg.Partition, msg.Offset, err)
+		}
+		s.reject(msg, de, dlq)
+		return nil
+	}
+	meta := RowMeta{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time}
+	if !s.win.Append(meta, &s.rec) {
+		return nil // the mirror already holds it (cannot happen after the next check above)
+	}
+	s.arena = s.rec.AppendBinary(s.arena)
+	s.valueEnd = append(s.valueEnd, len(s.arena))
+	s.batch = append(s.batch, state.Record{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time})
+	if s.cfg.Interval == 0 && (s.seq+1)%uint64(s.cfg.Every) == 0 {
+		s.due, s.dueSeq = true, s.seq
+	}
+	s.seq++
+	return nil
+}
+
+// reject counts, logs and dead-letters an undecodable record.
+func (s *streamRun) reject(msg kafka.Message, de *DecodeError, dlq *[]kafka.Message) {
+	s.m.metrics.rejected.WithLabelValues(s.name, de.Reason).Inc()
+	s.log.Warn("record rejected", "partition", msg.Partition, "offset", msg.Offset,
+		"reason", de.Reason, "err", de.Err, "bytes", len(msg.Value))
+	if s.m.dlq == nil {
+		return
+	}
+	errText := ""
+	if de.Err != nil {
+		errText = de.Err.Error()
+	}
+	headers := append(slices.Clone(msg.Headers),
+		kafka.Header{Key: "odwatch_reason", Value: []byte(de.Reason)},
+		kafka.Header{Key: "odwatch_error", Value: []byte(errText)},
+		kafka.Header{Key: "odwatch_stream", Value: []byte(s.name)},
+		kafka.Header{Key: "odwatch_topic", Value: []byte(msg.Topic)},
+		kafka.Header{Key: "odwatch_partition", Value: strconv.AppendInt(nil, int64(msg.Partition), 10)},
+		kafka.Header{Key: "odwatch_offset", Value: strconv.AppendInt(nil, msg.Offset, 10)},
+	)
+	*dlq = append(*dlq, kafka.Message{Key: msg.Key, Value: msg.Value, Headers: headers, Time: msg.Time})
+}
+
+// flush makes the batch durable: one synced store commit per stream (records,
+// positions, evictions), the dead letters, then the Kafka offset commit;
+// finally it hands due window snapshots to the evaluators.
+func (m *Monitor) flush(ctx context.Context, commits map[topicPartition]kafka.Message, dlq *[]kafka.Message) error {
+	for _, s := range m.streams {
+		if err := s.commit(); err != nil {
+			return err
+		}
+	}
+	if len(*dlq) > 0 {
+		// A dead-letter failure does not stop the pipeline: the records
+		// are counted and logged already.
+		if err := m.dlq.WriteMessages(ctx, *dlq...); err != nil {
+			m.log.Error("write to dead-letter topic", "topic", m.cfg.DLQTopic, "records", len(*dlq), "err", err)
+		} else {
+			for _, msg := range *dlq {
+				m.metrics.dlq.WithLabelValues(headerValue(msg.Headers, "odwatch_stream")).Inc()
+			}
+		}
+		clear(*dlq)
+		*dlq = (*dlq)[:0]
+	}
+	if len(commits) > 0 {
+		last := make([]kafka.Message, 0, len(commits))
+		for _, msg := range commits {
+			last = append(last, msg)
+		}
+		clear(commits)
+		if err := m.reader.CommitMessages(ctx, last...); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			// A commit fails during a rebalance; the records are in the
+			// store, so a redelivery is skipped by offset.
+			m.log.Warn("commit offsets to kafka", "err", err)
+		}
+	}
+	now := time.Now()
+	for _, s := range m.streams {
+		var lag int64
+		for _, l := range s.lag {
+			lag += l
+		}
+		s.lagGauge.Set(float64(lag))
+		s.windowGauge.Set(float64(s.win.Len()))
+		if s.cfg.Interval > 0 && now.Sub(s.lastEval) >= s.cfg.Interval && s.seq > s.evalSeq {
+			s.due, s.dueSeq = true, s.seq-1
+		}
+		if s.due {
+			s.due = false
+			s.lastEval = now
+			s.dispatch(s.dueSeq)
+		}
+	}
+	return nil
+}
+
+func headerValue(hs []kafka.Header, key string) string {
+	for _, h := range hs {
+		if h.Key == key {
+			return string(h.Value)
+		}
+	}
+	return ""
+}
+
+// commit writes the stream's open batch to the store (synced).
+func (s *streamRun) commit() error {
+	if len(s.batch) == 0 && !s.posDirty {
+		return nil
+	}
+	from := 0
+	for i := range s.batch {
+		s.batch[i].Value = s.arena[from:s.valueEnd[i]]
+		from = s.valueEnd[i]
+	}
+	next := make(map[int32]int64, len(s.next))
+	for p, o := range s.next {
+		next[p] = o
+	}
+	c := &state.Commit{
+		Stream:     s.name,
+		Records:    s.batch,
+		NextOffset: next,
+		NextSeq:    s.seq,
+		EvictBelow: s.win.EvictionBounds(),
+	}
+	if err := s.m.store.Apply(c); err != nil {
+		return fmt.Errorf("stream %s: store batch: %w", s.name, err)
+	}
+	clear(s.batch)
+	s.batch = s.batch[:0]
+	s.valueEnd = s.valueEnd[:0]
+	s.arena = s.arena[:0]
+	s.posDirty = false
+	return nil
+}

@@ -1,0 +1,496 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/state"
+	"github.com/segmentio/kafka-go"
+)
+
+// evalJob is one window to evaluate: an immutable snapshot and the
+// sequence number of its last record.
+type evalJob struct {
+	snap   *Snapshot
+	endSeq uint64
+}
+
+// mailbox holds at most one pending evaluation. A new window due while the
+// previous one still waits replaces it (counted as skipped): the evaluator
+// always works on the newest window and consumption never waits for it.
+type mailbox struct {
+	mu      sync.Mutex
+	pending *evalJob
+	wake    chan struct{}
+}
+
+func newMailbox() mailbox { return mailbox{wake: make(chan struct{}, 1)} }
+
+// dispatch snapshots the window (ending at record endSeq) for the
+// evaluator.
+func (s *streamRun) dispatch(endSeq uint64) {
+	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq}
+	s.evalSeq = endSeq + 1
+	s.mb.mu.Lock()
+	if s.mb.pending != nil {
+		s.m.metrics.evaluations.WithLabelValues(s.name, "skipped").Inc()
+		s.log.Debug("evaluation skipped: the previous one is still running", "window_end", s.mb.pending.endSeq)
+	}
+	s.mb.pending = job
+	s.mb.mu.Unlock()
+	select {
+	case s.mb.wake <- struct{}{}:
+	default:
+	}
+}
+
+// evaluator runs the stream's evaluations until ctx is done. It returns an
+// error only for failures that must stop the pipeline (the store).
+func (s *streamRun) evaluator(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.mb.wake:
+		}
+		s.mb.mu.Lock()
+		job := s.mb.pending
+		s.mb.pending = nil
+		s.mb.mu.Unlock()
+		if job == nil {
+			continue
+		}
+		if err := s.evaluate(ctx, job); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// dependencyColumns lists the columns a dependency mentions.
+func dependencyColumns(d discovery.Dependency) []string {
+	switch d.Kind {
+	case discovery.KindOFD:
+		return append(append([]string(nil), d.Context...), d.RHS)
+	case discovery.KindOC:
+		return append(append([]string(nil), d.Context...), d.Left, d.Right)
+	}
+	return append(append([]string(nil), d.LHSList...), d.RHSList...)
+}
+
+// dependencyLevel is the lattice level of a dependency (FASTOD): the number
+// of columns it mentions.
+func dependencyLevel(d discovery.Dependency) int { return len(dependencyColumns(d)) }
+
+// windowInfo describes a snapshot for events.
+func (s *streamRun) windowInfo(snap *Snapshot, endSeq uint64) alerts.WindowInfo {
+	w := alerts.WindowInfo{
+		Stream:       s.name,
+		Topic:        s.cfg.Topic,
+		StartOffsets: map[int32]int64{},
+		EndOffsets:   map[int32]int64{},
+		Records:      snap.Len(),
+		EndSeq:       endSeq,
+	}
+	for row := range snap.Len() {
+		m := snap.Meta(row)
+		if o, ok := w.StartOffsets[m.Partition]; !ok || m.Offset < o {
+			w.StartOffsets[m.Partition] = m.Offset
+		}
+		if o, ok := w.EndOffsets[m.Partition]; !ok || m.Offset > o {
+			w.EndOffsets[m.Partition] = m.Offset
+		}
+		if w.StartTime.IsZero() || m.Time.Before(w.StartTime) {
+			w.StartTime = m.Time
+		}
+		if m.Time.After(w.EndTime) {
+			w.EndTime = m.Time
+		}
+	}
+	return w
+}
+
+// samples maps removal-set rows to records with the dependency's values.
+func (s *streamRun) samples(snap *Snapshot, d discovery.Dependency, rows []int) []alerts.Sample {
+	if len(rows) == 0 {
+		return nil
+	}
+	cols := dependencyColumns(d)
+	out := make([]alerts.Sample, 0, min(len(rows), s.cfg.Sample))
+	for _, row := range rows {
+		if len(out) == s.cfg.Sample || row < 0 || row >= snap.Len() {
+			break
+		}
+		m := snap.Meta(row)
+		out = append(out, alerts.Sample{Topic: s.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: snap.Values(row, cols)})
+	}
+	return out
+}
+
+// evaluate runs one evaluation: encode the window, re-validate every
+// tracked dependency (exact error, whole window), run discovery, feed the
+// tracker, persist tracker and events in one synced batch, deliver.
+//
+// A tracked dependency that mentions a column the window does not have (a
+// field that stopped arriving) is not observed in that window: no event is
+// raised for it, and an unpinned one is retired by the tracker after
+// RetireAfter windows without observation. Reporting it as violated would
+// page people for a schema change, which is not a data error.
+func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
+	if s.hasTracker && job.endSeq <= s.trackerEnd {
+		return nil // evaluated and saved before a restart
+	}
+	start := time.Now()
+	snap := job.snap
+	if snap.Len() == 0 {
+		return nil
+	}
+	fail := func(what string, err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.m.metrics.evaluations.WithLabelValues(s.name, "error").Inc()
+		s.log.Error("evaluation failed", "window_end", job.endSeq, "step", what, "err", err)
+		return nil
+	}
+	info := s.windowInfo(snap, job.endSeq)
+	table, err := discovery.Encode(snap.Columns())
+	if err != nil {
+		return fail("encode", err)
+	}
+	have := make(map[string]bool, len(table.Columns))
+	for _, c := range table.Columns {
+		have[c.Name] = true
+	}
+	tracked := s.tracker.Tracked()
+	obs := make([]alerts.Observation, 0, len(tracked)+16)
+	trackedIdx := make(map[string]int, len(tracked))
+	for _, d := range tracked {
+		missing := false
+		for _, c := range dependencyColumns(d) {
+			if !have[c] {
+				missing = true
+				break
+			}
+		}
+		if missing {
+			continue
+		}
+		res, err := discovery.Validate(ctx, table, d, discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.log.Warn("validate tracked dependency", "dependency", d.String(), "err", err)
+			continue
+		}
+		trackedIdx[alerts.DependencyID(d)] = len(obs)
+		obs = append(obs, alerts.Observation{
+			Dependency: d, Removals: res.Removals, Error: res.Error,
+			Samples: s.samples(snap, d, res.RemovalSample),
+		})
+	}
+
+	dctx, cancel := ctx, context.CancelFunc(func() {})
+	if s.cfg.EvaluationTimeout > 0 {
+		dctx, cancel = context.WithTimeout(ctx, s.cfg.EvaluationTimeout)
+	}
+	disc, derr := discovery.Discover(dctx, table, discovery.Options{
+		Epsilon: s.cfg.Epsilon, MaxLevel: s.cfg.MaxLevel, RemovalSample: s.cfg.Sample,
+	})
+	cancel()
+	result := "ok"
+	if derr != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if errors.Is(derr, context.DeadlineExceeded) {
+			s.log.Warn("discovery stopped at the evaluation timeout; later levels not searched",
+				"window_end", job.endSeq, "timeout", s.cfg.EvaluationTimeout)
+		} else {
+			result = "error"
+			s.log.Error("discovery failed; tracked dependencies are still validated", "window_end", job.endSeq, "err", derr)
+		}
+	}
+	complete, levels := false, 0
+	if disc != nil {
+		complete, levels = disc.Complete && derr == nil, disc.Stats.Levels
+	}
+	// Minimal: found by this discovery. When discovery did not finish, a
+	// tracked dependency above the levels it completed counts as minimal
+	// (unknown), so that it is not retired for want of search.
+	found := map[string]bool{}
+	if disc != nil {
+		for _, r := range disc.Dependencies {
+			id := alerts.DependencyID(r.Dependency)
+			found[id] = true
+			if _, ok := trackedIdx[id]; ok {
+				continue
+			}
+			trackedIdx[id] = len(obs)
+			obs = append(obs, alerts.Observation{
+				Dependency: r.Dependency, Removals: r.Removals, Error: r.Error, Minimal: true,
+				Samples: s.samples(snap, r.Dependency, r.RemovalSample),
+			})
+		}
+	}
+	for i := range obs {
+		d := obs[i].Dependency
+		obs[i].Minimal = found[alerts.DependencyID(d)] || (!complete && dependencyLevel(d) > levels)
+	}
+
+	events := s.tracker.Observe(info, obs)
+	trackerState, err := s.tracker.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("stream %s: encode tracker: %w", s.name, err)
+	}
+	ev := &state.Evaluation{Stream: s.name, WindowEnd: job.endSeq, TrackerState: trackerState}
+	for _, o := range obs {
+		id := alerts.DependencyID(o.Dependency)
+		if strings.IndexByte(id, 0) >= 0 {
+			continue // the store keys history by id; a NUL in a column name cannot be stored
+		}
+		ev.History = append(ev.History, state.HistoryPoint{DependencyID: id, WindowEnd: job.endSeq, Error: o.Error, Time: info.EndTime})
+	}
+	for _, e := range events {
+		payload, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("stream %s: encode event %s: %w", s.name, e.ID, err)
+		}
+		ev.Events = append(ev.Events, state.OutboxEvent{ID: e.ID, Payload: payload})
+	}
+	if err := s.m.store.SaveEvaluation(ev); err != nil {
+		return fmt.Errorf("stream %s: save evaluation: %w", s.name, err)
+	}
+	s.trackerEnd, s.hasTracker = job.endSeq, true
+	s.evaluations++
+	if s.evaluations%64 == 0 {
+		if err := s.m.store.PruneHistory(s.name, historyKeep); err != nil {
+			s.log.Warn("prune history", "err", err)
+		}
+	}
+	s.m.metrics.alerts.Observe(events)
+	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
+	if err := s.deliver(ctx); err != nil {
+		return err
+	}
+	d := time.Since(start)
+	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
+	s.m.metrics.evaluations.WithLabelValues(s.name, result).Inc()
+	if result == "ok" {
+		s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
+	}
+	s.log.Debug("evaluation done", "window_end", job.endSeq, "records", snap.Len(), "columns", len(table.Columns),
+		"tracked", len(tracked), "discovered", len(found), "events", len(events), "seconds", d.Seconds())
+	return nil
+}
+
+// historyKeep is the number of history points kept per dependency.
+const historyKeep = 1000
+
+// deliveredMarker is the delivery marker of event id for one sink: each
+// sink is marked on its own, so a failing webhook does not make the Kafka
+// topic receive an event twice on the retry.
+func deliveredMarker(id, sink string) string { return id + "/" + sink }
+
+// deliver sends the stream's outbox events to every sink that has not
+// received them yet, and removes from the outbox the events every sink has.
+// A failing sink keeps its events in the outbox for the next delivery
+// (after the next evaluation, or on restart). Only store failures are
+// returned.
+func (s *streamRun) deliver(ctx context.Context) error {
+	pending, err := s.m.store.PendingEvents(s.name)
+	if err != nil {
+		return fmt.Errorf("stream %s: read outbox: %w", s.name, err)
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	events := make([]alerts.Event, 0, len(pending))
+	done := map[string]bool{}
+	for _, p := range pending {
+		var e alerts.Event
+		if err := json.Unmarshal(p.Payload, &e); err != nil {
+			s.log.Error("dropping an undecodable outbox event", "id", p.ID, "err", err)
+			done[p.ID] = true
+			continue
+		}
+		events = append(events, e)
+		done[e.ID] = true
+	}
+	for _, ns := range s.m.sinks {
+		var todo []alerts.Event
+		for _, e := range events {
+			ok, err := s.m.store.Delivered(s.name, deliveredMarker(e.ID, ns.name))
+			if err != nil {
+				return fmt.Errorf("stream %s: read delivery marker: %w", s.name, err)
+			}
+			if !ok {
+				todo = append(todo, e)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		if err := ns.sink.Send(ctx, todo); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.m.metrics.alerts.SinkError(s.name, ns.name)
+			s.log.Error("event delivery failed; kept in the outbox", "sink", ns.name, "events", len(todo), "err", err)
+			for _, e := range todo {
+				done[e.ID] = false
+			}
+			continue
+		}
+		markers := make([]string, len(todo))
+		for i, e := range todo {
+			markers[i] = deliveredMarker(e.ID, ns.name)
+		}
+		if err := s.m.store.MarkDelivered(s.name, markers); err != nil {
+			return fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
+		}
+	}
+	var ids []string
+	for _, p := range pending {
+		if done[p.ID] {
+			ids = append(ids, p.ID)
+		}
+	}
+	if err := s.m.store.MarkDelivered(s.name, ids); err != nil {
+		return fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
+	}
+	return nil
+}
+
+// eventsTail is how many of the last messages per partition of the events
+// topic are read on start.
+const eventsTail = 2000
+
+// dedupeFromEventsTopic closes the crash window of the Kafka sink: an event
+// written to the events topic just before a crash, while its delivery
+// marker was not yet synced, would be written again from the outbox on
+// restart. Before delivering the outbox, the last eventsTail messages of
+// each partition of the events topic are read and the ids found there
+// (ce_id header) are marked delivered for the Kafka sink. Events are rare
+// and the outbox only holds the last evaluations' events, so the tail is
+// where they are.
+func (m *Monitor) dedupeFromEventsTopic(ctx context.Context) error {
+	if m.cfg.EventsTopic == "" {
+		return nil
+	}
+	pendingBy := map[string][]string{} // stream → pending ids
+	any := false
+	for _, s := range m.streams {
+		p, err := m.store.PendingEvents(s.name)
+		if err != nil {
+			return err
+		}
+		for _, e := range p {
+			pendingBy[s.name] = append(pendingBy[s.name], e.ID)
+			any = true
+		}
+	}
+	if !any {
+		return nil
+	}
+	ids, err := readEventIDs(ctx, m.cfg.Brokers, m.cfg.Dialer, m.cfg.EventsTopic, eventsTail)
+	if err != nil {
+		return err
+	}
+	for stream, pend := range pendingBy {
+		var seen []string
+		for _, id := range pend {
+			if ids[id] {
+				seen = append(seen, deliveredMarker(id, "kafka"))
+			}
+		}
+		if len(seen) > 0 {
+			m.log.Info("events already on the events topic, not sent again", "stream", stream, "events", len(seen))
+			if err := m.store.MarkDelivered(stream, seen); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// readEventIDs returns the ce_id headers of the last tail messages of every
+// partition of topic.
+func readEventIDs(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, tail int64) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	if dialer != nil {
+		client.Transport = transportFor(dialer)
+	}
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	ids := map[string]bool{}
+	for _, t := range md.Topics {
+		if t.Error != nil {
+			if errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+				return ids, nil // nothing was ever sent
+			}
+			return nil, fmt.Errorf("metadata of %s: %w", topic, t.Error)
+		}
+		var reqs []kafka.OffsetRequest
+		for _, p := range t.Partitions {
+			reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+		}
+		lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+		if err != nil {
+			return nil, fmt.Errorf("offsets of %s: %w", topic, err)
+		}
+		for _, po := range lo.Topics[topic] {
+			if po.Error != nil {
+				return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
+			}
+			from := max(po.FirstOffset, po.LastOffset-tail)
+			for off := from; off < po.LastOffset; {
+				res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: po.Partition, Offset: off, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
+				if err != nil {
+					return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, po.Partition, off, err)
+				}
+				if res.Error != nil {
+					return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, po.Partition, off, res.Error)
+				}
+				n := 0
+				for {
+					rec, err := res.Records.ReadRecord()
+					if err != nil {
+						break
+					}
+					n++
+					off = rec.Offset + 1
+					for _, h := range rec.Headers {
+						if h.Key == "ce_id" {
+							ids[string(h.Value)] = true
+						}
+					}
+					if rec.Key != nil {
+						rec.Key.Close()
+					}
+					if rec.Value != nil {
+						rec.Value.Close()
+					}
+				}
+				if n == 0 {
+					break
+				}
+			}
+		}
+	}
+	return ids, nil
+}

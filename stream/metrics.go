@@ -1,0 +1,97 @@
+package stream
+
+import (
+	"fmt"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics of the streaming pipeline. Every series carries a `stream` label
+// (StreamConfig.Name). Registered by package stream:
+//
+//	odwatch_records_consumed_total{stream}             counter   records fetched from Kafka (accepted, rejected and already-stored redeliveries)
+//	odwatch_records_rejected_total{stream,reason}      counter   undecodable records by reason (malformed_json, not_object, bad_avro, unknown_schema, registry_unavailable, too_large, too_many_fields)
+//	odwatch_dlq_records_total{stream}                  counter   rejected records written to the dead-letter topic
+//	odwatch_window_records{stream}                     gauge     records in the window
+//	odwatch_evaluation_duration_seconds{stream}        histogram time of one evaluation (encode, re-validation, discovery, persist)
+//	odwatch_evaluations_total{stream,result}           counter   evaluations by result: ok, error, skipped (a due evaluation coalesced into a later one because the previous one was still running)
+//	odwatch_epsilon{stream}                            gauge     the stream's epsilon, for alert rules comparing with odwatch_dependency_error
+//	odwatch_consumer_lag{stream}                       gauge     records behind the partitions' high watermarks (sum over partitions, as of the last fetch)
+//	odwatch_last_evaluation_timestamp_seconds{stream}  gauge     unix time of the last successful evaluation
+//
+// Registered through package alerts (alerts.NewMetrics), updated by the
+// pipeline after every evaluation:
+//
+//	odwatch_events_total{stream,type}                  counter   events produced (violated, restored, discovered, retired)
+//	odwatch_sink_errors_total{stream,sink}             counter   failed sends per sink (log, kafka, webhook, extra<i>); the events stay in the outbox and are retried
+//	odwatch_dependencies{stream,state}                 gauge     tracked dependencies: holding, violated (partition the set), pinned
+//	odwatch_dependency_error{stream,dependency}        gauge     last measured error of a tracked dependency, label = text form
+//	                                                             ("{}: salary ~ tax (asc)"); at most Config.MaxDependencyMetrics series
+//	                                                             per stream (default 200): violated first, then highest error; the
+//	                                                             series of dropped or retired dependencies are deleted
+//
+// The state store adds the odwatch_pebble_* and odwatch_state_* metrics
+// (package state).
+type metrics struct {
+	reg        prometheus.Registerer
+	collectors []prometheus.Collector
+	alerts     *alerts.Metrics
+
+	consumed      *prometheus.CounterVec
+	rejected      *prometheus.CounterVec
+	dlq           *prometheus.CounterVec
+	windowRecords *prometheus.GaugeVec
+	evalDuration  *prometheus.HistogramVec
+	evaluations   *prometheus.CounterVec
+	epsilon       *prometheus.GaugeVec
+	lag           *prometheus.GaugeVec
+	lastEval      *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int) (*metrics, error) {
+	m := &metrics{reg: reg}
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{"stream"}, labels...))
+		m.collectors = append(m.collectors, c)
+		return c
+	}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, []string{"stream"})
+		m.collectors = append(m.collectors, g)
+		return g
+	}
+	m.consumed = counter("odwatch_records_consumed_total", "Records fetched from Kafka.")
+	m.rejected = counter("odwatch_records_rejected_total", "Undecodable records, by reason.", "reason")
+	m.dlq = counter("odwatch_dlq_records_total", "Rejected records written to the dead-letter topic.")
+	m.windowRecords = gauge("odwatch_window_records", "Records in the window.")
+	m.evalDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "odwatch_evaluation_duration_seconds",
+		Help:    "Duration of one window evaluation (encode, re-validation, discovery, persist).",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"stream"})
+	m.collectors = append(m.collectors, m.evalDuration)
+	m.evaluations = counter("odwatch_evaluations_total", "Window evaluations, by result (ok, error, skipped).", "result")
+	m.epsilon = gauge("odwatch_epsilon", "Epsilon of the stream.")
+	m.lag = gauge("odwatch_consumer_lag", "Records behind the high watermark, summed over partitions.")
+	m.lastEval = gauge("odwatch_last_evaluation_timestamp_seconds", "Unix time of the last successful evaluation.")
+	for i, c := range m.collectors {
+		if err := reg.Register(c); err != nil {
+			for _, r := range m.collectors[:i] {
+				reg.Unregister(r)
+			}
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	m.alerts = alerts.NewMetrics(reg)
+	m.alerts.MaxErrorSeries = maxDependencyMetrics
+	return m, nil
+}
+
+// unregister removes the collectors package stream registered (the alerts
+// collectors stay: alerts.NewMetrics reuses them on the next registration).
+func (m *metrics) unregister() {
+	for _, c := range m.collectors {
+		m.reg.Unregister(c)
+	}
+}

@@ -1,0 +1,230 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/state"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// Options are the runtime dependencies of a Monitor.
+type Options struct {
+	// Logger receives the pipeline's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the pipeline's, the store's and the alerts'
+	// collectors; nil means a private registry (metrics not exported).
+	Registerer prometheus.Registerer
+	// Sinks receive events in addition to the log and the configured Kafka
+	// topic and webhook (e.g. the demo's terminal writer).
+	Sinks []alerts.Sink
+}
+
+// namedSink is a sink with the name its delivery markers and error metric
+// use.
+type namedSink struct {
+	name string
+	sink alerts.Sink
+}
+
+// Monitor runs the streaming pipeline of DESIGN.md "Data flow" for the
+// configured streams: one consumer-group reader, a Pebble-backed window per
+// stream, an evaluator goroutine per stream, the sinks and the metrics.
+type Monitor struct {
+	cfg     Config
+	log     *slog.Logger
+	store   *state.Store
+	metrics *metrics
+	streams []*streamRun
+	byTopic map[string][]*streamRun
+	sinks   []namedSink
+	dlq     *kafka.Writer
+	reader  *kafka.Reader // set by consume
+	started time.Time
+
+	joined    atomic.Bool // the consumer received its partition assignment
+	storeOpen atomic.Bool
+	running   atomic.Bool
+	closeOnce sync.Once
+}
+
+// NewMonitor validates cfg, opens the state store (its errors surface
+// verbatim, with the path), builds the decoders and sinks and registers the
+// metrics. Run starts the pipeline.
+func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := opts.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, started: time.Now()}
+	met, err := newMetrics(reg, cfg.MaxDependencyMetrics)
+	if err != nil {
+		return nil, err
+	}
+	m.metrics = met
+	for i := range cfg.Streams {
+		s, err := newStreamRun(m, cfg.Streams[i])
+		if err != nil {
+			met.unregister()
+			return nil, fmt.Errorf("streams[%d]: %w", i, err)
+		}
+		m.streams = append(m.streams, s)
+		m.byTopic[s.cfg.Topic] = append(m.byTopic[s.cfg.Topic], s)
+	}
+	store, err := state.Open(cfg.StateDir, state.Options{Logger: log, Registerer: reg})
+	if err != nil {
+		met.unregister()
+		return nil, err
+	}
+	m.store = store
+	m.storeOpen.Store(true)
+
+	m.sinks = append(m.sinks, namedSink{"log", alerts.NewLogSink(log)})
+	if cfg.EventsTopic != "" {
+		w := alerts.NewKafkaWriter(cfg.Brokers, cfg.EventsTopic)
+		w.AllowAutoTopicCreation = true
+		if cfg.Dialer != nil {
+			w.Transport = transportFor(cfg.Dialer)
+		}
+		m.sinks = append(m.sinks, namedSink{"kafka", alerts.NewKafkaSink(w, "")})
+	}
+	if cfg.WebhookURL != "" {
+		m.sinks = append(m.sinks, namedSink{"webhook", alerts.NewWebhookSink(cfg.WebhookURL, alerts.WebhookOptions{Logger: log})})
+	}
+	for i, s := range opts.Sinks {
+		m.sinks = append(m.sinks, namedSink{fmt.Sprintf("extra%d", i), s})
+	}
+	if cfg.DLQTopic != "" {
+		m.dlq = &kafka.Writer{
+			Addr:                   kafka.TCP(cfg.Brokers...),
+			Topic:                  cfg.DLQTopic,
+			Balancer:               &kafka.Hash{},
+			RequiredAcks:           kafka.RequireAll,
+			BatchTimeout:           10 * time.Millisecond,
+			BatchBytes:             BrokerMaxMessageBytes,
+			AllowAutoTopicCreation: true,
+		}
+		if cfg.Dialer != nil {
+			m.dlq.Transport = transportFor(cfg.Dialer)
+		}
+	}
+	return m, nil
+}
+
+// Ready reports whether the store is open and the consumer joined its group
+// and received its assignment (the /readyz condition).
+func (m *Monitor) Ready() bool {
+	return m.storeOpen.Load() && m.joined.Load() && m.running.Load()
+}
+
+// Run restores every stream from the store (window, position, tracker),
+// delivers the events left in the outbox, then consumes and evaluates until
+// ctx is done (it returns nil) or a fatal error (store failure, broker
+// unreachable for good). Run closes the store, sinks and writers on return;
+// a Monitor runs once.
+func (m *Monitor) Run(ctx context.Context) (err error) {
+	if !m.running.CompareAndSwap(false, true) {
+		return errors.New("monitor: Run called twice")
+	}
+	defer func() {
+		m.running.Store(false)
+		if cerr := m.close(); err == nil {
+			err = cerr
+		}
+	}()
+	for _, s := range m.streams {
+		if err := s.restore(ctx); err != nil {
+			return err
+		}
+	}
+	if err := m.dedupeFromEventsTopic(ctx); err != nil {
+		// Not fatal: at worst an event sent just before a crash is sent
+		// again; consumers deduplicate by ce_id.
+		m.log.Warn("could not read the events topic to skip events already sent", "topic", m.cfg.EventsTopic, "err", err)
+	}
+	for _, s := range m.streams {
+		if err := s.deliver(ctx); err != nil {
+			return err
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		fatalMu  sync.Mutex
+		fatalErr error
+	)
+	fail := func(err error) {
+		fatalMu.Lock()
+		if fatalErr == nil {
+			fatalErr = err
+		}
+		fatalMu.Unlock()
+		cancel()
+	}
+	for _, s := range m.streams {
+		wg.Go(func() {
+			if err := s.evaluator(ctx); err != nil && ctx.Err() == nil {
+				fail(err)
+			}
+		})
+		s.replayMissedEvaluation()
+	}
+	if err := m.consume(ctx); err != nil {
+		fail(err)
+	}
+	cancel()
+	wg.Wait()
+	fatalMu.Lock()
+	defer fatalMu.Unlock()
+	return fatalErr
+}
+
+// close releases everything NewMonitor opened.
+func (m *Monitor) close() error {
+	var errs []error
+	m.closeOnce.Do(func() {
+		for _, s := range m.sinks {
+			if err := s.sink.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close sink %s: %w", s.name, err))
+			}
+		}
+		if m.dlq != nil {
+			if err := m.dlq.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close dead-letter writer: %w", err))
+			}
+		}
+		m.storeOpen.Store(false)
+		if err := m.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		m.metrics.unregister()
+	})
+	return errors.Join(errs...)
+}
+
+// topics are the distinct topics of the configured streams, sorted.
+func (m *Monitor) topics() []string {
+	var ts []string
+	for t := range m.byTopic {
+		ts = append(ts, t)
+	}
+	slices.Sort(ts)
+	return ts
+}

@@ -1,0 +1,184 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// PayrollOptions configure ProducePayroll.
+type PayrollOptions struct {
+	Brokers []string
+	Topic   string
+	// Rate in records per second; 0 produces as fast as possible.
+	Rate float64
+	// Count of records; 0 produces until ctx is done.
+	Count int
+	// CleanRecords are produced without errors before errors may start.
+	CleanRecords int
+	// ErrorRate is the share of records, after CleanRecords, carrying a
+	// data-entry error.
+	ErrorRate float64
+	// StopErrorsAfter, when > 0, is the record number after which errors
+	// stop again (the stream is clean from there on).
+	StopErrorsAfter int
+	Seed            int64
+	Dialer          *kafka.Dialer
+}
+
+// payrollPositions are the jobs of the generator with their base salary.
+var payrollPositions = [...]struct {
+	name string
+	base int
+}{
+	{"clerk", 20000}, {"analyst", 35000}, {"engineer", 50000},
+	{"manager", 70000}, {"director", 95000},
+}
+
+// PayrollBracket returns the tax group and percentage of a salary: the
+// salary determines both, and the percentage grows with the salary, so
+// sorting by salary sorts the tax (the running example of Karegar et al.).
+func PayrollBracket(salary int) (group string, perc int) {
+	switch {
+	case salary < 30000:
+		return "A", 10
+	case salary < 50000:
+		return "B", 20
+	case salary < 80000:
+		return "C", 25
+	case salary < 120000:
+		return "D", 30
+	}
+	return "E", 40
+}
+
+// payrollGen generates payroll records deterministically from a seed.
+type payrollGen struct {
+	rng *rand.Rand
+	buf []byte
+}
+
+// next appends record i as a JSON object to g.buf and returns it; faulty
+// records carry a percentage with a zero appended (25 → 250), so their tax
+// is ten times too high.
+func (g *payrollGen) next(faulty bool) []byte {
+	p := payrollPositions[g.rng.Intn(len(payrollPositions))]
+	exp := g.rng.Intn(31)
+	// Salaries are multiples of 100, so the tax is an integer.
+	salary := p.base + exp*1000 + g.rng.Intn(100)*100
+	group, perc := PayrollBracket(salary)
+	if faulty {
+		perc *= 10
+	}
+	tax := perc * salary / 100
+	b := g.buf[:0]
+	b = append(b, `{"position":"`...)
+	b = append(b, p.name...)
+	b = append(b, `","experience":`...)
+	b = strconv.AppendInt(b, int64(exp), 10)
+	b = append(b, `,"salary":`...)
+	b = strconv.AppendInt(b, int64(salary), 10)
+	b = append(b, `,"tax_group":"`...)
+	b = append(b, group...)
+	b = append(b, `","perc":`...)
+	b = strconv.AppendInt(b, int64(perc), 10)
+	b = append(b, `,"tax":`...)
+	b = strconv.AppendInt(b, int64(tax), 10)
+	b = append(b, '}')
+	g.buf = b
+	return b
+}
+
+// faulty reports whether record i carries a data-entry error.
+func (o *PayrollOptions) faulty(i int, rng *rand.Rand) bool {
+	if i < o.CleanRecords || o.ErrorRate <= 0 {
+		return false
+	}
+	if o.StopErrorsAfter > 0 && i >= o.StopErrorsAfter {
+		return false
+	}
+	return rng.Float64() < o.ErrorRate
+}
+
+// ProducePayroll produces the payroll stream of the paper's running
+// example to o.Topic: position, experience, salary, tax_group, perc and
+// tax = perc × salary / 100, where the salary determines tax group and
+// percentage. After CleanRecords, a share ErrorRate of the records carries a
+// data-entry error (a percentage with a zero appended). It returns when
+// Count records are written (nil) or ctx is done (ctx.Err()).
+func ProducePayroll(ctx context.Context, o PayrollOptions) error {
+	if len(o.Brokers) == 0 || o.Topic == "" {
+		return errors.New("payroll: brokers and topic are required")
+	}
+	w := &kafka.Writer{
+		Addr:                   kafka.TCP(o.Brokers...),
+		Topic:                  o.Topic,
+		Balancer:               &kafka.RoundRobin{},
+		BatchSize:              1000,
+		BatchTimeout:           10 * time.Millisecond,
+		RequiredAcks:           kafka.RequireAll,
+		AllowAutoTopicCreation: true,
+	}
+	if o.Dialer != nil {
+		w.Transport = transportFor(o.Dialer)
+	}
+	defer w.Close()
+
+	g := &payrollGen{rng: rand.New(rand.NewSource(o.Seed))}
+	errRng := rand.New(rand.NewSource(o.Seed + 1))
+	chunk := 1000
+	var tick time.Duration
+	if o.Rate > 0 {
+		// Write in chunks of about 20 ms worth of records.
+		chunk = max(1, int(o.Rate/50))
+		tick = time.Duration(float64(chunk) / o.Rate * float64(time.Second))
+	}
+	msgs := make([]kafka.Message, 0, chunk)
+	start := time.Now()
+	for i := 0; o.Count == 0 || i < o.Count; {
+		msgs = msgs[:0]
+		for len(msgs) < chunk && (o.Count == 0 || i < o.Count) {
+			v := g.next(o.faulty(i, errRng))
+			msgs = append(msgs, kafka.Message{
+				Key:   strconv.AppendInt(nil, int64(i), 10),
+				Value: append([]byte(nil), v...),
+			})
+			i++
+		}
+		if err := w.WriteMessages(ctx, msgs...); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("payroll: write to %s: %w", o.Topic, err)
+		}
+		if tick > 0 {
+			// Pace against the start time so the rate does not drift.
+			due := start.Add(time.Duration(i/chunk) * tick)
+			if d := time.Until(due); d > 0 {
+				t := time.NewTimer(d)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return ctx.Err()
+				case <-t.C:
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// transportFor builds a writer Transport using the dialer's TLS and SASL
+// settings.
+func transportFor(d *kafka.Dialer) *kafka.Transport {
+	t := &kafka.Transport{TLS: d.TLS, SASL: d.SASLMechanism, ClientID: d.ClientID}
+	if d.Timeout > 0 {
+		t.DialTimeout = d.Timeout
+	}
+	return t
+}
