@@ -1,0 +1,511 @@
+package discovery
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrTooManyColumns is returned by Discover for tables with more than 64
+// columns: the lattice keys its nodes by 64-bit column sets (and a lattice
+// that wide is out of reach anyway; Validate has no such limit).
+var ErrTooManyColumns = errors.New("discovery: more than 64 columns")
+
+// ErrBadTable is returned when a table's columns are inconsistent (length
+// differing from Rows, or a rank not below the column's cardinality).
+var ErrBadTable = errors.New("discovery: inconsistent table")
+
+// checkEncodedTable rejects tables the validators could index out of range with.
+func checkEncodedTable(t *Table) error {
+	if t == nil {
+		return fmt.Errorf("%w: nil table", ErrBadTable)
+	}
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if len(c.Ranks) != t.Rows {
+			return fmt.Errorf("%w: column %q has %d ranks for %d rows", ErrBadTable, c.Name, len(c.Ranks), t.Rows)
+		}
+		for _, r := range c.Ranks {
+			if int(r) >= c.Cardinality {
+				return fmt.Errorf("%w: column %q has rank %d not below its cardinality %d", ErrBadTable, c.Name, r, c.Cardinality)
+			}
+		}
+	}
+	return nil
+}
+
+// latNode is one context X of the lattice.
+type latNode struct {
+	cols    []int  // X, ascending column indices
+	set     uint64 // X as a bit set
+	parents []*latNode
+	part    *StrippedPartition
+	score   float64
+	// ofdValid holds the A not in X with X: [] -> A valid; ofdExact those
+	// known to hold with e = 0 (only these may drive exact-only pruning).
+	ofdValid uint64
+	ofdExact uint64
+	// ocValid has bit ocBit(A,B,pol) set when X: A ~ B (pol) is valid; it is
+	// only meaningful when X: [] -> A and X: [] -> B are both invalid.
+	ocValid []uint64
+}
+
+func ocBit(m, a, b int, pol Polarity) int { return (a*m+b)*2 + int(pol) }
+
+func (n *latNode) hasOC(bit int) bool { return n.ocValid[bit>>6]&(1<<(bit&63)) != 0 }
+
+func (n *latNode) setOC(bit int) { n.ocValid[bit>>6] |= 1 << (bit & 63) }
+
+// found is one minimal dependency, in column indices.
+type found struct {
+	node     *latNode
+	kind     Kind
+	a, b     int
+	pol      Polarity
+	removals int
+	sample   []int
+}
+
+type ofdTask struct {
+	node     *latNode
+	a        int
+	removals int
+	sample   []int
+}
+
+type ocTask struct {
+	node     *latNode
+	a, b     int
+	want     [2]bool // per polarity
+	removals [2]int
+	samples  [2][]int
+}
+
+// lattice is the state of one Discover run.
+type lattice struct {
+	t          *Table
+	opts       Options
+	m          int
+	all        uint64
+	budget     int
+	workers    int
+	validators []*Validator
+	found      []found
+	stats      Stats
+
+	progressMu   sync.Mutex
+	lastProgress time.Time
+	validated    atomic.Int64
+	level        int
+	levelCands   int64
+}
+
+// Discover returns the minimal approximate dependency set of t for
+// opts.Epsilon as DESIGN.md defines it: OFDs measured by g3 and OCs of both
+// polarities by LNDS (or by the iterative baseline when opts.Validator asks
+// for it), sorted by Score descending and then by text.
+//
+// The lattice is walked level by level over contexts X (FASTOD's set-based
+// traversal): a candidate is validated only when no direct subset of its
+// context already makes it valid — validity is monotone under growing the
+// context for g3 and LNDS alike, so such a candidate is valid and not
+// minimal without looking at the data. A context is dropped with all its
+// supersets when every OFD X: [] -> A already holds (nothing above can be
+// minimal), or when X\{C}: [] -> C holds exactly for some C (then X and
+// X\{C} have the same partition); exactness is what makes the latter sound
+// under approximation.
+//
+// A table without rows yields no dependencies. When ctx is cancelled or its
+// deadline passes, Discover returns the dependencies of the levels it
+// completed, with Complete false, together with an error wrapping ctx.Err().
+func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
+	start := time.Now()
+	if err := checkEncodedTable(t); err != nil {
+		return nil, err
+	}
+	m := len(t.Columns)
+	if m > 64 {
+		return nil, fmt.Errorf("%w: %d columns", ErrTooManyColumns, m)
+	}
+	d := &Discovery{Rows: t.Rows, Epsilon: opts.Epsilon, Complete: true, Dependencies: []Result{}}
+	for _, c := range t.Columns {
+		d.Columns = append(d.Columns, c.Name)
+	}
+	if t.Rows == 0 || m == 0 {
+		d.Stats.Seconds = time.Since(start).Seconds()
+		return d, nil
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	l := &lattice{
+		t:       t,
+		opts:    opts,
+		m:       m,
+		all:     uint64(1)<<m - 1,
+		budget:  RemovalBudget(opts.Epsilon, t.Rows),
+		workers: workers,
+	}
+	if m == 64 {
+		l.all = ^uint64(0)
+	}
+	for range workers {
+		l.validators = append(l.validators, NewValidator())
+	}
+	err := l.run(ctx)
+	if err != nil {
+		d.Complete = false
+		err = fmt.Errorf("discovery stopped after %d complete levels: %w", l.stats.Levels, err)
+	}
+	d.Dependencies = l.results()
+	l.stats.Seconds = time.Since(start).Seconds()
+	d.Stats = l.stats
+	return d, err
+}
+
+// parallel runs fn(validator, i) for i in [0, n) on the worker pool.
+func (l *lattice) parallel(ctx context.Context, n int, fn func(v *Validator, i int)) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range min(l.workers, n) {
+		v := l.validators[w]
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				fn(v, i)
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// progress reports to the callback at most every 100 ms, from one
+// goroutine at a time.
+func (l *lattice) progress(force bool) {
+	if l.opts.Progress == nil {
+		return
+	}
+	l.progressMu.Lock()
+	defer l.progressMu.Unlock()
+	now := time.Now()
+	if !force && now.Sub(l.lastProgress) < 100*time.Millisecond {
+		return
+	}
+	l.lastProgress = now
+	l.opts.Progress(Progress{
+		Level:      l.level,
+		Candidates: l.levelCands,
+		Validated:  l.validated.Load(),
+		Found:      len(l.found),
+	})
+}
+
+func (l *lattice) withinMaxLevel(depLevel int) bool {
+	return l.opts.MaxLevel <= 0 || depLevel <= l.opts.MaxLevel
+}
+
+// run walks the lattice; level k holds the contexts of size k.
+func (l *lattice) run(ctx context.Context) error {
+	words := (l.m*l.m*2 + 63) / 64
+	level := []*latNode{{part: FullPartition(l.t.Rows), ocValid: make([]uint64, words)}}
+	var prev []*latNode
+	for k := 0; len(level) > 0 && l.withinMaxLevel(k+1); k++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Partitions of this level from the previous one.
+		if k > 0 {
+			err := l.parallel(ctx, len(level), func(v *Validator, i int) {
+				n := level[i]
+				if k == 1 {
+					n.part = ColumnPartition(&l.t.Columns[n.cols[0]])
+				} else {
+					n.part = v.Product(n.parents[k-1].part, n.parents[k-2].part)
+				}
+			})
+			if err != nil {
+				return err
+			}
+			// X\{C} -> C exactly iff both have the same stripped partition
+			// (a refinement that keeps the covered rows and the number of
+			// classes splits nothing): then nothing at X or above is minimal.
+			level = slices.DeleteFunc(level, func(n *latNode) bool {
+				for c, p := range n.parents {
+					if p.part.Covered() == n.part.Covered() && p.part.NumClasses() == n.part.NumClasses() {
+						p.ofdExact |= 1 << n.cols[c]
+						return true
+					}
+				}
+				return false
+			})
+			for _, p := range prev {
+				p.part = nil // only two levels of partitions live at a time
+			}
+		}
+		l.level = k + 1
+		l.validated.Store(0)
+
+		// OFDs X: [] -> A.
+		var ofds []ofdTask
+		for _, n := range level {
+			n.score = n.part.Score()
+			for _, p := range n.parents {
+				n.ofdValid |= p.ofdValid &^ n.set
+				n.ofdExact |= p.ofdExact &^ n.set
+			}
+			for a := 0; a < l.m; a++ {
+				if n.set&(1<<a) != 0 {
+					continue
+				}
+				l.stats.Candidates++
+				if n.ofdValid&(1<<a) == 0 {
+					ofds = append(ofds, ofdTask{node: n, a: a})
+				}
+			}
+		}
+		l.levelCands = int64(len(ofds))
+		l.progress(true)
+		err := l.parallel(ctx, len(ofds), func(v *Validator, i int) {
+			task := &ofds[i]
+			col := &l.t.Columns[task.a]
+			task.removals = v.OFDRemovals(task.node.part, col, l.budget)
+			if task.removals <= l.budget && l.opts.RemovalSample != 0 {
+				task.sample = sampleOf(OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
+			}
+			l.validated.Add(1)
+			l.progress(false)
+		})
+		if err != nil {
+			return err
+		}
+		l.stats.Validations += int64(len(ofds))
+		var levelFound []found
+		for _, task := range ofds {
+			if task.removals <= l.budget {
+				task.node.ofdValid |= 1 << task.a
+				if task.removals == 0 {
+					task.node.ofdExact |= 1 << task.a
+				}
+				levelFound = append(levelFound, found{node: task.node, kind: KindOFD, a: task.a, removals: task.removals, sample: task.sample})
+			}
+		}
+
+		// OCs X: A ~ B, only where neither OFD holds.
+		var ocs []ocTask
+		if l.withinMaxLevel(k + 2) {
+			for _, n := range level {
+				for a := 0; a < l.m; a++ {
+					if (n.set|n.ofdValid)&(1<<a) != 0 {
+						continue
+					}
+					for b := a + 1; b < l.m; b++ {
+						if (n.set|n.ofdValid)&(1<<b) != 0 {
+							continue
+						}
+						task := ocTask{node: n, a: a, b: b}
+						for pol := Asc; pol <= Desc; pol++ {
+							l.stats.Candidates++
+							bit := ocBit(l.m, a, b, pol)
+							inherited := false
+							for _, p := range n.parents {
+								if p.hasOC(bit) {
+									inherited = true
+									break
+								}
+							}
+							if inherited {
+								n.setOC(bit)
+							} else {
+								task.want[pol] = true
+							}
+						}
+						if task.want[Asc] || task.want[Desc] {
+							ocs = append(ocs, task)
+						}
+					}
+				}
+			}
+		}
+		l.levelCands += int64(len(ocs))
+		err = l.parallel(ctx, len(ocs), func(v *Validator, i int) {
+			task := &ocs[i]
+			a, b := &l.t.Columns[task.a], &l.t.Columns[task.b]
+			p := task.node.part
+			for pol := Asc; pol <= Desc; pol++ {
+				task.removals[pol] = l.budget + 1
+			}
+			switch {
+			case l.opts.Validator == ValidatorIterative:
+				for pol := Asc; pol <= Desc; pol++ {
+					if task.want[pol] {
+						task.removals[pol] = v.OCRemovalsIterative(p, a, b, pol, l.budget)
+					}
+				}
+			case task.want[Asc] && task.want[Desc]:
+				task.removals[Asc], task.removals[Desc] = v.OCRemovalsBoth(p, a, b, l.budget)
+			default:
+				pol := Asc
+				if task.want[Desc] {
+					pol = Desc
+				}
+				task.removals[pol] = v.OCRemovals(p, a, b, pol, l.budget)
+			}
+			if l.opts.RemovalSample != 0 {
+				for pol := Asc; pol <= Desc; pol++ {
+					if task.want[pol] && task.removals[pol] <= l.budget {
+						var rows []int
+						if l.opts.Validator == ValidatorIterative {
+							rows = OCIterativeRemovalRows(p, a, b, pol)
+						} else {
+							rows = OCRemovalRows(p, a, b, pol)
+						}
+						task.samples[pol] = sampleOf(rows, l.opts.RemovalSample)
+					}
+				}
+			}
+			l.validated.Add(1)
+			l.progress(false)
+		})
+		if err != nil {
+			return err
+		}
+		for _, task := range ocs {
+			for pol := Asc; pol <= Desc; pol++ {
+				if !task.want[pol] {
+					continue
+				}
+				l.stats.Validations++
+				if task.removals[pol] <= l.budget {
+					task.node.setOC(ocBit(l.m, task.a, task.b, pol))
+					levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, removals: task.removals[pol], sample: task.samples[pol]})
+				}
+			}
+		}
+		l.found = append(l.found, levelFound...)
+		l.stats.Levels = k + 1
+		l.progress(true)
+
+		// Next level: contexts all of whose direct subsets are alive.
+		var alive []*latNode
+		if l.withinMaxLevel(k + 2) {
+			for _, n := range level {
+				if n.ofdValid|n.set != l.all {
+					alive = append(alive, n)
+				}
+			}
+		}
+		for _, p := range prev {
+			p.parents = nil // let the level before go
+		}
+		prev = level
+		level = l.nextLevel(alive, k, words)
+	}
+	return nil
+}
+
+// nextLevel generates the contexts of size k+1 from the alive ones of size
+// k (apriori: every direct subset must be alive), skipping those with a
+// parent X\{C} where X\{C}: [] -> C is known to hold exactly.
+func (l *lattice) nextLevel(alive []*latNode, k, words int) []*latNode {
+	if len(alive) == 0 {
+		return nil
+	}
+	bySet := make(map[uint64]*latNode, len(alive))
+	for _, n := range alive {
+		bySet[n.set] = n
+	}
+	var next []*latNode
+	add := func(cols []int) {
+		y := &latNode{cols: cols}
+		for _, c := range cols {
+			y.set |= 1 << c
+		}
+		for _, c := range cols {
+			p, ok := bySet[y.set&^(1<<c)]
+			if !ok || p.ofdExact&(1<<c) != 0 {
+				return
+			}
+			y.parents = append(y.parents, p)
+		}
+		y.ocValid = make([]uint64, words)
+		next = append(next, y)
+	}
+	if k == 0 {
+		for c := 0; c < l.m; c++ {
+			add([]int{c})
+		}
+		return next
+	}
+	// alive is in lexicographic order of cols (generation keeps it so);
+	// joins happen within blocks sharing the first k-1 columns.
+	for i := 0; i < len(alive); i++ {
+		for j := i + 1; j < len(alive) && slices.Equal(alive[i].cols[:k-1], alive[j].cols[:k-1]); j++ {
+			cols := make([]int, k+1)
+			copy(cols, alive[i].cols)
+			cols[k] = alive[j].cols[k-1]
+			add(cols)
+		}
+	}
+	return next
+}
+
+// results converts the found dependencies to Results, sorted by score
+// descending, then by text.
+func (l *lattice) results() []Result {
+	out := make([]Result, 0, len(l.found))
+	for _, f := range l.found {
+		var ctxNames []string
+		for _, c := range f.node.cols {
+			ctxNames = append(ctxNames, l.t.Columns[c].Name)
+		}
+		if ctxNames == nil {
+			ctxNames = []string{}
+		}
+		r := Result{
+			Removals:      f.removals,
+			Error:         float64(f.removals) / float64(l.t.Rows),
+			Score:         f.node.score,
+			RemovalSample: f.sample,
+		}
+		r.Kind = f.kind
+		r.Context = ctxNames
+		if f.kind == KindOFD {
+			r.RHS = l.t.Columns[f.a].Name
+		} else {
+			r.Left, r.Right, r.Polarity = l.t.Columns[f.a].Name, l.t.Columns[f.b].Name, f.pol
+		}
+		out = append(out, r)
+	}
+	sortResults(out)
+	return out
+}
+
+// sortResults orders results by Score descending, then by text.
+func sortResults(rs []Result) {
+	slices.SortStableFunc(rs, func(x, y Result) int {
+		if c := cmp.Compare(y.Score, x.Score); c != 0 {
+			return c
+		}
+		return strings.Compare(x.String(), y.String())
+	})
+}
+
+// sampleOf returns up to k of rows (all when k < 0).
+func sampleOf(rows []int, k int) []int {
+	if k >= 0 && len(rows) > k {
+		rows = rows[:k]
+	}
+	return rows
+}

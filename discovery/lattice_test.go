@@ -1,0 +1,263 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func discoveryLines(d *Discovery) []string {
+	var out []string
+	for _, r := range d.Dependencies {
+		out = append(out, fmt.Sprintf("%s r=%d s=%.6f", r.Dependency, r.Removals, r.Score))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestLatticeMatchesBruteForce is the judge of the lattice and its
+// pruning: on random small tables, Discover must return exactly the
+// minimal set a brute-force enumeration of DESIGN.md's definitions gives,
+// and every validator must agree with the O(n^2) oracle.
+func TestLatticeMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 2021))
+	const tables = 320
+	for i := range tables {
+		cols := randomTable(rng)
+		tab := tableFromInts(cols)
+		om := measureAll(cols, tab.Rows)
+		checkValidatorsAgainstOracle(t, i, cols, tab, om)
+		for _, eps := range []float64{0, 0.05, 0.1, 0.3} {
+			d, err := Discover(context.Background(), tab, Options{Epsilon: eps, Workers: 1 + i%2})
+			if err != nil {
+				t.Fatalf("table %d eps %v: %v", i, eps, err)
+			}
+			got, want := discoveryLines(d), om.minimal(eps)
+			if !slices.Equal(got, want) {
+				t.Fatalf("table %d (%d rows, %d cols) eps %v:\ncols %v\ngot  %q\nwant %q", i, tab.Rows, len(cols), eps, cols, got, want)
+			}
+			if !slices.IsSortedFunc(d.Dependencies, func(x, y Result) int {
+				if x.Score != y.Score {
+					if x.Score > y.Score {
+						return -1
+					}
+					return 1
+				}
+				return 0
+			}) {
+				t.Fatalf("table %d eps %v: not sorted by score", i, eps)
+			}
+			for _, r := range d.Dependencies {
+				if want := float64(r.Removals) / float64(tab.Rows); r.Error != want {
+					t.Fatalf("table %d: %s error %v, want %v", i, r.Dependency, r.Error, want)
+				}
+			}
+		}
+	}
+}
+
+// checkValidatorsAgainstOracle compares every validator, with and without
+// a budget, to the oracle for every context of the table.
+func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table, om *oracleMeasures) {
+	t.Helper()
+	v := NewValidator()
+	m := len(cols)
+	for x := uint64(0); x < 1<<m; x++ {
+		var ctx []int
+		for c := 0; c < m; c++ {
+			if x&(1<<c) != 0 {
+				ctx = append(ctx, c)
+			}
+		}
+		p := PartitionOf(tab, ctx)
+		classes := oracleClasses(cols, tab.Rows, ctx)
+		if got, want := p.Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+			t.Fatalf("table %d ctx %v: score %v, want %v", i, ctx, got, want)
+		}
+		for a := 0; a < m; a++ {
+			if x&(1<<a) != 0 {
+				continue
+			}
+			colA := &tab.Columns[a]
+			want := om.ofd[[2]uint64{x, uint64(a)}]
+			if got := v.OFDRemovals(p, colA, -1); got != want {
+				t.Fatalf("table %d ctx %v: g3 of c%d = %d, want %d", i, ctx, a, got, want)
+			}
+			if got := len(OFDRemovalRows(p, colA)); got != want {
+				t.Fatalf("table %d ctx %v: g3 rows of c%d = %d, want %d", i, ctx, a, got, want)
+			}
+			for _, budget := range []int{0, 1, 3} {
+				got := v.OFDRemovals(p, colA, budget)
+				if (got <= budget) != (want <= budget) || (want <= budget && got != want) {
+					t.Fatalf("table %d ctx %v: g3 of c%d with budget %d = %d, exact %d", i, ctx, a, budget, got, want)
+				}
+			}
+			for b := a + 1; b < m; b++ {
+				if x&(1<<b) != 0 {
+					continue
+				}
+				colB := &tab.Columns[b]
+				var both [2]int
+				both[Asc], both[Desc] = v.OCRemovalsBoth(p, colA, colB, -1)
+				for pol := Asc; pol <= Desc; pol++ {
+					want := om.oc[[4]uint64{x, uint64(a), uint64(b), uint64(pol)}]
+					if got := v.OCRemovals(p, colA, colB, pol, -1); got != want || both[pol] != want {
+						t.Fatalf("table %d ctx %v: LIS c%d~c%d %v = %d (both %d), DP %d", i, ctx, a, b, pol, got, both[pol], want)
+					}
+					rows := OCRemovalRows(p, colA, colB, pol)
+					if len(rows) != want || !swapFreeAfter(classes, cols[a], cols[b], pol, rows) {
+						t.Fatalf("table %d ctx %v: removal rows c%d~c%d %v = %v, DP %d", i, ctx, a, b, pol, rows, want)
+					}
+					iter := v.OCRemovalsIterative(p, colA, colB, pol, -1)
+					if iter < want {
+						t.Fatalf("table %d ctx %v: iterative c%d~c%d %v = %d < DP %d", i, ctx, a, b, pol, iter, want)
+					}
+					irows := OCIterativeRemovalRows(p, colA, colB, pol)
+					if len(irows) != iter || !swapFreeAfter(classes, cols[a], cols[b], pol, irows) {
+						t.Fatalf("table %d ctx %v: iterative rows c%d~c%d %v = %v, count %d", i, ctx, a, b, pol, irows, iter)
+					}
+					for _, budget := range []int{0, 1, 2, 5} {
+						got := v.OCRemovals(p, colA, colB, pol, budget)
+						if (got <= budget) != (want <= budget) || (want <= budget && got != want) {
+							t.Fatalf("table %d ctx %v: LIS c%d~c%d %v budget %d = %d, DP %d", i, ctx, a, b, pol, budget, got, want)
+						}
+						ga, gd := v.OCRemovalsBoth(p, colA, colB, budget)
+						g := [2]int{ga, gd}[pol]
+						if (g <= budget) != (want <= budget) || (want <= budget && g != want) {
+							t.Fatalf("table %d ctx %v: LIS both c%d~c%d %v budget %d = %d, DP %d", i, ctx, a, b, pol, budget, g, want)
+						}
+						gi := v.OCRemovalsIterative(p, colA, colB, pol, budget)
+						if (gi <= budget) != (iter <= budget) || (iter <= budget && gi != iter) {
+							t.Fatalf("table %d ctx %v: iterative c%d~c%d %v budget %d = %d, exact %d", i, ctx, a, b, pol, budget, gi, iter)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestDiscoverEmptyAndTiny(t *testing.T) {
+	tests := []struct {
+		name string
+		cols [][]int
+		want []string
+	}{
+		{"no rows", [][]int{{}, {}}, nil},
+		{"one row", [][]int{{1}, {2}}, []string{"{}: [] -> c0 r=0 s=1.000000", "{}: [] -> c1 r=0 s=1.000000"}},
+		{"two rows monotone", [][]int{{1, 2}, {3, 4}}, []string{
+			"{c0}: [] -> c1 r=0 s=0.500000", "{c1}: [] -> c0 r=0 s=0.500000", "{}: c0 ~ c1 (asc) r=0 s=1.000000"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := Discover(context.Background(), tableFromInts(tc.cols), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := discoveryLines(d); !slices.Equal(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+			if !d.Complete {
+				t.Fatal("not complete")
+			}
+		})
+	}
+}
+
+func TestDiscoverMaxLevelAndSample(t *testing.T) {
+	// c1 = c0 except one row; c2 = 10 - c0: at eps 0.2 {}: c0 ~ c1 (asc)
+	// holds with one removal and {}: c0 ~ c2 (desc) exactly.
+	cols := [][]int{
+		{1, 2, 3, 4, 5, 6, 7, 8, 9, 10},
+		{1, 2, 3, 4, 0, 6, 7, 8, 9, 10},
+		{9, 8, 7, 6, 5, 4, 3, 2, 1, 0},
+		{1, 1, 1, 2, 2, 2, 3, 3, 3, 3},
+	}
+	tab := tableFromInts(cols)
+	d, err := Discover(context.Background(), tab, Options{Epsilon: 0.2, MaxLevel: 2, RemovalSample: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawAsc bool
+	for _, r := range d.Dependencies {
+		if n := len(r.Context) + 1 + int(r.Kind); n > 2 {
+			t.Errorf("%s exceeds max level 2", r.Dependency)
+		}
+		if r.String() == "{}: c0 ~ c1 (asc)" {
+			sawAsc = true
+			if !slices.Equal(r.RemovalSample, []int{4}) || r.Removals != 1 {
+				t.Errorf("sample %v removals %d, want [4] 1", r.RemovalSample, r.Removals)
+			}
+		}
+	}
+	if !sawAsc {
+		t.Errorf("missing {}: c0 ~ c1 (asc) in %q", discoveryLines(d))
+	}
+}
+
+func TestDiscoverCancel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	cols := make([][]int, 8)
+	for c := range cols {
+		cols[c] = make([]int, 20000)
+		for r := range cols[c] {
+			cols[c][r] = rng.IntN(50)
+		}
+	}
+	tab := tableFromInts(cols)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d, err := Discover(ctx, tab, Options{Epsilon: 0.1})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if d == nil || d.Complete {
+		t.Fatalf("want a partial, incomplete result, got %+v", d)
+	}
+
+	// Progress is called, never concurrently, and ends with the last level.
+	var mu sync.Mutex
+	inCall := false
+	calls := 0
+	d, err = Discover(context.Background(), tab, Options{Epsilon: 0.1, MaxLevel: 3, Progress: func(p Progress) {
+		mu.Lock()
+		if inCall {
+			t.Error("concurrent progress call")
+		}
+		inCall = true
+		calls++
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // widen the window a concurrent call would hit
+		mu.Lock()
+		inCall = false
+		mu.Unlock()
+	}})
+	if err != nil || !d.Complete {
+		t.Fatalf("err %v complete %v", err, d.Complete)
+	}
+	if calls == 0 {
+		t.Fatal("no progress reported")
+	}
+	if d.Stats.Levels != 3 || d.Stats.Validations == 0 || d.Stats.Candidates < d.Stats.Validations {
+		t.Fatalf("stats %+v", d.Stats)
+	}
+}
+
+func TestDiscoverRejectsBadTables(t *testing.T) {
+	bad := &Table{Rows: 2, Columns: []Column{{Name: "a", Ranks: []uint32{0, 5}, Cardinality: 2}}}
+	if _, err := Discover(context.Background(), bad, Options{}); !errors.Is(err, ErrBadTable) {
+		t.Fatalf("err %v, want ErrBadTable", err)
+	}
+	wide := &Table{Rows: 1}
+	for i := range 65 {
+		wide.Columns = append(wide.Columns, Column{Name: fmt.Sprint(i), Ranks: []uint32{0}, Cardinality: 1})
+	}
+	if _, err := Discover(context.Background(), wide, Options{}); !errors.Is(err, ErrTooManyColumns) {
+		t.Fatalf("err %v, want ErrTooManyColumns", err)
+	}
+}

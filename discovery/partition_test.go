@@ -1,0 +1,54 @@
+package discovery
+
+import (
+	"slices"
+	"testing"
+)
+
+func partitionClasses(p *StrippedPartition) [][]uint32 {
+	var out [][]uint32
+	for i := 0; i < p.NumClasses(); i++ {
+		out = append(out, slices.Clone(p.Class(i)))
+	}
+	slices.SortFunc(out, func(x, y []uint32) int { return int(x[0]) - int(y[0]) })
+	return out
+}
+
+func TestPartitions(t *testing.T) {
+	tab := tableFromInts([][]int{
+		{1, 1, 2, 2, 1, 3},
+		{5, 6, 5, 5, 5, 7},
+	})
+	tests := []struct {
+		name string
+		p    *StrippedPartition
+		want [][]uint32
+	}{
+		{"empty context", FullPartition(6), [][]uint32{{0, 1, 2, 3, 4, 5}}},
+		{"one row", FullPartition(1), nil},
+		{"column 0", ColumnPartition(&tab.Columns[0]), [][]uint32{{0, 1, 4}, {2, 3}}},
+		{"column 1", ColumnPartition(&tab.Columns[1]), [][]uint32{{0, 2, 3, 4}}},
+		{"product", ColumnPartition(&tab.Columns[0]).Product(ColumnPartition(&tab.Columns[1])), [][]uint32{{0, 4}, {2, 3}}},
+		{"product with empty", ColumnPartition(&tab.Columns[0]).Product(FullPartition(6)), [][]uint32{{0, 1, 4}, {2, 3}}},
+		{"PartitionOf", PartitionOf(tab, []int{1, 0}), [][]uint32{{0, 4}, {2, 3}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := partitionClasses(tc.p)
+			if !slices.EqualFunc(got, tc.want, slices.Equal) {
+				t.Fatalf("classes %v, want %v", got, tc.want)
+			}
+			covered := 0
+			for _, c := range tc.want {
+				covered += len(c)
+			}
+			if tc.p.Covered() != covered {
+				t.Fatalf("covered %d, want %d", tc.p.Covered(), covered)
+			}
+		})
+	}
+	// Score counts singletons: column 0 has classes 3, 2, 1 over 6 rows.
+	if got, want := ColumnPartition(&tab.Columns[0]).Score(), 14.0/36; got != want {
+		t.Fatalf("score %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,476 @@
+package discovery
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+)
+
+// RemovalBudget is the largest number of removals a dependency may need to
+// be valid at eps on n rows: floor(eps*n). A tiny slack absorbs the binary
+// rounding of products such as 0.29*100 = 28.999999999999996.
+func RemovalBudget(eps float64, n int) int {
+	if n <= 0 || !(eps > 0) {
+		return 0
+	}
+	if eps >= 1 {
+		return n
+	}
+	b := int(math.Floor(eps*float64(n) + 1e-9))
+	return min(b, n)
+}
+
+// Validator holds the reusable buffers of the validators so that a worker
+// validating many candidates allocates nothing per tuple. A Validator is not
+// safe for concurrent use; give each worker its own.
+//
+// The removal-count methods take a budget: with budget >= 0 they may stop as
+// soon as the removals exceed it and then return some value > budget; with a
+// negative budget they return the exact count. Columns must be consistent
+// with the partition's table: every rank < Cardinality.
+type Validator struct {
+	part   partitionScratch
+	keys   []uint64
+	tmp    []uint64
+	tails  []uint32
+	counts []uint32
+	it     iterScratch
+}
+
+// NewValidator returns a Validator with empty buffers; they grow on demand.
+func NewValidator() *Validator { return &Validator{} }
+
+// Product returns the stripped partition of the union of p's and q's
+// contexts, using the Validator's probe table.
+func (v *Validator) Product(p, q *StrippedPartition) *StrippedPartition {
+	return v.part.product(p, q)
+}
+
+// rankBits is the number of bits needed for the ranks of c.
+func rankBits(c *Column) uint {
+	if c.Cardinality <= 1 {
+		return 0
+	}
+	return uint(bits.Len32(uint32(c.Cardinality - 1)))
+}
+
+// OFDRemovals returns the g3 removals of X: [] -> A where p is X's
+// partition: per class, the rows not carrying the class's most frequent
+// value of A. Linear in the covered rows.
+func (v *Validator) OFDRemovals(p *StrippedPartition, a *Column, budget int) int {
+	if len(v.counts) < a.Cardinality {
+		v.counts = make([]uint32, a.Cardinality)
+	}
+	counts := v.counts
+	ranks := a.Ranks
+	removals := 0
+	for i := 0; i < p.NumClasses(); i++ {
+		cls := p.Class(i)
+		var best uint32
+		for _, r := range cls {
+			x := ranks[r]
+			counts[x]++
+			if counts[x] > best {
+				best = counts[x]
+			}
+		}
+		for _, r := range cls {
+			counts[ranks[r]] = 0
+		}
+		removals += len(cls) - int(best)
+		if budget >= 0 && removals > budget {
+			return removals
+		}
+	}
+	return removals
+}
+
+// OCRemovals returns the removals of X: A ~ B with the given polarity, p
+// being X's partition.
+func (v *Validator) OCRemovals(p *StrippedPartition, a, b *Column, pol Polarity, budget int) int {
+	asc, desc := v.ocRemovals(p, a, b, pol == Asc, pol == Desc, budget)
+	if pol == Desc {
+		return desc
+	}
+	return asc
+}
+
+// OCRemovalsBoth returns the removals of X: A ~ B for both polarities from
+// one ordering of each class.
+func (v *Validator) OCRemovalsBoth(p *StrippedPartition, a, b *Column, budget int) (asc, desc int) {
+	return v.ocRemovals(p, a, b, true, true, budget)
+}
+
+// ocRemovals orders each class by (rank A, rank B) with a radix sort of
+// packed keys and measures a longest non-decreasing subsequence of B (asc)
+// and, reading each run of equal A backwards, a longest non-increasing one
+// (desc). With budget 0 a linear scan for the first swap replaces the LNDS.
+func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, wantDesc bool, budget int) (asc, desc int) {
+	bitsA, bitsB := rankBits(a), rankBits(b)
+	mask := uint64(1)<<bitsB - 1
+	maxB := uint32(max(b.Cardinality-1, 0))
+	ar, br := a.Ranks, b.Ranks
+	for i := 0; i < p.NumClasses() && (wantAsc || wantDesc); i++ {
+		cls := p.Class(i)
+		if cap(v.keys) < len(cls) {
+			v.keys = make([]uint64, len(cls))
+			v.tmp = make([]uint64, len(cls))
+		}
+		keys := v.keys[:len(cls)]
+		for j, r := range cls {
+			keys[j] = uint64(ar[r])<<bitsB | uint64(br[r])
+		}
+		keys = sortKeys(keys, v.tmp[:len(cls)], bitsA+bitsB)
+		if wantAsc {
+			if budget == 0 {
+				asc += firstDecrease(keys, mask)
+			} else {
+				rem := -1
+				if budget > 0 {
+					rem = budget - asc
+				}
+				asc += v.lndsAsc(keys, mask, rem)
+			}
+			if budget >= 0 && asc > budget {
+				wantAsc = false
+			}
+		}
+		if wantDesc {
+			if budget == 0 {
+				desc += firstIncreaseDesc(keys, bitsB, mask)
+			} else {
+				rem := -1
+				if budget > 0 {
+					rem = budget - desc
+				}
+				desc += v.lndsDesc(keys, bitsB, mask, maxB, rem)
+			}
+			if budget >= 0 && desc > budget {
+				wantDesc = false
+			}
+		}
+	}
+	return asc, desc
+}
+
+// firstDecrease returns 1 if the B parts of the (A,B)-sorted keys ever
+// decrease (a swap exists), else 0: the exact check for eps = 0.
+func firstDecrease(keys []uint64, mask uint64) int {
+	prev := keys[0] & mask
+	for _, k := range keys[1:] {
+		x := k & mask
+		if x < prev {
+			return 1
+		}
+		prev = x
+	}
+	return 0
+}
+
+// firstIncreaseDesc is firstDecrease for the desc polarity: read as runs of
+// equal A with B descending, the B sequence is non-increasing iff each
+// run's smallest B is >= the next run's largest B.
+func firstIncreaseDesc(keys []uint64, bitsB uint, mask uint64) int {
+	runMin := keys[0] & mask
+	for j := 1; j < len(keys); j++ {
+		if keys[j]>>bitsB != keys[j-1]>>bitsB {
+			// keys[j-1] is the largest B of the previous run; find this run's
+			// largest B at its end.
+			e := j
+			for e+1 < len(keys) && keys[e+1]>>bitsB == keys[j]>>bitsB {
+				e++
+			}
+			if keys[e]&mask > runMin {
+				return 1
+			}
+			runMin = keys[j] & mask
+			j = e
+		}
+	}
+	return 0
+}
+
+// lndsAsc returns len(keys) minus the length of a longest non-decreasing
+// subsequence of the keys' B parts (patience sorting, O(n log n)). With
+// rem >= 0 it stops once the removals provably exceed rem.
+func (v *Validator) lndsAsc(keys []uint64, mask uint64, rem int) int {
+	tails := v.tails[:0]
+	for i, k := range keys {
+		x := uint32(k & mask)
+		n := len(tails)
+		if n == 0 || tails[n-1] <= x {
+			tails = append(tails, x)
+			continue
+		}
+		tails[upperBound(tails[:n-1], x)] = x
+		if rem >= 0 && i+1-n > rem {
+			v.tails = tails
+			return i + 1 - n
+		}
+	}
+	v.tails = tails
+	return len(keys) - len(tails)
+}
+
+// lndsDesc is lndsAsc for the desc polarity: it walks each run of equal A
+// backwards (B descending) and takes a longest non-decreasing subsequence of
+// maxB - B, i.e. a longest non-increasing one of B.
+func (v *Validator) lndsDesc(keys []uint64, bitsB uint, mask uint64, maxB uint32, rem int) int {
+	tails := v.tails[:0]
+	seen := 0
+	for s := 0; s < len(keys); {
+		e := s + 1
+		for e < len(keys) && keys[e]>>bitsB == keys[s]>>bitsB {
+			e++
+		}
+		for j := e - 1; j >= s; j-- {
+			seen++
+			x := maxB - uint32(keys[j]&mask)
+			n := len(tails)
+			if n == 0 || tails[n-1] <= x {
+				tails = append(tails, x)
+				continue
+			}
+			tails[upperBound(tails[:n-1], x)] = x
+			if rem >= 0 && seen-n > rem {
+				v.tails = tails
+				return seen - n
+			}
+		}
+		s = e
+	}
+	v.tails = tails
+	return len(keys) - len(tails)
+}
+
+// upperBound returns the first index i with s[i] > x (len(s) if none).
+func upperBound(s []uint32, x uint32) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if s[mid] > x {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// sortKeys sorts keys whose values fit in width bits and returns the sorted
+// slice (keys or tmp). Small inputs use pdqsort; larger ones an LSD radix
+// sort with byte digits, skipping digits that are the same everywhere.
+func sortKeys(keys, tmp []uint64, width uint) []uint64 {
+	n := len(keys)
+	if n < 2 {
+		return keys
+	}
+	if n <= 256 {
+		slices.Sort(keys)
+		return keys
+	}
+	passes := int((width + 7) / 8)
+	if passes == 0 {
+		return keys
+	}
+	var hist [8][256]uint32
+	for _, k := range keys {
+		for p := 0; p < passes; p++ {
+			hist[p][byte(k>>(8*p))]++
+		}
+	}
+	src, dst := keys, tmp
+	for p := 0; p < passes; p++ {
+		h := &hist[p]
+		if h[byte(src[0]>>(8*p))] == uint32(n) {
+			continue // every key has the same digit here
+		}
+		var sum uint32
+		for d := 0; d < 256; d++ {
+			c := h[d]
+			h[d] = sum
+			sum += c
+		}
+		shift := uint(8 * p)
+		for _, k := range src {
+			d := byte(k >> shift)
+			dst[h[d]] = k
+			h[d]++
+		}
+		src, dst = dst, src
+	}
+	return src
+}
+
+// lndsKeep marks in keep (len(vals)) the members of one longest
+// non-decreasing subsequence of vals; it allocates and serves the
+// removal-set reports, not the hot path.
+func lndsKeep(vals []uint32, keep []bool) {
+	tails := make([]uint32, 0, 16)
+	tailIdx := make([]int, 0, 16)
+	prev := make([]int, len(vals))
+	for i, x := range vals {
+		j := upperBound(tails, x)
+		if j > 0 {
+			prev[i] = tailIdx[j-1]
+		} else {
+			prev[i] = -1
+		}
+		if j == len(tails) {
+			tails = append(tails, x)
+			tailIdx = append(tailIdx, i)
+		} else {
+			tails[j] = x
+			tailIdx[j] = i
+		}
+	}
+	for i := range keep {
+		keep[i] = false
+	}
+	if len(tails) == 0 {
+		return
+	}
+	for i := tailIdx[len(tailIdx)-1]; i >= 0; i = prev[i] {
+		keep[i] = true
+	}
+}
+
+// chainItem is one row of a class prepared for a removal-set computation:
+// rows are ordered by (key, row) and a longest non-decreasing subsequence
+// of val is kept.
+type chainItem struct {
+	key uint64
+	row uint32
+	val uint32
+}
+
+func compareChainItems(x, y chainItem) int {
+	if x.key != y.key {
+		if x.key < y.key {
+			return -1
+		}
+		return 1
+	}
+	return int(x.row) - int(y.row)
+}
+
+// chainRemovals returns the rows of one minimal removal set of the classes
+// of p, given how to build each row's item.
+func chainRemovals(p *StrippedPartition, item func(r uint32) chainItem) []int {
+	var out []int
+	var items []chainItem
+	var vals []uint32
+	var keep []bool
+	for i := 0; i < p.NumClasses(); i++ {
+		cls := p.Class(i)
+		items = items[:0]
+		for _, r := range cls {
+			items = append(items, item(r))
+		}
+		slices.SortFunc(items, compareChainItems)
+		vals = vals[:0]
+		for _, it := range items {
+			vals = append(vals, it.val)
+		}
+		keep = slices.Grow(keep[:0], len(vals))[:len(vals)]
+		lndsKeep(vals, keep)
+		for j, it := range items {
+			if !keep[j] {
+				out = append(out, int(it.row))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// OCRemovalRows returns the rows (ascending) of one minimal removal set of
+// X: A ~ B with the given polarity, p being X's partition.
+func OCRemovalRows(p *StrippedPartition, a, b *Column, pol Polarity) []int {
+	bitsB := rankBits(b)
+	maxB := uint32(max(b.Cardinality-1, 0))
+	return chainRemovals(p, func(r uint32) chainItem {
+		x := b.Ranks[r]
+		if pol == Desc {
+			x = maxB - x
+		}
+		return chainItem{key: uint64(a.Ranks[r])<<bitsB | uint64(x), row: r, val: x}
+	})
+}
+
+// OFDRemovalRows returns the rows (ascending) of one minimal removal set of
+// X: [] -> A: per class, the rows not carrying its most frequent value
+// (the smallest such value on ties).
+func OFDRemovalRows(p *StrippedPartition, a *Column) []int {
+	counts := make([]uint32, a.Cardinality)
+	var out []int
+	for i := 0; i < p.NumClasses(); i++ {
+		cls := p.Class(i)
+		var best uint32
+		var bestRank uint32
+		for _, r := range cls {
+			x := a.Ranks[r]
+			counts[x]++
+			if counts[x] > best || (counts[x] == best && x < bestRank) {
+				best, bestRank = counts[x], x
+			}
+		}
+		for _, r := range cls {
+			counts[a.Ranks[r]] = 0
+			if a.Ranks[r] != bestRank {
+				out = append(out, int(r))
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ListODRemovalRows returns the rows (ascending) of one minimal removal set
+// of the list-based OD lhs -> rhs within the classes of p: each class is
+// sorted by the lhs list ascending, ties broken by the rhs list descending,
+// and a longest non-decreasing subsequence over the rhs list is kept (paper,
+// Sec. 3.3). Lists compare lexicographically by rank.
+func ListODRemovalRows(p *StrippedPartition, lhs, rhs []*Column) []int {
+	n := p.N
+	l, _ := tupleRanks(lhs, n)
+	r, cardR := tupleRanks(rhs, n)
+	bitsR := uint(bits.Len32(uint32(max(cardR-1, 0))))
+	maxR := uint32(max(cardR-1, 0))
+	return chainRemovals(p, func(row uint32) chainItem {
+		return chainItem{key: uint64(l[row])<<bitsR | uint64(maxR-r[row]), row: row, val: r[row]}
+	})
+}
+
+// tupleRanks gives every row the dense rank of its tuple of ranks over cols
+// in lexicographic order, and the number of distinct tuples.
+func tupleRanks(cols []*Column, n int) ([]uint32, int) {
+	out := make([]uint32, n)
+	if len(cols) == 0 || n == 0 {
+		return out, min(n, 1)
+	}
+	order := make([]uint32, n)
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	cmp := func(x, y uint32) int {
+		for _, c := range cols {
+			if a, b := c.Ranks[x], c.Ranks[y]; a != b {
+				if a < b {
+					return -1
+				}
+				return 1
+			}
+		}
+		return 0
+	}
+	slices.SortFunc(order, cmp)
+	var rank uint32
+	for i, row := range order {
+		if i > 0 && cmp(order[i-1], row) != 0 {
+			rank++
+		}
+		out[row] = rank
+	}
+	return out, int(rank) + 1
+}

@@ -1,0 +1,227 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+)
+
+// ocCase is a hand-made two-column table (A, B) with the expected removals
+// of the empty-context OC A ~ B for both polarities.
+type ocCase struct {
+	name        string
+	a, b        []int
+	asc, desc   int
+	iterAtLeast int
+}
+
+func TestOCValidators(t *testing.T) {
+	N := nullValue
+	tests := []ocCase{
+		{name: "empty table", a: []int{}, b: []int{}},
+		{name: "single row", a: []int{1}, b: []int{5}},
+		{name: "all equal", a: []int{3, 3, 3, 3}, b: []int{7, 7, 7, 7}},
+		{name: "equal A never swaps", a: []int{1, 1, 1}, b: []int{3, 1, 2}},
+		{name: "equal B never swaps", a: []int{3, 1, 2}, b: []int{1, 1, 1}, asc: 0, desc: 0},
+		{name: "increasing", a: []int{1, 2, 3, 4}, b: []int{10, 20, 30, 40}, desc: 3},
+		{name: "decreasing", a: []int{1, 2, 3, 4}, b: []int{40, 30, 20, 10}, asc: 3},
+		{name: "one outlier", a: []int{1, 2, 3, 4, 5}, b: []int{1, 2, 9, 4, 5}, asc: 1, desc: 3},
+		{name: "ties in A with spread B", a: []int{1, 1, 2, 2}, b: []int{1, 5, 2, 6}, asc: 1, desc: 2},
+		{name: "NULLs are lowest", a: []int{N, 1, 2}, b: []int{N, 1, 2}, desc: 2},
+		{name: "NULL in B breaks order", a: []int{1, 2, 3}, b: []int{1, N, 3}, asc: 1, desc: 1},
+		// Removing the tuple with the most swaps first is not optimal here:
+		// the iterative baseline needs 4 removals where LNDS (2, 4, 5)
+		// needs 3.
+		{name: "iterative over-estimates", a: []int{1, 2, 3, 4, 5, 6}, b: []int{2, 5, 4, 1, 5, 3}, asc: 3, desc: 3, iterAtLeast: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := tableFromInts([][]int{tc.a, tc.b})
+			p := FullPartition(tab.Rows)
+			a, b := &tab.Columns[0], &tab.Columns[1]
+			v := NewValidator()
+			want := [2]int{tc.asc, tc.desc}
+			for pol := Asc; pol <= Desc; pol++ {
+				if got := v.OCRemovals(p, a, b, pol, -1); got != want[pol] {
+					t.Errorf("%v: LIS %d, want %d", pol, got, want[pol])
+				}
+				if got := len(OCRemovalRows(p, a, b, pol)); got != want[pol] {
+					t.Errorf("%v: removal rows %d, want %d", pol, got, want[pol])
+				}
+				iter := v.OCRemovalsIterative(p, a, b, pol, -1)
+				if iter < want[pol] {
+					t.Errorf("%v: iterative %d < LIS %d", pol, iter, want[pol])
+				}
+				// exact at budget 0: valid iff no removal needed
+				if got := v.OCRemovals(p, a, b, pol, 0); (got == 0) != (want[pol] == 0) {
+					t.Errorf("%v: budget 0 gives %d, exact %d", pol, got, want[pol])
+				}
+			}
+			if tc.iterAtLeast > 0 {
+				if got := v.OCRemovalsIterative(p, a, b, Asc, -1); got < tc.iterAtLeast {
+					t.Errorf("iterative asc %d, want >= %d", got, tc.iterAtLeast)
+				}
+			}
+		})
+	}
+}
+
+func TestOCWithinContext(t *testing.T) {
+	// Context c0 splits the rows in two classes; within each, c1 ~ c2 holds
+	// asc, but not across them.
+	tab := tableFromInts([][]int{
+		{1, 1, 1, 2, 2, 2},
+		{1, 2, 3, 1, 2, 3},
+		{4, 5, 6, 1, 2, 3},
+	})
+	v := NewValidator()
+	if got := v.OCRemovals(FullPartition(tab.Rows), &tab.Columns[1], &tab.Columns[2], Asc, -1); got != 2 {
+		t.Errorf("empty context: %d removals, want 2", got)
+	}
+	p := ColumnPartition(&tab.Columns[0])
+	if got := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], Asc, -1); got != 0 {
+		t.Errorf("context c0: %d removals, want 0", got)
+	}
+	if got, want := p.Score(), 18.0/36; got != want {
+		t.Errorf("score %v, want %v", got, want)
+	}
+}
+
+func TestOFDValidator(t *testing.T) {
+	N := nullValue
+	tests := []struct {
+		name     string
+		ctx, a   []int
+		removals int
+		rows     []int
+	}{
+		{"empty", []int{}, []int{}, 0, nil},
+		{"single row", []int{1}, []int{1}, 0, nil},
+		{"holds", []int{1, 1, 2, 2}, []int{5, 5, 6, 6}, 0, nil},
+		{"one off", []int{1, 1, 1, 2, 2}, []int{5, 5, 7, 6, 6}, 1, []int{2}},
+		{"NULL is a value", []int{1, 1, 1}, []int{N, N, 3}, 1, []int{2}},
+		{"NULL context groups", []int{N, N, 1}, []int{1, 2, 3}, 1, []int{1}},
+		{"tie picks lowest value", []int{1, 1}, []int{9, 8}, 1, []int{0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := tableFromInts([][]int{tc.ctx, tc.a})
+			p := ColumnPartition(&tab.Columns[0])
+			v := NewValidator()
+			if got := v.OFDRemovals(p, &tab.Columns[1], -1); got != tc.removals {
+				t.Errorf("removals %d, want %d", got, tc.removals)
+			}
+			if got := OFDRemovalRows(p, &tab.Columns[1]); !slices.Equal(got, tc.rows) {
+				t.Errorf("rows %v, want %v", got, tc.rows)
+			}
+		})
+	}
+}
+
+func TestListOD(t *testing.T) {
+	tests := []struct {
+		name     string
+		cols     [][]int
+		lhs, rhs []string
+		removals int
+	}{
+		// [c0] -> [c1] holds: c1 is a non-decreasing function of c0.
+		{"holds", [][]int{{1, 2, 2, 3}, {1, 4, 4, 5}}, []string{"c0"}, []string{"c1"}, 0},
+		// Equal LHS with different RHS is an FD violation: one must go.
+		{"fd violation", [][]int{{1, 2, 2, 3}, {1, 4, 3, 5}}, []string{"c0"}, []string{"c1"}, 1},
+		// An OC would accept the split (A ties never swap); the list OD not.
+		{"ties are violations", [][]int{{1, 1}, {1, 2}}, []string{"c0"}, []string{"c1"}, 1},
+		{"order violation", [][]int{{1, 2, 3}, {3, 2, 1}}, []string{"c0"}, []string{"c1"}, 2},
+		// [c0,c1] -> [c2]: lexicographic on the LHS list.
+		{"two lhs columns", [][]int{{1, 1, 2, 2}, {1, 2, 1, 2}, {1, 2, 3, 4}}, []string{"c0", "c1"}, []string{"c2"}, 0},
+		{"two lhs columns broken", [][]int{{1, 1, 2, 2}, {2, 1, 1, 2}, {1, 2, 3, 4}}, []string{"c0", "c1"}, []string{"c2"}, 1},
+		{"rhs list", [][]int{{1, 2, 3}, {1, 1, 2}, {3, 1, 1}}, []string{"c0"}, []string{"c1", "c2"}, 1},
+		{"empty table", [][]int{{}, {}}, []string{"c0"}, []string{"c1"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := tableFromInts(tc.cols)
+			res, err := Validate(context.Background(), tab, Dependency{Kind: KindListOD, LHSList: tc.lhs, RHSList: tc.rhs}, Options{RemovalSample: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Removals != tc.removals || len(res.RemovalSample) != tc.removals {
+				t.Errorf("removals %d (rows %v), want %d", res.Removals, res.RemovalSample, tc.removals)
+			}
+			if tab.Rows > 0 && res.Score != 1 {
+				t.Errorf("score %v, want 1", res.Score)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tab := tableFromInts([][]int{
+		{1, 1, 1, 2, 2, 2, 3, 3},
+		{1, 2, 3, 4, 5, 6, 7, 1},
+		{8, 7, 6, 5, 4, 3, 2, 1},
+	})
+	ctx := context.Background()
+	tests := []struct {
+		dep      Dependency
+		opts     Options
+		removals int
+		sample   []int
+		score    float64
+	}{
+		{Dependency{Kind: KindOC, Context: []string{}, Left: "c1", Right: "c2", Polarity: Desc}, Options{RemovalSample: 3}, 1, []int{7}, 1},
+		{Dependency{Kind: KindOC, Left: "c0", Right: "c1"}, Options{RemovalSample: -1}, 1, []int{7}, 1},
+		{Dependency{Kind: KindOC, Left: "c0", Right: "c1"}, Options{Validator: ValidatorIterative, RemovalSample: -1}, 1, []int{7}, 1},
+		{Dependency{Kind: KindOC, Context: []string{"c0"}, Left: "c1", Right: "c2"}, Options{RemovalSample: 1}, 4, []int{0}, 22.0 / 64},
+		{Dependency{Kind: KindOFD, Context: []string{"c0"}, RHS: "c1"}, Options{RemovalSample: -1}, 5, []int{1, 2, 4, 5, 6}, 22.0 / 64},
+		{Dependency{Kind: KindOFD, Context: []string{"c1"}, RHS: "c0"}, Options{}, 1, nil, 10.0 / 64},
+	}
+	for _, tc := range tests {
+		t.Run(tc.dep.String(), func(t *testing.T) {
+			res, err := Validate(ctx, tab, tc.dep, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Removals != tc.removals || !slices.Equal(res.RemovalSample, tc.sample) || res.Score != tc.score {
+				t.Errorf("got removals %d sample %v score %v, want %d %v %v", res.Removals, res.RemovalSample, res.Score, tc.removals, tc.sample, tc.score)
+			}
+			if want := float64(tc.removals) / 8; res.Error != want {
+				t.Errorf("error %v, want %v", res.Error, want)
+			}
+		})
+	}
+
+	for _, dep := range []Dependency{
+		{Kind: KindOC, Left: "c1", Right: "nope"},
+		{Kind: KindOFD, Context: []string{"nope"}, RHS: "c1"},
+		{Kind: KindListOD, LHSList: []string{"c0"}, RHSList: []string{"nope"}},
+	} {
+		if _, err := Validate(ctx, tab, dep, Options{}); !errors.Is(err, ErrUnknownColumn) {
+			t.Errorf("%s: err %v, want ErrUnknownColumn", dep, err)
+		}
+	}
+	if _, err := Validate(ctx, tab, Dependency{Kind: Kind(9)}, Options{}); !errors.Is(err, ErrBadDependency) {
+		t.Errorf("bad kind: err %v", err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := Validate(cancelled, tab, Dependency{Kind: KindOC, Left: "c0", Right: "c1"}, Options{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: err %v", err)
+	}
+}
+
+func TestRemovalBudget(t *testing.T) {
+	tests := []struct {
+		eps  float64
+		n    int
+		want int
+	}{
+		{0, 100, 0}, {0.1, 30, 3}, {0.29, 100, 29}, {0.05, 19, 0}, {0.05, 20, 1}, {1, 7, 7}, {-1, 7, 0}, {0.5, 0, 0},
+	}
+	for _, tc := range tests {
+		if got := RemovalBudget(tc.eps, tc.n); got != tc.want {
+			t.Errorf("RemovalBudget(%v, %d) = %d, want %d", tc.eps, tc.n, got, tc.want)
+		}
+	}
+}
