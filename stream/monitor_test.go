@@ -1,0 +1,357 @@
+package stream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+)
+
+// collectSink records the events it receives.
+type collectSink struct {
+	mu     sync.Mutex
+	events []alerts.Event
+}
+
+func (c *collectSink) Send(_ context.Context, events []alerts.Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, events...)
+	return nil
+}
+
+func (c *collectSink) Close() error { return nil }
+
+func (c *collectSink) snapshot() []alerts.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]alerts.Event(nil), c.events...)
+}
+
+// testLogger logs to the test log at warn level, or at debug level with
+// ODWATCH_TEST_DEBUG=1.
+func testLogger(t testing.TB) *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("ODWATCH_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// running is a monitor running on its own goroutine.
+type running struct {
+	m    *Monitor
+	reg  *prometheus.Registry
+	sink *collectSink
+	stop func() error
+}
+
+// startMonitor starts a monitor; the test's cleanup stops it.
+func startMonitor(t testing.TB, cfg Config) *running {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	sink := &collectSink{}
+	m, err := NewMonitor(cfg, Options{Logger: testLogger(t), Registerer: reg, Sinks: []alerts.Sink{sink}})
+	if err != nil {
+		t.Fatalf("NewMonitor: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(30 * time.Second):
+				runErr = errors.New("monitor did not stop within 30 s")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	return &running{m: m, reg: reg, sink: sink, stop: stop}
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startTestBroker starts an in-process broker stopped at test cleanup.
+func startTestBroker(t testing.TB, topics map[string]int) string {
+	t.Helper()
+	addr, stop, err := StartBroker(context.Background(), topics)
+	if err != nil {
+		t.Fatalf("StartBroker: %v", err)
+	}
+	t.Cleanup(stop)
+	return addr
+}
+
+// readAt reads the record at topic/partition/offset.
+func readAt(t testing.TB, addr, topic string, partition int, offset int64) kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := kafka.DialLeader(ctx, "tcp", addr, topic, partition)
+	if err != nil {
+		t.Fatalf("dial leader: %v", err)
+	}
+	defer conn.Close()
+	if _, err := conn.Seek(offset, kafka.SeekAbsolute); err != nil {
+		t.Fatalf("seek: %v", err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	msg, err := conn.ReadMessage(64 << 20)
+	if err != nil {
+		t.Fatalf("read %s/%d@%d: %v", topic, partition, offset, err)
+	}
+	return msg
+}
+
+// readTopic reads every message of a topic (all partitions) up to the high
+// watermarks at the time of the call.
+func readTopic(t testing.TB, addr, topic string) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := kafka.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	parts, err := conn.ReadPartitions(topic)
+	conn.Close()
+	if err != nil {
+		t.Fatalf("partitions of %s: %v", topic, err)
+	}
+	var out []kafka.Message
+	for _, p := range parts {
+		c, err := kafka.DialLeader(ctx, "tcp", addr, topic, p.ID)
+		if err != nil {
+			t.Fatalf("dial leader: %v", err)
+		}
+		first, last, err := c.ReadOffsets()
+		if err != nil {
+			t.Fatalf("offsets: %v", err)
+		}
+		if last > first {
+			if _, err := c.Seek(first, kafka.SeekAbsolute); err != nil {
+				t.Fatalf("seek: %v", err)
+			}
+			_ = c.SetReadDeadline(time.Now().Add(15 * time.Second))
+			for off := first; off < last; off++ {
+				msg, err := c.ReadMessage(64 << 20)
+				if err != nil {
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					t.Fatalf("read %s/%d: %v", topic, p.ID, err)
+				}
+				out = append(out, msg)
+				off = msg.Offset
+			}
+		}
+		c.Close()
+	}
+	return out
+}
+
+func TestConfigValidate(t *testing.T) {
+	base := func() Config {
+		return Config{Brokers: []string{"b:9092"}, StateDir: "x", Streams: []StreamConfig{{Topic: "t", Window: 100, Epsilon: 0.01}}}
+	}
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string
+		check   func(*testing.T, Config)
+	}{
+		{name: "defaults", check: func(t *testing.T, c Config) {
+			s := c.Streams[0]
+			if s.Every != 100 || s.Name != "t" || s.K != 1 || s.Sample != DefaultSample || s.Format != "json" {
+				t.Errorf("defaults not filled: %+v", s)
+			}
+			if c.Group != DefaultGroup || c.MaxDependencyMetrics != DefaultMaxDependencyMetrics {
+				t.Errorf("config defaults not filled: %+v", c)
+			}
+		}},
+		{name: "window", mutate: func(c *Config) { c.Streams[0].Window = 0 }, wantErr: "streams[0].window: must be > 0"},
+		{name: "brokers", mutate: func(c *Config) { c.Brokers = nil }, wantErr: "brokers:"},
+		{name: "state dir", mutate: func(c *Config) { c.StateDir = "" }, wantErr: "state-dir:"},
+		{name: "topic", mutate: func(c *Config) { c.Streams[0].Topic = "" }, wantErr: "streams[0].topic:"},
+		{name: "format", mutate: func(c *Config) { c.Streams[0].Format = "xml" }, wantErr: "streams[0].format:"},
+		{name: "avro schema", mutate: func(c *Config) { c.Streams[0].Format = "avro" }, wantErr: "streams[0].schema:"},
+		{name: "avro schema file", mutate: func(c *Config) {
+			c.Streams[0].Format, c.Streams[0].SchemaFile = "avro", "/nonexistent/schema.avsc"
+		}, wantErr: "streams[0].schema:"},
+		{name: "registry", mutate: func(c *Config) { c.Streams[0].Format = "avro-confluent" }, wantErr: "streams[0].registry:"},
+		{name: "epsilon", mutate: func(c *Config) { c.Streams[0].Epsilon = 1.5 }, wantErr: "streams[0].epsilon:"},
+		{name: "pinned", mutate: func(c *Config) { c.Streams[0].Pinned = []string{"nonsense ~"} }, wantErr: "streams[0].pinned[0]:"},
+		{name: "pinned ok", mutate: func(c *Config) { c.Streams[0].Pinned = []string{"{}: salary ~ tax (asc)"} }, check: func(t *testing.T, c Config) {
+			if len(c.Streams[0].pinned) != 1 || c.Streams[0].pinned[0].Left != "salary" {
+				t.Errorf("pinned not parsed: %+v", c.Streams[0].pinned)
+			}
+		}},
+		{name: "duplicate name", mutate: func(c *Config) { c.Streams = append(c.Streams, c.Streams[0]) }, wantErr: "streams[1].name: duplicate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := base()
+			if tt.mutate != nil {
+				tt.mutate(&c)
+			}
+			err := c.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate: %v", err)
+				}
+				if tt.check != nil {
+					tt.check(t, c)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Validate error = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestGroupTopicBalancer(t *testing.T) {
+	b := groupTopicBalancer{started: time.Unix(100, 0)}
+	ud := func(sec int64) []byte {
+		d, _ := groupTopicBalancer{started: time.Unix(sec, 0)}.UserData()
+		return d
+	}
+	members := []kafka.GroupMember{
+		{ID: "new", Topics: []string{"a", "b"}, UserData: ud(200)},
+		{ID: "old", Topics: []string{"a", "b"}, UserData: ud(100)},
+		{ID: "c-only", Topics: []string{"c"}, UserData: ud(300)},
+	}
+	parts := []kafka.Partition{{Topic: "a", ID: 1}, {Topic: "a", ID: 0}, {Topic: "b", ID: 0}, {Topic: "c", ID: 0}, {Topic: "c", ID: 1}}
+	got := b.AssignGroups(members, parts)
+	want := map[string]map[string][]int{
+		"old":    {"a": {0, 1}, "b": {0}},
+		"new":    {},
+		"c-only": {"c": {0, 1}},
+	}
+	for id, topics := range want {
+		if len(got[id]) != len(topics) {
+			t.Fatalf("member %s got %v, want %v", id, got[id], topics)
+		}
+		for topic, ps := range topics {
+			if !bytes.Equal(intsBytes(got[id][topic]), intsBytes(ps)) {
+				t.Errorf("member %s topic %s got %v, want %v", id, topic, got[id][topic], ps)
+			}
+		}
+	}
+}
+
+func intsBytes(xs []int) []byte {
+	b := make([]byte, len(xs))
+	for i, x := range xs {
+		b[i] = byte(x)
+	}
+	return b
+}
+
+// metricValue sums the samples of metric name in reg whose labels include
+// want (counter, gauge, or histogram sample count).
+func metricValue(t testing.TB, reg prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue metric
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return sum
+}
+
+// histogramStats returns count, sum of a histogram in reg.
+func histogramStats(t testing.TB, reg prometheus.Gatherer, name string) (count uint64, sum float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				count += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return count, sum
+}
+
+// seriesCount counts the series of metric name in reg.
+func seriesCount(t testing.TB, reg prometheus.Gatherer, name string) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return len(mf.GetMetric())
+		}
+	}
+	return 0
+}
