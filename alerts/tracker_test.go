@@ -1,0 +1,428 @@
+package alerts
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/discovery"
+)
+
+// Test dependencies, by short name.
+var testDeps = map[string]discovery.Dependency{
+	"A": {Kind: discovery.KindOC, Left: "salary", Right: "tax", Polarity: discovery.Asc},
+	"B": {Kind: discovery.KindOFD, Context: []string{"zip"}, RHS: "city"},
+	"C": {Kind: discovery.KindOFD, Context: []string{"position", "experience"}, RHS: "salary"},
+	"D": {Kind: discovery.KindOC, Context: []string{"position"}, Left: "experience", Right: "salary", Polarity: discovery.Desc},
+}
+
+func depName(id string) string {
+	for n, d := range testDeps {
+		if DependencyID(d) == id {
+			return n
+		}
+	}
+	return "?" + id
+}
+
+// o is one observation in a test step: error and minimality. Windows have
+// 100 records, so removals = error*100.
+type o struct {
+	e   float64
+	min bool
+}
+
+const testRecords = 100
+
+func testWindow(seq int) WindowInfo {
+	end := int64(seq * testRecords)
+	return WindowInfo{
+		Stream:       "payroll",
+		Topic:        "payroll",
+		StartOffsets: map[int32]int64{0: end - testRecords + 1},
+		EndOffsets:   map[int32]int64{0: end},
+		StartTime:    time.Unix(int64(seq*60-60), 0).UTC(),
+		EndTime:      time.Unix(int64(seq*60), 0).UTC(),
+		Records:      testRecords,
+		EndSeq:       uint64(end),
+	}
+}
+
+func testObs(step map[string]o) []Observation {
+	names := make([]string, 0, len(step))
+	for n := range step {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]Observation, 0, len(step))
+	for _, n := range names {
+		s := step[n]
+		r := int(s.e*testRecords + 0.5)
+		out = append(out, Observation{
+			Dependency: testDeps[n], Removals: r, Error: float64(r) / testRecords, Minimal: s.min,
+			Samples: []Sample{{Topic: "payroll", Partition: 0, Offset: int64(r), Values: map[string]string{"salary": "1000"}}},
+		})
+	}
+	return out
+}
+
+// summary renders events as "type:name" for comparison.
+func summary(evs []Event) []string {
+	out := make([]string, 0, len(evs))
+	for _, e := range evs {
+		out = append(out, string(e.Type)+":"+depName(e.DependencyID))
+	}
+	return out
+}
+
+func TestTrackerHysteresis(t *testing.T) {
+	const eps = 0.1
+	type step struct {
+		obs  map[string]o
+		want []string
+	}
+	ok := o{0.0, true}       // minimal, holds
+	held := o{0.05, false}   // holds, not minimal (a more general one exists)
+	bad := o{0.2, false}     // violated beyond any margin
+	band := o{0.11, false}   // above eps, inside a 0.02 margin
+	lowBand := o{0.09, true} // below eps, inside a 0.02 margin
+	restore := o{0.05, true} // below eps - 0.02
+	tests := []struct {
+		name  string
+		cfg   Config
+		steps []step
+	}{
+		{
+			name: "K=1 margin 0: discovered, violated, restored",
+			cfg:  Config{Epsilon: eps, K: 1},
+			steps: []step{
+				{map[string]o{"A": ok}, []string{"discovered:A"}},
+				{map[string]o{"A": ok}, nil},
+				{map[string]o{"A": bad}, []string{"violated:A"}},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": o{0.1, true}}, []string{"restored:A"}}, // e <= eps restores at margin 0
+				{map[string]o{"A": ok}, nil},
+			},
+		},
+		{
+			name: "K=1 margin 0.02: flapping inside the band emits nothing",
+			cfg:  Config{Epsilon: eps, Margin: 0.02, K: 1},
+			steps: []step{
+				{map[string]o{"A": ok}, []string{"discovered:A"}},
+				{map[string]o{"A": band}, nil},
+				{map[string]o{"A": lowBand}, nil},
+				{map[string]o{"A": band}, nil},
+				{map[string]o{"A": lowBand}, nil},
+				{map[string]o{"A": o{0.13, false}}, []string{"violated:A"}},
+				{map[string]o{"A": lowBand}, nil},
+				{map[string]o{"A": band}, nil},
+				{map[string]o{"A": lowBand}, nil},
+				{map[string]o{"A": restore}, []string{"restored:A"}},
+				{map[string]o{"A": band}, nil},
+			},
+		},
+		{
+			name: "K=3: violated after three consecutive windows, interrupted streaks reset",
+			cfg:  Config{Epsilon: eps, Margin: 0.02, K: 3},
+			steps: []step{
+				{map[string]o{"A": ok}, []string{"discovered:A"}},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": band}, nil}, // in band: streak resets
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, []string{"violated:A"}},
+				{map[string]o{"A": restore}, nil},
+				{map[string]o{"A": restore}, nil},
+				{map[string]o{"A": lowBand}, nil}, // in band: streak resets
+				{map[string]o{"A": restore}, nil},
+				{map[string]o{"A": restore}, nil},
+				{map[string]o{"A": restore}, []string{"restored:A"}},
+			},
+		},
+		{
+			name: "retired after RetireAfter windows held but not minimal, then rediscovered",
+			cfg:  Config{Epsilon: eps, K: 1, RetireAfter: 3},
+			steps: []step{
+				{map[string]o{"A": ok, "B": ok}, []string{"discovered:A", "discovered:B"}},
+				{map[string]o{"A": held, "B": ok}, nil},
+				{map[string]o{"A": held, "B": ok}, nil},
+				{map[string]o{"A": held, "B": ok}, []string{"retired:A"}},
+				{map[string]o{"B": ok}, nil}, // A no longer tracked: not re-validated
+				{map[string]o{"A": ok, "B": ok}, []string{"discovered:A"}},
+			},
+		},
+		{
+			name: "minimal window resets the retirement count",
+			cfg:  Config{Epsilon: eps, K: 1, RetireAfter: 3},
+			steps: []step{
+				{map[string]o{"A": ok}, []string{"discovered:A"}},
+				{map[string]o{"A": held}, nil},
+				{map[string]o{"A": held}, nil},
+				{map[string]o{"A": ok}, nil},
+				{map[string]o{"A": held}, nil},
+				{map[string]o{"A": held}, nil},
+				{map[string]o{"A": held}, []string{"retired:A"}},
+			},
+		},
+		{
+			name: "a breaking dependency is violated, not retired, even when K > RetireAfter",
+			cfg:  Config{Epsilon: eps, K: 5, RetireAfter: 2},
+			steps: []step{
+				{map[string]o{"A": ok}, []string{"discovered:A"}},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, []string{"violated:A"}},
+			},
+		},
+		{
+			name: "violated retires after RetireViolatedAfter non-minimal windows",
+			cfg:  Config{Epsilon: eps, K: 1, RetireViolatedAfter: 3},
+			steps: []step{
+				{map[string]o{"A": ok}, []string{"discovered:A"}},
+				{map[string]o{"A": bad}, []string{"violated:A"}},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, []string{"retired:A"}},
+			},
+		},
+		{
+			name: "violated is kept by default long enough to be restored",
+			cfg:  Config{Epsilon: eps, K: 1},
+			steps: []step{
+				{map[string]o{"A": ok}, []string{"discovered:A"}},
+				{map[string]o{"A": bad}, []string{"violated:A"}},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": restore}, []string{"restored:A"}},
+			},
+		},
+		{
+			name: "unobserved for RetireAfter windows retires",
+			cfg:  Config{Epsilon: eps, K: 1, RetireAfter: 2},
+			steps: []step{
+				{map[string]o{"A": ok, "B": ok}, []string{"discovered:A", "discovered:B"}},
+				{map[string]o{"B": ok}, nil},
+				{map[string]o{"B": ok}, []string{"retired:A"}},
+			},
+		},
+		{
+			name: "pinned: never discovered nor retired, still violated and restored",
+			cfg:  Config{Epsilon: eps, K: 1, RetireAfter: 1, RetireViolatedAfter: 1, Pinned: []discovery.Dependency{testDeps["A"]}},
+			steps: []step{
+				{map[string]o{"A": ok}, nil},
+				{map[string]o{"A": held}, nil},
+				{map[string]o{"A": held}, nil},
+				{nil, nil},
+				{nil, nil},
+				{map[string]o{"A": bad}, []string{"violated:A"}},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": bad}, nil},
+				{map[string]o{"A": ok}, []string{"restored:A"}},
+			},
+		},
+		{
+			name: "MaxTracked evicts the longest non-minimal one; no room means no event",
+			cfg:  Config{Epsilon: eps, K: 1, MaxTracked: 2},
+			steps: []step{
+				{map[string]o{"A": ok, "B": ok}, []string{"discovered:A", "discovered:B"}},
+				{map[string]o{"A": held, "B": ok}, nil},
+				{map[string]o{"A": held, "B": ok, "C": ok}, []string{"retired:A", "discovered:C"}},
+				{map[string]o{"B": ok, "C": ok, "D": ok}, nil},
+				{map[string]o{"B": ok, "C": held, "D": ok}, []string{"retired:C", "discovered:D"}},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(tc.cfg)
+			for i, s := range tc.steps {
+				got := summary(tr.Observe(testWindow(i+1), testObs(s.obs)))
+				if !slices.Equal(got, s.want) && !(len(got) == 0 && len(s.want) == 0) {
+					t.Fatalf("window %d: events %v, want %v", i+1, got, s.want)
+				}
+			}
+		})
+	}
+}
+
+func TestTrackerEventFields(t *testing.T) {
+	tr := NewTracker(Config{Stream: "payroll", Epsilon: 0.1, Margin: 0.01, K: 2})
+	steps := []map[string]o{
+		{"A": {0.01, true}},
+		{"A": {0.03, true}},
+		{"A": {0.2, false}},
+		{"A": {0.3, false}},
+	}
+	var last []Event
+	for i, s := range steps {
+		last = tr.Observe(testWindow(i+1), testObs(s))
+	}
+	if len(last) != 1 {
+		t.Fatalf("events %v, want one violated", summary(last))
+	}
+	e := last[0]
+	w := testWindow(4)
+	want := Event{
+		ID: EventID("payroll", DependencyID(testDeps["A"]), w.EndSeq, EventViolated), Type: EventViolated,
+		Stream: "payroll", Time: w.EndTime, DependencyID: DependencyID(testDeps["A"]), Dependency: testDeps["A"],
+		DependencyText: "{}: salary ~ tax (asc)", ErrorBefore: 0.03, ErrorNow: 0.3, Epsilon: 0.1, Margin: 0.01,
+		Removals: 30, Window: w,
+		Samples: []Sample{{Topic: "payroll", Partition: 0, Offset: 30, Values: map[string]string{"salary": "1000"}}},
+	}
+	if !reflect.DeepEqual(e, want) {
+		t.Fatalf("event\n%+v\nwant\n%+v", e, want)
+	}
+	errs := tr.Errors()
+	if len(errs) != 1 || errs[0].Error != 0.3 || errs[0].State != StateViolated || !errs[0].Measured {
+		t.Fatalf("Errors() = %+v", errs)
+	}
+	if got := tr.States(); got["violated"] != 1 || got["holding"] != 0 || got["pinned"] != 0 {
+		t.Fatalf("States() = %v", got)
+	}
+}
+
+func TestTrackerReplayAndDuplicates(t *testing.T) {
+	tr := NewTracker(Config{Epsilon: 0.1, K: 1})
+	obs := testObs(map[string]o{"A": {0, true}})
+	obs = append(obs, obs[0]) // the same dependency twice
+	if got := summary(tr.Observe(testWindow(1), obs)); !slices.Equal(got, []string{"discovered:A"}) {
+		t.Fatalf("events %v", got)
+	}
+	if got := tr.Observe(testWindow(1), testObs(map[string]o{"A": {0.5, false}})); got != nil {
+		t.Fatalf("replayed window produced %v", summary(got))
+	}
+	if got := summary(tr.Observe(testWindow(2), testObs(map[string]o{"A": {0.5, false}}))); !slices.Equal(got, []string{"violated:A"}) {
+		t.Fatalf("events %v", got)
+	}
+}
+
+func TestTrackedOrder(t *testing.T) {
+	tr := NewTracker(Config{Epsilon: 0.1, Pinned: []discovery.Dependency{testDeps["D"]}})
+	tr.Observe(testWindow(1), testObs(map[string]o{"A": {0, true}, "B": {0, true}, "C": {0, true}}))
+	got := tr.Tracked()
+	if len(got) != 4 {
+		t.Fatalf("Tracked() = %v", got)
+	}
+	for i := 1; i < len(got); i++ {
+		if DependencyID(got[i-1]) >= DependencyID(got[i]) {
+			t.Fatalf("Tracked() not ordered by id: %v", got)
+		}
+	}
+	if s := tr.States(); s["holding"] != 4 || s["pinned"] != 1 {
+		t.Fatalf("States() = %v", s)
+	}
+}
+
+// randomSteps is a reproducible sequence of windows over all test
+// dependencies, with errors around eps so every transition happens.
+func randomSteps(seed uint64, n int) []map[string]o {
+	r := rand.New(rand.NewPCG(seed, 1))
+	errs := []float64{0, 0.02, 0.08, 0.1, 0.11, 0.12, 0.2, 0.5}
+	steps := make([]map[string]o, n)
+	for i := range steps {
+		s := map[string]o{}
+		for name := range testDeps {
+			if r.IntN(8) == 0 {
+				continue // not observed
+			}
+			e := errs[r.IntN(len(errs))]
+			s[name] = o{e, e <= 0.1 && r.IntN(3) > 0}
+		}
+		steps[i] = s
+	}
+	return steps
+}
+
+func TestTrackerDeterministicAcrossRestore(t *testing.T) {
+	cfg := Config{Stream: "s", Epsilon: 0.1, Margin: 0.01, K: 2, RetireAfter: 2, RetireViolatedAfter: 4,
+		Pinned: []discovery.Dependency{testDeps["D"]}, MaxTracked: 3}
+	for seed := uint64(1); seed <= 20; seed++ {
+		steps := randomSteps(seed, 60)
+		run := func(restoreEvery int) ([]Event, []byte) {
+			tr := NewTracker(cfg)
+			var all []Event
+			for i, s := range steps {
+				if restoreEvery > 0 && i%restoreEvery == 0 {
+					b, err := tr.MarshalJSON()
+					if err != nil {
+						t.Fatal(err)
+					}
+					tr = NewTracker(cfg)
+					if err := tr.UnmarshalJSON(b); err != nil {
+						t.Fatal(err)
+					}
+				}
+				all = append(all, tr.Observe(testWindow(i+1), testObs(s))...)
+			}
+			b, err := tr.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return all, b
+		}
+		want, wantState := run(0)
+		again, againState := run(0)
+		if !reflect.DeepEqual(want, again) || string(wantState) != string(againState) {
+			t.Fatalf("seed %d: two identical runs differ", seed)
+		}
+		types := map[EventType]bool{}
+		for _, e := range want {
+			types[e.Type] = true
+		}
+		for _, restoreEvery := range []int{1, 3, 7} {
+			got, gotState := run(restoreEvery)
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d restore every %d: events differ:\n%v\nwant\n%v", seed, restoreEvery, summary(got), summary(want))
+			}
+			if string(gotState) != string(wantState) {
+				t.Fatalf("seed %d restore every %d: final state differs:\n%s\nwant\n%s", seed, restoreEvery, gotState, wantState)
+			}
+		}
+		if seed == 1 && len(types) != 4 {
+			t.Fatalf("random sequence should exercise all event types, got %v", types)
+		}
+	}
+}
+
+func TestTrackerUnmarshalErrors(t *testing.T) {
+	for _, in := range []string{
+		`{`,
+		`{"version":2}`,
+		`{"version":1,"dependencies":[{"dependency":{"kind":"zz"},"state":"holding"}]}`,
+		`{"version":1,"dependencies":[{"dependency":{"kind":"ofd","rhs":"a"},"state":"weird"}]}`,
+	} {
+		tr := NewTracker(Config{Epsilon: 0.1})
+		if err := tr.UnmarshalJSON([]byte(in)); err == nil {
+			t.Errorf("UnmarshalJSON(%s) succeeded", in)
+		}
+	}
+}
+
+func TestTrackerUnmarshalFollowsConfigPins(t *testing.T) {
+	a := NewTracker(Config{Epsilon: 0.1, Pinned: []discovery.Dependency{testDeps["A"]}})
+	b, err := a.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewTracker(Config{Epsilon: 0.1, Pinned: []discovery.Dependency{testDeps["B"]}})
+	if err := c.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range c.Errors() {
+		got = append(got, fmt.Sprintf("%s pinned=%v", depName(e.ID), e.Pinned))
+	}
+	slices.Sort(got)
+	if want := "A pinned=false,B pinned=true"; strings.Join(got, ",") != want {
+		t.Fatalf("got %v, want %s", got, want)
+	}
+}
