@@ -2,11 +2,118 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream"
 )
 
-// runDemo is a placeholder until the demo command lands.
+// runDemo is `odwatch demo`: an in-process Kafka broker, the payroll stream
+// of the paper's running example (clean at first, then with data-entry
+// errors), and the monitor on it, printing events as they happen.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return fmt.Errorf("demo: not implemented yet")
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz (empty = off)")
+	window := fs.Int("window", 2000, "window size in records")
+	every := fs.Int("every", 1000, "evaluate every M records")
+	eps := fs.Float64("epsilon", 0.01, "error threshold")
+	rate := fs.Float64("rate", 1000, "payroll records per second (0 = as fast as possible)")
+	clean := fs.Int("clean", 6000, "clean records before data-entry errors start")
+	errRate := fs.Float64("error-rate", 0.03, "share of records with a data-entry error after --clean")
+	stopAfter := fs.Int("stop-errors-after", 0, "records after which the errors stop again (0 = never)")
+	count := fs.Int("count", 0, "stop producing after this many records (0 = never)")
+	duration := fs.Duration("duration", 0, "stop the demo after this long (0 = until Ctrl-C)")
+	stateDir := fs.String("state-dir", "", "state directory (default: a temporary one, removed at exit)")
+	seed := fs.Int64("seed", 0, "random seed of the generator (0 = from the clock)")
+	logLevel := fs.String("log-level", "warn", "debug|info|warn|error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	logger, err := newLogger(stderr, *logLevel, "text")
+	if err != nil {
+		return err
+	}
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	dir := *stateDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "odwatch-demo-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	}
+
+	const topic, eventsTopic = "payroll", "odwatch-events"
+	addr, stopBroker, err := stream.StartBroker(ctx, map[string]int{topic: 1, eventsTopic: 1})
+	if err != nil {
+		return fmt.Errorf("start in-process broker: %w", err)
+	}
+	defer stopBroker()
+
+	cfg := stream.Config{
+		Brokers:     []string{addr},
+		Group:       "odwatch-demo",
+		EventsTopic: eventsTopic,
+		StateDir:    dir,
+		Streams: []stream.StreamConfig{{
+			Name: topic, Topic: topic, Format: "json",
+			Window: *window, Every: *every, Epsilon: *eps, Sample: 3,
+		}},
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	reg := newRegistry()
+	m, err := stream.NewMonitor(cfg, stream.Options{
+		Logger:     logger,
+		Registerer: reg,
+		Sinks:      []alerts.Sink{alerts.NewWriterSink(stdout)},
+	})
+	if err != nil {
+		return err
+	}
+	stopServing, err := serveHealth(*metricsAddr, stream.HealthHandler(m, reg), logger)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
+
+	fmt.Fprintf(stdout, "odwatch demo: in-process Kafka at %s, topic %q, events topic %q\n", addr, topic, eventsTopic)
+	fmt.Fprintf(stdout, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", *clean, *errRate*100)
+	fmt.Fprintf(stdout, "  window %d records, evaluated every %d, epsilon %g\n", *window, *every, *eps)
+	if *metricsAddr != "" {
+		fmt.Fprintf(stdout, "  metrics at http://%s/metrics  (Ctrl-C to stop)\n\n", *metricsAddr)
+	}
+
+	if *seed == 0 {
+		*seed = time.Now().UnixNano()
+	}
+	genErr := make(chan error, 1)
+	go func() {
+		genErr <- stream.ProducePayroll(ctx, stream.PayrollOptions{
+			Brokers: []string{addr}, Topic: topic, Rate: *rate, Count: *count,
+			CleanRecords: *clean, ErrorRate: *errRate, StopErrorsAfter: *stopAfter, Seed: *seed,
+		})
+	}()
+	runErr := m.Run(ctx)
+	if err := <-genErr; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("payroll generator: %w", err)
+	}
+	if runErr != nil && ctx.Err() != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)) {
+		runErr = nil
+	}
+	fmt.Fprintln(stdout, "odwatch demo: stopped")
+	return runErr
 }

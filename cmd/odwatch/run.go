@@ -2,11 +2,108 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/odwatch/odwatch/stream"
 )
 
-// runRun is a placeholder until the run command lands.
+// runRun is `odwatch run`: watch Kafka topics until interrupted.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return fmt.Errorf("run: not implemented yet")
+	f := newRunFlags("run")
+	f.fs.SetOutput(stderr)
+	if err := f.fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if f.fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, f.fs.Arg(0))
+	}
+	s, err := f.settings()
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, s.LogLevel, s.LogFormat)
+	if err != nil {
+		return err
+	}
+	cfg, err := s.monitorConfig()
+	if err != nil {
+		return err
+	}
+	reg := newRegistry()
+	m, err := stream.NewMonitor(cfg, stream.Options{Logger: logger, Registerer: reg})
+	if err != nil {
+		return err
+	}
+	stopServing, err := serveHealth(s.MetricsAddr, stream.HealthHandler(m, reg), logger)
+	if err != nil {
+		return err
+	}
+	defer stopServing()
+	logger.Info("odwatch running", "brokers", strings.Join(cfg.Brokers, ","), "streams", len(cfg.Streams), "state_dir", cfg.StateDir, "metrics_addr", s.MetricsAddr)
+	err = m.Run(ctx)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		logger.Info("odwatch stopped")
+		return nil
+	}
+	return err
+}
+
+// newRegistry is the process's metrics registry: odwatch's own collectors
+// plus the Go runtime and process collectors operators expect.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, level, err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("%w: --log-format %q: want text or json", errUsage, format)
+}
+
+// serveHealth serves /metrics, /healthz and /readyz on addr (nothing when
+// addr is empty). A busy or bad address is a start-up error naming the flag.
+func serveHealth(addr string, h http.Handler, logger *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server stopped", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
 }

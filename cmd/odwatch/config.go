@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+	"gopkg.in/yaml.v3"
+
+	"github.com/odwatch/odwatch/stream"
+)
+
+// defaultEpsilon is the error threshold when neither the config file nor a
+// flag sets one: a dependency may have 1% exceptions and still hold.
+const defaultEpsilon = 0.01
+
+// streamSettings are the keys of one stream, at the top level of the config
+// file (single stream) or in its `streams:` list.
+type streamSettings struct {
+	Name              string        `yaml:"name"`
+	Topic             string        `yaml:"topic"`
+	Format            string        `yaml:"format"`
+	Schema            string        `yaml:"schema"`
+	Registry          string        `yaml:"registry"`
+	Include           []string      `yaml:"include"`
+	Exclude           []string      `yaml:"exclude"`
+	Window            int           `yaml:"window"`
+	Every             int           `yaml:"every"`
+	Interval          time.Duration `yaml:"interval"`
+	Epsilon           *float64      `yaml:"epsilon"`
+	Margin            float64       `yaml:"margin"`
+	K                 int           `yaml:"k"`
+	RetireAfter       int           `yaml:"retire-after"`
+	MaxLevel          int           `yaml:"max-level"`
+	Sample            int           `yaml:"sample"`
+	EvaluationTimeout time.Duration `yaml:"evaluation-timeout"`
+	Pinned            []string      `yaml:"pinned"`
+}
+
+type tlsSettings struct {
+	Enabled            bool   `yaml:"enabled"`
+	CA                 string `yaml:"ca"`
+	Cert               string `yaml:"cert"`
+	Key                string `yaml:"key"`
+	InsecureSkipVerify bool   `yaml:"insecure-skip-verify"`
+}
+
+type saslSettings struct {
+	Mechanism    string `yaml:"mechanism"`
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password-file"`
+}
+
+// runSettings is everything `odwatch run` can be told, by a YAML file
+// (--config) and by flags; flags win.
+type runSettings struct {
+	Brokers              []string     `yaml:"brokers"`
+	Group                string       `yaml:"group"`
+	EventsTopic          string       `yaml:"events-topic"`
+	DLQTopic             string       `yaml:"dlq-topic"`
+	Webhook              string       `yaml:"webhook"`
+	StateDir             string       `yaml:"state-dir"`
+	MetricsAddr          string       `yaml:"metrics-addr"`
+	LogLevel             string       `yaml:"log-level"`
+	LogFormat            string       `yaml:"log-format"`
+	MaxDependencyMetrics int          `yaml:"max-dependency-metrics"`
+	TLS                  tlsSettings  `yaml:"tls"`
+	SASL                 saslSettings `yaml:"sasl"`
+
+	streamSettings `yaml:",inline"`
+	Streams        []streamSettings `yaml:"streams"`
+}
+
+// loadConfigFile reads a YAML config; unknown keys are errors that name the
+// key, so a typo fails at start-up instead of being ignored.
+func loadConfigFile(path string) (runSettings, error) {
+	var s runSettings
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return s, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil && !errors.Is(err, errEOF) {
+		return s, fmt.Errorf("config %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// errEOF is what yaml.v3 returns for an empty document.
+var errEOF = eofError()
+
+func eofError() error {
+	var s struct{}
+	return yaml.NewDecoder(strings.NewReader("")).Decode(&s)
+}
+
+// listFlag is a comma-separated or repeated string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error {
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
+}
+
+// runFlags binds every flag of `odwatch run` to a fresh settings value.
+type runFlags struct {
+	fs       *flag.FlagSet
+	config   string
+	s        runSettings
+	epsilon  float64
+	brokers  listFlag
+	include  listFlag
+	exclude  listFlag
+	pinned   listFlag
+	saslPass string
+}
+
+func newRunFlags(name string) *runFlags {
+	f := &runFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	fs := f.fs
+	fs.StringVar(&f.config, "config", "", "YAML config file (keys = flag names; flags win)")
+	fs.Var(&f.brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...]")
+	fs.StringVar(&f.s.Group, "group", "odwatch", "Kafka consumer group")
+	fs.StringVar(&f.s.EventsTopic, "events-topic", "", "topic for dependency-change events (CloudEvents)")
+	fs.StringVar(&f.s.DLQTopic, "dlq-topic", "", "dead-letter topic for undecodable records")
+	fs.StringVar(&f.s.Webhook, "webhook", "", "URL to POST events to")
+	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store")
+	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz (empty = off)")
+	fs.StringVar(&f.s.LogLevel, "log-level", "info", "debug|info|warn|error")
+	fs.StringVar(&f.s.LogFormat, "log-format", "text", "text|json")
+	fs.IntVar(&f.s.MaxDependencyMetrics, "max-dependency-metrics", 200, "cap on odwatch_dependency_error series per stream")
+	fs.BoolVar(&f.s.TLS.Enabled, "tls", false, "connect to Kafka with TLS")
+	fs.StringVar(&f.s.TLS.CA, "tls-ca", "", "PEM CA bundle for the brokers' certificates")
+	fs.StringVar(&f.s.TLS.Cert, "tls-cert", "", "PEM client certificate (mutual TLS)")
+	fs.StringVar(&f.s.TLS.Key, "tls-key", "", "PEM client key (mutual TLS)")
+	fs.BoolVar(&f.s.TLS.InsecureSkipVerify, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates (testing only)")
+	fs.StringVar(&f.s.SASL.Mechanism, "sasl-mechanism", "", "plain|scram-sha-256|scram-sha-512")
+	fs.StringVar(&f.s.SASL.Username, "sasl-username", "", "SASL user")
+	fs.StringVar(&f.s.SASL.PasswordFile, "sasl-password-file", "", "file holding the SASL password (or set ODWATCH_SASL_PASSWORD)")
+
+	st := &f.s.streamSettings
+	fs.StringVar(&st.Name, "name", "", "stream name (default: the topic)")
+	fs.StringVar(&st.Topic, "topic", "", "topic to watch")
+	fs.StringVar(&st.Format, "format", "json", "record format: json|avro|avro-confluent")
+	fs.StringVar(&st.Schema, "schema", "", "Avro schema file (format avro)")
+	fs.StringVar(&st.Registry, "registry", "", "Schema Registry URL (format avro-confluent)")
+	fs.Var(&f.include, "include", "only these columns (names or prefix.*), comma-separated or repeated")
+	fs.Var(&f.exclude, "exclude", "drop these columns (names or prefix.*)")
+	fs.IntVar(&st.Window, "window", 10000, "window size in records")
+	fs.IntVar(&st.Every, "every", 0, "evaluate every M records (default: = window, tumbling)")
+	fs.DurationVar(&st.Interval, "interval", 0, "time window: evaluate every interval over the records of the last interval")
+	fs.Float64Var(&f.epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
+	fs.Float64Var(&st.Margin, "margin", 0, "hysteresis margin around epsilon")
+	fs.IntVar(&st.K, "k", 1, "consecutive windows beyond the margin before violated/restored")
+	fs.IntVar(&st.RetireAfter, "retire-after", 0, "windows before a replaced dependency is retired (0 = default)")
+	fs.IntVar(&st.MaxLevel, "max-level", 0, "lattice level limit (0 = none)")
+	fs.IntVar(&st.Sample, "sample", 5, "violating records carried per event")
+	fs.DurationVar(&st.EvaluationTimeout, "evaluation-timeout", 0, "time budget of one discovery run (0 = default)")
+	fs.Var(&f.pinned, "pin", "a dependency to always track, e.g. '{}: salary ~ tax (asc)' (repeatable)")
+	return f
+}
+
+// perStreamFlags are the flags that set a stream's keys; with several
+// streams in the config file they apply to every stream, except the ones
+// that name a single stream.
+var singleStreamFlags = map[string]bool{"name": true, "topic": true, "schema": true}
+
+// settings merges the config file (if any) with the flags that were set on
+// the command line, flags winning, and returns the final settings.
+func (f *runFlags) settings() (runSettings, error) {
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	base := runSettings{}
+	if f.config != "" {
+		var err error
+		if base, err = loadConfigFile(f.config); err != nil {
+			return base, err
+		}
+	}
+	fl := f.s
+	fl.Brokers = f.brokers
+	fl.Include, fl.Exclude, fl.Pinned = f.include, f.exclude, f.pinned
+	eps := f.epsilon
+	fl.Epsilon = &eps
+	// Without a config file, every flag counts (defaults included).
+	if f.config == "" {
+		return fl, nil
+	}
+	pick := func(name string, apply func()) {
+		if set[name] {
+			apply()
+		}
+	}
+	pick("brokers", func() { base.Brokers = fl.Brokers })
+	pick("group", func() { base.Group = fl.Group })
+	pick("events-topic", func() { base.EventsTopic = fl.EventsTopic })
+	pick("dlq-topic", func() { base.DLQTopic = fl.DLQTopic })
+	pick("webhook", func() { base.Webhook = fl.Webhook })
+	pick("state-dir", func() { base.StateDir = fl.StateDir })
+	pick("metrics-addr", func() { base.MetricsAddr = fl.MetricsAddr })
+	pick("log-level", func() { base.LogLevel = fl.LogLevel })
+	pick("log-format", func() { base.LogFormat = fl.LogFormat })
+	pick("max-dependency-metrics", func() { base.MaxDependencyMetrics = fl.MaxDependencyMetrics })
+	pick("tls", func() { base.TLS.Enabled = fl.TLS.Enabled })
+	pick("tls-ca", func() { base.TLS.CA = fl.TLS.CA })
+	pick("tls-cert", func() { base.TLS.Cert = fl.TLS.Cert })
+	pick("tls-key", func() { base.TLS.Key = fl.TLS.Key })
+	pick("tls-insecure-skip-verify", func() { base.TLS.InsecureSkipVerify = fl.TLS.InsecureSkipVerify })
+	pick("sasl-mechanism", func() { base.SASL.Mechanism = fl.SASL.Mechanism })
+	pick("sasl-username", func() { base.SASL.Username = fl.SASL.Username })
+	pick("sasl-password-file", func() { base.SASL.PasswordFile = fl.SASL.PasswordFile })
+	// Keys the file left out take the flag defaults.
+	if base.Group == "" {
+		base.Group = fl.Group
+	}
+	if base.MetricsAddr == "" && !set["metrics-addr"] {
+		base.MetricsAddr = fl.MetricsAddr
+	}
+	if base.LogLevel == "" {
+		base.LogLevel = fl.LogLevel
+	}
+	if base.LogFormat == "" {
+		base.LogFormat = fl.LogFormat
+	}
+	if base.MaxDependencyMetrics == 0 {
+		base.MaxDependencyMetrics = fl.MaxDependencyMetrics
+	}
+
+	streams := []*streamSettings{&base.streamSettings}
+	if len(base.Streams) > 0 {
+		if base.Topic != "" {
+			return base, fmt.Errorf("config %s: topic: set either top-level stream keys or streams:, not both", f.config)
+		}
+		streams = streams[:0]
+		for i := range base.Streams {
+			streams = append(streams, &base.Streams[i])
+		}
+		for name := range singleStreamFlags {
+			if set[name] {
+				return base, fmt.Errorf("%w: --%s names one stream but the config file has %d streams", errUsage, name, len(streams))
+			}
+		}
+	}
+	for _, st := range streams {
+		pick("name", func() { st.Name = fl.Name })
+		pick("topic", func() { st.Topic = fl.Topic })
+		pick("format", func() { st.Format = fl.Format })
+		pick("schema", func() { st.Schema = fl.Schema })
+		pick("registry", func() { st.Registry = fl.Registry })
+		pick("include", func() { st.Include = fl.Include })
+		pick("exclude", func() { st.Exclude = fl.Exclude })
+		pick("window", func() { st.Window = fl.Window })
+		pick("every", func() { st.Every = fl.Every })
+		pick("interval", func() { st.Interval = fl.Interval })
+		pick("epsilon", func() { st.Epsilon = fl.Epsilon })
+		pick("margin", func() { st.Margin = fl.Margin })
+		pick("k", func() { st.K = fl.K })
+		pick("retire-after", func() { st.RetireAfter = fl.RetireAfter })
+		pick("max-level", func() { st.MaxLevel = fl.MaxLevel })
+		pick("sample", func() { st.Sample = fl.Sample })
+		pick("evaluation-timeout", func() { st.EvaluationTimeout = fl.EvaluationTimeout })
+		pick("pin", func() { st.Pinned = append(st.Pinned, fl.Pinned...) })
+		if st.Epsilon == nil {
+			e := defaultEpsilon
+			st.Epsilon = &e
+		}
+		if st.Format == "" {
+			st.Format = fl.Format
+		}
+		if st.Window == 0 && st.Interval == 0 {
+			st.Window = fl.Window
+		}
+		if st.Sample == 0 {
+			st.Sample = fl.Sample
+		}
+	}
+	return base, nil
+}
+
+// monitorConfig turns settings into the stream package's configuration and
+// checks what only the command line can check (files, TLS material).
+func (s runSettings) monitorConfig() (stream.Config, error) {
+	cfg := stream.Config{
+		Brokers:              s.Brokers,
+		Group:                s.Group,
+		EventsTopic:          s.EventsTopic,
+		DLQTopic:             s.DLQTopic,
+		WebhookURL:           s.Webhook,
+		StateDir:             s.StateDir,
+		MaxDependencyMetrics: s.MaxDependencyMetrics,
+	}
+	dialer, err := s.dialer()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Dialer = dialer
+	list := s.Streams
+	if len(list) == 0 {
+		list = []streamSettings{s.streamSettings}
+	}
+	for i, st := range list {
+		eps := defaultEpsilon
+		if st.Epsilon != nil {
+			eps = *st.Epsilon
+		}
+		cfg.Streams = append(cfg.Streams, stream.StreamConfig{
+			Name: st.Name, Topic: st.Topic, Format: st.Format,
+			SchemaFile: st.Schema, RegistryURL: st.Registry,
+			Include: st.Include, Exclude: st.Exclude,
+			Window: st.Window, Every: st.Every, Interval: st.Interval,
+			Epsilon: eps, Margin: st.Margin, K: st.K, RetireAfter: st.RetireAfter,
+			MaxLevel: st.MaxLevel, Sample: st.Sample,
+			EvaluationTimeout: st.EvaluationTimeout, Pinned: st.Pinned,
+		})
+		if st.Schema != "" {
+			if _, err := os.Stat(st.Schema); err != nil {
+				return cfg, fmt.Errorf("streams[%d].schema: %w", i, err)
+			}
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// dialer builds the kafka-go dialer for TLS and SASL, or nil for plaintext.
+func (s runSettings) dialer() (*kafka.Dialer, error) {
+	if !s.TLS.Enabled && s.TLS.CA == "" && s.TLS.Cert == "" && s.SASL.Mechanism == "" {
+		return nil, nil
+	}
+	d := &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}
+	if s.TLS.Enabled || s.TLS.CA != "" || s.TLS.Cert != "" {
+		tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: s.TLS.InsecureSkipVerify}
+		if s.TLS.CA != "" {
+			pem, err := os.ReadFile(s.TLS.CA)
+			if err != nil {
+				return nil, fmt.Errorf("tls-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("tls-ca: %s holds no PEM certificate", s.TLS.CA)
+			}
+			tc.RootCAs = pool
+		}
+		if (s.TLS.Cert == "") != (s.TLS.Key == "") {
+			return nil, fmt.Errorf("tls-cert/tls-key: give both or neither")
+		}
+		if s.TLS.Cert != "" {
+			pair, err := tls.LoadX509KeyPair(s.TLS.Cert, s.TLS.Key)
+			if err != nil {
+				return nil, fmt.Errorf("tls-cert: %w", err)
+			}
+			tc.Certificates = []tls.Certificate{pair}
+		}
+		d.TLS = tc
+	}
+	if s.SASL.Mechanism != "" {
+		mech, err := s.saslMechanism()
+		if err != nil {
+			return nil, err
+		}
+		d.SASLMechanism = mech
+	}
+	return d, nil
+}
+
+func (s runSettings) saslMechanism() (sasl.Mechanism, error) {
+	pass := os.Getenv("ODWATCH_SASL_PASSWORD")
+	if s.SASL.PasswordFile != "" {
+		b, err := os.ReadFile(s.SASL.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("sasl-password-file: %w", err)
+		}
+		pass = strings.TrimRight(string(b), "\r\n")
+	}
+	if s.SASL.Username == "" {
+		return nil, fmt.Errorf("sasl-username: required with sasl-mechanism %s", s.SASL.Mechanism)
+	}
+	switch strings.ToLower(s.SASL.Mechanism) {
+	case "plain":
+		return plain.Mechanism{Username: s.SASL.Username, Password: pass}, nil
+	case "scram-sha-256":
+		m, err := scram.Mechanism(scram.SHA256, s.SASL.Username, pass)
+		if err != nil {
+			return nil, fmt.Errorf("sasl-mechanism: %w", err)
+		}
+		return m, nil
+	case "scram-sha-512":
+		m, err := scram.Mechanism(scram.SHA512, s.SASL.Username, pass)
+		if err != nil {
+			return nil, fmt.Errorf("sasl-mechanism: %w", err)
+		}
+		return m, nil
+	}
+	return nil, fmt.Errorf("sasl-mechanism: %q is not plain, scram-sha-256 or scram-sha-512", s.SASL.Mechanism)
+}
