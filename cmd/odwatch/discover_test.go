@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const smallCSV = `id,dept,sal,tax
+1,sales,100,10
+2,sales,200,20
+3,ops,300,30
+4,ops,400,35
+5,dev,500,50
+6,dev,600,40
+`
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDiscoverCommand(t *testing.T) {
+	path := writeTemp(t, "small.csv", smallCSV)
+	ctx := context.Background()
+
+	var out, errOut bytes.Buffer
+	// flags after FILE must work
+	if err := runDiscover(ctx, []string{path, "--epsilon", "0", "--removal-sample", "2"}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	text := out.String()
+	for _, want := range []string{"{id}: [] -> dept", "{}: id ~ sal (asc)", "# ", "6 rows x 4 columns at eps=0"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text output lacks %q:\n%s", want, text)
+		}
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("stderr not empty for a quick run: %q", errOut.String())
+	}
+
+	out.Reset()
+	if err := runDiscover(ctx, []string{"--format", "json", path, "--epsilon=0.2"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Rows         int
+		Columns      []string
+		Epsilon      float64
+		Dependencies []map[string]any
+		Stats        map[string]float64
+	}
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if doc.Rows != 6 || !reflect.DeepEqual(doc.Columns, []string{"id", "dept", "sal", "tax"}) || doc.Epsilon != 0.2 {
+		t.Errorf("header fields: %+v", doc)
+	}
+	if len(doc.Dependencies) == 0 {
+		t.Fatalf("no dependencies:\n%s", out.String())
+	}
+	for _, d := range doc.Dependencies {
+		if _, ok := d["context"].([]any); !ok {
+			t.Errorf("context not an array in %v", d)
+		}
+		for _, k := range []string{"kind", "error", "removals", "score"} {
+			if _, ok := d[k]; !ok {
+				t.Errorf("field %q missing in %v", k, d)
+			}
+		}
+	}
+	if _, ok := doc.Stats["candidates"]; !ok {
+		t.Errorf("stats lack candidates: %v", doc.Stats)
+	}
+}
+
+func TestDiscoverCommandJSONLines(t *testing.T) {
+	path := writeTemp(t, "small.ndjson", `{"a":1,"b":{"c":"x"}}
+{"a":2,"b":{"c":"y"},"tags":[1]}
+{"a":3,"b":{"c":"y"}}
+`)
+	var out, errOut bytes.Buffer
+	if err := runDiscover(context.Background(), []string{path, "--epsilon", "0"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "a ~ b.c (asc)") {
+		t.Errorf("output lacks a ~ b.c:\n%s", out.String())
+	}
+	if !strings.Contains(errOut.String(), "ignored 1 array") {
+		t.Errorf("skipped arrays not reported: %q", errOut.String())
+	}
+}
+
+func TestValidateCommand(t *testing.T) {
+	path := writeTemp(t, "small.csv", smallCSV)
+	var out, errOut bytes.Buffer
+	if err := runValidate(context.Background(), []string{path, "sal ~ tax", "--epsilon", "0.1"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"dependency  {}: sal ~ tax (asc)",
+		"removals    1",
+		"verdict     invalid", // floor(0.1*6) = 0 removals allowed
+		"row  sal  tax",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if !strings.Contains(text, "\n4    500  50\n") && !strings.Contains(text, "\n5    600  40\n") {
+		t.Errorf("violating row missing:\n%s", text)
+	}
+
+	out.Reset()
+	if err := runValidate(context.Background(), []string{"--epsilon", "0.2", path, "{dept}: [] -> tax"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "removals    3") || !strings.Contains(out.String(), "verdict     invalid") {
+		t.Errorf("unexpected:\n%s", out.String())
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	path := writeTemp(t, "small.csv", smallCSV)
+	ragged := writeTemp(t, "ragged.csv", "a,b\n1,2\n3\n")
+	tests := []struct {
+		name      string
+		run       func(context.Context, []string, *bytes.Buffer, *bytes.Buffer) error
+		args      []string
+		wantUsage bool
+		wantText  string
+	}{
+		{"eps too big", discoverRun, []string{path, "--epsilon", "1"}, true, "--epsilon"},
+		{"eps negative", validateRun, []string{path, "a ~ b", "--epsilon", "-0.1"}, true, "--epsilon"},
+		{"no file", discoverRun, nil, true, "FILE"},
+		{"two files", discoverRun, []string{path, path}, true, "FILE"},
+		{"bad format", discoverRun, []string{path, "--format", "xml"}, true, "--format"},
+		{"bad validator", discoverRun, []string{path, "--validator", "x"}, true, "--validator"},
+		{"bad delimiter", discoverRun, []string{path, "--delimiter", ";;"}, true, "--delimiter"},
+		{"unknown flag", discoverRun, []string{path, "--nope"}, true, "nope"},
+		{"missing file", discoverRun, []string{path + ".absent"}, false, "no such file"},
+		{"ragged row", discoverRun, []string{ragged}, false, "line 3: 1 fields, header has 2"},
+		{"bad dependency", validateRun, []string{path, "sal ~"}, true, "expected a column name"},
+		{"unknown column", validateRun, []string{path, "sal ~ nope"}, false, "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := tt.run(context.Background(), tt.args, &out, &errOut)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if errors.Is(err, errUsage) != tt.wantUsage {
+				t.Errorf("errors.Is(err, errUsage) = %v, want %v (%v)", !tt.wantUsage, tt.wantUsage, err)
+			}
+			if !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("error %q lacks %q", err, tt.wantText)
+			}
+		})
+	}
+}
+
+func discoverRun(ctx context.Context, args []string, out, errOut *bytes.Buffer) error {
+	return runDiscover(ctx, args, out, errOut)
+}
+
+func validateRun(ctx context.Context, args []string, out, errOut *bytes.Buffer) error {
+	return runValidate(ctx, args, out, errOut)
+}
+
+func TestParseInterspersed(t *testing.T) {
+	tests := []struct {
+		args []string
+		pos  []string
+		eps  float64
+		json bool
+	}{
+		{[]string{"f"}, []string{"f"}, 0, false},
+		{[]string{"--eps", "0.1", "f"}, []string{"f"}, 0.1, false},
+		{[]string{"f", "--eps", "0.1", "--json"}, []string{"f"}, 0.1, true},
+		{[]string{"f", "--json", "g", "--eps=0.3"}, []string{"f", "g"}, 0.3, true},
+		{[]string{"-", "--eps", "0.2"}, []string{"-"}, 0.2, false},
+		{[]string{"--json", "--", "f", "--eps"}, []string{"f", "--eps"}, 0, true},
+	}
+	for _, tt := range tests {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		eps := fs.Float64("eps", 0, "")
+		js := fs.Bool("json", false, "")
+		pos, err := parseInterspersed(fs, tt.args)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.args, err)
+		}
+		if !reflect.DeepEqual(pos, tt.pos) || *eps != tt.eps || *js != tt.json {
+			t.Errorf("%q: pos %q eps %v json %v", tt.args, pos, *eps, *js)
+		}
+	}
+}
