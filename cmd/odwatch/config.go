@@ -176,9 +176,8 @@ func newRunFlags(name string) *runFlags {
 	return f
 }
 
-// perStreamFlags are the flags that set a stream's keys; with several
-// streams in the config file they apply to every stream, except the ones
-// that name a single stream.
+// singleStreamFlags name one stream; the other stream flags apply to every
+// stream of a config file that lists several.
 var singleStreamFlags = map[string]bool{"name": true, "topic": true, "schema": true}
 
 // settings merges the config file (if any) with the flags that were set on
@@ -314,7 +313,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 	if len(list) == 0 {
 		list = []streamSettings{s.streamSettings}
 	}
-	for i, st := range list {
+	for _, st := range list {
 		eps := defaultEpsilon
 		if st.Epsilon != nil {
 			eps = *st.Epsilon
@@ -328,11 +327,6 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 			MaxLevel: st.MaxLevel, Sample: st.Sample,
 			EvaluationTimeout: st.EvaluationTimeout, Pinned: st.Pinned,
 		})
-		if st.Schema != "" {
-			if _, err := os.Stat(st.Schema); err != nil {
-				return cfg, fmt.Errorf("streams[%d].schema: %w", i, err)
-			}
-		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err

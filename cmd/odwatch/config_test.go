@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func parseRun(t *testing.T, args ...string) (runSettings, error) {
+	t.Helper()
+	f := newRunFlags("run")
+	f.fs.SetOutput(&strings.Builder{})
+	if err := f.fs.Parse(args); err != nil {
+		return runSettings{}, err
+	}
+	return f.settings()
+}
+
+func TestRunSettingsFlagsOnly(t *testing.T) {
+	s, err := parseRun(t, "--brokers", "a:9092,b:9092", "--topic", "payroll", "--window", "500", "--every", "100",
+		"--epsilon", "0.05", "--state-dir", "/tmp/x", "--events-topic", "ev", "--pin", "{}: salary ~ tax (asc)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.monitorConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Brokers, ","); got != "a:9092,b:9092" {
+		t.Errorf("brokers = %q", got)
+	}
+	st := cfg.Streams[0]
+	if st.Topic != "payroll" || st.Name != "payroll" || st.Window != 500 || st.Every != 100 || st.Epsilon != 0.05 || len(st.Pinned) != 1 {
+		t.Errorf("stream = %+v", st)
+	}
+	if cfg.EventsTopic != "ev" || cfg.Group != "odwatch" {
+		t.Errorf("config = %+v", cfg)
+	}
+}
+
+func TestRunSettingsFileAndFlagsWin(t *testing.T) {
+	file := writeFile(t, "odwatch.yaml", `
+brokers: [k1:9092]
+group: g1
+state-dir: /var/lib/odwatch
+events-topic: events
+streams:
+  - name: pay
+    topic: payroll
+    window: 2000
+    every: 1000
+    epsilon: 0
+  - topic: orders
+    window: 300
+`)
+	s, err := parseRun(t, "--config", file, "--group", "g2", "--margin", "0.01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.monitorConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Group != "g2" || cfg.StateDir != "/var/lib/odwatch" || cfg.EventsTopic != "events" {
+		t.Errorf("config = %+v", cfg)
+	}
+	if len(cfg.Streams) != 2 {
+		t.Fatalf("streams = %d", len(cfg.Streams))
+	}
+	a, b := cfg.Streams[0], cfg.Streams[1]
+	if a.Name != "pay" || a.Epsilon != 0 || a.Every != 1000 || a.Margin != 0.01 {
+		t.Errorf("stream 0 = %+v (an explicit epsilon: 0 must stay 0)", a)
+	}
+	if b.Name != "orders" || b.Epsilon != defaultEpsilon || b.Every != 300 || b.Margin != 0.01 {
+		t.Errorf("stream 1 = %+v", b)
+	}
+}
+
+func TestRunSettingsErrorsNameTheField(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		args []string
+		want string
+	}{
+		{name: "unknown key", file: "brokers: [a:1]\nwindwo: 5\n", want: "windwo"},
+		{name: "missing brokers", args: []string{"--topic", "t", "--state-dir", "/x"}, want: "brokers"},
+		{name: "missing topic", args: []string{"--brokers", "a:1", "--state-dir", "/x"}, want: "topic"},
+		{name: "bad epsilon", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--epsilon", "1.5"}, want: "epsilon"},
+		{name: "bad format", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--format", "xml"}, want: "format"},
+		{name: "avro without schema", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--format", "avro"}, want: "schema"},
+		{name: "bad pin", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--pin", "{a: b"}, want: "pinned"},
+		{name: "topic flag with many streams", file: "brokers: [a:1]\nstate-dir: /x\nstreams:\n - topic: a\n - topic: b\n", args: []string{"--topic", "c"}, want: "--topic"},
+		{name: "sasl without user", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--sasl-mechanism", "plain"}, want: "sasl-username"},
+		{name: "bad sasl mechanism", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--sasl-mechanism", "gssapi", "--sasl-username", "u"}, want: "sasl-mechanism"},
+		{name: "missing tls ca", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls-ca", "/nonexistent/ca.pem"}, want: "tls-ca"},
+		{name: "cert without key", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls-cert", "/c.pem"}, want: "tls-cert"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.file != "" {
+				args = append([]string{"--config", writeFile(t, "c.yaml", tc.file)}, args...)
+			}
+			s, err := parseRun(t, args...)
+			if err == nil {
+				_, err = s.monitorConfig()
+			}
+			if err == nil {
+				t.Fatalf("no error, want one naming %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not name %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSASLDialer(t *testing.T) {
+	pw := writeFile(t, "pw", "s3cret\n")
+	for _, mech := range []string{"plain", "scram-sha-256", "scram-sha-512"} {
+		s, err := parseRun(t, "--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls",
+			"--sasl-mechanism", mech, "--sasl-username", "u", "--sasl-password-file", pw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := s.monitorConfig()
+		if err != nil {
+			t.Fatalf("%s: %v", mech, err)
+		}
+		if cfg.Dialer == nil || cfg.Dialer.SASLMechanism == nil || cfg.Dialer.TLS == nil {
+			t.Fatalf("%s: dialer = %+v", mech, cfg.Dialer)
+		}
+		if got := strings.ToLower(cfg.Dialer.SASLMechanism.Name()); got != mech {
+			t.Errorf("mechanism = %q, want %q", got, mech)
+		}
+	}
+}
+
+func TestRunUsageErrors(t *testing.T) {
+	var out, errOut strings.Builder
+	if code := run([]string{"run", "--no-such-flag"}, &out, &errOut); code != 2 {
+		t.Errorf("exit code = %d, want 2", code)
+	}
+	if code := run([]string{"nope"}, &out, &errOut); code != 2 {
+		t.Errorf("exit code = %d, want 2", code)
+	}
+	err := runRun(t.Context(), []string{"--brokers", "a:1", "--topic", "t"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "state-dir") {
+		t.Errorf("err = %v, want one naming state-dir", err)
+	}
+	if errors.Is(err, errUsage) {
+		t.Logf("config errors are start-up errors (exit 1): %v", err)
+	}
+}
