@@ -50,9 +50,8 @@ type winColumn struct {
 	codes   []uint32 // ring aligned with Window.meta; 0 = NULL
 	dict    []string // code-1 → value; "" for free codes
 	refs    []uint32 // code-1 → rows holding it
-	index   map[string]uint32
+	index   valueIndex
 	free    []uint32
-	deletes int // deletes from index since it was last rebuilt
 	nonNull int
 }
 
@@ -165,7 +164,7 @@ func (w *Window) addColumn(name string) int {
 	w.cols = append(w.cols, &winColumn{
 		name:  name,
 		codes: make([]uint32, len(w.meta)),
-		index: map[string]uint32{},
+		index: newValueIndex(),
 	})
 	w.colIndex[name] = len(w.cols) - 1
 	return len(w.cols) - 1
@@ -239,12 +238,12 @@ func (w *Window) dropDeadColumns() {
 
 // intern returns the code of value, taking a reference.
 func (c *winColumn) intern(value []byte) uint32 {
-	if code, ok := c.index[string(value)]; ok {
+	code, h := c.index.lookup(c.dict, value)
+	if code != 0 {
 		c.refs[code-1]++
 		return code
 	}
 	s := string(value)
-	var code uint32
 	if k := len(c.free); k > 0 {
 		code = c.free[k-1]
 		c.free = c.free[:k-1]
@@ -255,7 +254,7 @@ func (c *winColumn) intern(value []byte) uint32 {
 		c.refs = append(c.refs, 1)
 		code = uint32(len(c.dict))
 	}
-	c.index[s] = code
+	c.index.insert(code, h)
 	return code
 }
 
@@ -265,21 +264,9 @@ func (c *winColumn) release(code uint32) {
 	if c.refs[code-1] > 0 {
 		return
 	}
-	delete(c.index, c.dict[code-1])
+	c.index.remove(code, c.dict[code-1])
 	c.dict[code-1] = ""
 	c.free = append(c.free, code)
-	c.deletes++
-	// Go maps keep their high-water size after deletes; over a long
-	// sliding window of unique values rebuild the index now and then so
-	// that it stays proportional to the live values.
-	if c.deletes > 4*len(c.index)+4096 {
-		idx := make(map[string]uint32, len(c.index))
-		for k, v := range c.index {
-			idx[k] = v
-		}
-		c.index = idx
-		c.deletes = 0
-	}
 }
 
 // EvictionBounds returns, per partition seen, the smallest offset still in

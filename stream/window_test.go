@@ -1,0 +1,466 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+func rec(fields ...string) *FlatRecord {
+	var r FlatRecord
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i+1] == "<null>" {
+			r.Add([]byte(fields[i]), nil, true)
+			continue
+		}
+		r.AddString(fields[i], fields[i+1])
+	}
+	return &r
+}
+
+// table renders a snapshot as rows of "col=value" (NULLs omitted) for
+// comparisons.
+func table(s *Snapshot) [][]string {
+	out := make([][]string, s.Len())
+	for _, c := range s.Columns() {
+		for r, code := range c.Codes {
+			if code != 0 {
+				out[r] = append(out[r], c.Name+"="+c.Dict[code-1])
+			}
+		}
+	}
+	return out
+}
+
+func columnNames(s *Snapshot) []string {
+	var names []string
+	for _, c := range s.Columns() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+func TestWindowCountEviction(t *testing.T) {
+	w := NewWindow(3, 0)
+	for i := range 5 {
+		w.Append(RowMeta{Partition: 0, Offset: int64(i), Seq: uint64(i)}, rec("a", strconv.Itoa(i), "b", "x"))
+	}
+	if w.Len() != 3 {
+		t.Fatalf("len %d", w.Len())
+	}
+	if m, ok := w.Oldest(); !ok || m.Offset != 2 {
+		t.Fatalf("oldest %+v %v", m, ok)
+	}
+	s := w.Snapshot()
+	want := [][]string{{"a=2", "b=x"}, {"a=3", "b=x"}, {"a=4", "b=x"}}
+	if got := table(s); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	for r := range 3 {
+		if s.Meta(r).Offset != int64(r+2) {
+			t.Fatalf("meta %d: %+v", r, s.Meta(r))
+		}
+	}
+	if got := w.EvictionBounds(); got[0] != 2 || len(got) != 1 {
+		t.Fatalf("bounds %v", got)
+	}
+}
+
+func TestWindowTimeEviction(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := NewWindow(0, 10*time.Second)
+	for i, sec := range []int{0, 3, 5, 12, 14, 30} {
+		w.Append(RowMeta{Offset: int64(i), Time: t0.Add(time.Duration(sec) * time.Second)}, rec("a", strconv.Itoa(sec)))
+		var got []string
+		for _, r := range table(w.Snapshot()) {
+			got = append(got, r...)
+		}
+		t.Logf("after %ds: %v", sec, got)
+	}
+	// Newest is 30s: everything before 20s is gone.
+	if got := table(w.Snapshot()); fmt.Sprint(got) != "[[a=30]]" {
+		t.Fatalf("got %v", got)
+	}
+	w.Append(RowMeta{Offset: 6, Time: t0.Add(35 * time.Second)}, rec("a", "35"))
+	if w.Len() != 2 {
+		t.Fatalf("len %d", w.Len())
+	}
+	// Count and time together: the tighter bound wins.
+	w = NewWindow(2, time.Hour)
+	for i := range 5 {
+		w.Append(RowMeta{Offset: int64(i), Time: t0.Add(time.Duration(i) * time.Second)}, rec("a", "x"))
+	}
+	if w.Len() != 2 {
+		t.Fatalf("count+time len %d", w.Len())
+	}
+}
+
+func TestWindowNewColumnsAreNullBefore(t *testing.T) {
+	w := NewWindow(10, 0)
+	w.Append(RowMeta{Offset: 1}, rec("a", "1"))
+	w.Append(RowMeta{Offset: 2}, rec("a", "2", "b", "x"))
+	w.Append(RowMeta{Offset: 3}, rec("b", "y", "c", "<null>"))
+	s := w.Snapshot()
+	if got := columnNames(s); fmt.Sprint(got) != "[a b]" {
+		t.Fatalf("columns %v (c is all NULL and must not appear)", got)
+	}
+	want := [][]string{{"a=1"}, {"a=2", "b=x"}, {"b=y"}}
+	if got := table(s); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v want %v", got, want)
+	}
+	v := s.Values(0, []string{"a", "b", "nope"})
+	if len(v) != 1 || v["a"] != "1" {
+		t.Fatalf("values %v", v)
+	}
+}
+
+func TestWindowRedeliveryIgnored(t *testing.T) {
+	w := NewWindow(10, 0)
+	if !w.Append(RowMeta{Partition: 1, Offset: 5}, rec("a", "1")) {
+		t.Fatal("first append refused")
+	}
+	if w.Append(RowMeta{Partition: 1, Offset: 5}, rec("a", "1")) || w.Append(RowMeta{Partition: 1, Offset: 3}, rec("a", "1")) {
+		t.Fatal("redelivered offset appended")
+	}
+	if !w.Append(RowMeta{Partition: 2, Offset: 5}, rec("a", "1")) {
+		t.Fatal("other partition refused")
+	}
+	if w.Len() != 2 {
+		t.Fatalf("len %d", w.Len())
+	}
+	if off, ok := w.LastOffset(1); !ok || off != 5 {
+		t.Fatalf("last offset %d %v", off, ok)
+	}
+}
+
+func TestWindowDuplicateFieldLastWins(t *testing.T) {
+	w := NewWindow(2, 0)
+	w.Append(RowMeta{Offset: 1}, rec("a", "x", "a", "y"))
+	if got := table(w.Snapshot()); fmt.Sprint(got) != "[[a=y]]" {
+		t.Fatalf("got %v", got)
+	}
+	w.Append(RowMeta{Offset: 2}, rec("a", "z"))
+	w.Append(RowMeta{Offset: 3}, rec("a", "z"))
+	if c := w.cols[0]; c.index.len() != 1 {
+		t.Fatalf("dictionary leaked: %v", c.index)
+	}
+}
+
+func TestWindowSnapshotIsolation(t *testing.T) {
+	w := NewWindow(50, 0)
+	off := int64(0)
+	appendN := func(n int, prefix string) {
+		for range n {
+			off++
+			w.Append(RowMeta{Offset: off}, rec("a", prefix+strconv.Itoa(int(off)%7), "u", prefix+strconv.FormatInt(off, 10)))
+		}
+	}
+	appendN(80, "p")
+	s := w.Snapshot()
+	before := fmt.Sprint(table(s))
+	meta0 := s.Meta(0)
+	// Evict everything the snapshot holds, with new values reusing freed
+	// codes and dictionary slots, while another goroutine reads it.
+	done := make(chan string)
+	go func() {
+		var last string
+		for range 20 {
+			last = fmt.Sprint(table(s))
+		}
+		done <- last
+	}()
+	appendN(200, "q")
+	if got := <-done; got != before {
+		t.Fatal("snapshot changed while the window moved on (concurrent reader)")
+	}
+	if got := fmt.Sprint(table(s)); got != before || s.Meta(0) != meta0 {
+		t.Fatal("snapshot changed while the window moved on")
+	}
+}
+
+func TestWindowDictionaryBounded(t *testing.T) {
+	const size = 100
+	w := NewWindow(size, 0)
+	for i := range 200_000 {
+		w.Append(RowMeta{Offset: int64(i)}, rec("id", strconv.Itoa(i), "group", strconv.Itoa(i%10)))
+	}
+	for _, c := range w.cols {
+		if len(c.dict) > size+1 || c.index.len() > size {
+			t.Fatalf("column %s: dict %d, index %d after a long stream of unique values; want <= %d", c.name, len(c.dict), c.index.len(), size+1)
+		}
+	}
+	// Snapshots squeeze out free codes: every Dict entry is used.
+	for _, c := range w.Snapshot().Columns() {
+		used := make([]bool, len(c.Dict))
+		for _, code := range c.Codes {
+			used[code-1] = true
+		}
+		if slices.Contains(used, false) {
+			t.Fatalf("column %s: unused dictionary entries in the snapshot", c.Name)
+		}
+	}
+}
+
+func TestWindowDeadColumnsDropped(t *testing.T) {
+	w := NewWindow(10, 0)
+	for i := range 1000 {
+		// A field name that never repeats: without dropping, 1000 columns.
+		w.Append(RowMeta{Offset: int64(i)}, rec("k"+strconv.Itoa(i), "v", "a", "1"))
+	}
+	if len(w.cols) > 11 || len(w.colIndex) != len(w.cols) {
+		t.Fatalf("%d columns for a 10-row window", len(w.cols))
+	}
+}
+
+// modelWindow is the naive reference: rows of maps.
+type modelWindow struct {
+	size     int
+	interval time.Duration
+	rows     []modelRow
+	order    []string // columns in first-seen order among live ones
+	newest   time.Time
+	last     map[int32]int64
+}
+
+type modelRow struct {
+	meta RowMeta
+	vals map[string]string
+}
+
+func (m *modelWindow) append(meta RowMeta, fields []testField) bool {
+	if last, ok := m.last[meta.Partition]; ok && meta.Offset <= last {
+		return false
+	}
+	m.last[meta.Partition] = meta.Offset
+	vals := map[string]string{}
+	for _, f := range fields {
+		if f.null {
+			continue
+		}
+		vals[f.name] = f.value
+	}
+	m.rows = append(m.rows, modelRow{meta, vals})
+	if m.size > 0 && len(m.rows) > m.size {
+		m.rows = m.rows[1:]
+	}
+	// Column order: live columns keep their order; dead ones leave it.
+	// New columns are added in record order.
+	for _, f := range fields {
+		if !f.null && !slices.Contains(m.order, f.name) {
+			m.order = append(m.order, f.name)
+		}
+	}
+	if m.interval > 0 {
+		if meta.Time.After(m.newest) {
+			m.newest = meta.Time
+		}
+		cut := m.newest.Add(-m.interval)
+		for len(m.rows) > 0 && m.rows[0].meta.Time.Before(cut) {
+			m.rows = m.rows[1:]
+		}
+	}
+	m.order = slices.DeleteFunc(m.order, func(name string) bool {
+		for _, r := range m.rows {
+			if _, ok := r.vals[name]; ok {
+				return false
+			}
+		}
+		return true
+	})
+	return true
+}
+
+func TestWindowMatchesNaiveModel(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, cfg := range []struct {
+		size     int
+		interval time.Duration
+	}{{1, 0}, {7, 0}, {64, 0}, {2000, 0}, {0, 30 * time.Second}, {20, 15 * time.Second}} {
+		t.Run(fmt.Sprintf("size=%d,interval=%v", cfg.size, cfg.interval), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(cfg.size), 1))
+			w := NewWindow(cfg.size, cfg.interval)
+			m := &modelWindow{size: cfg.size, interval: cfg.interval, last: map[int32]int64{}}
+			offsets := map[int32]int64{}
+			names := []string{"a", "b", "c", "d.e", "f", "rare"}
+			for step := range 3000 {
+				p := int32(rng.IntN(3))
+				off := offsets[p] + 1
+				if rng.IntN(20) == 0 {
+					off -= int64(rng.IntN(3)) // redelivery
+				}
+				offsets[p] = max(offsets[p], off)
+				meta := RowMeta{Partition: p, Offset: off, Seq: uint64(step), Time: t0.Add(time.Duration(step+rng.IntN(5)) * time.Second)}
+				var fields []testField
+				for _, n := range names {
+					if n == "rare" && rng.IntN(50) != 0 || rng.IntN(6) == 0 {
+						continue
+					}
+					card := 1 + rng.IntN(40)
+					if n == "b" {
+						card = 1 << 30 // mostly unique
+					}
+					fields = append(fields, testField{n, strconv.Itoa(rng.IntN(card)), rng.IntN(10) == 0})
+				}
+				if rng.IntN(30) == 0 && len(fields) > 0 {
+					fields = append(fields, testField{fields[0].name, "dup", false})
+				}
+				r := &FlatRecord{}
+				for _, f := range fields {
+					r.Add([]byte(f.name), []byte(f.value), f.null)
+				}
+				if got, want := w.Append(meta, r), m.append(meta, fields); got != want {
+					t.Fatalf("step %d: Append returned %v, model %v", step, got, want)
+				}
+				if step%97 == 0 || step == 2999 {
+					checkAgainstModel(t, step, w, m)
+				}
+			}
+		})
+	}
+}
+
+func checkAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
+	t.Helper()
+	s := w.Snapshot()
+	if s.Len() != len(m.rows) || w.Len() != len(m.rows) {
+		t.Fatalf("step %d: %d rows, model %d", step, s.Len(), len(m.rows))
+	}
+	if got := columnNames(s); !slices.Equal(got, m.order) {
+		t.Fatalf("step %d: columns %v, model %v", step, got, m.order)
+	}
+	for _, c := range s.Columns() {
+		if len(c.Codes) != s.Len() {
+			t.Fatalf("step %d: column %s has %d codes", step, c.Name, len(c.Codes))
+		}
+		seen := map[string]bool{}
+		for _, v := range c.Dict {
+			if seen[v] {
+				t.Fatalf("step %d: column %s: %q twice in Dict", step, c.Name, v)
+			}
+			seen[v] = true
+		}
+	}
+	for r, mr := range m.rows {
+		if s.Meta(r) != mr.meta {
+			t.Fatalf("step %d row %d: meta %+v, model %+v", step, r, s.Meta(r), mr.meta)
+		}
+		got := s.Values(r, m.order)
+		if fmt.Sprint(got) != fmt.Sprint(mr.vals) {
+			t.Fatalf("step %d row %d: %v, model %v", step, r, got, mr.vals)
+		}
+	}
+	want := map[int32]int64{}
+	for p, last := range m.last {
+		want[p] = last + 1
+	}
+	for i := len(m.rows) - 1; i >= 0; i-- {
+		want[m.rows[i].meta.Partition] = m.rows[i].meta.Offset
+	}
+	if got := w.EvictionBounds(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("step %d: bounds %v, model %v", step, got, want)
+	}
+}
+
+func TestWindowAppendSteadyStateAllocs(t *testing.T) {
+	w := NewWindow(1000, 0)
+	recs := payrollRecords(64)
+	off := int64(0)
+	for range 2000 {
+		off++
+		w.Append(RowMeta{Offset: off}, recs[off%64])
+	}
+	allocs := testing.AllocsPerRun(1000, func() {
+		off++
+		w.Append(RowMeta{Offset: off}, recs[off%64])
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per append with known values", allocs)
+	}
+}
+
+// payrollRecords decodes n payroll-like JSON records.
+func payrollRecords(n int) []*FlatRecord {
+	d, err := NewDecoder(DecoderConfig{Format: FormatJSON})
+	if err != nil {
+		panic(err)
+	}
+	out := make([]*FlatRecord, n)
+	for i := range out {
+		out[i] = &FlatRecord{}
+		if err := d.Decode(context.Background(), payrollJSON(i), out[i]); err != nil {
+			panic(err)
+		}
+	}
+	return out
+}
+
+func BenchmarkWindowAppend(b *testing.B) {
+	recs := payrollRecords(20000)
+	w := NewWindow(100_000, 0)
+	off := int64(0)
+	for range 100_000 {
+		off++
+		w.Append(RowMeta{Offset: off}, recs[off%20000])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		off++
+		w.Append(RowMeta{Offset: off}, recs[off%20000])
+	}
+}
+
+func BenchmarkWindowSnapshot(b *testing.B) {
+	recs := payrollRecords(20000)
+	w := NewWindow(100_000, 0)
+	for i := range 100_000 {
+		w.Append(RowMeta{Offset: int64(i)}, recs[i%20000])
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = w.Snapshot()
+	}
+}
+
+// BenchmarkWindowFill1M fills a 1M-row, 6-column window and reports the live
+// heap it holds: payroll-like columns (low and medium cardinality) and the
+// worst case of 6 columns of values unique to each row.
+func BenchmarkWindowFill1M(b *testing.B) {
+	const rows = 1_000_000
+	for _, unique := range []bool{false, true} {
+		b.Run(fmt.Sprintf("unique=%v", unique), func(b *testing.B) {
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				w := NewWindow(rows, 0)
+				var r FlatRecord
+				names := []string{"position", "experience", "salary", "taxGroup", "perc", "tax"}
+				var buf []byte
+				for i := range rows + rows/10 { // a full window plus some sliding
+					r.Reset()
+					for c, n := range names {
+						buf = buf[:0]
+						if unique {
+							buf = strconv.AppendInt(append(buf, byte('a'+c)), int64(i), 10)
+						} else {
+							buf = strconv.AppendInt(buf, int64(i%[]int{7, 30, 5000, 5, 40, 1 << 30}[c]), 10)
+						}
+						r.Add([]byte(n), buf, false)
+					}
+					w.Append(RowMeta{Offset: int64(i)}, &r)
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heapMiB")
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/rows, "heapB/row")
+				runtime.KeepAlive(w)
+			}
+		})
+	}
+}
