@@ -84,34 +84,20 @@ type Event struct {
 // Wire form of an event. Field names are part of the public contract (event
 // topic consumers, webhook receivers): change them only with a new ce_type.
 type eventJSON struct {
-	ID             string         `json:"id"`
-	Type           EventType      `json:"type"`
-	Stream         string         `json:"stream"`
-	Time           time.Time      `json:"time"`
-	DependencyID   string         `json:"dependency_id"`
-	Dependency     dependencyJSON `json:"dependency"`
-	DependencyText string         `json:"dependency_text"`
-	ErrorBefore    float64        `json:"error_before"`
-	ErrorNow       float64        `json:"error_now"`
-	Epsilon        float64        `json:"epsilon"`
-	Margin         float64        `json:"margin"`
-	Removals       int            `json:"removals"`
-	Window         windowJSON     `json:"window"`
-	Samples        []sampleJSON   `json:"samples"`
-}
-
-// dependencyJSON is the dependency as in `odwatch discover --format json`:
-// kind "ofd" has rhs; kind "oc" has left, right and polarity; kind "od" has
-// lhs_list and rhs_list.
-type dependencyJSON struct {
-	Kind     string   `json:"kind"`
-	Context  []string `json:"context"`
-	RHS      string   `json:"rhs,omitempty"`
-	Left     string   `json:"left,omitempty"`
-	Right    string   `json:"right,omitempty"`
-	Polarity string   `json:"polarity,omitempty"`
-	LHSList  []string `json:"lhs_list,omitempty"`
-	RHSList  []string `json:"rhs_list,omitempty"`
+	ID             string               `json:"id"`
+	Type           EventType            `json:"type"`
+	Stream         string               `json:"stream"`
+	Time           time.Time            `json:"time"`
+	DependencyID   string               `json:"dependency_id"`
+	Dependency     discovery.Dependency `json:"dependency"`
+	DependencyText string               `json:"dependency_text"`
+	ErrorBefore    float64              `json:"error_before"`
+	ErrorNow       float64              `json:"error_now"`
+	Epsilon        float64              `json:"epsilon"`
+	Margin         float64              `json:"margin"`
+	Removals       int                  `json:"removals"`
+	Window         windowJSON           `json:"window"`
+	Samples        []sampleJSON         `json:"samples"`
 }
 
 type windowJSON struct {
@@ -129,48 +115,6 @@ type sampleJSON struct {
 	Partition int32             `json:"partition"`
 	Offset    int64             `json:"offset"`
 	Values    map[string]string `json:"values"`
-}
-
-func toDependencyJSON(d discovery.Dependency) dependencyJSON {
-	j := dependencyJSON{Kind: d.Kind.String(), Context: d.Context}
-	if j.Context == nil {
-		j.Context = []string{}
-	}
-	switch d.Kind {
-	case discovery.KindOFD:
-		j.RHS = d.RHS
-	case discovery.KindOC:
-		j.Left, j.Right, j.Polarity = d.Left, d.Right, d.Polarity.String()
-	case discovery.KindListOD:
-		j.LHSList, j.RHSList = d.LHSList, d.RHSList
-	}
-	return j
-}
-
-func (j dependencyJSON) dependency() (discovery.Dependency, error) {
-	d := discovery.Dependency{Context: j.Context}
-	if len(d.Context) == 0 {
-		d.Context = nil
-	}
-	switch j.Kind {
-	case "ofd":
-		d.Kind, d.RHS = discovery.KindOFD, j.RHS
-	case "oc":
-		d.Kind, d.Left, d.Right = discovery.KindOC, j.Left, j.Right
-		switch j.Polarity {
-		case "asc", "":
-			d.Polarity = discovery.Asc
-		case "desc":
-			d.Polarity = discovery.Desc
-		default:
-			return d, fmt.Errorf("alerts: unknown polarity %q", j.Polarity)
-		}
-	case "od":
-		d.Kind, d.LHSList, d.RHSList = discovery.KindListOD, j.LHSList, j.RHSList
-	default:
-		return d, fmt.Errorf("alerts: unknown dependency kind %q", j.Kind)
-	}
-	return d, nil
 }
 
 func offsetsToJSON(m map[int32]int64) map[string]int64 {
@@ -232,8 +176,9 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 }
 
 // MarshalJSON encodes the event with the documented snake_case field names:
-// id, type, stream, time, dependency_id, dependency {kind, context, rhs |
-// left, right, polarity | lhs_list, rhs_list}, dependency_text, error_before,
+// id, type, stream, time, dependency_id, dependency (discovery's layout:
+// {kind "ofd", context, rhs} | {kind "oc", context, left, right, polarity} |
+// {kind "od", lhs, rhs}), dependency_text, error_before,
 // error_now, epsilon, margin, removals, window {topic, start_offsets,
 // end_offsets, start_time, end_time, records, end_seq} (offset maps keyed by
 // partition number as a string), samples [{topic, partition, offset,
@@ -245,7 +190,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Stream:         e.Stream,
 		Time:           e.Time,
 		DependencyID:   e.DependencyID,
-		Dependency:     toDependencyJSON(e.Dependency),
+		Dependency:     e.Dependency,
 		DependencyText: e.DependencyText,
 		ErrorBefore:    e.ErrorBefore,
 		ErrorNow:       e.ErrorNow,
@@ -264,10 +209,6 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return fmt.Errorf("alerts: decode event: %w", err)
 	}
-	d, err := j.Dependency.dependency()
-	if err != nil {
-		return err
-	}
 	so, err := offsetsFromJSON(j.Window.StartOffsets)
 	if err != nil {
 		return err
@@ -278,7 +219,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	}
 	*e = Event{
 		ID: j.ID, Type: j.Type, Stream: j.Stream, Time: j.Time,
-		DependencyID: j.DependencyID, Dependency: d, DependencyText: j.DependencyText,
+		DependencyID: j.DependencyID, Dependency: j.Dependency, DependencyText: j.DependencyText,
 		ErrorBefore: j.ErrorBefore, ErrorNow: j.ErrorNow, Epsilon: j.Epsilon, Margin: j.Margin,
 		Removals: j.Removals,
 		Window: WindowInfo{

@@ -78,10 +78,10 @@ func (c Config) normalized() Config {
 // entry is the tracked state of one dependency. Field names are its
 // persisted form (see Tracker.MarshalJSON).
 type entry struct {
-	ID         string         `json:"id"`
-	Dependency dependencyJSON `json:"dependency"`
-	Pinned     bool           `json:"pinned"`
-	State      State          `json:"state"`
+	ID         string               `json:"id"`
+	Dependency discovery.Dependency `json:"dependency"`
+	Pinned     bool                 `json:"pinned"`
+	State      State                `json:"state"`
 	// Streak counts consecutive windows beyond the band in the direction of
 	// the next transition (above eps+margin when holding, at or below
 	// eps-margin when violated).
@@ -107,7 +107,6 @@ type entry struct {
 	// SinceSeq is the window tracking began in (0 for pinned ones).
 	SinceSeq uint64 `json:"since_seq"`
 
-	dep  discovery.Dependency
 	text string
 }
 
@@ -184,7 +183,27 @@ func (t *Tracker) addPinned() {
 }
 
 func newEntry(id string, d discovery.Dependency, seq uint64) *entry {
-	return &entry{ID: id, Dependency: toDependencyJSON(d), State: StateHolding, SinceSeq: seq, dep: d, text: d.String()}
+	d = canonical(d)
+	return &entry{ID: id, Dependency: d, State: StateHolding, SinceSeq: seq, text: d.String()}
+}
+
+// canonical returns a copy of d that shares no slices with the caller and
+// has the empty lists a JSON round trip yields (non-nil), so that events of
+// a tracker restored from its JSON equal those of an uninterrupted one.
+func canonical(d discovery.Dependency) discovery.Dependency {
+	clone := func(s []string) []string {
+		if s == nil {
+			return []string{}
+		}
+		return slices.Clone(s)
+	}
+	switch d.Kind {
+	case discovery.KindOFD, discovery.KindOC:
+		d.Context = clone(d.Context)
+	case discovery.KindListOD:
+		d.LHSList, d.RHSList = clone(d.LHSList), clone(d.RHSList)
+	}
+	return d
 }
 
 func (t *Tracker) sortedIDs() []string {
@@ -204,7 +223,7 @@ func (t *Tracker) Tracked() []discovery.Dependency {
 	ids := t.sortedIDs()
 	out := make([]discovery.Dependency, len(ids))
 	for i, id := range ids {
-		out[i] = t.entries[id].dep
+		out[i] = t.entries[id].Dependency
 	}
 	return out
 }
@@ -366,7 +385,7 @@ func (t *Tracker) event(typ EventType, e *entry, w WindowInfo, before float64, o
 		Stream:         stream,
 		Time:           w.EndTime,
 		DependencyID:   e.ID,
-		Dependency:     e.dep,
+		Dependency:     e.Dependency,
 		DependencyText: e.text,
 		ErrorBefore:    before,
 		ErrorNow:       o.Error,
@@ -461,14 +480,10 @@ func (t *Tracker) UnmarshalJSON(b []byte) error {
 		if e == nil {
 			continue
 		}
-		d, err := e.Dependency.dependency()
-		if err != nil {
-			return fmt.Errorf("alerts: tracker state: %w", err)
-		}
 		if e.State != StateHolding && e.State != StateViolated {
 			return fmt.Errorf("alerts: tracker state: dependency %s has unknown state %q", e.ID, e.State)
 		}
-		e.dep, e.text, e.ID = d, d.String(), DependencyID(d)
+		e.text, e.ID = e.Dependency.String(), DependencyID(e.Dependency)
 		entries[e.ID] = e
 	}
 	t.mu.Lock()

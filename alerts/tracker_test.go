@@ -273,7 +273,7 @@ func TestTrackerEventFields(t *testing.T) {
 	w := testWindow(4)
 	want := Event{
 		ID: EventID("payroll", DependencyID(testDeps["A"]), w.EndSeq, EventViolated), Type: EventViolated,
-		Stream: "payroll", Time: w.EndTime, DependencyID: DependencyID(testDeps["A"]), Dependency: testDeps["A"],
+		Stream: "payroll", Time: w.EndTime, DependencyID: DependencyID(testDeps["A"]), Dependency: canonical(testDeps["A"]),
 		DependencyText: "{}: salary ~ tax (asc)", ErrorBefore: 0.03, ErrorNow: 0.3, Epsilon: 0.1, Margin: 0.01,
 		Removals: 30, Window: w,
 		Samples: []Sample{{Topic: "payroll", Partition: 0, Offset: 30, Values: map[string]string{"salary": "1000"}}},
