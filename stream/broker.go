@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -24,6 +25,8 @@ func StartBroker(ctx context.Context, topics map[string]int) (addr string, stop 
 		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
 			return net.Listen(network, "127.0.0.1:0")
 		}),
+		// Tests restart crashed members with short session timeouts.
+		kfake.GroupMinSessionTimeout(time.Second),
 		kfake.BrokerConfigs(map[string]string{
 			"message.max.bytes": fmt.Sprint(BrokerMaxMessageBytes),
 		}),

@@ -1,0 +1,218 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/state"
+	"github.com/segmentio/kafka-go"
+)
+
+// Crash test parameters: one partition, so that the arrival order (and so
+// the window) is the same in every run.
+const (
+	crashTopic   = "crash"
+	crashRecords = 16000
+	crashWindow  = 1000
+	crashEvery   = 500
+)
+
+func crashConfig(addr, dir, group, events string) Config {
+	return Config{
+		Brokers:        []string{addr},
+		Group:          group,
+		EventsTopic:    events,
+		StateDir:       dir,
+		SessionTimeout: 2 * time.Second,
+		Streams: []StreamConfig{{
+			Topic: crashTopic, Window: crashWindow, Every: crashEvery, Epsilon: 0.01,
+		}},
+	}
+}
+
+// TestHelperMonitorProcess is the monitor process TestCrashRecovery kills;
+// it only runs when re-executed by that test.
+func TestHelperMonitorProcess(t *testing.T) {
+	if os.Getenv("ODWATCH_CRASH_HELPER") != "1" {
+		t.Skip("helper process for TestCrashRecovery")
+	}
+	cfg := crashConfig(os.Getenv("ODWATCH_BROKER"), os.Getenv("ODWATCH_STATE"), "crash", "events")
+	m, err := NewMonitor(cfg, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatalf("NewMonitor: %v", err)
+	}
+	// The parent kills the process; the timeout only bounds an orphan.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := m.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// committed returns the group's committed offset of partition 0 of topic.
+func committed(t testing.TB, addr, group, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c := &kafka.Client{Addr: kafka.TCP(addr)}
+	res, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
+	if err != nil || res.Error != nil {
+		return -1
+	}
+	for _, p := range res.Topics[topic] {
+		if p.Partition == 0 && p.Error == nil {
+			return p.CommittedOffset
+		}
+	}
+	return -1
+}
+
+// windowKeys reads the window of a stream from a closed store as
+// "partition/offset" keys, and its position.
+func windowKeys(t testing.TB, dir, stream string) ([]string, map[int32]int64, uint64) {
+	t.Helper()
+	st, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	defer st.Close()
+	var keys []string
+	err = st.ScanWindow(context.Background(), stream, func(r state.Record) error {
+		keys = append(keys, fmt.Sprintf("%d/%d/seq%d", r.Partition, r.Offset, r.Seq))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("scan window: %v", err)
+	}
+	next, seq, err := st.Position(stream)
+	if err != nil {
+		t.Fatalf("position: %v", err)
+	}
+	slices.Sort(keys)
+	return keys, next, seq
+}
+
+// TestCrashRecovery kills the monitor (SIGKILL: no store close, no group
+// leave) several times while it consumes, restarts it on the same state
+// dir, and checks that the final window equals the one of an uninterrupted
+// run and that no event id reached the events topic twice.
+func TestCrashRecovery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("crash test re-executes the test binary; skipped in -short")
+	}
+	addr := startTestBroker(t, map[string]int{crashTopic: 1, "events": 1, "events-ref": 1})
+	dir := t.TempDir()
+
+	produced := make(chan error, 1)
+	go func() {
+		produced <- ProducePayroll(context.Background(), PayrollOptions{
+			Brokers: []string{addr}, Topic: crashTopic, Rate: 3000, Count: crashRecords,
+			CleanRecords: 3000, ErrorRate: 0.05, StopErrorsAfter: 9000, Seed: 11,
+		})
+	}()
+
+	start := func() *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMonitorProcess$", "-test.v")
+		cmd.Env = append(os.Environ(), "ODWATCH_CRASH_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+dir)
+		if testing.Verbose() {
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start helper: %v", err)
+		}
+		return cmd
+	}
+	kill := func(cmd *exec.Cmd) {
+		_ = cmd.Process.Signal(syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+
+	rng := rand.New(rand.NewSource(1))
+	kills := 0
+	last := int64(-1)
+	for kills < 8 {
+		cmd := start()
+		// Kill once the child made progress (committed further), at a
+		// random point of its next batches.
+		deadline := time.Now().Add(30 * time.Second)
+		for committed(t, addr, "crash", crashTopic) <= last {
+			if time.Now().After(deadline) {
+				kill(cmd)
+				t.Fatalf("helper made no progress past offset %d", last)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Duration(rng.Intn(60)) * time.Millisecond)
+		kill(cmd)
+		kills++
+		last = committed(t, addr, "crash", crashTopic)
+		t.Logf("kill %d at committed offset %d", kills, last)
+		if last >= crashRecords {
+			break
+		}
+	}
+	if err := <-produced; err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	// Last run: to the end of the topic, then killed as well.
+	cmd := start()
+	waitFor(t, 60*time.Second, "the restarted monitor to consume the topic", func() bool {
+		return committed(t, addr, "crash", crashTopic) >= crashRecords
+	})
+	kill(cmd)
+	if kills < 3 {
+		t.Errorf("only %d kills happened mid-stream", kills)
+	}
+
+	// Uninterrupted reference run on a fresh state dir and its own group.
+	refDir := t.TempDir()
+	ref := startMonitor(t, crashConfig(addr, refDir, "crash-ref", "events-ref"))
+	waitFor(t, 60*time.Second, "the reference run to consume the topic", func() bool {
+		return committed(t, addr, "crash-ref", crashTopic) >= crashRecords
+	})
+	if err := ref.stop(); err != nil {
+		t.Fatalf("reference run: %v", err)
+	}
+
+	got, gotNext, gotSeq := windowKeys(t, dir, crashTopic)
+	want, wantNext, wantSeq := windowKeys(t, refDir, crashTopic)
+	if len(want) != crashWindow {
+		t.Errorf("reference window holds %d records, want %d", len(want), crashWindow)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("window after crashes differs from the uninterrupted run: %d vs %d records; first %v vs %v",
+			len(got), len(want), first(got), first(want))
+	}
+	if gotSeq != wantSeq || fmt.Sprint(gotNext) != fmt.Sprint(wantNext) {
+		t.Errorf("position after crashes %v seq %d, uninterrupted %v seq %d", gotNext, gotSeq, wantNext, wantSeq)
+	}
+
+	ids := map[string]int{}
+	for _, msg := range readTopic(t, addr, "events") {
+		ids[headerValue(msg.Headers, "ce_id")]++
+	}
+	if len(ids) == 0 {
+		t.Fatal("the crashed runs emitted no events; the duplicate check is vacuous")
+	}
+	for id, n := range ids {
+		if n > 1 {
+			t.Errorf("event %s emitted %d times", id, n)
+		}
+	}
+	t.Logf("%d kills; window %d records; %d distinct events on the events topic", kills, len(got), len(ids))
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return "<empty>"
+	}
+	return s[0] + " .. " + s[len(s)-1] + " (" + strconv.Itoa(len(s)) + ")"
+}
