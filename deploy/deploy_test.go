@@ -115,6 +115,7 @@ type composeDoc struct {
 type composeService struct {
 	Image     string    `yaml:"image"`
 	Build     any       `yaml:"build"`
+	Command   any       `yaml:"command"`
 	Volumes   []any     `yaml:"volumes"`
 	DependsOn yaml.Node `yaml:"depends_on"`
 	Ports     []string  `yaml:"ports"`
