@@ -1,0 +1,147 @@
+package stream
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// TestBadInput feeds every kind of undecodable record (malformed JSON, a
+// 5 MB record, a record with 10,000 fields, wrong Avro bytes, an unknown
+// schema id) between good records: each is counted under its reason and
+// dead-lettered with its coordinates, and the good records after it still
+// land in the window.
+func TestBadInput(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"bad-json": 1, "bad-avro": 1, "bad-conf": 1, "dlq": 1})
+	reg := &fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	dir := t.TempDir()
+	schemaFile := filepath.Join(dir, "p.avsc")
+	if err := os.WriteFile(schemaFile, []byte(confluentTestSchema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := startMonitor(t, Config{
+		Brokers:        []string{addr},
+		Group:          "bad",
+		DLQTopic:       "dlq",
+		StateDir:       filepath.Join(dir, "state"),
+		SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{
+			{Topic: "bad-json", Window: 100, Every: 100, Epsilon: 0.01},
+			{Topic: "bad-avro", Format: "avro", SchemaFile: schemaFile, Window: 100, Every: 100, Epsilon: 0.01},
+			{Topic: "bad-conf", Format: "avro-confluent", RegistryURL: srv.URL, Window: 100, Every: 100, Epsilon: 0.01},
+		},
+	})
+	waitFor(t, 30*time.Second, "consumer group join", r.m.Ready)
+
+	huge := `{"a":"` + strings.Repeat("x", 5<<20) + `"}`
+	var many strings.Builder
+	many.WriteString("{")
+	for i := range 10000 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `"f%d":%d`, i, i)
+	}
+	many.WriteString("}")
+	goodAvro := func(i int) []byte {
+		return encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1000 * i), "tax": map[string]any{"double": float64(100 * i)}})
+	}
+	const good = 10
+	type bad struct {
+		topic, reason string
+		value         []byte
+	}
+	bads := []bad{
+		{"bad-json", ReasonMalformed, []byte(`{"salary": 1, "tax": `)},
+		{"bad-json", ReasonTooLarge, []byte(huge)},
+		{"bad-json", ReasonTooManyFields, []byte(many.String())},
+		{"bad-avro", ReasonBadAvro, []byte{0xff, 0xff, 0xff, 0x01}},
+		{"bad-conf", ReasonUnknownSchema, confluentFrame(99, goodAvro(1))},
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	write := func(topic string, value []byte) {
+		t.Helper()
+		if err := w.WriteMessages(ctx, kafka.Message{Topic: topic, Key: []byte("k"), Value: value}); err != nil {
+			t.Fatalf("produce to %s (%d bytes): %v", topic, len(value), err)
+		}
+	}
+	// Good records on both sides of every bad one.
+	for i := range good {
+		if i == good/2 {
+			for _, b := range bads {
+				write(b.topic, b.value)
+			}
+		}
+		write("bad-json", []byte(fmt.Sprintf(`{"salary":%d,"tax":%d}`, 1000*i, 100*i)))
+		write("bad-avro", goodAvro(i))
+		write("bad-conf", confluentFrame(7, goodAvro(i)))
+	}
+
+	for _, topic := range []string{"bad-json", "bad-avro", "bad-conf"} {
+		waitFor(t, 30*time.Second, "good records of "+topic+" in the window", func() bool {
+			return metricValue(t, r.reg, "odwatch_window_records", map[string]string{"stream": topic}) == good
+		})
+	}
+	for _, b := range bads {
+		if got := metricValue(t, r.reg, "odwatch_records_rejected_total", map[string]string{"stream": b.topic, "reason": b.reason}); got != 1 {
+			t.Errorf("odwatch_records_rejected_total{stream=%s,reason=%s} = %v, want 1", b.topic, b.reason, got)
+		}
+	}
+	var dlq []kafka.Message
+	waitFor(t, 20*time.Second, "dead letters", func() bool {
+		dlq = readTopic(t, addr, "dlq")
+		return len(dlq) >= len(bads)
+	})
+	if len(dlq) != len(bads) {
+		t.Fatalf("%d dead letters, want %d", len(dlq), len(bads))
+	}
+	for _, b := range bads {
+		found := false
+		for _, msg := range dlq {
+			if headerValue(msg.Headers, "odwatch_reason") != b.reason {
+				continue
+			}
+			found = true
+			if headerValue(msg.Headers, "odwatch_topic") != b.topic || headerValue(msg.Headers, "odwatch_partition") != "0" ||
+				headerValue(msg.Headers, "odwatch_error") == "" || string(msg.Value) != string(b.value) || string(msg.Key) != "k" {
+				t.Errorf("dead letter for %s: headers %v, %d bytes (want %d)", b.reason, msg.Headers, len(msg.Value), len(b.value))
+			}
+			off, err := strconv.ParseInt(headerValue(msg.Headers, "odwatch_offset"), 10, 64)
+			if err != nil {
+				t.Errorf("dead letter for %s: odwatch_offset: %v", b.reason, err)
+				continue
+			}
+			if orig := readAt(t, addr, b.topic, 0, off); string(orig.Value) != string(b.value) {
+				t.Errorf("dead letter for %s: offset %d is not the rejected record", b.reason, off)
+			}
+		}
+		if !found {
+			t.Errorf("no dead letter with reason %s", b.reason)
+		}
+	}
+	// Consumed means committed: every record, bad ones included.
+	for _, topic := range []string{"bad-json", "bad-avro", "bad-conf"} {
+		want := int64(good)
+		for _, b := range bads {
+			if b.topic == topic {
+				want++
+			}
+		}
+		waitFor(t, 10*time.Second, "offsets of "+topic+" committed", func() bool {
+			return committed(t, addr, "bad", topic) == want
+		})
+	}
+}
