@@ -23,6 +23,10 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	window := fs.Int("window", 2000, "window size in records")
 	every := fs.Int("every", 1000, "evaluate every M records")
 	eps := fs.Float64("epsilon", 0.01, "error threshold")
+	// A margin keeps the near-threshold dependencies that appear once errors
+	// start from flapping between violated and restored on every window.
+	margin := fs.Float64("margin", 0.004, "hysteresis margin around epsilon")
+	k := fs.Int("k", 1, "consecutive windows beyond the margin before violated/restored")
 	rate := fs.Float64("rate", 1000, "payroll records per second (0 = as fast as possible)")
 	clean := fs.Int("clean", 6000, "clean records before data-entry errors start")
 	errRate := fs.Float64("error-rate", 0.03, "share of records with a data-entry error after --clean")
@@ -69,7 +73,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		StateDir:    dir,
 		Streams: []stream.StreamConfig{{
 			Name: topic, Topic: topic, Format: "json",
-			Window: *window, Every: *every, Epsilon: *eps, Sample: 3,
+			Window: *window, Every: *every, Epsilon: *eps, Margin: *margin, K: *k, Sample: 3,
 		}},
 	}
 	if err := cfg.Validate(); err != nil {
@@ -92,7 +96,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	fmt.Fprintf(stdout, "odwatch demo: in-process Kafka at %s, topic %q, events topic %q\n", addr, topic, eventsTopic)
 	fmt.Fprintf(stdout, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", *clean, *errRate*100)
-	fmt.Fprintf(stdout, "  window %d records, evaluated every %d, epsilon %g\n", *window, *every, *eps)
+	fmt.Fprintf(stdout, "  window %d records, evaluated every %d, epsilon %g (margin %g)\n", *window, *every, *eps, *margin)
 	if *metricsAddr != "" {
 		fmt.Fprintf(stdout, "  metrics at http://%s/metrics  (Ctrl-C to stop)\n\n", *metricsAddr)
 	}
