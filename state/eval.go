@@ -384,3 +384,89 @@ func (s *Store) PruneHistory(stream string, keepPerDependency int) error {
 	}
 	return s.commit(b, "prune", stream)
 }
+
+// PruneHistoryBefore deletes every history point of stream with a window end
+// below windowEnd, for all dependencies (including retired ones). It seeks
+// from one dependency to the next and writes one range deletion per
+// dependency, so its cost grows with the number of dependencies, not points:
+// cheap enough to call after every evaluation.
+func (s *Store) PruneHistoryBefore(stream string, windowEnd uint64) error {
+	release, err := s.acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := checkName("stream", stream); err != nil {
+		return fmt.Errorf("state: prune history: %w", err)
+	}
+	lower := streamPrefix(pfxHistory, stream)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return fmt.Errorf("state %s: iterate: %w", s.dir, err)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var ferr error
+	for ok := it.First(); ok; {
+		k := it.Key()
+		if len(k) < len(lower)+9 {
+			ferr = fmt.Errorf("state %s: history key %q: %w", s.dir, k, ErrCorrupt)
+			break
+		}
+		depPfx := append([]byte(nil), k[:len(k)-8]...)
+		if binary.BigEndian.Uint64(k[len(k)-8:]) < windowEnd {
+			end := binary.BigEndian.AppendUint64(append([]byte(nil), depPfx...), windowEnd)
+			if err := b.DeleteRange(depPfx, end, nil); err != nil {
+				ferr = fmt.Errorf("state: prune history %s: %w", stream, err)
+				break
+			}
+		}
+		ok = it.SeekGE(prefixEnd(depPfx)) // next dependency
+	}
+	if err := it.Close(); err != nil && ferr == nil {
+		ferr = fmt.Errorf("state %s: prune history of %s: %w", s.dir, stream, err)
+	}
+	if ferr != nil {
+		return ferr
+	}
+	if b.Empty() {
+		return nil
+	}
+	return s.commit(b, "prune", stream)
+}
+
+// PruneDelivered forgets delivered markers of stream recorded before
+// cutoff. A marker only matters while an evaluation that produced its event
+// can still be replayed (the window after a crash), so markers older than a
+// few windows can go.
+func (s *Store) PruneDelivered(stream string, cutoff time.Time) error {
+	release, err := s.acquire()
+	if err != nil {
+		return err
+	}
+	defer release()
+	if err := checkName("stream", stream); err != nil {
+		return fmt.Errorf("state: prune delivered: %w", err)
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	lower := streamPrefix(pfxDelivered, stream)
+	err = s.scanPrefix(context.Background(), lower, prefixEnd(lower), func(k, v []byte) error {
+		if len(v) != 8 {
+			return fmt.Errorf("state %s: delivered marker %q: %w", s.dir, k, ErrCorrupt)
+		}
+		if decodeTime(v).Before(cutoff) {
+			return b.Delete(k, nil) // Delete copies k
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	return s.commit(b, "prune", stream)
+}

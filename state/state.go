@@ -44,7 +44,8 @@
 //	odwatch_pebble_block_cache_size_bytes    gauge   bytes in the block cache
 //	odwatch_pebble_block_cache_hits_total    counter block cache hits
 //	odwatch_pebble_block_cache_misses_total  counter block cache misses
-//	odwatch_state_commit_duration_seconds    histogram{op="apply"|"evaluation"|"delivered"} synced batch commit time
+//	odwatch_state_commit_duration_seconds    histogram{op="apply"|"evaluation"|"delivered"|"prune"}
+//	                                                 synced batch commit time (fsync included)
 //
 // The Pebble metrics are read from DB.Metrics on every scrape.
 package state

@@ -301,6 +301,20 @@ func TestOutbox(t *testing.T) {
 	if _, we, _ := s.LoadTracker("s"); we != 14 {
 		t.Errorf("tracker window end %d, want 14", we)
 	}
+	// Pruning markers older than now+1h forgets them; pruning older than an
+	// hour ago keeps them.
+	if err := s.PruneDelivered("s", time.Now().Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.Delivered("s", "a"); !ok {
+		t.Errorf("recent marker pruned")
+	}
+	if err := s.PruneDelivered("s", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := s.Delivered("s", "a"); ok {
+		t.Errorf("old marker kept")
+	}
 }
 
 func TestHistory(t *testing.T) {
@@ -335,6 +349,21 @@ func TestHistory(t *testing.T) {
 	check("a", 3, 1000, 900, 800)
 	check("a:b", 2, 1000, 900)
 	check("none", 5)
+	if err := s.PruneHistoryBefore("s", 350); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps {
+		check(d, 0, 1000, 900, 800, 700, 600, 500, 400)
+	}
+	// A dependency with only old points disappears entirely.
+	if err := s.SaveEvaluation(&Evaluation{Stream: "s", WindowEnd: 5, History: []HistoryPoint{{DependencyID: "old", WindowEnd: 5}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PruneHistoryBefore("s", 350); err != nil {
+		t.Fatal(err)
+	}
+	check("old", 0)
+	check("a:b", 1, 1000)
 	if err := s.PruneHistory("s", 2); err != nil {
 		t.Fatal(err)
 	}
