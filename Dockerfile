@@ -35,6 +35,9 @@ COPY --from=build /out/group /etc/group
 COPY --from=build --chown=65532:65532 /out/state /var/lib/odwatch
 COPY --from=build /out/odwatch /usr/local/bin/odwatch
 USER 65532:65532
+# The image has no /tmp; temporary directories (odwatch demo without
+# --state-dir) go to the state volume instead.
+ENV TMPDIR=/var/lib/odwatch
 VOLUME ["/var/lib/odwatch"]
 # Prometheus metrics, /healthz and /readyz (set --metrics-addr 0.0.0.0:9464
 # inside a container; the default 127.0.0.1 is unreachable from outside).

@@ -701,3 +701,17 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// TestAmtool checks the Alertmanager configuration with amtool (Debian
+// package prometheus-alertmanager) when it is installed.
+func TestAmtool(t *testing.T) {
+	amtool, err := exec.LookPath("amtool")
+	if err != nil {
+		t.Skip("amtool not on PATH (apt-get install prometheus-alertmanager); skipping the Alertmanager config check")
+	}
+	cmd := exec.Command(amtool, "check-config", "deploy/alertmanager/alertmanager.yml")
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("amtool check-config: %v\n%s", err, out)
+	}
+}
