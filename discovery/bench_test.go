@@ -1,0 +1,206 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// dataDir holds the shared datasets, next to the checkout.
+const dataDir = "../../shared/data"
+
+// syntheticOC returns a two-column table where B follows A except for
+// about 5% of the rows, which get a random B: the shape of a real
+// approximate OC.
+func syntheticOC(n int) *Table {
+	rng := rand.New(rand.NewPCG(uint64(n), 5))
+	a := make([]int, n)
+	b := make([]int, n)
+	for i := range a {
+		a[i] = rng.IntN(n)
+		b[i] = a[i] / 3
+		if rng.IntN(100) < 5 {
+			b[i] = rng.IntN(n / 3)
+		}
+	}
+	return tableFromInts([][]int{a, b})
+}
+
+// BenchmarkValidateOC times one empty-context AOC validation at eps 0.1:
+// the LNDS validator against the iterative baseline (not run at 1M,
+// where it takes minutes; at 100k one slow iteration ends the loop).
+func BenchmarkValidateOC(b *testing.B) {
+	sizes := []struct {
+		name string
+		n    int
+	}{{"n=10k", 10_000}, {"n=100k", 100_000}, {"n=1M", 1_000_000}}
+	for _, validator := range []string{"lis", "iterative"} {
+		for _, sz := range sizes {
+			b.Run(validator+"/"+sz.name, func(b *testing.B) {
+				if validator == "iterative" && sz.n > 100_000 {
+					b.Skip("iterative baseline: minutes at 1M rows")
+				}
+				if validator == "iterative" && sz.n == 100_000 && testing.Short() {
+					b.Skip("iterative baseline at 100k takes over a minute; run without -short")
+				}
+				tab := syntheticOC(sz.n)
+				p := FullPartition(tab.Rows)
+				budget := RemovalBudget(0.1, tab.Rows)
+				v := NewValidator()
+				colA, colB := &tab.Columns[0], &tab.Columns[1]
+				var removals int
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if validator == "lis" {
+						removals = v.OCRemovals(p, colA, colB, Asc, budget)
+					} else {
+						removals = v.OCRemovalsIterative(p, colA, colB, Asc, budget)
+					}
+				}
+				b.ReportMetric(float64(removals), "removals")
+				b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/validation")
+			})
+		}
+	}
+}
+
+// loadCSV reads one of the shared datasets, skipping the benchmark when it
+// is absent.
+func loadCSV(b *testing.B, name string) *Table {
+	b.Helper()
+	f, err := os.Open(filepath.Join(dataDir, name))
+	if err != nil {
+		b.Skipf("dataset %s absent (%v): it lives in ../shared/data next to the checkout", name, err)
+	}
+	defer f.Close()
+	t, err := ReadCSV(f, CSVOptions{})
+	if err != nil {
+		b.Fatalf("reading %s: %v", name, err)
+	}
+	return t
+}
+
+// prefixTable returns the first n rows of t, re-ranked densely: the table
+// encoding those rows alone would give.
+func prefixTable(t *Table, n int) *Table {
+	if n >= t.Rows {
+		return t
+	}
+	out := &Table{Rows: n}
+	for _, c := range t.Columns {
+		remap := make([]int32, c.Cardinality)
+		for i := range remap {
+			remap[i] = -1
+		}
+		for _, r := range c.Ranks[:n] {
+			remap[r] = 0
+		}
+		nc := Column{Name: c.Name, Numeric: c.Numeric, Ranks: make([]uint32, n)}
+		for r := range remap {
+			if remap[r] == 0 {
+				remap[r] = int32(nc.Cardinality)
+				nc.Cardinality++
+				if r < len(c.Values) {
+					nc.Values = append(nc.Values, c.Values[r])
+				}
+			}
+		}
+		for i, r := range c.Ranks[:n] {
+			nc.Ranks[i] = uint32(remap[r])
+		}
+		out.Columns = append(out.Columns, nc)
+	}
+	return out
+}
+
+func countKinds(d *Discovery) (ofd, oc int) {
+	for _, r := range d.Dependencies {
+		if r.Kind == KindOFD {
+			ofd++
+		} else {
+			oc++
+		}
+	}
+	return ofd, oc
+}
+
+// BenchmarkDiscoverFlights runs full discovery on prefixes of the 3M-row
+// flights table at eps 0 and 0.1. Loading is outside the timer.
+func BenchmarkDiscoverFlights(b *testing.B) {
+	full := loadCSV(b, "flights-3m.csv.gz")
+	for _, rows := range []int{100_000, 1_000_000, 3_000_000} {
+		tab := prefixTable(full, rows)
+		for _, eps := range []float64{0, 0.1} {
+			name := fmt.Sprintf("rows=%s/eps=%v", humanCount(rows), eps)
+			b.Run(name, func(b *testing.B) {
+				var d *Discovery
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					var err error
+					d, err = Discover(context.Background(), tab, Options{Epsilon: eps})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/discovery")
+				ofd, oc := countKinds(d)
+				b.ReportMetric(float64(tab.Rows), "rows")
+				b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/discovery")
+				b.ReportMetric(float64(len(d.Dependencies)), "deps")
+				b.ReportMetric(float64(ofd), "ofds")
+				b.ReportMetric(float64(oc), "ocs")
+				b.ReportMetric(float64(d.Stats.Validations), "validations")
+			})
+		}
+	}
+}
+
+// BenchmarkDiscoverDatasets runs full discovery at eps 0.1 on the smaller
+// shared datasets and reports the dependencies found by kind.
+func BenchmarkDiscoverDatasets(b *testing.B) {
+	for _, name := range []string{"zipcodes.csv", "species.csv", "weather.csv", "cars.csv"} {
+		b.Run(name, func(b *testing.B) {
+			tab := loadCSV(b, name)
+			var d *Discovery
+			for b.Loop() {
+				var err error
+				d, err = Discover(context.Background(), tab, Options{Epsilon: 0.1})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			ofd, oc := countKinds(d)
+			b.ReportMetric(float64(tab.Rows), "rows")
+			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/discovery")
+			b.ReportMetric(float64(ofd), "ofds")
+			b.ReportMetric(float64(oc), "ocs")
+			b.ReportMetric(float64(d.Stats.Validations), "validations")
+		})
+	}
+}
+
+// cpuSeconds is the CPU time (user+system) the process has used: on a
+// shared machine it tells the work done apart from the wall time.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+func humanCount(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
