@@ -324,3 +324,21 @@ func TestReadFlightsLoad(t *testing.T) {
 	}
 	t.Logf("loaded %d rows x %d columns in %v", tab.Rows, len(tab.Columns), time.Since(start))
 }
+
+func TestReadCSVTruncatedGzip(t *testing.T) {
+	var sb strings.Builder
+	sb.WriteString("a,b\n")
+	for i := range 100000 {
+		sb.WriteString(strings.Repeat("x", i%7) + ",1\n")
+	}
+	z := gz(t, sb.String())
+	_, err := ReadCSV(strings.NewReader(z[:len(z)/2]), CSVOptions{})
+	if err == nil {
+		t.Fatal("truncated gzip read without error")
+	}
+	// Stopping early must release the decompressing goroutine.
+	tab, err := ReadCSV(strings.NewReader(z), CSVOptions{MaxRows: 10})
+	if err != nil || tab.Rows != 10 {
+		t.Fatalf("rows %v, err %v", tab, err)
+	}
+}
