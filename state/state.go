@@ -9,7 +9,14 @@
 // bytes encoded by package stream and package alerts. A store that cannot be
 // opened (corrupt, too new, wrong schema, locked) is reported as an error
 // naming its path and matching ErrCorrupt, ErrVersion or ErrLocked with
-// errors.Is; it is never wiped or recreated.
+// errors.Is; it is never wiped or recreated. An existing store is first
+// opened read-only to vet it, so a store that is refused is left byte for
+// byte as it was found.
+//
+// Growth: window records are bounded by Commit.EvictBelow; history and
+// delivered markers grow with evaluations, so the caller prunes them with
+// PruneHistoryBefore (cheap, per dependency) or PruneHistory, and
+// PruneDelivered.
 //
 // # Key layout (schema version 1)
 //
