@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -341,4 +342,53 @@ func TestReadCSVTruncatedGzip(t *testing.T) {
 	if err != nil || tab.Rows != 10 {
 		t.Fatalf("rows %v, err %v", tab, err)
 	}
+}
+
+// flightsLike renders n rows shaped like the flights data.
+func flightsLike(n int) string {
+	var sb strings.Builder
+	sb.WriteString("date,delay,distance,origin,destination\n")
+	airports := []string{"LAS", "PHL", "ATL", "SAV", "ORD", "SFO", "JFK", "DEN"}
+	for i := range n {
+		fmt.Fprintf(&sb, "2001-01-%02d %02d:%02d,%d,%d,%s,%s\n", 1+i/86400%28, i/3600%24, i/60%60,
+			i*7%300-30, 100+i*13%2500, airports[i%8], airports[(i/8)%8])
+	}
+	return sb.String()
+}
+
+func BenchmarkReadCSV(b *testing.B) {
+	const n = 200000
+	plain := flightsLike(n)
+	for _, bc := range []struct {
+		name, data string
+	}{{"plain", plain}, {"gzip", gz(b, plain)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(plain)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ReadCSV(strings.NewReader(bc.data), CSVOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
+		})
+	}
+}
+
+func BenchmarkReadJSONLines(b *testing.B) {
+	const n = 100000
+	var sb strings.Builder
+	for range n {
+		sb.Write(sixFields)
+		sb.WriteByte('\n')
+	}
+	data := sb.String()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := ReadJSONLines(strings.NewReader(data), JSONOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
 }
