@@ -168,6 +168,14 @@ func NewTracker(cfg Config) *Tracker {
 	return t
 }
 
+// init makes a zero Tracker usable (as NewTracker(Config{}) would).
+func (t *Tracker) init() {
+	if t.entries == nil {
+		t.cfg = t.cfg.normalized()
+		t.entries = make(map[string]*entry)
+	}
+}
+
 func (t *Tracker) addPinned() {
 	pinned := make(map[string]bool, len(t.cfg.Pinned))
 	for _, d := range t.cfg.Pinned {
@@ -242,6 +250,7 @@ func (t *Tracker) holds(o Observation, n int) bool {
 func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.init()
 	if t.observed && w.EndSeq <= t.lastSeq {
 		return nil
 	}
@@ -488,9 +497,7 @@ func (t *Tracker) UnmarshalJSON(b []byte) error {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cfg.K == 0 { // zero Tracker, not made by NewTracker
-		t.cfg = t.cfg.normalized()
-	}
+	t.init()
 	t.entries, t.observed, t.lastSeq = entries, j.Observed, j.LastSeq
 	t.addPinned()
 	return nil

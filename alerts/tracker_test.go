@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -425,4 +426,69 @@ func TestTrackerUnmarshalFollowsConfigPins(t *testing.T) {
 	if want := "A pinned=false,B pinned=true"; strings.Join(got, ",") != want {
 		t.Fatalf("got %v, want %s", got, want)
 	}
+}
+
+func TestZeroTracker(t *testing.T) {
+	var tr Tracker
+	if got := summary(tr.Observe(testWindow(1), testObs(map[string]o{"A": {0, true}}))); !slices.Equal(got, []string{"discovered:A"}) {
+		t.Fatalf("events %v", got)
+	}
+	var tr2 Tracker
+	b, _ := tr.MarshalJSON()
+	if err := tr2.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr2.Tracked()) != 1 {
+		t.Fatal("restored zero tracker lost its dependency")
+	}
+}
+
+// FuzzTrackerUnmarshal: a damaged persisted state is an error, never a
+// panic, and a tracker that accepted it keeps working.
+func FuzzTrackerUnmarshal(f *testing.F) {
+	tr := NewTracker(Config{Epsilon: 0.1, K: 2, Pinned: []discovery.Dependency{testDeps["D"]}})
+	for i, s := range randomSteps(3, 10) {
+		tr.Observe(testWindow(i+1), testObs(s))
+	}
+	good, err := tr.MarshalJSON()
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add([]byte(`{"version":1,"dependencies":[null]}`))
+	f.Add([]byte(`{"version":1,"dependencies":[{"dependency":{"kind":"od","lhs":["a"],"rhs":["b"]},"state":"violated","streak":-5}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr := NewTracker(Config{Epsilon: 0.1, K: 2, RetireAfter: 1, MaxTracked: 2})
+		if err := tr.UnmarshalJSON(b); err != nil {
+			return
+		}
+		for i, s := range randomSteps(5, 4) {
+			tr.Observe(testWindow(1000+i), testObs(s))
+		}
+		if _, err := tr.MarshalJSON(); err != nil {
+			t.Fatal(err)
+		}
+		_ = tr.States()
+		_ = tr.Errors()
+	})
+}
+
+func FuzzEventUnmarshal(f *testing.F) {
+	b, err := json.Marshal(sampleEvent())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte(`{"dependency":{"kind":"od","lhs":[],"rhs":"x"}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var e Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			return
+		}
+		if _, err := json.Marshal(e); err != nil {
+			// A decoded event must encode again (the outbox re-sends it).
+			t.Fatalf("decoded event does not encode: %v", err)
+		}
+		_ = e.Text()
+	})
 }
