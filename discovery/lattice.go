@@ -225,6 +225,16 @@ func (l *lattice) run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// Validity inherited from the direct subsets; a context where every
+		// OFD already holds has no minimal dependency and no alive superset,
+		// so it is dropped before its partition is built.
+		for _, n := range level {
+			for _, p := range n.parents {
+				n.ofdValid |= p.ofdValid &^ n.set
+				n.ofdExact |= p.ofdExact &^ n.set
+			}
+		}
+		level = slices.DeleteFunc(level, func(n *latNode) bool { return n.ofdValid|n.set == l.all })
 		// Partitions of this level from the previous one.
 		if k > 0 {
 			err := l.parallel(ctx, len(level), func(v *Validator, i int) {
@@ -261,10 +271,6 @@ func (l *lattice) run(ctx context.Context) error {
 		var ofds []ofdTask
 		for _, n := range level {
 			n.score = n.part.Score()
-			for _, p := range n.parents {
-				n.ofdValid |= p.ofdValid &^ n.set
-				n.ofdExact |= p.ofdExact &^ n.set
-			}
 			for a := 0; a < l.m; a++ {
 				if n.set&(1<<a) != 0 {
 					continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +59,32 @@ func TestLatticeMatchesBruteForce(t *testing.T) {
 				}
 			}
 		}
+		// MaxLevel cuts the same set by the dependencies' levels.
+		for _, maxLevel := range []int{1, 2, 3} {
+			d, err := Discover(context.Background(), tab, Options{Epsilon: 0.1, MaxLevel: maxLevel})
+			if err != nil {
+				t.Fatalf("table %d max level %d: %v", i, maxLevel, err)
+			}
+			want := slices.DeleteFunc(om.minimal(0.1), func(line string) bool { return lineLevel(line) > maxLevel })
+			if got := discoveryLines(d); !slices.Equal(got, want) {
+				t.Fatalf("table %d max level %d:\ngot  %q\nwant %q", i, maxLevel, got, want)
+			}
+		}
 	}
+}
+
+// lineLevel is the FASTOD level of a dependency line of the oracle: the
+// number of columns it mentions.
+func lineLevel(line string) int {
+	ctx := line[1:strings.Index(line, "}")]
+	level := 1
+	if ctx != "" {
+		level += strings.Count(ctx, ",") + 1
+	}
+	if strings.Contains(line, " ~ ") {
+		level++
+	}
+	return level
 }
 
 // checkValidatorsAgainstOracle compares every validator, with and without
