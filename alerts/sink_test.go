@@ -309,3 +309,27 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string, labels ...string
 	}
 	return v
 }
+
+func TestWebhookSinkRetryAfter(t *testing.T) {
+	var calls atomic.Int32
+	var first, second time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			first = time.Now()
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+		case 2:
+			second = time.Now()
+		}
+	}))
+	defer srv.Close()
+	sink := NewWebhookSink(srv.URL, WebhookOptions{Backoff: time.Millisecond, MaxBackoff: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err := sink.Send(context.Background(), twoEvents()[:1]); err != nil {
+		t.Fatal(err)
+	}
+	// Retry-After (1 s) raises the 1 ms backoff, but only up to MaxBackoff.
+	if d := second.Sub(first); d < 150*time.Millisecond || d > 900*time.Millisecond {
+		t.Fatalf("retried after %v, want about MaxBackoff (200ms)", d)
+	}
+}
