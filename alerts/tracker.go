@@ -144,7 +144,8 @@ type entry struct {
 //     longest (oldest last-minimal window, then lowest id) and is not minimal
 //     in this window is retired to make room; if there is none, the newcomer
 //     is not tracked (no event) and will be offered again by the next window.
-//     ErrorBefore of a retired event is the error when it was last minimal.
+//     ErrorBefore of a retired event is the error when it was last minimal,
+//     ErrorNow and Removals the last observed ones.
 //
 // Observations are matched to tracked dependencies by DependencyID; a second
 // observation of the same dependency in one window is ignored. Events come in
@@ -152,7 +153,10 @@ type entry struct {
 // discovered (with any eviction just before it) in observation order.
 // A window whose EndSeq is not greater than the last observed one is a replay
 // of a window this state already includes: Observe ignores it and returns
-// nil. Callers should therefore deliver events before persisting the tracker.
+// nil (it does not count twice towards K). Callers must therefore persist
+// the events together with the tracker (an outbox) or deliver them before
+// persisting it; replaying from an older persisted state re-emits the same
+// events with the same ids.
 type Tracker struct {
 	mu       sync.Mutex
 	cfg      Config
