@@ -122,6 +122,13 @@ type lattice struct {
 // X\{C} have the same partition); exactness is what makes the latter sound
 // under approximation.
 //
+// Candidates of one level are validated on opts.Workers goroutines
+// (GOMAXPROCS when 0). Stats.Candidates counts the dependencies decided at
+// the contexts visited (by validation or by inheritance), Stats.Validations
+// the validator runs, Stats.Levels the context sizes completed. Progress,
+// when set, is called at most every 100 ms and at level boundaries, never
+// concurrently; its Level is the context size plus one.
+//
 // A table without rows yields no dependencies. When ctx is cancelled or its
 // deadline passes, Discover returns the dependencies of the levels it
 // completed, with Complete false, together with an error wrapping ctx.Err().
