@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
@@ -26,10 +27,11 @@ import (
 const (
 	maxBatch     = 2000
 	maxBatchWait = 50 * time.Millisecond
-	// readerMaxBytes bounds one fetch response; it must exceed the largest
-	// record so that an oversized record is fetched (and rejected) rather
-	// than stalling the partition.
-	readerMaxBytes = 32 << 20
+	// readerMaxBytes is the fetch size. A larger record still comes back
+	// alone (brokers return the first batch whatever its size, KIP-74), so
+	// an oversized record is fetched and rejected, not a stalled partition.
+	// Far larger values slow kafka-go's reader down several times.
+	readerMaxBytes = 4 << 20
 )
 
 // streamRun is the state of one stream on the consume goroutine, plus the
@@ -63,6 +65,7 @@ type streamRun struct {
 	hasTracker  bool
 	evaluations int
 	mb          mailbox
+	maxEval     atomic.Int64 // longest evaluation, nanoseconds (benchmarks)
 
 	consumed    prometheus.Counter
 	windowGauge prometheus.Gauge

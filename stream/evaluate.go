@@ -171,6 +171,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 	for _, c := range table.Columns {
 		have[c.Name] = true
 	}
+	encoded := time.Now()
 	tracked := s.tracker.Tracked()
 	obs := make([]alerts.Observation, 0, len(tracked)+16)
 	trackedIdx := make(map[string]int, len(tracked))
@@ -200,6 +201,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		})
 	}
 
+	validated := time.Now()
 	dctx, cancel := ctx, context.CancelFunc(func() {})
 	if s.cfg.EvaluationTimeout > 0 {
 		dctx, cancel = context.WithTimeout(ctx, s.cfg.EvaluationTimeout)
@@ -208,6 +210,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		Epsilon: s.cfg.Epsilon, MaxLevel: s.cfg.MaxLevel, RemovalSample: s.cfg.Sample,
 	})
 	cancel()
+	discovered := time.Now()
 	result := "ok"
 	if derr != nil {
 		if ctx.Err() != nil {
@@ -284,13 +287,18 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		return err
 	}
 	d := time.Since(start)
+	if int64(d) > s.maxEval.Load() {
+		s.maxEval.Store(int64(d))
+	}
 	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
 	s.m.metrics.evaluations.WithLabelValues(s.name, result).Inc()
 	if result == "ok" {
 		s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
 	}
 	s.log.Debug("evaluation done", "window_end", job.endSeq, "records", snap.Len(), "columns", len(table.Columns),
-		"tracked", len(tracked), "discovered", len(found), "events", len(events), "seconds", d.Seconds())
+		"tracked", len(tracked), "discovered", len(found), "events", len(events), "seconds", d.Seconds(),
+		"encode_s", encoded.Sub(start).Seconds(), "validate_s", validated.Sub(encoded).Seconds(),
+		"discover_s", discovered.Sub(validated).Seconds(), "persist_deliver_s", time.Since(discovered).Seconds())
 	return nil
 }
 
