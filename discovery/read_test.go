@@ -3,8 +3,10 @@ package discovery
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -391,4 +393,55 @@ func BenchmarkReadJSONLines(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
+}
+
+// TestReadCSVRoundTrip writes random tables with encoding/csv's writer
+// (quotes, delimiters, newlines, empty cells) and reads them back.
+func TestReadCSVRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []string{"a", "b", "1", "9", "10", ",", ";", "\"", "\n", " ", "é", ""}
+	cell := func() string {
+		var sb strings.Builder
+		for range rng.IntN(4) {
+			sb.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		return sb.String()
+	}
+	for iter := range 200 {
+		cols, rows := 2+rng.IntN(4), rng.IntN(30)
+		delim := []rune{',', ';', '\t'}[iter%3]
+		want := make([][]string, rows)
+		var buf bytes.Buffer
+		w := csv.NewWriter(&buf)
+		w.Comma = delim
+		header := make([]string, cols)
+		for c := range header {
+			header[c] = fmt.Sprintf("c%d", c)
+		}
+		w.Write(header)
+		for r := range want {
+			want[r] = make([]string, cols)
+			for c := range want[r] {
+				want[r][c] = cell()
+			}
+			w.Write(want[r])
+		}
+		w.Flush()
+		tab, err := ReadCSV(bytes.NewReader(buf.Bytes()), CSVOptions{Delimiter: delim})
+		if err != nil {
+			t.Fatalf("iteration %d: %v\n%q", iter, err, buf.String())
+		}
+		if tab.Rows != rows || len(tab.Columns) != cols {
+			t.Fatalf("iteration %d: %d rows x %d columns, want %d x %d", iter, tab.Rows, len(tab.Columns), rows, cols)
+		}
+		for c, col := range tab.Columns {
+			got := valuesByRow(col)
+			for r := range want {
+				if got[r] != want[r][c] {
+					t.Fatalf("iteration %d: row %d column %d = %q, want %q\n%q", iter, r, c, got[r], want[r][c], buf.String())
+				}
+			}
+		}
+		checkTable(t, tab)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 const smallCSV = `id,dept,sal,tax
@@ -205,5 +206,38 @@ func TestParseInterspersed(t *testing.T) {
 		if !reflect.DeepEqual(pos, tt.pos) || *eps != tt.eps || *js != tt.json {
 			t.Errorf("%q: pos %q eps %v json %v", tt.args, pos, *eps, *js)
 		}
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	// Not a terminal: never draws.
+	p := newProgressBar(&buf)
+	p.start = p.start.Add(-2 * time.Second)
+	p.set("x")
+	p.done()
+	if buf.Len() != 0 {
+		t.Errorf("drew on a non-terminal: %q", buf.String())
+	}
+
+	// A terminal, but the run is younger than a second: still quiet.
+	p = &progressBar{w: &buf, enabled: true, start: time.Now()}
+	p.set("early")
+	if buf.Len() != 0 {
+		t.Errorf("drew within the first second: %q", buf.String())
+	}
+	// Later: draws, throttles, and erases its line when done.
+	p.start = p.start.Add(-2 * time.Second)
+	p.set("level 1")
+	p.set("level 1 again") // within 100 ms: dropped
+	p.done()
+	if got, want := buf.String(), "\r\033[Klevel 1\r\033[K"; got != want {
+		t.Errorf("drew %q, want %q", got, want)
+	}
+	if g := p.gauge(5, 10); g != "[##########..........]" {
+		t.Errorf("gauge(5, 10) = %s", g)
+	}
+	if g := p.gauge(0, 0); g != "[....................]" {
+		t.Errorf("gauge(0, 0) = %s", g)
 	}
 }
