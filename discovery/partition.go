@@ -1,5 +1,7 @@
 package discovery
 
+import "slices"
+
 // StrippedPartition is the partition of a table's rows by the values of a
 // set of columns (a context), with singleton classes left out (TANE): a
 // singleton can never carry a violation, so validators skip it, and a
@@ -120,6 +122,7 @@ type partitionScratch struct {
 	cnt     []uint32
 	pos     []uint32
 	touched []int32
+	classOf []int32 // probe results of the class being split
 }
 
 func (s *partitionScratch) ensure(n, classes int) {
@@ -156,8 +159,14 @@ func (s *partitionScratch) product(p, q *StrippedPartition) *StrippedPartition {
 	for j := 0; j < q.NumClasses(); j++ {
 		cls := q.Class(j)
 		s.touched = s.touched[:0]
-		for _, r := range cls {
-			if i := s.probe[r]; i >= 0 {
+		// Look each row up once: the second pass reads the lookups
+		// sequentially instead of probing the row-indexed table again.
+		classOf := slices.Grow(s.classOf[:0], len(cls))[:len(cls)]
+		s.classOf = classOf
+		for k, r := range cls {
+			i := s.probe[r]
+			classOf[k] = i
+			if i >= 0 {
 				if s.cnt[i] == 0 {
 					s.touched = append(s.touched, i)
 				}
@@ -175,8 +184,8 @@ func (s *partitionScratch) product(p, q *StrippedPartition) *StrippedPartition {
 		}
 		if off > base {
 			out.Rows = out.Rows[:off]
-			for _, r := range cls {
-				if i := s.probe[r]; i >= 0 && s.cnt[i] >= 2 {
+			for k, r := range cls {
+				if i := classOf[k]; i >= 0 && s.cnt[i] >= 2 {
 					out.Rows[s.pos[i]] = r
 					s.pos[i]++
 				}
