@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -354,4 +356,69 @@ func seriesCount(t testing.TB, reg prometheus.Gatherer, name string) int {
 		}
 	}
 	return 0
+}
+
+// TestTimeWindowAndHealth runs a time-window stream (interval) and checks
+// that evaluations happen on the clock, that old records leave the window,
+// and that /healthz, /readyz and /metrics answer.
+func TestTimeWindowAndHealth(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"timed": 1})
+	reg := prometheus.NewRegistry()
+	m, err := NewMonitor(Config{
+		Brokers: []string{addr}, Group: "timed", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{{Topic: "timed", Window: 100000, Interval: 300 * time.Millisecond, Epsilon: 0.01}},
+	}, Options{Logger: testLogger(t), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(HealthHandler(m, reg))
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz before Run: %d, want 503", code)
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d", code)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	waitFor(t, 30*time.Second, "ready", m.Ready)
+	if code, _ := get("/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz after join: %d, want 200", code)
+	}
+	// 1.2 s of records at 1000/s: a 300 ms window holds about 300.
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "timed", Rate: 1000, Count: 1200, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	stream := map[string]string{"stream": "timed"}
+	waitFor(t, 20*time.Second, "all consumed and two evaluations", func() bool {
+		return metricValue(t, reg, "odwatch_records_consumed_total", stream) == 1200 &&
+			metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "timed", "result": "ok"}) >= 2
+	})
+	if n := metricValue(t, reg, "odwatch_window_records", stream); n <= 0 || n >= 1000 {
+		t.Errorf("time window holds %v records, want the last ~300 ms (about 300)", n)
+	}
+	_, body := get("/metrics")
+	for _, name := range []string{"odwatch_records_consumed_total", "odwatch_window_records", "odwatch_epsilon", "odwatch_evaluation_duration_seconds", "odwatch_pebble_disk_usage_bytes"} {
+		if !strings.Contains(body, name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz after Run returned: %d, want 503", code)
+	}
 }

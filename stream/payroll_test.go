@@ -1,0 +1,94 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand"
+	"testing"
+	"time"
+)
+
+func TestPayrollBracketMonotonic(t *testing.T) {
+	// The salary determines group and percentage, and a higher salary never
+	// has a lower percentage or tax: salary orders tax.
+	prevPerc, prevTax := 0, 0
+	for salary := 0; salary <= 200000; salary += 100 {
+		g, perc := PayrollBracket(salary)
+		if g == "" || perc < prevPerc {
+			t.Fatalf("salary %d: group %q perc %d after perc %d", salary, g, perc, prevPerc)
+		}
+		tax := perc * salary / 100
+		if tax < prevTax {
+			t.Fatalf("salary %d: tax %d below the previous %d", salary, tax, prevTax)
+		}
+		prevPerc, prevTax = perc, tax
+	}
+}
+
+func TestPayrollRecords(t *testing.T) {
+	tests := []struct {
+		name   string
+		faulty bool
+	}{{"clean", false}, {"data-entry error", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := &payrollGen{rng: rand.New(rand.NewSource(1))}
+			for range 1000 {
+				var r struct {
+					Position           string
+					Experience, Salary int
+					TaxGroup           string `json:"tax_group"`
+					Perc, Tax          int
+				}
+				b := g.next(tt.faulty)
+				if err := json.Unmarshal(b, &r); err != nil {
+					t.Fatalf("%s: %v", b, err)
+				}
+				group, perc := PayrollBracket(r.Salary)
+				if tt.faulty {
+					perc *= 10 // a zero appended
+				}
+				if r.Position == "" || r.TaxGroup != group || r.Perc != perc || r.Tax != perc*r.Salary/100 || r.Salary%100 != 0 {
+					t.Fatalf("inconsistent record %s", b)
+				}
+			}
+		})
+	}
+}
+
+func TestPayrollFaultSchedule(t *testing.T) {
+	o := PayrollOptions{CleanRecords: 100, ErrorRate: 0.5, StopErrorsAfter: 300}
+	rng := rand.New(rand.NewSource(1))
+	faults := 0
+	for i := range 400 {
+		f := o.faulty(i, rng)
+		if f && (i < 100 || i >= 300) {
+			t.Fatalf("record %d faulty outside [100, 300)", i)
+		}
+		if f {
+			faults++
+		}
+	}
+	if faults < 70 || faults > 130 {
+		t.Errorf("%d faulty records of 200 at rate 0.5", faults)
+	}
+}
+
+func TestProducePayroll(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"pay": 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "pay", Count: 500, Rate: 2500, Seed: 1}); err != nil {
+		t.Fatalf("ProducePayroll: %v", err)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("500 records at 2500/s took %v, want about 200 ms", d)
+	}
+	if got := len(readTopic(t, addr, "pay")); got != 500 {
+		t.Errorf("%d records on the topic, want 500", got)
+	}
+	if err := ProducePayroll(ctx, PayrollOptions{Topic: "pay"}); err == nil {
+		t.Error("no error without brokers")
+	}
+}
