@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"math/big"
+	"strconv"
 	"testing"
 	"time"
 
@@ -203,4 +204,118 @@ func FuzzDecodeAvro(f *testing.F) {
 			t.Fatalf("error without a reason: %v", err)
 		}
 	})
+}
+
+func TestDecodeAvroHostileAndEdgeCases(t *testing.T) {
+	arr := `{"type":"record","name":"A","fields":[{"name":"xs","type":{"type":"array","items":"null"}},{"name":"n","type":"int"}]}`
+	list := `{"type":"record","name":"Node","fields":[{"name":"v","type":"int"},{"name":"next","type":["null","Node"]}]}`
+	misc := `{"type":"record","name":"M","fields":[
+		{"name":"b","type":"boolean"},
+		{"name":"e","type":{"type":"enum","name":"E","symbols":["X","Y"]}},
+		{"name":"u","type":["null","int"]},
+		{"name":"d","type":{"type":"bytes","logicalType":"decimal","precision":5,"scale":2}},
+		{"name":"fd","type":{"type":"fixed","name":"F","size":2,"logicalType":"decimal","precision":4,"scale":1}},
+		{"name":"ts","type":{"type":"long","logicalType":"timestamp-micros"}},
+		{"name":"tm","type":{"type":"int","logicalType":"time-millis"}}]}`
+	// b=true, e=Y, u=int 5, d=-1.23 (0xff85 = -123), fd=25.6 (0x0100 = 256),
+	// ts=1 µs after the epoch, tm=1000 ms.
+	miscGood := []byte{1, 2, 2, 10, 4, 0xff, 0x85, 0x01, 0x00, 2, 0xd0, 0x0f}
+	tests := []struct {
+		name   string
+		schema string
+		in     []byte
+		want   []testField
+		reason string
+	}{
+		{name: "negative block count with size", schema: arr, in: []byte{3, 2, 0xaa, 0, 4},
+			want: []testField{{"n", "2", false}}},
+		{name: "huge block count of zero-byte items", schema: arr, in: []byte{0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 4}, reason: ReasonBadAvro},
+		{name: "huge negative block size", schema: arr, in: []byte{1, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 4}, reason: ReasonBadAvro},
+		{name: "recursive list", schema: list, in: []byte{2, 2, 4, 2, 6, 0},
+			want: []testField{{"v", "1", false}, {"next.v", "2", false}, {"next.next.v", "3", false}, {"next.next.next", "", true}}},
+		{name: "recursion too deep", schema: list, in: deepList(1000), reason: ReasonBadAvro},
+		{name: "misc logical types", schema: misc, in: miscGood, want: []testField{
+			{"b", "true", false}, {"e", "Y", false}, {"u", "5", false}, {"d", "-1.23", false}, {"fd", "25.6", false},
+			{"ts", "1970-01-01T00:00:00.000001000Z", false}, {"tm", "1000", false}}},
+		{name: "bad boolean", schema: misc, in: append([]byte{2}, miscGood[1:]...), reason: ReasonBadAvro},
+		{name: "enum out of range", schema: misc, in: append([]byte{1, 4}, miscGood[2:]...), reason: ReasonBadAvro},
+		{name: "union index out of range", schema: misc, in: append([]byte{1, 2, 4}, miscGood[3:]...), reason: ReasonBadAvro},
+		{name: "int out of range", schema: arr, in: []byte{0, 0xfe, 0xff, 0xff, 0xff, 0x7f}, reason: ReasonBadAvro},
+		{name: "unterminated varint", schema: arr, in: []byte{0, 0xff}, reason: ReasonBadAvro},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: tt.schema})
+			var rec FlatRecord
+			err := d.Decode(context.Background(), tt.in, &rec)
+			if got := reasonOf(err); got != tt.reason {
+				t.Fatalf("reason %q (%v), want %q", got, err, tt.reason)
+			}
+			if tt.reason == "" && !equalFields(recordFields(&rec), tt.want) {
+				t.Fatalf("got  %v\nwant %v", recordFields(&rec), tt.want)
+			}
+		})
+	}
+}
+
+// deepList encodes a Node list n long.
+func deepList(n int) []byte {
+	var b []byte
+	for range n {
+		b = append(b, 2, 2) // v=1, next = branch 1 (Node)
+	}
+	return append(b, 2, 0) // v=1, next = null
+}
+
+// TestDecodeAvroAgreesWithGoavro decodes the same bytes with goavro and
+// checks that the flattened values agree with goavro's natives.
+func TestDecodeAvroAgreesWithGoavro(t *testing.T) {
+	codec, err := goavro.NewCodec(testAvroSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := encodeAvro(t, testAvroSchema, testAvroDatum())
+	native, rest, err := codec.NativeFromBinary(in)
+	if err != nil || len(rest) != 0 {
+		t.Fatal(err, len(rest))
+	}
+	m := native.(map[string]any)
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: testAvroSchema})
+	var rec FlatRecord
+	if err := d.Decode(context.Background(), in, &rec); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, f := range recordFields(&rec) {
+		got[f.name] = f.value
+	}
+	checks := map[string]string{
+		"id":     strconv.FormatInt(m["id"].(int64), 10),
+		"salary": strconv.FormatFloat(m["salary"].(float64), 'g', -1, 64),
+		"perc":   strconv.FormatFloat(float64(m["perc"].(float32)), 'g', -1, 32),
+		"grade":  m["grade"].(string),
+		"raw":    string(m["raw"].([]byte)),
+		"hired":  m["hired"].(time.Time).UTC().Format("2006-01-02T15:04:05.000000000Z"),
+		"born":   m["born"].(time.Time).UTC().Format(time.DateOnly),
+		"price":  m["price"].(*big.Rat).FloatString(2),
+	}
+	for k, want := range checks {
+		if got[k] != want {
+			t.Errorf("%s: got %q, goavro %q", k, got[k], want)
+		}
+	}
+}
+
+func TestDecodeAvroSteadyStateAllocs(t *testing.T) {
+	schema := `{"type":"record","name":"P","fields":[{"name":"position","type":"string"},{"name":"salary","type":"long"},{"name":"perc","type":["null","double"]}]}`
+	in := encodeAvro(t, schema, map[string]any{"position": "clerk", "salary": int64(52000), "perc": goavro.Union("double", 0.21)})
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: schema})
+	var rec FlatRecord
+	ctx := context.Background()
+	if err := d.Decode(ctx, in, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(ctx, in, &rec) }); allocs > 0 {
+		t.Fatalf("%v allocations per record", allocs)
+	}
 }

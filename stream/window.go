@@ -1,12 +1,14 @@
 package stream
 
 import (
+	"math"
 	"time"
 
 	"github.com/odwatch/odwatch/discovery"
 )
 
-// RowMeta says where a window row came from.
+// RowMeta says where a window row came from. The window keeps Time to the
+// nanosecond and hands it back in UTC.
 type RowMeta struct {
 	Partition int32
 	Offset    int64
@@ -30,13 +32,13 @@ type Window struct {
 	size     int
 	interval time.Duration
 
-	meta []RowMeta // ring; len(meta) is the capacity
+	meta []rowMeta // ring; len(meta) is the capacity
 	head int       // ring index of the oldest row
 	n    int       // rows in the window
 
 	cols     []*winColumn
 	colIndex map[string]int // name → index in cols
-	newest   time.Time      // newest row time seen (time windows)
+	newest   int64          // newest row time seen (time windows), noTime if none
 	parts    map[int32]*partState
 }
 
@@ -67,7 +69,36 @@ func NewWindow(size int, interval time.Duration) *Window {
 		interval: interval,
 		colIndex: map[string]int{},
 		parts:    map[int32]*partState{},
+		newest:   noTime,
 	}
+}
+
+// rowMeta is RowMeta as the ring stores it: without time.Time's location
+// pointer, so that the GC does not scan a million-row ring.
+type rowMeta struct {
+	partition int32
+	offset    int64
+	seq       uint64
+	time      int64 // Unix nanoseconds, noTime for the zero Time
+}
+
+const noTime = math.MinInt64
+
+func packMeta(m RowMeta) rowMeta {
+	r := rowMeta{partition: m.Partition, offset: m.Offset, seq: m.Seq, time: noTime}
+	if !m.Time.IsZero() {
+		r.time = m.Time.UnixNano()
+	}
+	return r
+}
+
+// unpack returns the RowMeta; times come back in UTC.
+func (r rowMeta) unpack() RowMeta {
+	m := RowMeta{Partition: r.partition, Offset: r.offset, Seq: r.seq}
+	if r.time != noTime {
+		m.Time = time.Unix(0, r.time).UTC()
+	}
+	return m
 }
 
 // Reset empties the window (e.g. when partitions are reassigned).
@@ -83,7 +114,7 @@ func (w *Window) Oldest() (RowMeta, bool) {
 	if w.n == 0 {
 		return RowMeta{}, false
 	}
-	return w.meta[w.head], true
+	return w.meta[w.head].unpack(), true
 }
 
 // LastOffset is the last offset appended for partition p, whether or not
@@ -123,7 +154,7 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 	if pos >= len(w.meta) {
 		pos -= len(w.meta)
 	}
-	w.meta[pos] = meta
+	w.meta[pos] = packMeta(meta)
 	w.n++
 	ps.rows++
 
@@ -147,12 +178,10 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 		c.codes[pos] = code
 	}
 
-	if w.interval > 0 {
-		if meta.Time.After(w.newest) {
-			w.newest = meta.Time
-		}
-		cutoff := w.newest.Add(-w.interval)
-		for w.n > 0 && w.meta[w.head].Time.Before(cutoff) {
+	if t := w.meta[pos].time; w.interval > 0 && t != noTime {
+		w.newest = max(w.newest, t)
+		cutoff := w.newest - int64(w.interval)
+		for w.n > 0 && w.meta[w.head].time < cutoff {
 			w.evictOldest()
 		}
 	}
@@ -177,7 +206,7 @@ func (w *Window) grow() {
 	if w.size > 0 && c > w.size {
 		c = w.size
 	}
-	meta := make([]RowMeta, c)
+	meta := make([]rowMeta, c)
 	k := copy(meta, w.meta[w.head:])
 	copy(meta[k:], w.meta[:w.head])
 	for _, col := range w.cols {
@@ -199,10 +228,10 @@ func (w *Window) evictOldest() {
 			c.nonNull--
 		}
 	}
-	if ps := w.parts[w.meta[pos].Partition]; ps != nil {
+	if ps := w.parts[w.meta[pos].partition]; ps != nil {
 		ps.rows--
 	}
-	w.meta[pos] = RowMeta{}
+	w.meta[pos] = rowMeta{}
 	w.head++
 	if w.head == len(w.meta) {
 		w.head = 0
@@ -290,8 +319,8 @@ func (w *Window) EvictionBounds() map[int32]int64 {
 			pos -= len(w.meta)
 		}
 		m := &w.meta[pos]
-		if _, ok := b[m.Partition]; !ok {
-			b[m.Partition] = m.Offset
+		if _, ok := b[m.partition]; !ok {
+			b[m.partition] = m.offset
 			pending--
 		}
 	}
@@ -301,7 +330,7 @@ func (w *Window) EvictionBounds() map[int32]int64 {
 // Snapshot is an immutable copy of a window, oldest row first, safe to use
 // on another goroutine while the window moves on.
 type Snapshot struct {
-	meta   []RowMeta
+	meta   []rowMeta
 	cols   []discovery.DictColumn
 	byName map[string]int
 }
@@ -312,7 +341,7 @@ type Snapshot struct {
 // in the window exactly once.
 func (w *Window) Snapshot() *Snapshot {
 	s := &Snapshot{
-		meta:   make([]RowMeta, w.n),
+		meta:   make([]rowMeta, w.n),
 		byName: make(map[string]int, len(w.cols)),
 	}
 	copyRing(w, s.meta, w.meta)
@@ -368,7 +397,7 @@ func (s *Snapshot) Len() int { return len(s.meta) }
 func (s *Snapshot) Columns() []discovery.DictColumn { return s.cols }
 
 // Meta is the metadata of row (0 = oldest).
-func (s *Snapshot) Meta(row int) RowMeta { return s.meta[row] }
+func (s *Snapshot) Meta(row int) RowMeta { return s.meta[row].unpack() }
 
 // Values returns the values of the named columns in row, for event samples.
 // NULL values and unknown columns are absent from the map.
