@@ -22,61 +22,119 @@ var ErrBadDependency = errors.New("malformed dependency")
 // opts.RemovalSample < 0). An empty table measures 0 removals and error 0.
 // opts.Epsilon plays no part: the caller compares Error with its eps.
 func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result, error) {
-	if err := ctx.Err(); err != nil {
+	rs, err := ValidateAll(ctx, t, []Dependency{d}, opts)
+	if err != nil {
 		return Result{}, err
 	}
+	return rs[0], nil
+}
+
+// ValidateAll is Validate for many dependencies of one table (the
+// re-validation of a window's tracked dependencies): the partition of each
+// distinct context is built once and the validator buffers are shared. It
+// stops at the first malformed dependency or when ctx is done.
+func ValidateAll(ctx context.Context, t *Table, deps []Dependency, opts Options) ([]Result, error) {
 	if err := checkEncodedTable(t); err != nil {
+		return nil, err
+	}
+	vs := &depValidator{
+		t:     t,
+		index: make(map[string]int, len(t.Columns)),
+		parts: map[uint64]*StrippedPartition{},
+		v:     NewValidator(),
+	}
+	for i := len(t.Columns) - 1; i >= 0; i-- {
+		vs.index[t.Columns[i].Name] = i // the first of duplicate names wins
+	}
+	out := make([]Result, 0, len(deps))
+	for _, d := range deps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := vs.validate(d, opts)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", d, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// depValidator validates dependencies named by columns against one table.
+type depValidator struct {
+	t     *Table
+	index map[string]int
+	parts map[uint64]*StrippedPartition // by context column set, when <= 64 columns
+	v     *Validator
+}
+
+func (vs *depValidator) column(name string) (*Column, error) {
+	i, ok := vs.index[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownColumn, name)
+	}
+	return &vs.t.Columns[i], nil
+}
+
+func (vs *depValidator) columns(names []string) ([]*Column, error) {
+	out := make([]*Column, 0, len(names))
+	for _, name := range names {
+		c, err := vs.column(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// partition returns the stripped partition of the named context, cached.
+func (vs *depValidator) partition(names []string) (*StrippedPartition, error) {
+	var cols []int
+	var set uint64
+	for _, name := range names {
+		if _, err := vs.column(name); err != nil {
+			return nil, err
+		}
+		i := vs.index[name]
+		cols = append(cols, i)
+		set |= 1 << (i % 64)
+	}
+	cacheable := len(vs.t.Columns) <= 64
+	if p, ok := vs.parts[set]; ok && cacheable {
+		return p, nil
+	}
+	p := PartitionOf(vs.t, cols)
+	if cacheable {
+		vs.parts[set] = p
+	}
+	return p, nil
+}
+
+func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
+	p, err := vs.partition(d.Context)
+	if err != nil {
 		return Result{}, err
 	}
-	index := make(map[string]int, len(t.Columns))
-	for i := len(t.Columns) - 1; i >= 0; i-- {
-		index[t.Columns[i].Name] = i // the first of duplicate names wins
-	}
-	column := func(name string) (*Column, error) {
-		i, ok := index[name]
-		if !ok {
-			return nil, fmt.Errorf("%w: %q", ErrUnknownColumn, name)
-		}
-		return &t.Columns[i], nil
-	}
-	columns := func(names []string) ([]*Column, error) {
-		out := make([]*Column, 0, len(names))
-		for _, name := range names {
-			c, err := column(name)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, c)
-		}
-		return out, nil
-	}
-	var ctxCols []int
-	for _, name := range d.Context {
-		if _, err := column(name); err != nil {
-			return Result{}, err
-		}
-		ctxCols = append(ctxCols, index[name])
-	}
-	p := PartitionOf(t, ctxCols)
 	res := Result{Dependency: d, Score: p.Score()}
 	var rows []int
 	wantRows := opts.RemovalSample != 0
 	switch d.Kind {
 	case KindOFD:
-		a, err := column(d.RHS)
+		a, err := vs.column(d.RHS)
 		if err != nil {
 			return Result{}, err
 		}
-		res.Removals = NewValidator().OFDRemovals(p, a, -1)
+		res.Removals = vs.v.OFDRemovals(p, a, -1)
 		if wantRows {
 			rows = OFDRemovalRows(p, a)
 		}
 	case KindOC:
-		a, err := column(d.Left)
+		a, err := vs.column(d.Left)
 		if err != nil {
 			return Result{}, err
 		}
-		b, err := column(d.Right)
+		b, err := vs.column(d.Right)
 		if err != nil {
 			return Result{}, err
 		}
@@ -84,7 +142,7 @@ func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result
 			rows = OCIterativeRemovalRows(p, a, b, d.Polarity)
 			res.Removals = len(rows)
 		} else {
-			res.Removals = NewValidator().OCRemovals(p, a, b, d.Polarity, -1)
+			res.Removals = vs.v.OCRemovals(p, a, b, d.Polarity, -1)
 			if wantRows {
 				rows = OCRemovalRows(p, a, b, d.Polarity)
 			}
@@ -93,11 +151,11 @@ func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result
 		if len(d.LHSList) == 0 || len(d.RHSList) == 0 {
 			return Result{}, fmt.Errorf("%w: list-based OD needs columns on both sides", ErrBadDependency)
 		}
-		lhs, err := columns(d.LHSList)
+		lhs, err := vs.columns(d.LHSList)
 		if err != nil {
 			return Result{}, err
 		}
-		rhs, err := columns(d.RHSList)
+		rhs, err := vs.columns(d.RHSList)
 		if err != nil {
 			return Result{}, err
 		}
@@ -106,8 +164,8 @@ func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result
 	default:
 		return Result{}, fmt.Errorf("%w: kind %v", ErrBadDependency, d.Kind)
 	}
-	if t.Rows > 0 {
-		res.Error = float64(res.Removals) / float64(t.Rows)
+	if vs.t.Rows > 0 {
+		res.Error = float64(res.Removals) / float64(vs.t.Rows)
 	}
 	if wantRows {
 		res.RemovalSample = sampleOf(rows, opts.RemovalSample)

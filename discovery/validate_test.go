@@ -225,3 +225,35 @@ func TestRemovalBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateAllMatchesValidate(t *testing.T) {
+	tab := tableFromInts([][]int{
+		{1, 1, 1, 2, 2, 2, 3, 3},
+		{1, 2, 3, 4, 5, 6, 7, 1},
+		{8, 7, 6, 5, 4, 3, 2, 1},
+	})
+	deps := []Dependency{
+		{Kind: KindOFD, Context: []string{"c0"}, RHS: "c1"},
+		{Kind: KindOC, Context: []string{"c0"}, Left: "c1", Right: "c2", Polarity: Desc},
+		{Kind: KindOC, Context: []string{"c0"}, Left: "c1", Right: "c2"},
+		{Kind: KindOC, Left: "c0", Right: "c2", Polarity: Desc},
+		{Kind: KindListOD, LHSList: []string{"c0", "c1"}, RHSList: []string{"c2"}},
+	}
+	opts := Options{RemovalSample: 2}
+	all, err := ValidateAll(context.Background(), tab, deps, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range deps {
+		one, err := Validate(context.Background(), tab, d, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if one.Removals != all[i].Removals || one.Score != all[i].Score || !slices.Equal(one.RemovalSample, all[i].RemovalSample) {
+			t.Errorf("%s: ValidateAll %+v, Validate %+v", d, all[i], one)
+		}
+	}
+	if _, err := ValidateAll(context.Background(), tab, append(deps, Dependency{Kind: KindOFD, RHS: "zz"}), opts); !errors.Is(err, ErrUnknownColumn) {
+		t.Errorf("err %v, want ErrUnknownColumn", err)
+	}
+}
