@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -113,7 +114,7 @@ type inputFlags struct {
 
 func (in *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&in.delimiter, "delimiter", ",", `CSV field delimiter, one character ("tab" or \t for a tab)`)
-	fs.StringVar(&in.input, "input", "auto", "input format: csv, jsonl, or auto (jsonl for .jsonl/.ndjson names, .gz stripped; csv otherwise and for -)")
+	fs.StringVar(&in.input, "input", "auto", "input format: csv, jsonl, or auto (jsonl for .jsonl/.ndjson names, .gz stripped, and for - when it starts with '{'; csv otherwise)")
 	fs.IntVar(&in.maxRows, "max-rows", 0, "read at most N data rows; 0 = all")
 }
 
@@ -158,7 +159,13 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 		return nil, fmt.Errorf("%w: --max-rows must not be negative", errUsage)
 	}
 	var r io.Reader = os.Stdin
-	if path != "-" {
+	if path == "-" {
+		br := bufio.NewReaderSize(os.Stdin, 1<<16)
+		if in.input == "auto" && looksLikeJSON(br) {
+			format = "jsonl"
+		}
+		r = br
+	} else {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, err
@@ -182,6 +189,26 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return tab, nil
+}
+
+// looksLikeJSON peeks at standard input: a first non-blank byte '{' means
+// JSON Lines (gzip-compressed input is taken as CSV: name the file
+// .jsonl.gz or pass --input jsonl).
+func looksLikeJSON(br *bufio.Reader) bool {
+	for n := 1; n <= 4096; n++ {
+		b, _ := br.Peek(n)
+		if len(b) < n {
+			return false
+		}
+		switch b[n-1] {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '{':
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // ctxReader stops reading once ctx is done, so that an interrupt cancels a

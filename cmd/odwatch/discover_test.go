@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -239,5 +240,32 @@ func TestProgressBar(t *testing.T) {
 	}
 	if g := p.gauge(0, 0); g != "[....................]" {
 		t.Errorf("gauge(0, 0) = %s", g)
+	}
+}
+
+func TestDiscoverTimeoutPrintsPartial(t *testing.T) {
+	path := writeTemp(t, "small.csv", smallCSV)
+	var out, errOut bytes.Buffer
+	if err := runDiscover(context.Background(), []string{path, "--timeout", "1ns"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "# incomplete") || !strings.Contains(errOut.String(), "--timeout 1ns reached") {
+		t.Errorf("stdout %q stderr %q", out.String(), errOut.String())
+	}
+	// A cancelled run (interrupt) is an error, not a partial result.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := runDiscover(ctx, []string{path}, &out, &errOut); err == nil {
+		t.Error("cancelled run: no error")
+	}
+}
+
+func TestLooksLikeJSON(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{"a":1}`: true, "\n  {": true, "a,b\n": false, "": false, "   ": false, "\x1f\x8b": false,
+	} {
+		if got := looksLikeJSON(bufio.NewReader(strings.NewReader(in))); got != want {
+			t.Errorf("looksLikeJSON(%q) = %v", in, got)
+		}
 	}
 }
