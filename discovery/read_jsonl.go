@@ -65,8 +65,8 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInf
 	emit := func(name, value []byte, null bool) {
 		col, ok := b.Column(string(name))
 		if !ok {
-			// Cannot fail: the name is new and, once flattened, never empty
-			// unless the key was "", which gets its own column "".
+			// The name is new; a JSON key may be "", which AddColumn
+			// refuses but a record can legitimately hold.
 			col = b.addColumnUnchecked(string(name))
 			row = append(row, 0)
 		}
@@ -94,6 +94,9 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInf
 			return nil, info, fmt.Errorf("line %d: reading input: %w", line, err)
 		}
 		atEOF := err != nil
+		if line == 1 {
+			data = bytes.TrimPrefix(data, []byte("\uFEFF")) // a byte order mark
+		}
 		if len(bytes.TrimSpace(data)) == 0 {
 			if atEOF {
 				break

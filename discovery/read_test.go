@@ -210,6 +210,12 @@ func TestReadJSONLines(t *testing.T) {
 		t.Errorf("typing: a numeric=%v, b.c numeric=%v", tab.Columns[0].Numeric, tab.Columns[1].Numeric)
 	}
 
+	// a byte order mark, CRLF line ends
+	tab, _, err = ReadJSONLines(strings.NewReader("\uFEFF{\"a\":1}\r\n{\"a\":2}\r\n"), JSONOptions{})
+	if err != nil || tab.Rows != 2 {
+		t.Fatalf("BOM and CRLF: %v", err)
+	}
+
 	// gzip, and a line longer than the read buffer
 	long := `{"k": "` + strings.Repeat("x", 200000) + `"}` + "\n" + `{"k": "y"}`
 	tab, _, err = ReadJSONLines(strings.NewReader(gz(t, long)), JSONOptions{})
