@@ -8,8 +8,10 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 const confluentTestSchema = `{"type":"record","name":"P","fields":[{"name":"salary","type":"long"},{"name":"tax","type":["null","double"]}]}`
@@ -161,4 +163,63 @@ func FuzzDecodeConfluent(f *testing.F) {
 			t.Fatalf("error without a reason: %v", err)
 		}
 	})
+}
+
+func TestDecodeConfluentNegativeCacheExpires(t *testing.T) {
+	reg := &fakeRegistry{schemas: map[int]string{}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: srv.URL}).(*confluentDecoder)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d.now = func() time.Time { return now }
+	in := confluentFrame(5, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(3), "tax": nil}))
+	var rec FlatRecord
+	ctx := context.Background()
+	for range 10 {
+		if got := reasonOf(d.Decode(ctx, in, &rec)); got != ReasonUnknownSchema {
+			t.Fatalf("reason %q", got)
+		}
+	}
+	if reg.hits.Load() != 1 {
+		t.Fatalf("%d registry hits while negatively cached", reg.hits.Load())
+	}
+	// The schema gets registered; once the negative entry expires the
+	// decoder picks it up.
+	reg.schemas[5] = confluentTestSchema
+	now = now.Add(unknownSchemaTTL + time.Second)
+	if err := d.Decode(ctx, in, &rec); err != nil {
+		t.Fatalf("after expiry: %v", err)
+	}
+	if reg.hits.Load() != 2 {
+		t.Fatalf("%d registry hits, want 2", reg.hits.Load())
+	}
+}
+
+func TestDecodeConfluentConcurrentFirstUse(t *testing.T) {
+	reg := &fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	d := mustDecoder(t, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: srv.URL})
+	in := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(3), "tax": nil}))
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			var rec FlatRecord
+			for range 100 {
+				if err := d.Decode(context.Background(), in, &rec); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := reg.hits.Load(); got != 1 {
+		t.Fatalf("%d registry hits for one schema id under concurrent first use, want 1", got)
+	}
 }
