@@ -38,8 +38,11 @@ type Window struct {
 
 	cols     []*winColumn
 	colIndex map[string]int // name → index in cols
-	newest   int64          // newest row time seen (time windows), noTime if none
-	parts    map[int32]*partState
+	// fieldHint[i] is the column the i-th field of the last record went
+	// to (a guess, checked by name).
+	fieldHint []int
+	newest    int64 // newest row time seen (time windows), noTime if none
+	parts     map[int32]*partState
 }
 
 type partState struct {
@@ -59,6 +62,9 @@ type winColumn struct {
 
 // initialCapacity is the first ring size; the ring doubles up to size.
 const initialCapacity = 1024
+
+// maxFieldHints bounds Window.fieldHint.
+const maxFieldHints = 256
 
 // NewWindow returns an empty window of the last size rows. If interval > 0,
 // rows older than (newest row time - interval) are evicted too; size 0 with
@@ -163,14 +169,30 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 		if null {
 			continue
 		}
-		ci, ok := w.colIndex[string(name)]
-		if !ok {
-			ci = w.addColumn(string(name))
+		// Records of a stream mostly list their fields in the same order:
+		// try the column field i had last time before hashing the name.
+		ci := -1
+		if i < len(w.fieldHint) {
+			if h := w.fieldHint[i]; h < len(w.cols) && w.cols[h].name == string(name) {
+				ci = h
+			}
+		}
+		if ci < 0 {
+			var ok bool
+			if ci, ok = w.colIndex[string(name)]; !ok {
+				ci = w.addColumn(string(name))
+			}
+			if i < len(w.fieldHint) {
+				w.fieldHint[i] = ci
+			} else if i == len(w.fieldHint) && i < maxFieldHints {
+				w.fieldHint = append(w.fieldHint, ci)
+			}
 		}
 		c := w.cols[ci]
 		code := c.intern(value)
 		if old := c.codes[pos]; old != 0 {
-			// The record named the field twice: the last value wins.
+			// The record named the field twice: the last non-NULL
+			// value wins.
 			c.release(old)
 		} else {
 			c.nonNull++
