@@ -95,7 +95,7 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		// A spent --timeout is the user's choice: print what was found.
 		if d == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("discovery: %w", err)
+			return err // discovery's errors name themselves
 		}
 		fmt.Fprintf(stderr, "odwatch discover: --timeout %v reached after %d complete levels; the output is incomplete\n", *timeout, d.Stats.Levels)
 	}
