@@ -185,6 +185,13 @@ func runIngest(b *testing.B, records, window, every int) benchResult {
 			}
 		}
 	}
+	if path := os.Getenv("ODWATCH_BENCH_LOG"); path != "" {
+		// The monitor process's output, for a look at the evaluation
+		// timings (with ODWATCH_TEST_DEBUG=1).
+		if werr := os.WriteFile(path, out.Bytes(), 0o644); werr != nil {
+			b.Logf("write %s: %v", path, werr)
+		}
+	}
 	if err != nil || res.Records == 0 {
 		b.Fatalf("monitor process: %v\n%s", err, tail(out.String(), 4000))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -172,42 +173,17 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		have[c.Name] = true
 	}
 	encoded := time.Now()
-	tracked := s.tracker.Tracked()
-	obs := make([]alerts.Observation, 0, len(tracked)+16)
-	trackedIdx := make(map[string]int, len(tracked))
-	for _, d := range tracked {
-		missing := false
-		for _, c := range dependencyColumns(d) {
-			if !have[c] {
-				missing = true
-				break
-			}
-		}
-		if missing {
-			continue
-		}
-		res, err := discovery.Validate(ctx, table, d, discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample})
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			s.log.Warn("validate tracked dependency", "dependency", d.String(), "err", err)
-			continue
-		}
-		trackedIdx[alerts.DependencyID(d)] = len(obs)
-		obs = append(obs, alerts.Observation{
-			Dependency: d, Removals: res.Removals, Error: res.Error,
-			Samples: s.samples(snap, d, res.RemovalSample),
-		})
-	}
 
-	validated := time.Now()
+	// Discovery first: a tracked dependency it finds minimal is valid, so
+	// its removal count is exact (the early exit only cuts counts above
+	// floor(eps*n)) and need not be validated again.
 	dctx, cancel := ctx, context.CancelFunc(func() {})
 	if s.cfg.EvaluationTimeout > 0 {
 		dctx, cancel = context.WithTimeout(ctx, s.cfg.EvaluationTimeout)
 	}
 	disc, derr := discovery.Discover(dctx, table, discovery.Options{
 		Epsilon: s.cfg.Epsilon, MaxLevel: s.cfg.MaxLevel, RemovalSample: s.cfg.Sample,
+		Workers: discoveryWorkers(),
 	})
 	cancel()
 	discovered := time.Now()
@@ -225,30 +201,86 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		}
 	}
 	complete, levels := false, 0
+	found := map[string]discovery.Result{}
 	if disc != nil {
 		complete, levels = disc.Complete && derr == nil, disc.Stats.Levels
-	}
-	// Minimal: found by this discovery. When discovery did not finish, a
-	// tracked dependency above the levels it completed counts as minimal
-	// (unknown), so that it is not retired for want of search.
-	found := map[string]bool{}
-	if disc != nil {
 		for _, r := range disc.Dependencies {
-			id := alerts.DependencyID(r.Dependency)
-			found[id] = true
-			if _, ok := trackedIdx[id]; ok {
-				continue
-			}
-			trackedIdx[id] = len(obs)
-			obs = append(obs, alerts.Observation{
-				Dependency: r.Dependency, Removals: r.Removals, Error: r.Error, Minimal: true,
-				Samples: s.samples(snap, r.Dependency, r.RemovalSample),
-			})
+			found[alerts.DependencyID(r.Dependency)] = r
 		}
 	}
+
+	// Every tracked dependency gets its exact error on the whole window;
+	// those discovery did not find are validated now.
+	tracked := s.tracker.Tracked()
+	obs := make([]alerts.Observation, 0, len(tracked)+len(found))
+	inObs := make(map[string]bool, len(tracked)+len(found))
+	var toValidate []discovery.Dependency
+	for _, d := range tracked {
+		id := alerts.DependencyID(d)
+		if r, ok := found[id]; ok {
+			inObs[id] = true
+			obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error,
+				Samples: s.samples(snap, d, r.RemovalSample)})
+			continue
+		}
+		missing := false
+		for _, c := range dependencyColumns(d) {
+			if !have[c] {
+				missing = true
+				break
+			}
+		}
+		if !missing {
+			toValidate = append(toValidate, d)
+		}
+	}
+	vopts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
+	results, err := discovery.ValidateAll(ctx, table, toValidate, vopts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Find the culprit: validate one by one.
+		results = results[:0]
+		var kept []discovery.Dependency
+		for _, d := range toValidate {
+			r, err := discovery.Validate(ctx, table, d, vopts)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s.log.Warn("validate tracked dependency", "dependency", d.String(), "err", err)
+				continue
+			}
+			results = append(results, r)
+			kept = append(kept, d)
+		}
+		toValidate = kept
+	}
+	for i, d := range toValidate {
+		r := results[i]
+		inObs[alerts.DependencyID(d)] = true
+		obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error,
+			Samples: s.samples(snap, d, r.RemovalSample)})
+	}
+	validated := time.Now()
+	// Newly minimal ones, in discovery's order (by score).
+	if disc != nil {
+		for _, r := range disc.Dependencies {
+			if id := alerts.DependencyID(r.Dependency); !inObs[id] {
+				inObs[id] = true
+				obs = append(obs, alerts.Observation{Dependency: r.Dependency, Removals: r.Removals, Error: r.Error,
+					Samples: s.samples(snap, r.Dependency, r.RemovalSample)})
+			}
+		}
+	}
+	// Minimal: found by this discovery. When discovery did not finish, a
+	// dependency above the levels it completed counts as minimal (unknown),
+	// so that it is not retired for want of search.
 	for i := range obs {
 		d := obs[i].Dependency
-		obs[i].Minimal = found[alerts.DependencyID(d)] || (!complete && dependencyLevel(d) > levels)
+		_, ok := found[alerts.DependencyID(d)]
+		obs[i].Minimal = ok || (!complete && dependencyLevel(d) > levels)
 	}
 
 	events := s.tracker.Observe(info, obs)
@@ -297,10 +329,15 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 	}
 	s.log.Debug("evaluation done", "window_end", job.endSeq, "records", snap.Len(), "columns", len(table.Columns),
 		"tracked", len(tracked), "discovered", len(found), "events", len(events), "seconds", d.Seconds(),
-		"encode_s", encoded.Sub(start).Seconds(), "validate_s", validated.Sub(encoded).Seconds(),
-		"discover_s", discovered.Sub(validated).Seconds(), "persist_deliver_s", time.Since(discovered).Seconds())
+		"validated", len(toValidate), "encode_s", encoded.Sub(start).Seconds(), "discover_s", discovered.Sub(encoded).Seconds(),
+		"validate_s", validated.Sub(discovered).Seconds(), "persist_deliver_s", time.Since(validated).Seconds())
 	return nil
 }
+
+// discoveryWorkers leaves one core to the consume path, so that ingest
+// keeps its pace while a window is evaluated (DESIGN.md: evaluation never
+// blocks consumption).
+func discoveryWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
 // historyKeep is the number of history points kept per dependency.
 const historyKeep = 1000

@@ -1,3 +1,26 @@
+// Package stream owns odwatch's streaming pipeline: consuming Kafka topics
+// with a consumer group (kafka-go, at-least-once, offsets committed only
+// after the records are synced to the state store), decoding and flattening
+// records (JSON, Avro, Confluent wire format) into a columnar window mirror,
+// scheduling evaluations (re-validation of tracked dependencies and full
+// discovery) off the consume path, and handing the results to package
+// alerts for events, delivered through a persistent outbox. It also holds
+// the in-process broker and the payroll generator of the demo and tests.
+//
+// # Delivery guarantees
+//
+// A batch of records is applied to the store (records, next offsets, next
+// arrival sequence, evictions) in one synced commit before its offsets are
+// committed to Kafka; a redelivered record (offset below the stored next
+// offset) is skipped, so a crash neither loses nor double-counts records.
+// Arrival sequence numbers are persisted, so evaluations happen at the same
+// window ends after a restart, and event ids (hash of stream, dependency,
+// window end, type) repeat instead of multiplying. An evaluation saves the
+// tracker state and its events in one synced commit, then sends them to
+// every sink and marks each sink's delivery; a restart re-sends what is not
+// marked. For the Kafka events sink the gap between a send and its mark is
+// closed on start by reading the tail of the events topic and marking the
+// ids found there (ce_id header), so no event id reaches the topic twice.
 package stream
 
 import (
