@@ -479,27 +479,32 @@ func (s *streamRun) reject(msg kafka.Message, de *DecodeError, dlq *[]kafka.Mess
 	*dlq = append(*dlq, kafka.Message{Key: msg.Key, Value: msg.Value, Headers: headers, Time: msg.Time})
 }
 
-// flush makes the batch durable: one synced store commit per stream (records,
-// positions, evictions), the dead letters, then the Kafka offset commit;
-// finally it hands due window snapshots to the evaluators.
+// flush makes the batch durable: the dead letters, one synced store commit
+// per stream (records, positions, evictions), then the Kafka offset commit;
+// finally it hands due window snapshots to the evaluators. A dead-letter
+// topic that cannot be written is a fatal error (after kafka-go's retries):
+// dropping the records silently would lose them.
 func (m *Monitor) flush(ctx context.Context, commits map[topicPartition]kafka.Message, dlq *[]kafka.Message) error {
+	if len(*dlq) > 0 {
+		// Dead letters go out before the store records the positions past
+		// them, so none is lost: when the write fails the batch is not
+		// applied and the records come again after a restart.
+		if err := m.dlq.WriteMessages(ctx, *dlq...); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("write %d records to the dead-letter topic %s: %w", len(*dlq), m.cfg.DLQTopic, err)
+		}
+		for _, msg := range *dlq {
+			m.metrics.dlq.WithLabelValues(headerValue(msg.Headers, "odwatch_stream")).Inc()
+		}
+		clear(*dlq)
+		*dlq = (*dlq)[:0]
+	}
 	for _, s := range m.streams {
 		if err := s.commit(); err != nil {
 			return err
 		}
-	}
-	if len(*dlq) > 0 {
-		// A dead-letter failure does not stop the pipeline: the records
-		// are counted and logged already.
-		if err := m.dlq.WriteMessages(ctx, *dlq...); err != nil {
-			m.log.Error("write to dead-letter topic", "topic", m.cfg.DLQTopic, "records", len(*dlq), "err", err)
-		} else {
-			for _, msg := range *dlq {
-				m.metrics.dlq.WithLabelValues(headerValue(msg.Headers, "odwatch_stream")).Inc()
-			}
-		}
-		clear(*dlq)
-		*dlq = (*dlq)[:0]
 	}
 	if len(commits) > 0 {
 		last := make([]kafka.Message, 0, len(commits))

@@ -422,3 +422,35 @@ func TestTimeWindowAndHealth(t *testing.T) {
 		t.Errorf("/readyz after Run returned: %d, want 503", code)
 	}
 }
+
+// TestScaleOutOneOwner runs two monitors in one consumer group on a topic
+// of three partitions: the balancer gives the whole topic to one member
+// (the older), so a single window sees the whole stream.
+func TestScaleOutOneOwner(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"multi": 3})
+	cfg := func() Config {
+		return Config{
+			Brokers: []string{addr}, Group: "scale", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+			Streams: []StreamConfig{{Topic: "multi", Window: 1000, Epsilon: 0.01}},
+		}
+	}
+	first := startMonitor(t, cfg())
+	waitFor(t, 30*time.Second, "first member ready", first.m.Ready)
+	second := startMonitor(t, cfg())
+	waitFor(t, 30*time.Second, "second member joined", second.m.Ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n = 3000
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "multi", Count: n, Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	stream := map[string]string{"stream": "multi"}
+	consumed := func(r *running) float64 { return metricValue(t, r.reg, "odwatch_records_consumed_total", stream) }
+	waitFor(t, 30*time.Second, "all records consumed", func() bool { return consumed(first)+consumed(second) >= n })
+	if a, b := consumed(first), consumed(second); a != n || b != 0 {
+		t.Errorf("records consumed by the members: %v and %v, want all %d by the first", a, b, n)
+	}
+	if got := metricValue(t, first.reg, "odwatch_window_records", stream); got != 1000 {
+		t.Errorf("window of the owner holds %v records, want 1000", got)
+	}
+}
