@@ -34,7 +34,9 @@ type Validator struct {
 	tmp    []uint64
 	tails  []uint32
 	counts []uint32
-	it     iterScratch
+	// countsA are the zeroed counters of countingSortAB.
+	countsA []uint32
+	it      iterScratch
 }
 
 // NewValidator returns a Validator with empty buffers; they grow on demand.
@@ -116,11 +118,16 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, want
 			v.keys = make([]uint64, len(cls))
 			v.tmp = make([]uint64, len(cls))
 		}
-		keys := v.keys[:len(cls)]
-		for j, r := range cls {
-			keys[j] = uint64(ar[r])<<bitsB | uint64(br[r])
+		var keys []uint64
+		if len(cls) >= 1<<12 && a.Cardinality <= 4*len(cls) && len(cls) <= 4*a.Cardinality {
+			keys = v.countingSortAB(cls, ar, br, a.Cardinality, bitsB)
+		} else {
+			keys = v.keys[:len(cls)]
+			for j, r := range cls {
+				keys[j] = uint64(ar[r])<<bitsB | uint64(br[r])
+			}
+			keys = sortKeys(keys, v.tmp[:len(cls)], bitsA+bitsB)
 		}
-		keys = sortKeys(keys, v.tmp[:len(cls)], bitsA+bitsB)
 		if wantAsc {
 			if budget == 0 {
 				asc += firstDecrease(keys, mask)
@@ -151,6 +158,50 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, want
 		}
 	}
 	return asc, desc
+}
+
+// countingSortAB returns the (A, B) keys of a large class in order: a
+// counting sort by rank A (one histogram, one scatter), then the runs of
+// equal A put in B order. It beats the radix sort when A's cardinality is
+// within a factor of a few of the class size: the counters cost no more
+// than the keys, and the runs of equal A are short.
+func (v *Validator) countingSortAB(cls, ar, br []uint32, cardA int, bitsB uint) []uint64 {
+	if cap(v.countsA) < cardA+1 {
+		v.countsA = make([]uint32, cardA+1)
+	}
+	cnt := v.countsA[:cardA+1]
+	for _, r := range cls {
+		cnt[ar[r]+1]++
+	}
+	for i := 1; i <= cardA; i++ {
+		cnt[i] += cnt[i-1]
+	}
+	keys := v.keys[:len(cls)]
+	for _, r := range cls {
+		x := ar[r]
+		keys[cnt[x]] = uint64(x)<<bitsB | uint64(br[r])
+		cnt[x]++
+	}
+	clear(cnt)
+	for i := 0; i < len(keys); {
+		j := i + 1
+		for j < len(keys) && keys[j]>>bitsB == keys[i]>>bitsB {
+			j++
+		}
+		switch run := keys[i:j]; {
+		case len(run) <= 1:
+		case len(run) <= 16:
+			for x := 1; x < len(run); x++ {
+				for y := x; y > 0 && run[y] < run[y-1]; y-- {
+					run[y], run[y-1] = run[y-1], run[y]
+				}
+			}
+		default:
+			slices.Sort(run)
+		}
+		i = j
+	}
+	return keys
 }
 
 // firstDecrease returns 1 if the B parts of the (A,B)-sorted keys ever
@@ -259,41 +310,55 @@ func upperBound(s []uint32, x uint32) int {
 
 // sortKeys sorts keys whose values fit in width bits and returns the sorted
 // slice (keys or tmp). Small inputs use pdqsort; larger ones an LSD radix
-// sort with byte digits, skipping digits that are the same everywhere.
+// sort, with 8-bit digits up to 64k keys and 11-bit digits above (fewer
+// passes once the counters are cheap next to the keys), skipping digits
+// that are the same everywhere.
 func sortKeys(keys, tmp []uint64, width uint) []uint64 {
 	n := len(keys)
-	if n < 2 {
+	switch {
+	case n < 2:
 		return keys
-	}
-	if n <= 256 {
+	case n <= 256:
 		slices.Sort(keys)
 		return keys
+	case n <= 1<<16:
+		var hist [8 << 8]uint32
+		return radixSort(keys, tmp, width, 8, hist[:])
+	default:
+		var hist [6 << 11]uint32
+		return radixSort(keys, tmp, width, 11, hist[:])
 	}
-	passes := int((width + 7) / 8)
+}
+
+// radixSort is the LSD radix sort of sortKeys with digits of db bits; hist
+// holds zeroed counters, 1<<db per digit.
+func radixSort(keys, tmp []uint64, width, db uint, hist []uint32) []uint64 {
+	n := len(keys)
+	passes := int((width + db - 1) / db)
 	if passes == 0 {
 		return keys
 	}
-	var hist [8][256]uint32
+	mask := uint64(1)<<db - 1
 	for _, k := range keys {
 		for p := 0; p < passes; p++ {
-			hist[p][byte(k>>(8*p))]++
+			hist[p<<db+int((k>>(db*uint(p)))&mask)]++
 		}
 	}
 	src, dst := keys, tmp
 	for p := 0; p < passes; p++ {
-		h := &hist[p]
-		if h[byte(src[0]>>(8*p))] == uint32(n) {
+		h := hist[p<<db : (p+1)<<db]
+		shift := db * uint(p)
+		if h[(src[0]>>shift)&mask] == uint32(n) {
 			continue // every key has the same digit here
 		}
 		var sum uint32
-		for d := 0; d < 256; d++ {
+		for d := range h {
 			c := h[d]
 			h[d] = sum
 			sum += c
 		}
-		shift := uint(8 * p)
 		for _, k := range src {
-			d := byte(k >> shift)
+			d := (k >> shift) & mask
 			dst[h[d]] = k
 			h[d]++
 		}

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -255,5 +256,58 @@ func TestValidateAllMatchesValidate(t *testing.T) {
 	}
 	if _, err := ValidateAll(context.Background(), tab, append(deps, Dependency{Kind: KindOFD, RHS: "zz"}), opts); !errors.Is(err, ErrUnknownColumn) {
 		t.Errorf("err %v, want ErrUnknownColumn", err)
+	}
+}
+
+func TestSortKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 200, 257, 5000, 1 << 16, 1<<16 + 1, 200_000} {
+		for _, width := range []uint{0, 1, 7, 8, 9, 22, 33, 64} {
+			keys := make([]uint64, n)
+			for i := range keys {
+				keys[i] = rng.Uint64()
+				if width < 64 {
+					keys[i] &= 1<<width - 1
+				}
+			}
+			want := slices.Sorted(slices.Values(keys))
+			got := sortKeys(keys, make([]uint64, n), width)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n=%d width=%d: not sorted", n, width)
+			}
+		}
+	}
+}
+
+// TestLargeClassesAgree runs the radix-sort path of the LNDS validator
+// (classes above 256 and 64k rows) against the comparison-sort removal
+// rows, and the budgeted validator against the exact one.
+func TestLargeClassesAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	n := 150_000
+	cols := [][]int{make([]int, n), make([]int, n), make([]int, n)}
+	for r := 0; r < n; r++ {
+		cols[0][r] = rng.IntN(3)
+		cols[1][r] = rng.IntN(n)
+		cols[2][r] = cols[1][r] / 7
+		if rng.IntN(10) == 0 {
+			cols[2][r] = rng.IntN(n / 7)
+		}
+	}
+	tab := tableFromInts(cols)
+	v := NewValidator()
+	for _, p := range []*StrippedPartition{FullPartition(n), ColumnPartition(&tab.Columns[0])} {
+		for pol := Asc; pol <= Desc; pol++ {
+			exact := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], pol, -1)
+			if rows := OCRemovalRows(p, &tab.Columns[1], &tab.Columns[2], pol); len(rows) != exact {
+				t.Fatalf("%v: LIS %d, removal rows %d", pol, exact, len(rows))
+			}
+			for _, budget := range []int{exact - 1, exact, exact + 1} {
+				got := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], pol, budget)
+				if (got <= budget) != (exact <= budget) {
+					t.Fatalf("%v budget %d: %d, exact %d", pol, budget, got, exact)
+				}
+			}
+		}
 	}
 }
