@@ -290,6 +290,9 @@ func (l *lattice) run(ctx context.Context) error {
 		}
 		l.levelCands = int64(len(ofds))
 		l.progress(true)
+		// Largest partitions first, so that no worker is left with a big
+		// task at the end of the level while the others idle.
+		slices.SortStableFunc(ofds, func(x, y ofdTask) int { return y.node.part.Covered() - x.node.part.Covered() })
 		err := l.parallel(ctx, len(ofds), func(v *Validator, i int) {
 			task := &ofds[i]
 			col := &l.t.Columns[task.a]
@@ -352,6 +355,7 @@ func (l *lattice) run(ctx context.Context) error {
 			}
 		}
 		l.levelCands += int64(len(ocs))
+		slices.SortStableFunc(ocs, func(x, y ocTask) int { return y.node.part.Covered() - x.node.part.Covered() })
 		err = l.parallel(ctx, len(ocs), func(v *Validator, i int) {
 			task := &ocs[i]
 			a, b := &l.t.Columns[task.a], &l.t.Columns[task.b]
