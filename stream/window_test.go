@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -459,8 +461,28 @@ func BenchmarkWindowFill1M(b *testing.B) {
 				runtime.ReadMemStats(&after)
 				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heapMiB")
 				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/rows, "heapB/row")
+				if rss, ok := processRSS(); ok {
+					b.ReportMetric(float64(rss)/(1<<20), "rssMiB")
+				}
 				runtime.KeepAlive(w)
 			}
 		})
 	}
+}
+
+// processRSS reads the resident set size from /proc (Linux only).
+func processRSS() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * int64(os.Getpagesize()), true
 }
