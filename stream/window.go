@@ -41,7 +41,9 @@ type Window struct {
 	// fieldHint[i] is the column the i-th field of the last record went
 	// to (a guess, checked by name).
 	fieldHint []int
-	newest    int64 // newest row time seen (time windows), noTime if none
+	maxCols   int
+	dropped   uint64 // fields not stored because the window had maxCols columns
+	newest    int64  // newest row time seen (time windows), noTime if none
 	parts     map[int32]*partState
 }
 
@@ -73,6 +75,7 @@ func NewWindow(size int, interval time.Duration) *Window {
 	return &Window{
 		size:     max(size, 0),
 		interval: interval,
+		maxCols:  DefaultMaxColumns,
 		colIndex: map[string]int{},
 		parts:    map[int32]*partState{},
 		newest:   noTime,
@@ -107,9 +110,34 @@ func (r rowMeta) unpack() RowMeta {
 	return m
 }
 
-// Reset empties the window (e.g. when partitions are reassigned).
+// DefaultMaxColumns is the default bound on a window's columns.
+const DefaultMaxColumns = 256
+
+// SetMaxColumns bounds the number of columns (n <= 0 means
+// DefaultMaxColumns). Every column costs 4 bytes per row of window capacity,
+// so a stream whose field names never repeat (ids used as JSON keys) would
+// otherwise cost gigabytes; fields of columns beyond the bound are not
+// stored and are counted by DroppedFields. Columns already held stay.
+func (w *Window) SetMaxColumns(n int) {
+	if n <= 0 {
+		n = DefaultMaxColumns
+	}
+	w.maxCols = n
+}
+
+// DroppedFields counts non-NULL fields not stored because the window
+// already had its maximum number of columns.
+func (w *Window) DroppedFields() uint64 { return w.dropped }
+
+// NumColumns is the number of columns the window holds.
+func (w *Window) NumColumns() int { return len(w.cols) }
+
+// Reset empties the window (e.g. when partitions are reassigned), keeping
+// its configuration.
 func (w *Window) Reset() {
+	maxCols := w.maxCols
 	*w = *NewWindow(w.size, w.interval)
+	w.maxCols = maxCols
 }
 
 // Len is the number of rows.
@@ -180,6 +208,10 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 		if ci < 0 {
 			var ok bool
 			if ci, ok = w.colIndex[string(name)]; !ok {
+				if len(w.cols) >= w.maxCols {
+					w.dropped++
+					continue
+				}
 				ci = w.addColumn(string(name))
 			}
 			if i < len(w.fieldHint) {

@@ -219,6 +219,33 @@ func TestWindowDeadColumnsDropped(t *testing.T) {
 	}
 }
 
+func TestWindowMaxColumns(t *testing.T) {
+	w := NewWindow(4, 0)
+	w.SetMaxColumns(3)
+	for i := range 6 {
+		// Two stable columns and one whose name never repeats.
+		w.Append(RowMeta{Offset: int64(i)}, rec("a", "1", "b", "2", "id"+strconv.Itoa(i), "x"))
+	}
+	if w.NumColumns() > 3 {
+		t.Fatalf("%d columns, bound 3", w.NumColumns())
+	}
+	if w.DroppedFields() == 0 {
+		t.Fatal("no dropped fields counted")
+	}
+	// Once the columns of evicted rows die, a new column fits again.
+	for i := 6; i < 12; i++ {
+		w.Append(RowMeta{Offset: int64(i)}, rec("a", "1", "b", "2"))
+	}
+	w.Append(RowMeta{Offset: 12}, rec("c", "3"))
+	if got := columnNames(w.Snapshot()); fmt.Sprint(got) != "[a b c]" {
+		t.Fatalf("columns %v", got)
+	}
+	w.Reset()
+	if w.Len() != 0 || w.NumColumns() != 0 || w.maxCols != 3 {
+		t.Fatalf("reset: len %d, columns %d, max %d", w.Len(), w.NumColumns(), w.maxCols)
+	}
+}
+
 // modelWindow is the naive reference: rows of maps.
 type modelWindow struct {
 	size     int
