@@ -48,6 +48,11 @@ func (e *DecodeError) Error() string {
 
 func (e *DecodeError) Unwrap() error { return e.Err }
 
+// Retryable reports whether the same bytes may decode later: the record was
+// not at fault, the Schema Registry was unreachable. A pipeline may back off
+// and retry instead of dead-lettering it.
+func (e *DecodeError) Retryable() bool { return e.Reason == ReasonRegistry }
+
 func decodeErr(reason string, err error) *DecodeError {
 	return &DecodeError{Reason: reason, Err: err}
 }

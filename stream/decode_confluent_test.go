@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -113,6 +114,10 @@ func TestDecodeConfluentRegistryDown(t *testing.T) {
 	err := d.Decode(context.Background(), confluentFrame(7, []byte{2}), &rec)
 	if got := reasonOf(err); got != ReasonRegistry {
 		t.Fatalf("reason %q (%v), want %q", got, err, ReasonRegistry)
+	}
+	var de *DecodeError
+	if !errors.As(err, &de) || !de.Retryable() {
+		t.Fatal("registry unavailable is not retryable")
 	}
 }
 
