@@ -23,6 +23,11 @@ type StreamConfig struct {
 	RegistryURL string // Schema Registry URL (format avro-confluent)
 	Include     []string
 	Exclude     []string
+	// MaxRecordBytes and MaxFields bound one record (larger ones are
+	// rejected as too_large / too_many_fields); 0 means the decoder
+	// defaults (DefaultMaxRecordBytes, DefaultMaxFields).
+	MaxRecordBytes int
+	MaxFields      int
 
 	// Window is the number of records in the window; Every the number of
 	// records between evaluations (defaults to Window: tumbling). Interval,
@@ -146,6 +151,12 @@ func (c *Config) Validate() error {
 			}
 		default:
 			bad(f("format"), "must be json, avro or avro-confluent, not %q", s.Format)
+		}
+		if s.MaxRecordBytes < 0 {
+			bad(f("max-record-bytes"), "must be >= 0")
+		}
+		if s.MaxFields < 0 {
+			bad(f("max-fields"), "must be >= 0")
 		}
 		if s.Window <= 0 {
 			bad(f("window"), "must be > 0")

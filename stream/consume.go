@@ -67,6 +67,7 @@ type streamRun struct {
 	mb          mailbox
 	maxEval     atomic.Int64 // longest evaluation, nanoseconds (benchmarks)
 
+	rejectLog   logLimiter
 	consumed    prometheus.Counter
 	windowGauge prometheus.Gauge
 	lagGauge    prometheus.Gauge
@@ -74,11 +75,13 @@ type streamRun struct {
 
 func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
 	dec, err := NewDecoder(DecoderConfig{
-		Format:      cfg.Format,
-		Schema:      cfg.schema,
-		RegistryURL: cfg.RegistryURL,
-		Include:     cfg.Include,
-		Exclude:     cfg.Exclude,
+		Format:         cfg.Format,
+		Schema:         cfg.schema,
+		RegistryURL:    cfg.RegistryURL,
+		Include:        cfg.Include,
+		Exclude:        cfg.Exclude,
+		MaxRecordBytes: cfg.MaxRecordBytes,
+		MaxFields:      cfg.MaxFields,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decoder: %w", err)
@@ -459,8 +462,10 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 // reject counts, logs and dead-letters an undecodable record.
 func (s *streamRun) reject(msg kafka.Message, de *DecodeError, dlq *[]kafka.Message) {
 	s.m.metrics.rejected.WithLabelValues(s.name, de.Reason).Inc()
-	s.log.Warn("record rejected", "partition", msg.Partition, "offset", msg.Offset,
-		"reason", de.Reason, "err", de.Err, "bytes", len(msg.Value))
+	if s.rejectLog.allow(time.Now()) {
+		s.log.Warn("record rejected", "partition", msg.Partition, "offset", msg.Offset,
+			"reason", de.Reason, "err", de.Err, "bytes", len(msg.Value), "suppressed_before", s.rejectLog.takeSuppressed())
+	}
 	if s.m.dlq == nil {
 		return
 	}
@@ -580,4 +585,33 @@ func (s *streamRun) commit() error {
 	s.arena = s.arena[:0]
 	s.posDirty = false
 	return nil
+}
+
+// logLimiter lets through at most logBurst lines per second and counts the
+// lines it held back, so that a flood of bad records does not flood the log
+// (the rejected metric and the dead-letter topic still get every record).
+type logLimiter struct {
+	second     int64
+	lines      int
+	suppressed int
+}
+
+const logBurst = 10
+
+func (l *logLimiter) allow(now time.Time) bool {
+	if sec := now.Unix(); sec != l.second {
+		l.second, l.lines = sec, 0
+	}
+	if l.lines >= logBurst {
+		l.suppressed++
+		return false
+	}
+	l.lines++
+	return true
+}
+
+func (l *logLimiter) takeSuppressed() int {
+	n := l.suppressed
+	l.suppressed = 0
+	return n
 }

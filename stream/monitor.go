@@ -83,6 +83,7 @@ type Monitor struct {
 // verbatim, with the path), builds the decoders and sinks and registers the
 // metrics. Run starts the pipeline.
 func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
+	cfg.Streams = slices.Clone(cfg.Streams) // Validate fills defaults in place
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

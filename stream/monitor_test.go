@@ -454,3 +454,20 @@ func TestScaleOutOneOwner(t *testing.T) {
 		t.Errorf("window of the owner holds %v records, want 1000", got)
 	}
 }
+
+func TestLogLimiter(t *testing.T) {
+	var l logLimiter
+	t0 := time.Unix(1000, 0)
+	allowed := 0
+	for range 25 {
+		if l.allow(t0) {
+			allowed++
+		}
+	}
+	if allowed != logBurst || l.suppressed != 25-logBurst {
+		t.Fatalf("allowed %d suppressed %d in one second", allowed, l.suppressed)
+	}
+	if !l.allow(t0.Add(time.Second)) || l.takeSuppressed() != 25-logBurst || l.takeSuppressed() != 0 {
+		t.Fatal("next second not allowed or suppressed count wrong")
+	}
+}
