@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
 	"github.com/segmentio/kafka-go"
 )
@@ -215,4 +218,78 @@ func first(s []string) string {
 		return "<empty>"
 	}
 	return s[0] + " .. " + s[len(s)-1] + " (" + strconv.Itoa(len(s)) + ")"
+}
+
+// TestOutboxSkipsEventsOnTopic covers the crash window of the Kafka sink:
+// an event written to the events topic whose delivery mark was lost is not
+// written again on restart, while an event that never reached the topic
+// is, and the other sinks get both.
+func TestOutboxSkipsEventsOnTopic(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"in": 1, "events": 1})
+	dir := t.TempDir()
+	dep, err := discovery.ParseDependency("{}: a ~ b (asc)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := func(typ alerts.EventType, end uint64) alerts.Event {
+		id := alerts.DependencyID(dep)
+		return alerts.Event{
+			ID: alerts.EventID("in", id, end, typ), Type: typ, Stream: "in", Time: time.Unix(1700000000, 0).UTC(),
+			DependencyID: id, Dependency: dep, DependencyText: dep.String(), Epsilon: 0.01,
+			Window: alerts.WindowInfo{Stream: "in", Topic: "in", StartOffsets: map[int32]int64{0: 0}, EndOffsets: map[int32]int64{0: 9}, Records: 10, EndSeq: end},
+		}
+	}
+	sent, unsent := ev(alerts.EventDiscovered, 9), ev(alerts.EventViolated, 19)
+
+	// The state a crash between the Kafka send of `sent` and its delivery
+	// mark leaves: both events pending in the outbox, `sent` on the topic.
+	st, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracker, _ := alerts.NewTracker(alerts.Config{Stream: "in", Epsilon: 0.01}).MarshalJSON()
+	var outbox []state.OutboxEvent
+	for _, e := range []alerts.Event{sent, unsent} {
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outbox = append(outbox, state.OutboxEvent{ID: e.ID, Payload: b})
+	}
+	if err := st.SaveEvaluation(&state.Evaluation{Stream: "in", WindowEnd: 19, TrackerState: tracker, Events: outbox}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w := alerts.NewKafkaWriter([]string{addr}, "events")
+	if err := alerts.NewKafkaSink(w, "").Send(context.Background(), []alerts.Event{sent}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	r := startMonitor(t, Config{
+		Brokers: []string{addr}, Group: "outbox", EventsTopic: "events", StateDir: dir, SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{{Topic: "in", Window: 10, Epsilon: 0.01}},
+	})
+	waitFor(t, 30*time.Second, "outbox delivered to the extra sink", func() bool { return len(r.sink.snapshot()) == 2 })
+	waitFor(t, 20*time.Second, "the unsent event on the events topic", func() bool {
+		for _, msg := range readTopic(t, addr, "events") {
+			if headerValue(msg.Headers, "ce_id") == unsent.ID {
+				return true
+			}
+		}
+		return false
+	})
+	ids := map[string]int{}
+	for _, msg := range readTopic(t, addr, "events") {
+		ids[headerValue(msg.Headers, "ce_id")]++
+	}
+	if ids[sent.ID] != 1 || ids[unsent.ID] != 1 || len(ids) != 2 {
+		t.Errorf("events topic ids %v: want %s and %s once each", ids, sent.ID, unsent.ID)
+	}
+	waitFor(t, 10*time.Second, "outbox empty", func() bool {
+		p, err := r.m.store.PendingEvents("in")
+		return err == nil && len(p) == 0
+	})
 }
