@@ -287,3 +287,37 @@ func TestDiscoverRejectsBadTables(t *testing.T) {
 		t.Fatalf("err %v, want ErrTooManyColumns", err)
 	}
 }
+
+// FuzzLatticeMatchesBruteForce extends the differential test to inputs the
+// fuzzer finds: the bytes give the shape (columns, rows, eps) and the cells.
+func FuzzLatticeMatchesBruteForce(f *testing.F) {
+	f.Add([]byte{3, 8, 1, 1, 2, 3, 1, 2, 3, 0, 0, 1, 2, 2, 1, 1, 0, 0, 3, 3, 2, 1, 0, 1, 2, 3, 3})
+	f.Add([]byte{2, 4, 0, 0, 0, 1, 1, 2, 2, 3, 3})
+	f.Add([]byte{5, 30, 2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 3 {
+			return
+		}
+		m := 2 + int(data[0])%5
+		n := int(data[1]) % 41
+		eps := []float64{0, 0.05, 0.1, 0.3}[data[2]%4]
+		cells := data[3:]
+		cols := make([][]int, m)
+		for c := range cols {
+			cols[c] = make([]int, n)
+			for r := range cols[c] {
+				if k := c*n + r; k < len(cells) {
+					cols[c][r] = int(cells[k]%5) - 1 // -1 is NULL
+				}
+			}
+		}
+		tab := tableFromInts(cols)
+		d, err := Discover(context.Background(), tab, Options{Epsilon: eps, RemovalSample: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := discoveryLines(d), measureAll(cols, n).minimal(eps); !slices.Equal(got, want) {
+			t.Fatalf("cols %v eps %v:\ngot  %q\nwant %q", cols, eps, got, want)
+		}
+	})
+}
