@@ -513,3 +513,52 @@ func processRSS() (int64, bool) {
 	}
 	return pages * int64(os.Getpagesize()), true
 }
+
+// FuzzWindowAppend drives a window and the naive model with the same
+// operations decoded from the input and compares them.
+func FuzzWindowAppend(f *testing.F) {
+	f.Add([]byte{3, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{0, 200, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if len(in) < 2 {
+			return
+		}
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		size := int(in[0] % 16)
+		var interval time.Duration
+		if size == 0 || in[1]&1 == 1 {
+			interval = time.Duration(in[1]%8+1) * time.Second
+		}
+		w := NewWindow(size, interval)
+		m := &modelWindow{size: size, interval: interval, last: map[int32]int64{}}
+		offsets := map[int32]int64{}
+		names := []string{"a", "b", "c"}
+		// Bound the steps: every step is checked against the model, and
+		// long inputs make the fuzzer's minimisation crawl.
+		in = in[2:min(len(in), 2+2*150)]
+		for step := 0; len(in) >= 2; step++ {
+			op, arg := in[0], in[1]
+			in = in[2:]
+			p := int32(op % 2)
+			off := offsets[p] + int64(op>>1%3) - 1 // sometimes a redelivery
+			offsets[p] = max(offsets[p], off)
+			meta := RowMeta{Partition: p, Offset: off, Time: t0.Add(time.Duration(step+int(arg>>6)) * time.Second)}
+			var fields []testField
+			for i, n := range names {
+				bits := arg >> (2 * i) & 3
+				if bits == 0 {
+					continue
+				}
+				fields = append(fields, testField{n, strconv.Itoa(int(bits+op) % 5), bits == 3 && op&1 == 1})
+			}
+			r := &FlatRecord{}
+			for _, fl := range fields {
+				r.Add([]byte(fl.name), []byte(fl.value), fl.null)
+			}
+			if got, want := w.Append(meta, r), m.append(meta, fields); got != want {
+				t.Fatalf("step %d: Append %v, model %v", step, got, want)
+			}
+			checkAgainstModel(t, step, w, m)
+		}
+	})
+}
