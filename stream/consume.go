@@ -432,8 +432,21 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 	if msg.HighWaterMark > 0 {
 		s.lag[p] = max(0, msg.HighWaterMark-msg.Offset-1)
 	}
-	if next, ok := s.next[p]; ok && msg.Offset < next {
+	next, known := s.next[p]
+	if known && msg.Offset < next {
 		return nil // already in the store: a redelivery after a crash or rebalance
+	}
+	if !known && msg.Offset > 0 {
+		// A partition this store never saw, picked up mid-stream (state
+		// dir lost, or taken over from another instance): read back the
+		// records before it so that the window is whole at once.
+		if err := s.backfill(ctx, msg.Topic, msg.Partition, msg.Offset); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.log.Warn("could not read back the window before the committed offset; the window fills from here",
+				"partition", msg.Partition, "offset", msg.Offset, "err", err)
+		}
 	}
 	s.next[p] = msg.Offset + 1
 	s.posDirty = true
@@ -614,4 +627,80 @@ func (l *logLimiter) takeSuppressed() int {
 	n := l.suppressed
 	l.suppressed = 0
 	return n
+}
+
+// backfill reads back, before offset upTo of a partition the store has no
+// position for, the partition's share of the window (Window / partitions
+// records, DESIGN.md "Scale-out") and appends it to the window and the open
+// batch. Undecodable records among them are skipped: the instance that
+// consumed them first counted and dead-lettered them. No evaluation is
+// triggered by the backfill itself.
+func (s *streamRun) backfill(ctx context.Context, topic string, partition int, upTo int64) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	client := &kafka.Client{Addr: kafka.TCP(s.m.cfg.Brokers...), Timeout: 10 * time.Second}
+	if s.m.cfg.Dialer != nil {
+		client.Transport = transportFor(s.m.cfg.Dialer)
+	}
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	parts := 1
+	for _, t := range md.Topics {
+		if t.Name == topic && len(t.Partitions) > 0 {
+			parts = len(t.Partitions)
+		}
+	}
+	share := int64((s.cfg.Window + parts - 1) / parts)
+	lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.FirstOffsetOf(partition)}}})
+	if err != nil {
+		return fmt.Errorf("first offset: %w", err)
+	}
+	from := upTo - share
+	for _, po := range lo.Topics[topic] {
+		if po.Partition == partition && po.Error == nil {
+			from = max(from, po.FirstOffset)
+		}
+	}
+	from = max(from, 0)
+	if from >= upTo {
+		return nil
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: s.m.cfg.Brokers, Topic: topic, Partition: partition, Dialer: s.m.cfg.Dialer,
+		MinBytes: 1, MaxBytes: readerMaxBytes, MaxWait: 100 * time.Millisecond, QueueCapacity: 4096,
+	})
+	defer r.Close()
+	if err := r.SetOffset(from); err != nil {
+		return fmt.Errorf("seek to %d: %w", from, err)
+	}
+	p := int32(partition)
+	n := 0
+	for {
+		msg, err := r.FetchMessage(ctx)
+		if err != nil {
+			return fmt.Errorf("read back %d..%d: %w", from, upTo, err)
+		}
+		if msg.Offset >= upTo {
+			break
+		}
+		if err := s.dec.Decode(ctx, msg.Value, &s.rec); err == nil &&
+			s.win.Append(RowMeta{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time}, &s.rec) {
+			s.arena = s.rec.AppendBinary(s.arena)
+			s.valueEnd = append(s.valueEnd, len(s.arena))
+			s.batch = append(s.batch, state.Record{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time})
+			s.seq++
+			n++
+		} else if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if msg.Offset >= upTo-1 {
+			break
+		}
+	}
+	s.next[p] = upTo
+	s.posDirty = true
+	s.log.Info("window read back from kafka", "partition", partition, "from", from, "to", upTo, "records", n)
+	return nil
 }

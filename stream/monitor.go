@@ -21,6 +21,15 @@
 // marked. For the Kafka events sink the gap between a send and its mark is
 // closed on start by reading the tail of the events topic and marking the
 // ids found there (ce_id header), so no event id reaches the topic twice.
+//
+// # Scale-out and takeover
+//
+// The consumer group balancer gives all partitions of a topic to one member
+// (the oldest), since a window needs the whole stream. A member that starts
+// consuming a partition its store has no position for, past offset 0 (a
+// takeover, or a lost state dir), reads the partition's share of the window
+// back from Kafka first. Its tracker starts empty: the dependencies are
+// rediscovered on its first window (there is no shared state topic).
 package stream
 
 import (

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -469,5 +470,49 @@ func TestLogLimiter(t *testing.T) {
 	}
 	if !l.allow(t0.Add(time.Second)) || l.takeSuppressed() != 25-logBurst || l.takeSuppressed() != 0 {
 		t.Fatal("next second not allowed or suppressed count wrong")
+	}
+}
+
+// TestBackfillOnTakeover starts a monitor with an empty state dir on a
+// group that already consumed the topic (another instance's, or a lost
+// state dir): it reads the window back from Kafka instead of waiting for
+// Window new records.
+func TestBackfillOnTakeover(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"take": 1})
+	cfg := func() Config {
+		return Config{
+			Brokers: []string{addr}, Group: "take", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+			Streams: []StreamConfig{{Topic: "take", Window: 1000, Epsilon: 0.01}},
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "take", Count: 3000, Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	old := startMonitor(t, cfg())
+	waitFor(t, 30*time.Second, "first instance consumed the topic", func() bool { return committed(t, addr, "take", "take") == 3000 })
+	if err := old.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	c := cfg()
+	second := startMonitor(t, c)
+	waitFor(t, 30*time.Second, "second instance ready", second.m.Ready)
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "take", Count: 10, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "new records consumed", func() bool { return committed(t, addr, "take", "take") == 3010 })
+	if err := second.stop(); err != nil {
+		t.Fatal(err)
+	}
+	keys, next, seq := windowKeys(t, c.StateDir, "take")
+	if len(keys) != 1000 || next[0] != 3010 || seq != 1010 {
+		t.Fatalf("window after takeover: %d records (%s), next %v, seq %d; want the 1000 records 2010..3009, seq 1010 (1000 read back + 10 new)", len(keys), first(keys), next, seq)
+	}
+	for _, k := range []string{"0/2010/", "0/3009/"} {
+		if !slices.ContainsFunc(keys, func(s string) bool { return strings.HasPrefix(s, k) }) {
+			t.Errorf("window lacks %s", k)
+		}
 	}
 }
