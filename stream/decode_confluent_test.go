@@ -21,6 +21,7 @@ const confluentTestSchema = `{"type":"record","name":"P","fields":[{"name":"sala
 // does, and counts the requests.
 type fakeRegistry struct {
 	schemas map[int]string
+	types   map[int]string // schemaType when not Avro
 	hits    atomic.Int64
 }
 
@@ -34,7 +35,11 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"error_code": 40403, "message": "Schema " + strconv.Itoa(id) + " not found"})
 		return
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"schema": s})
+	resp := map[string]any{"schema": s}
+	if typ := f.types[id]; typ != "" {
+		resp["schemaType"] = typ
+	}
+	_ = json.NewEncoder(w).Encode(resp)
 }
 
 func confluentFrame(id uint32, avro []byte) []byte {
@@ -45,9 +50,11 @@ func confluentFrame(id uint32, avro []byte) []byte {
 
 func TestDecodeConfluent(t *testing.T) {
 	reg := &fakeRegistry{schemas: map[int]string{
-		7: confluentTestSchema,
-		8: `{"type":"record","name":"P2","fields":[{"name":"x","type":"string"}]}`,
-	}}
+		7:  confluentTestSchema,
+		8:  `{"type":"record","name":"P2","fields":[{"name":"x","type":"string"}]}`,
+		9:  `syntax = "proto3"; message M { string x = 1; }`,
+		10: `{"type":"record","name":"R","fields":[{"name":"x","type":"com.other.Ref"}]}`,
+	}, types: map[int]string{9: "PROTOBUF"}}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
 	d := mustDecoder(t, DecoderConfig{Format: FormatAvroConfluent, RegistryURL: srv.URL})
@@ -63,6 +70,8 @@ func TestDecodeConfluent(t *testing.T) {
 		{name: "good", in: good, want: []testField{{"salary", "50000", false}, {"tax", "1234.5", false}}},
 		{name: "second schema", in: confluentFrame(8, encodeAvro(t, reg.schemas[8], map[string]any{"x": "hi"})), want: []testField{{"x", "hi", false}}},
 		{name: "unknown id", in: confluentFrame(99, []byte{2}), reason: ReasonUnknownSchema},
+		{name: "protobuf schema", in: confluentFrame(9, []byte{2}), reason: ReasonUnknownSchema},
+		{name: "schema with unresolved reference", in: confluentFrame(10, []byte{2}), reason: ReasonUnknownSchema},
 		{name: "bad magic", in: append([]byte{1}, good[1:]...), reason: ReasonBadAvro},
 		{name: "short", in: []byte{0, 0, 0}, reason: ReasonBadAvro},
 		{name: "empty", in: nil, reason: ReasonBadAvro},

@@ -72,6 +72,7 @@ func TestDecodeJSON(t *testing.T) {
 		{name: "malformed: empty", in: ``, reason: ReasonMalformed},
 		{name: "malformed: not json", in: `hello`, reason: ReasonMalformed},
 		{name: "malformed: two objects", in: `{}{}`, reason: ReasonMalformed},
+		{name: "malformed: nests too deep", in: strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100), reason: ReasonMalformed},
 		{name: "too large 5MB", in: `{"a":"` + strings.Repeat("x", 5<<20) + `"}`, reason: ReasonTooLarge},
 		{name: "larger limit accepts", cfg: DecoderConfig{MaxRecordBytes: 16}, in: `{"a":"0123456789"}`, reason: ReasonTooLarge},
 		{name: "10000 fields", in: wide(10000), reason: ReasonTooManyFields},
