@@ -249,7 +249,10 @@ func (l *lattice) run(ctx context.Context) error {
 				if k == 1 {
 					n.part = ColumnPartition(&l.t.Columns[n.cols[0]])
 				} else {
-					n.part = v.Product(n.parents[k-1].part, n.parents[k-2].part)
+					// Any two direct subsets span X; the two with the fewest
+					// covered rows make the cheapest product.
+					p, q := smallestTwo(n.parents)
+					n.part = v.Product(p.part, q.part)
 				}
 			})
 			if err != nil {
@@ -430,6 +433,23 @@ func (l *lattice) run(ctx context.Context) error {
 		level = l.nextLevel(alive, k, words)
 	}
 	return nil
+}
+
+// smallestTwo returns the two nodes with the fewest covered rows.
+func smallestTwo(nodes []*latNode) (*latNode, *latNode) {
+	p, q := nodes[0], nodes[1]
+	if q.part.Covered() < p.part.Covered() {
+		p, q = q, p
+	}
+	for _, n := range nodes[2:] {
+		switch c := n.part.Covered(); {
+		case c < p.part.Covered():
+			p, q = n, p
+		case c < q.part.Covered():
+			q = n
+		}
+	}
+	return p, q
 }
 
 // nextLevel generates the contexts of size k+1 from the alive ones of size
