@@ -83,8 +83,11 @@ func TestHelperBenchMonitor(t *testing.T) {
 	start := time.Now()
 	waitFor(t, 10*time.Minute, "all records consumed", func() bool { return consumed() >= float64(records) })
 	elapsed := time.Since(start).Seconds()
-	// Let the evaluation of the last window finish, for the figures.
-	time.Sleep(0)
+	// Let the evaluation of the last window (a full one) finish, so that
+	// the peak RSS includes it.
+	waitFor(t, 2*time.Minute, "evaluation of the last window", func() bool {
+		return m.streams[0].evaluated.Load() == uint64(records) || every > records
+	})
 	n, sum := histogramStats(t, reg, "odwatch_evaluation_duration_seconds")
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

@@ -65,7 +65,8 @@ type streamRun struct {
 	hasTracker  bool
 	evaluations int
 	mb          mailbox
-	maxEval     atomic.Int64 // longest evaluation, nanoseconds (benchmarks)
+	maxEval     atomic.Int64  // longest evaluation, nanoseconds (benchmarks)
+	evaluated   atomic.Uint64 // window end of the last saved evaluation + 1 (tests)
 
 	rejectLog   logLimiter
 	consumed    prometheus.Counter

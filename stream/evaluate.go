@@ -307,6 +307,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		return fmt.Errorf("stream %s: save evaluation: %w", s.name, err)
 	}
 	s.trackerEnd, s.hasTracker = job.endSeq, true
+	s.evaluated.Store(job.endSeq + 1)
 	s.evaluations++
 	if s.evaluations%64 == 0 {
 		if err := s.m.store.PruneHistory(s.name, historyKeep); err != nil {
