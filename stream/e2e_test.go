@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,9 @@ func TestPayrollEndToEnd(t *testing.T) {
 		SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{
 			Topic: "payroll", Window: window, Every: window, Epsilon: 0.01, Sample: 5,
+			// A column the stream never carries: not observed, so no
+			// event and no error series (see streamRun.evaluate).
+			Pinned: []string{"{}: salary ~ bonus (asc)"},
 		}},
 	})
 	waitFor(t, 30*time.Second, "consumer group join", r.m.Ready)
@@ -122,11 +126,22 @@ func TestPayrollEndToEnd(t *testing.T) {
 			t.Errorf("metric %s has no positive sample", name)
 		}
 	}
-	if n := seriesCount(t, r.reg, "odwatch_dependency_error"); n == 0 {
+	if n := seriesCount(t, r.reg, "odwatch_dependency_error", stream); n == 0 {
 		t.Errorf("no odwatch_dependency_error series")
 	}
 	if got := metricValue(t, r.reg, "odwatch_dependencies", map[string]string{"stream": "payroll", "state": "holding"}); got <= 0 {
 		t.Errorf("odwatch_dependencies{state=holding} = %v", got)
+	}
+	for _, e := range r.sink.snapshot() {
+		if strings.Contains(e.DependencyText, "bonus") {
+			t.Errorf("event for a dependency on an absent column: %s %s", e.Type, e.DependencyText)
+		}
+	}
+	if n := seriesCount(t, r.reg, "odwatch_dependency_error", map[string]string{"stream": "payroll", "dependency": "{}: salary ~ bonus (asc)"}); n != 0 {
+		t.Errorf("error series for a dependency on an absent column: %v", n)
+	}
+	if got := metricValue(t, r.reg, "odwatch_dependencies", map[string]string{"stream": "payroll", "state": "pinned"}); got != 1 {
+		t.Errorf("odwatch_dependencies{state=pinned} = %v, want 1", got)
 	}
 	t.Logf("events: %d total; violated %s at window end %d with error %.4f, samples %v", len(r.sink.snapshot()), salTax, v.Window.EndSeq, v.ErrorNow, fmt.Sprint(v.Samples))
 }

@@ -344,19 +344,34 @@ func histogramStats(t testing.TB, reg prometheus.Gatherer, name string) (count u
 	return count, sum
 }
 
-// seriesCount counts the series of metric name in reg.
-func seriesCount(t testing.TB, reg prometheus.Gatherer, name string) int {
+// seriesCount counts the series of metric name in reg whose labels include
+// want.
+func seriesCount(t testing.TB, reg prometheus.Gatherer, name string, want map[string]string) int {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gather: %v", err)
 	}
+	n := 0
 	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return len(mf.GetMetric())
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if labels[k] != v {
+					continue metric
+				}
+			}
+			n++
 		}
 	}
-	return 0
+	return n
 }
 
 // TestTimeWindowAndHealth runs a time-window stream (interval) and checks
