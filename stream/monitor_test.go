@@ -382,7 +382,8 @@ func TestTimeWindowAndHealth(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, err := NewMonitor(Config{
 		Brokers: []string{addr}, Group: "timed", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
-		Streams: []StreamConfig{{Topic: "timed", Window: 100000, Interval: 300 * time.Millisecond, Epsilon: 0.01}},
+		MaxDependencyMetrics: 3,
+		Streams:              []StreamConfig{{Topic: "timed", Window: 100000, Interval: 300 * time.Millisecond, Epsilon: 0.01}},
 	}, Options{Logger: testLogger(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
@@ -423,6 +424,10 @@ func TestTimeWindowAndHealth(t *testing.T) {
 	})
 	if n := metricValue(t, reg, "odwatch_window_records", stream); n <= 0 || n >= 1000 {
 		t.Errorf("time window holds %v records, want the last ~300 ms (about 300)", n)
+	}
+	tracked := metricValue(t, reg, "odwatch_dependencies", map[string]string{"stream": "timed", "state": "holding"})
+	if n := seriesCount(t, reg, "odwatch_dependency_error", stream); n != 3 || tracked <= 3 {
+		t.Errorf("%d odwatch_dependency_error series for %v tracked dependencies, want the cap of 3", n, tracked)
 	}
 	_, body := get("/metrics")
 	for _, name := range []string{"odwatch_records_consumed_total", "odwatch_window_records", "odwatch_epsilon", "odwatch_evaluation_duration_seconds", "odwatch_pebble_disk_usage_bytes"} {
