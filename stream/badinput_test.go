@@ -3,11 +3,13 @@ package stream
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,5 +145,51 @@ func TestBadInput(t *testing.T) {
 		waitFor(t, 10*time.Second, "offsets of "+topic+" committed", func() bool {
 			return committed(t, addr, "bad", topic) == want
 		})
+	}
+}
+
+// flakyRegistry answers 503 to the first `fail` requests, then serves.
+type flakyRegistry struct {
+	fakeRegistry
+	fail  int64
+	calls atomic.Int64
+}
+
+func (f *flakyRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if f.calls.Add(1) <= f.fail {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	f.fakeRegistry.ServeHTTP(w, r)
+}
+
+// TestRegistryOutageWaits checks that a record whose schema cannot be
+// fetched because the registry is down is not dead-lettered: the pipeline
+// waits and decodes it once the registry answers.
+func TestRegistryOutageWaits(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"flaky": 1, "dlq": 1})
+	reg := &flakyRegistry{fakeRegistry: fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}, fail: 1}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	r := startMonitor(t, Config{
+		Brokers: []string{addr}, Group: "flaky", DLQTopic: "dlq", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{{Topic: "flaky", Format: "avro-confluent", RegistryURL: srv.URL, Window: 10, Epsilon: 0.01}},
+	})
+	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flaky", BatchTimeout: time.Millisecond}
+	defer w.Close()
+	rec := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
+	if err := w.WriteMessages(context.Background(), kafka.Message{Value: rec}); err != nil {
+		t.Fatal(err)
+	}
+	stream := map[string]string{"stream": "flaky"}
+	waitFor(t, 30*time.Second, "the record in the window", func() bool {
+		return metricValue(t, r.reg, "odwatch_window_records", stream) == 1
+	})
+	if n := metricValue(t, r.reg, "odwatch_records_rejected_total", stream); n != 0 {
+		t.Errorf("%v records rejected during a registry outage", n)
+	}
+	if n := metricValue(t, r.reg, "odwatch_decode_retries_total", stream); n < 1 {
+		t.Errorf("odwatch_decode_retries_total = %v, want retries", n)
 	}
 }

@@ -68,10 +68,13 @@ type streamRun struct {
 	maxEval     atomic.Int64  // longest evaluation, nanoseconds (benchmarks)
 	evaluated   atomic.Uint64 // window end of the last saved evaluation + 1 (tests)
 
-	rejectLog   logLimiter
-	consumed    prometheus.Counter
-	windowGauge prometheus.Gauge
-	lagGauge    prometheus.Gauge
+	rejectLog      logLimiter
+	consumed       prometheus.Counter
+	windowGauge    prometheus.Gauge
+	columnsGauge   prometheus.Gauge
+	droppedCounter prometheus.Counter
+	dropped        uint64 // DroppedFields already counted
+	lagGauge       prometheus.Gauge
 }
 
 func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
@@ -104,10 +107,12 @@ func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
 			RetireAfter: cfg.RetireAfter,
 			Pinned:      cfg.pinned,
 		}),
-		mb:          newMailbox(),
-		consumed:    m.metrics.consumed.WithLabelValues(cfg.Name),
-		windowGauge: m.metrics.windowRecords.WithLabelValues(cfg.Name),
-		lagGauge:    m.metrics.lag.WithLabelValues(cfg.Name),
+		mb:             newMailbox(),
+		consumed:       m.metrics.consumed.WithLabelValues(cfg.Name),
+		windowGauge:    m.metrics.windowRecords.WithLabelValues(cfg.Name),
+		columnsGauge:   m.metrics.windowColumns.WithLabelValues(cfg.Name),
+		droppedCounter: m.metrics.fieldsDropped.WithLabelValues(cfg.Name),
+		lagGauge:       m.metrics.lag.WithLabelValues(cfg.Name),
 	}
 	m.metrics.epsilon.WithLabelValues(cfg.Name).Set(cfg.Epsilon)
 	return s, nil
@@ -152,6 +157,7 @@ func (s *streamRun) restore(ctx context.Context) error {
 		s.win.Append(r.meta, &s.rec)
 	}
 	s.windowGauge.Set(float64(s.win.Len()))
+	s.dropped = s.win.DroppedFields() // counted before the restart
 
 	data, end, err := s.m.store.LoadTracker(s.name)
 	if err != nil {
@@ -451,7 +457,7 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 	}
 	s.next[p] = msg.Offset + 1
 	s.posDirty = true
-	if err := s.dec.Decode(ctx, msg.Value, &s.rec); err != nil {
+	if err := s.decode(ctx, msg); err != nil {
 		var de *DecodeError
 		if !errors.As(err, &de) {
 			return fmt.Errorf("stream %s: decode %s/%d/%d: %w", s.name, msg.Topic, msg.Partition, msg.Offset, err)
@@ -471,6 +477,32 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 	}
 	s.seq++
 	return nil
+}
+
+// decode decodes msg into s.rec. While the Schema Registry is unreachable
+// (a retryable DecodeError: the record is not at fault) it waits and tries
+// again, with capped exponential backoff, rather than dead-lettering good
+// records: consumption pauses, the lag grows, and it resumes by itself.
+func (s *streamRun) decode(ctx context.Context, msg kafka.Message) error {
+	backoff := 100 * time.Millisecond
+	for {
+		err := s.dec.Decode(ctx, msg.Value, &s.rec)
+		var de *DecodeError
+		if err == nil || !errors.As(err, &de) || !de.Retryable() {
+			return err
+		}
+		s.m.metrics.decodeRetries.WithLabelValues(s.name).Inc()
+		s.log.Warn("schema registry unreachable; waiting before decoding again", "partition", msg.Partition,
+			"offset", msg.Offset, "retry_in", backoff, "err", de.Err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }
 
 // reject counts, logs and dead-letters an undecodable record.
@@ -548,6 +580,11 @@ func (m *Monitor) flush(ctx context.Context, commits map[topicPartition]kafka.Me
 		}
 		s.lagGauge.Set(float64(lag))
 		s.windowGauge.Set(float64(s.win.Len()))
+		s.columnsGauge.Set(float64(s.win.NumColumns()))
+		if d := s.win.DroppedFields(); d > s.dropped {
+			s.droppedCounter.Add(float64(d - s.dropped))
+			s.dropped = d
+		}
 		if s.cfg.Interval > 0 && now.Sub(s.lastEval) >= s.cfg.Interval && s.seq > s.evalSeq {
 			s.due, s.dueSeq = true, s.seq-1
 		}
@@ -686,7 +723,7 @@ func (s *streamRun) backfill(ctx context.Context, topic string, partition int, u
 		if msg.Offset >= upTo {
 			break
 		}
-		if err := s.dec.Decode(ctx, msg.Value, &s.rec); err == nil &&
+		if err := s.decode(ctx, msg); err == nil &&
 			s.win.Append(RowMeta{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time}, &s.rec) {
 			s.arena = s.rec.AppendBinary(s.arena)
 			s.valueEnd = append(s.valueEnd, len(s.arena))

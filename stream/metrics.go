@@ -14,6 +14,9 @@ import (
 //	odwatch_records_rejected_total{stream,reason}      counter   undecodable records by reason (malformed_json, not_object, bad_avro, unknown_schema, registry_unavailable, too_large, too_many_fields)
 //	odwatch_dlq_records_total{stream}                  counter   rejected records written to the dead-letter topic
 //	odwatch_window_records{stream}                     gauge     records in the window
+//	odwatch_window_columns{stream}                     gauge     columns in the window (bounded, see Window.SetMaxColumns)
+//	odwatch_fields_dropped_total{stream}               counter   non-NULL fields not stored because the window had its maximum of columns
+//	odwatch_decode_retries_total{stream}               counter   decode attempts retried because the Schema Registry was unreachable (the pipeline waits, it does not dead-letter)
 //	odwatch_evaluation_duration_seconds{stream}        histogram time of one evaluation (encode, re-validation, discovery, persist)
 //	odwatch_evaluations_total{stream,result}           counter   evaluations by result: ok, error, skipped (a due evaluation coalesced into a later one because the previous one was still running)
 //	odwatch_epsilon{stream}                            gauge     the stream's epsilon, for alert rules comparing with odwatch_dependency_error
@@ -42,6 +45,9 @@ type metrics struct {
 	rejected      *prometheus.CounterVec
 	dlq           *prometheus.CounterVec
 	windowRecords *prometheus.GaugeVec
+	windowColumns *prometheus.GaugeVec
+	fieldsDropped *prometheus.CounterVec
+	decodeRetries *prometheus.CounterVec
 	evalDuration  *prometheus.HistogramVec
 	evaluations   *prometheus.CounterVec
 	epsilon       *prometheus.GaugeVec
@@ -65,6 +71,9 @@ func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int) (*metrics, 
 	m.rejected = counter("odwatch_records_rejected_total", "Undecodable records, by reason.", "reason")
 	m.dlq = counter("odwatch_dlq_records_total", "Rejected records written to the dead-letter topic.")
 	m.windowRecords = gauge("odwatch_window_records", "Records in the window.")
+	m.windowColumns = gauge("odwatch_window_columns", "Columns in the window.")
+	m.fieldsDropped = counter("odwatch_fields_dropped_total", "Fields not stored because the window had its maximum of columns.")
+	m.decodeRetries = counter("odwatch_decode_retries_total", "Decodes retried because the Schema Registry was unreachable.")
 	m.evalDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "odwatch_evaluation_duration_seconds",
 		Help:    "Duration of one window evaluation (encode, re-validation, discovery, persist).",
