@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -19,11 +21,31 @@ const DefaultMaxErrorSeries = 200
 //	odwatch_dependencies{stream,state}            gauge, tracked dependencies by state (see Tracker.States)
 //	odwatch_dependency_error{stream,dependency}   gauge, last error per tracked dependency (text form),
 //	                                              at most MaxErrorSeries per stream: violated first, then highest error
+//	odwatch_dependency_violated{stream,dependency} gauge, 1 while the dependency's hysteresis state is violated
+//	                                              (a violated event and no restored one since), 0 while holding;
+//	                                              exactly the label sets of odwatch_dependency_error
+//	odwatch_margin{stream}                        gauge, the hysteresis half-width of the stream's Tracker
+//
+// odwatch_dependency_violated is what alert rules should fire on: comparing
+// odwatch_dependency_error with odwatch_epsilon flaps for a dependency whose
+// error hovers around eps, while the tracker only changes state after K
+// consecutive windows beyond eps ± margin, exactly when it emits its
+// violated and restored events.
 type Metrics struct {
 	events       *prometheus.CounterVec
 	sinkErrors   *prometheus.CounterVec
 	dependencies *prometheus.GaugeVec
 	depError     *prometheus.GaugeVec
+	depViolated  *prometheus.GaugeVec
+	margin       *prometheus.GaugeVec
+
+	// mu guards exported: per stream, the dependency label values that have
+	// series, so that UpdateTracker deletes only the ones that left instead
+	// of deleting and re-creating all of them (a scrape in between would see
+	// them missing, and Prometheus would mark them stale and reset pending
+	// alerts).
+	mu       sync.Mutex
+	exported map[string]map[string]bool
 	// MaxErrorSeries caps odwatch_dependency_error per stream; 0 means
 	// DefaultMaxErrorSeries.
 	MaxErrorSeries int
@@ -34,6 +56,7 @@ type Metrics struct {
 // reused, so two streams may share a registry.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		exported: make(map[string]map[string]bool),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "odwatch_events_total", Help: "Dependency-change events emitted, by type.",
 		}, []string{"stream", "type"}),
@@ -46,12 +69,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		depError: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "odwatch_dependency_error", Help: "Last measured error (removals / window records) of a tracked dependency; capped per stream.",
 		}, []string{"stream", "dependency"}),
+		depViolated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "odwatch_dependency_violated", Help: "1 while a tracked dependency is violated (between its violated and restored events, with hysteresis), 0 while holding; same series as odwatch_dependency_error.",
+		}, []string{"stream", "dependency"}),
+		margin: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "odwatch_margin", Help: "Hysteresis half-width of the stream: violated above epsilon+margin, restored at or below epsilon-margin.",
+		}, []string{"stream"}),
 	}
 	if reg != nil {
 		m.events = register(reg, m.events)
 		m.sinkErrors = register(reg, m.sinkErrors)
 		m.dependencies = register(reg, m.dependencies)
 		m.depError = register(reg, m.depError)
+		m.depViolated = register(reg, m.depViolated)
+		m.margin = register(reg, m.margin)
 	}
 	return m
 }
@@ -104,10 +135,12 @@ func (i instrumented) Send(ctx context.Context, events []Event) error {
 	return err
 }
 
-// UpdateTracker sets odwatch_dependencies and odwatch_dependency_error of
-// stream from t, replacing the stream's previous dependency series (so that
-// retired dependencies disappear).
+// UpdateTracker sets odwatch_dependencies, odwatch_dependency_error,
+// odwatch_dependency_violated and odwatch_margin of stream from t, replacing
+// the stream's previous dependency series (so that retired dependencies, and
+// ones pushed out of the cap, disappear from both families together).
 func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
+	m.margin.WithLabelValues(stream).Set(t.margin())
 	for state, n := range t.States() {
 		m.dependencies.WithLabelValues(stream, state).Set(float64(n))
 	}
@@ -123,13 +156,55 @@ func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
 		return cmp.Or(cmp.Compare(b.Error, a.Error), cmp.Compare(a.ID, b.ID))
 	})
 	limit := cmp.Or(m.MaxErrorSeries, DefaultMaxErrorSeries)
-	m.depError.DeletePartialMatch(prometheus.Labels{"stream": stream})
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exported == nil {
+		m.exported = make(map[string]map[string]bool)
+	}
+	prev, seen := m.exported[stream]
+	if !seen {
+		// First update of stream through this Metrics: another Metrics
+		// sharing the collectors (an earlier monitor on the same registry)
+		// may have left series behind that prev cannot name.
+		m.depError.DeletePartialMatch(prometheus.Labels{"stream": stream})
+		m.depViolated.DeletePartialMatch(prometheus.Labels{"stream": stream})
+	}
+	next := make(map[string]bool, min(len(errs), limit))
 	for i, e := range errs {
 		if i >= limit {
 			break
 		}
-		if e.Measured {
-			m.depError.WithLabelValues(stream, e.Text).Set(e.Error)
+		// A dependency never observed has no error to show; it cannot be
+		// violated either (that takes observations), so skipping it keeps
+		// the two families' label sets equal for rules that join them.
+		if !e.Measured {
+			continue
+		}
+		m.depError.WithLabelValues(stream, e.Text).Set(e.Error)
+		violated := 0.0
+		if e.State == StateViolated {
+			violated = 1
+		}
+		m.depViolated.WithLabelValues(stream, e.Text).Set(violated)
+		next[e.Text] = true
+	}
+	for dep := range prev {
+		if !next[dep] {
+			m.depError.DeleteLabelValues(stream, dep)
+			m.depViolated.DeleteLabelValues(stream, dep)
 		}
 	}
+	m.exported[stream] = next
+}
+
+// margin returns the normalized hysteresis margin of t (0 for a zero
+// Tracker).
+func (t *Tracker) margin() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cfg.Margin < 0 || math.IsNaN(t.cfg.Margin) {
+		return 0
+	}
+	return t.cfg.Margin
 }
