@@ -88,8 +88,8 @@ func TestMetricsSeriesSet(t *testing.T) {
 		wantViolated map[string]float64
 	}
 	tests := []struct {
-		name   string
-		cfg    Config
+		name  string
+		cfg   Config
 		max   int
 		steps []step
 	}{
