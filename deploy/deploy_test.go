@@ -529,7 +529,7 @@ func TestAlertRulesComplete(t *testing.T) {
 				if want := "$labels.stream"; r.Alert != "OdwatchDown" && !strings.Contains(text, want) {
 					t.Errorf("%s does not name %s: %q", a, want, text)
 				}
-				if strings.Contains(r.Expr, "odwatch_dependency_error") && !strings.Contains(text, "$labels.dependency") {
+				if dependencyExpr.MatchString(r.Expr) && !strings.Contains(text, "$labels.dependency") {
 					t.Errorf("%s does not name $labels.dependency: %q", a, text)
 				}
 			}
@@ -540,6 +540,38 @@ func TestAlertRulesComplete(t *testing.T) {
 				t.Errorf("%s has no promtool test case where it stays quiet", rulesTestFile)
 			}
 		})
+	}
+}
+
+// dependencyExpr matches expressions over per-dependency series, whose
+// alerts must name the dependency.
+var dependencyExpr = regexp.MustCompile(`\bodwatch_dependency_(error|violated)\b`)
+
+// TestDependencyAlertFollowsTracker: the dependency alert fires on odwatch's
+// own hysteresis state (odwatch_dependency_violated), not on the raw error
+// against eps, which flaps for a dependency hovering around eps; and the
+// dashboard shows the same state.
+func TestDependencyAlertFollowsTracker(t *testing.T) {
+	found := false
+	for _, r := range loadRules(t) {
+		if r.Alert != "OdwatchDependencyViolated" {
+			continue
+		}
+		found = true
+		if !strings.Contains(r.Expr, "odwatch_dependency_violated") {
+			t.Errorf("OdwatchDependencyViolated does not use odwatch_dependency_violated: %s", r.Expr)
+		}
+		if strings.Contains(r.Expr, "odwatch_epsilon") {
+			t.Errorf("OdwatchDependencyViolated compares with odwatch_epsilon (flaps around eps): %s", r.Expr)
+		}
+	}
+	if !found {
+		t.Fatalf("%s: no OdwatchDependencyViolated alert", rulesFile)
+	}
+	var exprs []string
+	collectExprs(decodeDashboard(t), &exprs)
+	if !slices.ContainsFunc(exprs, func(e string) bool { return strings.Contains(e, "odwatch_dependency_violated") }) {
+		t.Errorf("%s: no panel shows odwatch_dependency_violated", dashboardFile)
 	}
 }
 

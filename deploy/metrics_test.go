@@ -200,9 +200,15 @@ func TestMetricNamesRegistered(t *testing.T) {
 	if len(noStream) > 0 {
 		t.Errorf("metrics used with a stream selector but exposed without a stream label: %v", noStream)
 	}
-	// The violated rule joins these on their labels.
-	for name, label := range map[string]string{"odwatch_dependency_error": "dependency", "odwatch_records_rejected_total": "reason",
-		"odwatch_evaluations_total": "result", "odwatch_events_total": "type", "odwatch_dependencies": "state"} {
+	// The rules and the dashboard join and group these on their labels.
+	for name, label := range map[string]string{
+		"odwatch_dependency_error":       "dependency",
+		"odwatch_dependency_violated":    "dependency",
+		"odwatch_records_rejected_total": "reason",
+		"odwatch_evaluations_total":      "result",
+		"odwatch_events_total":           "type",
+		"odwatch_dependencies":           "state",
+	} {
 		if _, ok := used[name]; ok && len(last.labels[name]) > 0 && !last.labels[name][label] {
 			t.Errorf("%s has no %s label: %v", name, label, sortedKeys(last.labels[name]))
 		}
@@ -261,7 +267,7 @@ func TestScrapeChecker(t *testing.T) {
 		used                 []string
 		wantAbsent, wantNoSt []string
 	}{
-		{"present", []string{"odwatch_window_records", "odwatch_dependency_error", "odwatch_pebble_disk_usage_bytes"}, nil, nil},
+		{"present", []string{"odwatch_window_records", "odwatch_dependency_error", "odwatch_dependency_violated", "odwatch_pebble_disk_usage_bytes"}, nil, nil},
 		{"histogram series", []string{"odwatch_evaluation_duration_seconds_bucket", "odwatch_evaluation_duration_seconds_count"}, nil, nil},
 		{"renamed", []string{"odwatch_window_size", "odwatch_window_records_bucket"}, []string{"odwatch_window_records_bucket", "odwatch_window_size"}, nil},
 		{"no stream label", []string{"odwatch_consumer_lag"}, nil, []string{"odwatch_consumer_lag"}},
@@ -281,7 +287,9 @@ func TestScrapeChecker(t *testing.T) {
 			}
 		})
 	}
-	if !s.labels["odwatch_dependency_error"]["dependency"] {
-		t.Errorf("labels of odwatch_dependency_error = %v, want dependency among them", s.labels["odwatch_dependency_error"])
+	for _, name := range []string{"odwatch_dependency_error", "odwatch_dependency_violated"} {
+		if !s.labels[name]["dependency"] {
+			t.Errorf("labels of %s = %v, want dependency among them", name, s.labels[name])
+		}
 	}
 }
