@@ -76,6 +76,12 @@ type Config struct {
 	// SessionTimeout is the consumer group session timeout: how long a
 	// crashed member keeps its partitions. 0 means kafka-go's 30 s.
 	SessionTimeout time.Duration
+	// StateTopic, when set, receives every stream's tracker state after
+	// each evaluation (key = stream name, JSON value, see stateRecord), and
+	// a member taking a stream over without a tracker of its own restores
+	// it from there (DESIGN.md "Scale-out"). Create the topic with
+	// cleanup.policy=compact: only the latest value per stream is read.
+	StateTopic string
 }
 
 // Defaults applied by Validate.

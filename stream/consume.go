@@ -58,6 +58,9 @@ type streamRun struct {
 	dueSeq   uint64 // its window end
 	lastEval time.Time
 	evalSeq  uint64 // window end of the last dispatched evaluation (+1; 0 = none)
+	// stateChecked: the state topic was read since the stream was
+	// (re)assigned to this member.
+	stateChecked bool
 
 	// Evaluator side.
 	tracker     *alerts.Tracker
@@ -169,6 +172,7 @@ func (s *streamRun) restore(ctx context.Context) error {
 		}
 		s.trackerEnd, s.hasTracker = end, true
 		s.evalSeq = end + 1
+		s.evaluated.Store(end + 1)
 	}
 	s.lastEval = time.Now()
 	s.log.Info("stream restored", "window_records", s.win.Len(), "next_seq", s.seq,
@@ -446,7 +450,9 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 	if !known && msg.Offset > 0 {
 		// A partition this store never saw, picked up mid-stream (state
 		// dir lost, or taken over from another instance): read back the
-		// records before it so that the window is whole at once.
+		// records before it so that the window is whole at once, and
+		// the previous owner's tracker from the state topic.
+		s.takeOverState(ctx)
 		if err := s.backfill(ctx, msg.Topic, msg.Partition, msg.Offset); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -21,6 +21,7 @@ import (
 type evalJob struct {
 	snap   *Snapshot
 	endSeq uint64
+	next   map[int32]int64 // the stream's next offsets at the snapshot
 }
 
 // mailbox holds at most one pending evaluation. A new window due while the
@@ -29,6 +30,7 @@ type evalJob struct {
 type mailbox struct {
 	mu      sync.Mutex
 	pending *evalJob
+	restore *stateRecord // a tracker state to restore before the next evaluation
 	wake    chan struct{}
 }
 
@@ -38,6 +40,12 @@ func newMailbox() mailbox { return mailbox{wake: make(chan struct{}, 1)} }
 // evaluator.
 func (s *streamRun) dispatch(endSeq uint64) {
 	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq}
+	if s.m.stateWriter != nil {
+		job.next = make(map[int32]int64, len(s.next))
+		for p, o := range s.next {
+			job.next[p] = o
+		}
+	}
 	s.evalSeq = endSeq + 1
 	s.mb.mu.Lock()
 	if s.mb.pending != nil {
@@ -62,9 +70,14 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 		case <-s.mb.wake:
 		}
 		s.mb.mu.Lock()
-		job := s.mb.pending
-		s.mb.pending = nil
+		job, restore := s.mb.pending, s.mb.restore
+		s.mb.pending, s.mb.restore = nil, nil
 		s.mb.mu.Unlock()
+		if restore != nil {
+			if err := s.applyState(restore); err != nil {
+				return err
+			}
+		}
 		if job == nil {
 			continue
 		}
@@ -307,6 +320,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		return fmt.Errorf("stream %s: save evaluation: %w", s.name, err)
 	}
 	s.trackerEnd, s.hasTracker = job.endSeq, true
+	s.publishState(ctx, job.endSeq, job.next, trackerState)
 	s.evaluated.Store(job.endSeq + 1)
 	s.evaluations++
 	if s.evaluations%64 == 0 {

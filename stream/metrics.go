@@ -22,6 +22,7 @@ import (
 //	odwatch_epsilon{stream}                            gauge     the stream's epsilon, for alert rules comparing with odwatch_dependency_error
 //	odwatch_consumer_lag{stream}                       gauge     records behind the partitions' high watermarks (sum over partitions, as of the last fetch)
 //	odwatch_last_evaluation_timestamp_seconds{stream}  gauge     unix time of the last successful evaluation
+//	odwatch_state_publish_errors_total{stream}         counter   tracker states not written to Config.StateTopic (the local store has them; the next evaluation publishes again)
 //
 // Registered through package alerts (alerts.NewMetrics), updated by the
 // pipeline after every evaluation:
@@ -41,18 +42,19 @@ type metrics struct {
 	collectors []prometheus.Collector
 	alerts     *alerts.Metrics
 
-	consumed      *prometheus.CounterVec
-	rejected      *prometheus.CounterVec
-	dlq           *prometheus.CounterVec
-	windowRecords *prometheus.GaugeVec
-	windowColumns *prometheus.GaugeVec
-	fieldsDropped *prometheus.CounterVec
-	decodeRetries *prometheus.CounterVec
-	evalDuration  *prometheus.HistogramVec
-	evaluations   *prometheus.CounterVec
-	epsilon       *prometheus.GaugeVec
-	lag           *prometheus.GaugeVec
-	lastEval      *prometheus.GaugeVec
+	consumed           *prometheus.CounterVec
+	rejected           *prometheus.CounterVec
+	dlq                *prometheus.CounterVec
+	windowRecords      *prometheus.GaugeVec
+	windowColumns      *prometheus.GaugeVec
+	fieldsDropped      *prometheus.CounterVec
+	decodeRetries      *prometheus.CounterVec
+	evalDuration       *prometheus.HistogramVec
+	evaluations        *prometheus.CounterVec
+	epsilon            *prometheus.GaugeVec
+	lag                *prometheus.GaugeVec
+	lastEval           *prometheus.GaugeVec
+	statePublishErrors *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int) (*metrics, error) {
@@ -83,6 +85,7 @@ func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int) (*metrics, 
 	m.evaluations = counter("odwatch_evaluations_total", "Window evaluations, by result (ok, error, skipped).", "result")
 	m.epsilon = gauge("odwatch_epsilon", "Epsilon of the stream.")
 	m.lag = gauge("odwatch_consumer_lag", "Records behind the high watermark, summed over partitions.")
+	m.statePublishErrors = counter("odwatch_state_publish_errors_total", "Tracker states that could not be written to the state topic.")
 	m.lastEval = gauge("odwatch_last_evaluation_timestamp_seconds", "Unix time of the last successful evaluation.")
 	for i, c := range m.collectors {
 		if err := reg.Register(c); err != nil {

@@ -28,8 +28,15 @@
 // (the oldest), since a window needs the whole stream. A member that starts
 // consuming a partition its store has no position for, past offset 0 (a
 // takeover, or a lost state dir), reads the partition's share of the window
-// back from Kafka first. Its tracker starts empty: the dependencies are
-// rediscovered on its first window (there is no shared state topic).
+// back from Kafka first. With Config.StateTopic set, every evaluation also
+// publishes the stream's tracker state there (a compacted topic, key =
+// stream name), and such a member, when the topic holds a newer tracker
+// state than its own store (a fresh instance has none), restores the
+// tracker from it and continues the arrival sequence numbers past the
+// previous owner's last evaluated window: the tracked dependencies keep
+// their state and no discovered event is repeated. Without a state topic
+// the tracker starts empty and the dependencies are rediscovered on the
+// member's first window.
 package stream
 
 import (
@@ -79,8 +86,11 @@ type Monitor struct {
 	byTopic map[string][]*streamRun
 	sinks   []namedSink
 	dlq     *kafka.Writer
-	reader  *kafka.Reader // set by consume
-	started time.Time
+	// stateWriter publishes tracker states to cfg.StateTopic (nil when
+	// unset).
+	stateWriter *kafka.Writer
+	reader      *kafka.Reader // set by consume
+	started     time.Time
 
 	joined    atomic.Bool // the consumer received its partition assignment
 	storeOpen atomic.Bool
@@ -141,6 +151,9 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	}
 	for i, s := range opts.Sinks {
 		m.sinks = append(m.sinks, namedSink{fmt.Sprintf("extra%d", i), s})
+	}
+	if cfg.StateTopic != "" {
+		m.stateWriter = newStateWriter(cfg)
 	}
 	if cfg.DLQTopic != "" {
 		m.dlq = &kafka.Writer{
@@ -241,6 +254,11 @@ func (m *Monitor) close() error {
 		if m.dlq != nil {
 			if err := m.dlq.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("close dead-letter writer: %w", err))
+			}
+		}
+		if m.stateWriter != nil {
+			if err := m.stateWriter.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close state topic writer: %w", err))
 			}
 		}
 		m.storeOpen.Store(false)

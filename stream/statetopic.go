@@ -1,0 +1,226 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/odwatch/odwatch/state"
+	"github.com/segmentio/kafka-go"
+)
+
+// stateRecord is the value a stream publishes to Config.StateTopic after
+// each evaluation, keyed by the stream name: what a member taking the stream
+// over needs to go on where the previous owner stopped (DESIGN.md
+// "Scale-out"). The topic is meant to be compacted (cleanup.policy=compact),
+// so it holds about one value per stream.
+type stateRecord struct {
+	Stream string `json:"stream"`
+	// WindowEndSeq is the arrival sequence number of the last record of the
+	// evaluated window.
+	WindowEndSeq uint64 `json:"window_end_seq"`
+	// NextOffsets are the stream's next offsets per partition (decimal
+	// partition number as the key) when the window was snapshotted.
+	NextOffsets map[string]int64 `json:"next_offsets"`
+	// Tracker is the alerts.Tracker state (its MarshalJSON form).
+	Tracker json.RawMessage `json:"tracker"`
+}
+
+// stateWriteTimeout bounds one publication to the state topic.
+const stateWriteTimeout = 10 * time.Second
+
+// newStateWriter returns the synchronous writer of the state topic: one
+// message per evaluation, written before the evaluation's events are
+// delivered, hashed by stream name so that a stream's values stay in one
+// partition (compaction keeps the latest).
+func newStateWriter(cfg Config) *kafka.Writer {
+	w := &kafka.Writer{
+		Addr:                   kafka.TCP(cfg.Brokers...),
+		Topic:                  cfg.StateTopic,
+		Balancer:               &kafka.Hash{},
+		RequiredAcks:           kafka.RequireAll,
+		BatchTimeout:           time.Millisecond, // one message per write: do not wait for more
+		BatchBytes:             BrokerMaxMessageBytes,
+		AllowAutoTopicCreation: true,
+	}
+	if cfg.Dialer != nil {
+		w.Transport = transportFor(cfg.Dialer)
+	}
+	return w
+}
+
+// publishState writes the stream's tracker state after an evaluation was
+// saved locally. A failure is logged and counted, not fatal: the local
+// store has the state, and the next evaluation publishes again.
+func (s *streamRun) publishState(ctx context.Context, end uint64, next map[int32]int64, tracker []byte) {
+	if s.m.stateWriter == nil {
+		return
+	}
+	rec := stateRecord{Stream: s.name, WindowEndSeq: end, NextOffsets: make(map[string]int64, len(next)), Tracker: tracker}
+	for p, o := range next {
+		rec.NextOffsets[strconv.Itoa(int(p))] = o
+	}
+	value, err := json.Marshal(rec)
+	if err != nil {
+		s.log.Error("encode state for the state topic", "err", err)
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, stateWriteTimeout)
+	defer cancel()
+	if err := s.m.stateWriter.WriteMessages(wctx, kafka.Message{Key: []byte(s.name), Value: value}); err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		s.m.metrics.statePublishErrors.WithLabelValues(s.name).Inc()
+		s.log.Warn("could not publish the tracker state to the state topic", "topic", s.m.cfg.StateTopic, "window_end", end, "err", err)
+	}
+}
+
+// takeOverState is called on the consume goroutine when the stream picks
+// up a partition it has no position for past offset 0 (a takeover): when
+// the state topic holds a newer tracker state than the local store (none
+// at all on a fresh instance), the sequence numbers continue past the
+// previous owner's last evaluated window (so that the restored tracker
+// accepts the next windows) and the evaluator restores the tracker before
+// its next evaluation. Read once per assignment.
+func (s *streamRun) takeOverState(ctx context.Context) {
+	if s.m.cfg.StateTopic == "" || s.stateChecked {
+		return
+	}
+	s.stateChecked = true
+	rec, err := readStateRecord(ctx, s.m.cfg.Brokers, s.m.cfg.Dialer, s.m.cfg.StateTopic, s.name)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("could not read the state topic; dependencies are rediscovered", "topic", s.m.cfg.StateTopic, "err", err)
+		}
+		return
+	}
+	if rec == nil {
+		s.log.Info("no state for the stream on the state topic", "topic", s.m.cfg.StateTopic)
+		return
+	}
+	if local := s.evaluated.Load(); local > rec.WindowEndSeq {
+		return // the local store's tracker is as recent
+	}
+	s.seq = max(s.seq, rec.WindowEndSeq+1)
+	s.evalSeq = max(s.evalSeq, rec.WindowEndSeq+1)
+	s.mb.mu.Lock()
+	s.mb.restore = rec
+	s.mb.mu.Unlock()
+	select {
+	case s.mb.wake <- struct{}{}:
+	default:
+	}
+	s.log.Info("tracker state taken over from the state topic", "topic", s.m.cfg.StateTopic, "window_end", rec.WindowEndSeq)
+}
+
+// applyState restores the tracker from a state topic record, on the
+// evaluator goroutine, and saves it to the local store so that a restart
+// does not need the topic again.
+func (s *streamRun) applyState(rec *stateRecord) error {
+	if s.hasTracker && rec.WindowEndSeq <= s.trackerEnd {
+		return nil
+	}
+	if err := s.tracker.UnmarshalJSON(rec.Tracker); err != nil {
+		s.log.Warn("ignoring an undecodable tracker state from the state topic", "err", err)
+		return nil
+	}
+	if err := s.m.store.SaveEvaluation(&state.Evaluation{Stream: s.name, WindowEnd: rec.WindowEndSeq, TrackerState: rec.Tracker}); err != nil {
+		return fmt.Errorf("stream %s: save restored tracker: %w", s.name, err)
+	}
+	s.trackerEnd, s.hasTracker = rec.WindowEndSeq, true
+	s.evaluated.Store(rec.WindowEndSeq + 1)
+	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
+	return nil
+}
+
+// readStateRecord reads topic from its beginning up to the high watermarks
+// at the time of the call, partition by partition, and returns the latest
+// value of key stream (the last one by offset in a partition; across
+// partitions, after a change of their number, the one with the highest
+// window end). nil when the topic or the key does not exist.
+func readStateRecord(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic, stream string) (*stateRecord, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+	if dialer != nil {
+		client.Transport = transportFor(dialer)
+	}
+	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
+	}
+	var best *stateRecord
+	for _, t := range md.Topics {
+		if t.Error != nil {
+			if errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("metadata of %s: %w", topic, t.Error)
+		}
+		var reqs []kafka.OffsetRequest
+		for _, p := range t.Partitions {
+			reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
+		}
+		lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+		if err != nil {
+			return nil, fmt.Errorf("offsets of %s: %w", topic, err)
+		}
+		for _, po := range lo.Topics[topic] {
+			if po.Error != nil {
+				return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
+			}
+			var last []byte // latest value of the key in this partition
+			for off := po.FirstOffset; off < po.LastOffset; {
+				res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: po.Partition, Offset: off, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
+				if err != nil {
+					return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, po.Partition, off, err)
+				}
+				if res.Error != nil {
+					return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, po.Partition, off, res.Error)
+				}
+				n := 0
+				for {
+					rec, err := res.Records.ReadRecord()
+					if err != nil {
+						break
+					}
+					n++
+					off = rec.Offset + 1
+					var key, value []byte
+					if rec.Key != nil {
+						key, _ = kafka.ReadAll(rec.Key)
+						rec.Key.Close()
+					}
+					if string(key) == stream {
+						if rec.Value == nil {
+							last = nil // a tombstone
+						} else if value, err = kafka.ReadAll(rec.Value); err == nil {
+							last = value
+						}
+					}
+					if rec.Value != nil {
+						rec.Value.Close()
+					}
+				}
+				if n == 0 {
+					break
+				}
+			}
+			if last == nil {
+				continue
+			}
+			var r stateRecord
+			if err := json.Unmarshal(last, &r); err != nil || r.Stream != stream || len(r.Tracker) == 0 {
+				continue // not ours or damaged: ignore it rather than fail the takeover
+			}
+			if best == nil || r.WindowEndSeq > best.WindowEndSeq {
+				best = &r
+			}
+		}
+	}
+	return best, nil
+}
