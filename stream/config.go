@@ -30,9 +30,11 @@ type StreamConfig struct {
 	MaxFields      int
 
 	// Window is the number of records in the window; Every the number of
-	// records between evaluations (defaults to Window: tumbling). Interval,
-	// when set, evaluates on a timer instead and keeps the records of the
-	// last Interval (bounded by Window).
+	// records between evaluations (defaults to Window: tumbling). A count
+	// window is evaluated only when full: first once it holds Window
+	// records, then every Every records. Interval, when set, evaluates on a
+	// timer instead and keeps the records of the last Interval (bounded by
+	// Window), full or not.
 	Window   int
 	Every    int
 	Interval time.Duration

@@ -192,11 +192,23 @@ func (s *streamRun) replayMissedEvaluation() {
 		return
 	}
 	end := s.seq - 1
-	if (end+1)%uint64(s.cfg.Every) != 0 || (s.hasTracker && end <= s.trackerEnd) {
+	if !s.countBoundary(end) || s.win.Len() < s.cfg.Window || (s.hasTracker && end <= s.trackerEnd) {
 		return
 	}
 	s.log.Info("replaying the evaluation lost at the last window end", "window_end", end)
 	s.dispatch(end)
+}
+
+// countBoundary reports whether the record with arrival sequence number
+// seq ends a count window to evaluate: the first full window (Window
+// records), then every Every records. The schedule depends on the sequence
+// number alone, so a replay after a crash evaluates the same windows; the
+// caller also requires the window to be full (it may not be right after a
+// takeover whose read-back found fewer records), so a partial window is
+// never evaluated.
+func (s *streamRun) countBoundary(seq uint64) bool {
+	n, w, e := seq+1, uint64(s.cfg.Window), uint64(s.cfg.Every)
+	return n >= w && (n-w)%e == 0
 }
 
 // groupTopicBalancer is the consumer group balancer of DESIGN.md
@@ -478,7 +490,7 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 	s.arena = s.rec.AppendBinary(s.arena)
 	s.valueEnd = append(s.valueEnd, len(s.arena))
 	s.batch = append(s.batch, state.Record{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time})
-	if s.cfg.Interval == 0 && (s.seq+1)%uint64(s.cfg.Every) == 0 {
+	if s.cfg.Interval == 0 && s.countBoundary(s.seq) && s.win.Len() >= s.cfg.Window {
 		s.due, s.dueSeq = true, s.seq
 	}
 	s.seq++

@@ -1,0 +1,67 @@
+package stream
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestCountBoundary(t *testing.T) {
+	tests := []struct {
+		window, every int
+		want          []uint64 // boundaries among seq 0..39
+	}{
+		{window: 10, every: 10, want: []uint64{9, 19, 29, 39}},
+		{window: 10, every: 4, want: []uint64{9, 13, 17, 21, 25, 29, 33, 37}},
+		{window: 10, every: 25, want: []uint64{9, 34}},
+		{window: 1, every: 1, want: []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39}},
+	}
+	for _, tt := range tests {
+		s := &streamRun{cfg: StreamConfig{Window: tt.window, Every: tt.every}}
+		var got []uint64
+		for seq := range uint64(40) {
+			if s.countBoundary(seq) {
+				got = append(got, seq)
+			}
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("window %d every %d: boundaries %v, want %v", tt.window, tt.every, got, tt.want)
+		}
+	}
+}
+
+// TestFullWindowsOnly checks that a sliding count window is first
+// evaluated when it is full, then every Every records: no evaluation sees
+// a partial window.
+func TestFullWindowsOnly(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"full": 1})
+	r := startMonitor(t, Config{
+		Brokers: []string{addr}, Group: "full", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{{Topic: "full", Window: 400, Every: 150, Epsilon: 0.01}},
+	})
+	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "full", Count: 1000, Seed: 21}); err != nil {
+		t.Fatal(err)
+	}
+	// Boundaries: 399, 549, 699, 849, 999.
+	waitFor(t, 30*time.Second, "evaluation of the last window", func() bool { return r.m.streams[0].evaluated.Load() == 1000 })
+	ok := map[string]string{"stream": "full", "result": "ok"}
+	if n := metricValue(t, r.reg, "odwatch_evaluations_total", ok); n+metricValue(t, r.reg, "odwatch_evaluations_total", map[string]string{"stream": "full", "result": "skipped"}) != 5 {
+		t.Errorf("%v evaluations (ok + skipped), want 5 (at records 400, 550, 700, 850, 1000)", n)
+	}
+	events := r.sink.snapshot()
+	if len(events) == 0 {
+		t.Fatal("no events")
+	}
+	for _, e := range events {
+		if e.Window.Records != 400 || (e.Window.EndSeq+1-400)%150 != 0 {
+			t.Errorf("%s event on a window of %d records ending at %d, want full windows of 400 on the schedule", e.Type, e.Window.Records, e.Window.EndSeq)
+		}
+	}
+	if first := events[0].Window.EndSeq; first != 399 {
+		t.Errorf("first event at window end %d, want 399 (the first full window)", first)
+	}
+}
