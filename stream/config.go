@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -48,6 +49,14 @@ type StreamConfig struct {
 	// EvaluationTimeout bounds one discovery run; the tracked dependencies
 	// are still validated when discovery stops early. 0 = no bound.
 	EvaluationTimeout time.Duration
+	// MinScore, when > 0, keeps newly minimal dependencies whose Score
+	// (discovery.Result.Score: the share of tuple pairs their context
+	// constrains) is below it from being tracked: no discovered event for
+	// them. A context close to a key ({salary}: experience ~ tax) makes a
+	// dependency hold trivially in classes of one or two records; that is
+	// noise, not a property of the stream. Pinned and already tracked
+	// dependencies are unaffected. In [0, 1]; 0 = off.
+	MinScore float64
 	// Pinned dependencies in the CLI text form ("{}: salary ~ tax (asc)"),
 	// always tracked and never retired.
 	Pinned []string
@@ -183,6 +192,9 @@ func (c *Config) Validate() error {
 		}
 		if s.Margin < 0 || s.Margin >= 1 {
 			bad(f("margin"), "must be in [0, 1)")
+		}
+		if math.IsNaN(s.MinScore) || s.MinScore < 0 || s.MinScore > 1 {
+			bad(f("min-score"), "must be in [0, 1]")
 		}
 		if s.K < 0 {
 			bad(f("k"), "must be >= 0")

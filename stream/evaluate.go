@@ -277,9 +277,13 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 			Samples: s.samples(snap, d, r.RemovalSample)})
 	}
 	validated := time.Now()
-	// Newly minimal ones, in discovery's order (by score).
+	// Newly minimal ones, in discovery's order (by score), unless their
+	// context is too close to a key (MinScore).
 	if disc != nil {
 		for _, r := range disc.Dependencies {
+			if r.Score < s.cfg.MinScore {
+				continue
+			}
 			if id := alerts.DependencyID(r.Dependency); !inObs[id] {
 				inObs[id] = true
 				obs = append(obs, alerts.Observation{Dependency: r.Dependency, Removals: r.Removals, Error: r.Error,

@@ -226,6 +226,9 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("pinned not parsed: %+v", c.Streams[0].pinned)
 			}
 		}},
+		{name: "min score", mutate: func(c *Config) { c.Streams[0].MinScore = 1.5 }, wantErr: "streams[0].min-score: must be in [0, 1]"},
+		{name: "min score negative", mutate: func(c *Config) { c.Streams[0].MinScore = -0.1 }, wantErr: "streams[0].min-score:"},
+		{name: "min score ok", mutate: func(c *Config) { c.Streams[0].MinScore = 0.05 }},
 		{name: "duplicate name", mutate: func(c *Config) { c.Streams = append(c.Streams, c.Streams[0]) }, wantErr: "streams[1].name: duplicate"},
 	}
 	for _, tt := range tests {

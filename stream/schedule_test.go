@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 )
 
 func TestCountBoundary(t *testing.T) {
@@ -64,4 +67,56 @@ func TestFullWindowsOnly(t *testing.T) {
 	if first := events[0].Window.EndSeq; first != 399 {
 		t.Errorf("first event at window end %d, want 399 (the first full window)", first)
 	}
+}
+
+// TestMinScore runs two streams on one payroll topic, one with MinScore:
+// dependencies whose context is near a key ({salary}, {tax}, ...) are not
+// discovered there, the others (salary ~ tax, score 1) are.
+func TestMinScore(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"scored": 1})
+	r := startMonitor(t, Config{
+		Brokers: []string{addr}, Group: "scored", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{
+			{Name: "all", Topic: "scored", Window: 500, Epsilon: 0.01},
+			// {position} (5 values) scores about 0.2, {experience} (31
+			// values) about 0.03, {salary} less.
+			{Name: "min", Topic: "scored", Window: 500, Epsilon: 0.01, MinScore: 0.1},
+		},
+	})
+	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "scored", Count: 1000, CleanRecords: 1000, Seed: 31}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "both streams evaluated", func() bool {
+		return r.m.streams[0].evaluated.Load() == 1000 && r.m.streams[1].evaluated.Load() == 1000
+	})
+	discovered := map[string]map[string]bool{"all": {}, "min": {}}
+	for _, e := range r.sink.snapshot() {
+		if e.Type == alerts.EventDiscovered {
+			discovered[e.Stream][e.DependencyText] = true
+		}
+	}
+	if !discovered["min"]["{}: salary ~ tax (asc)"] {
+		t.Errorf("salary ~ tax not discovered with a min score: %v", discovered["min"])
+	}
+	for d := range discovered["min"] {
+		if !discovered["all"][d] {
+			t.Errorf("%s discovered only with a min score", d)
+		}
+		dep, err := discovery.ParseDependency(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range dep.Context {
+			if c == "salary" || c == "tax" || c == "experience" {
+				t.Errorf("%s discovered although its context is near a key", d)
+			}
+		}
+	}
+	if len(discovered["min"]) >= len(discovered["all"]) {
+		t.Errorf("min score discovered %d dependencies, without %d: nothing filtered", len(discovered["min"]), len(discovered["all"]))
+	}
+	t.Logf("discovered %d dependencies, %d with min score 0.1", len(discovered["all"]), len(discovered["min"]))
 }
