@@ -284,10 +284,12 @@ type readerLogger struct {
 }
 
 func (l readerLogger) Printf(format string, args ...any) {
+	line := strings.TrimSpace(fmt.Sprintf(format, args...))
 	if strings.HasPrefix(format, "subscribed to topics and partitions") {
+		l.m.noteAssignment(parseAssignment(line))
 		l.m.joined.Store(true)
 	}
-	l.m.log.Debug("kafka reader: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
+	l.m.log.Debug("kafka reader: " + line)
 }
 
 type readerErrorLogger struct{ m *Monitor }
@@ -362,10 +364,20 @@ func (m *Monitor) consume(ctx context.Context) error {
 	commits := map[topicPartition]kafka.Message{}
 	var dlq []kafka.Message
 	for {
+		// An assignment change is applied first, between batches, so that
+		// buffered messages of a lost topic are skipped.
+		if err := m.pollAssignment(); err != nil {
+			return err
+		}
 		n := 0
 		select {
 		case <-ctx.Done():
 			return nil
+		case topics := <-m.assignCh:
+			if err := m.applyAssignment(topics); err != nil {
+				return err
+			}
+			continue
 		case f := <-msgs:
 			if f.err != nil {
 				return m.fetchError(ctx, f.err)
@@ -440,6 +452,9 @@ func (m *Monitor) anyDue() bool {
 
 // add processes one fetched message for every stream on its topic.
 func (m *Monitor) add(ctx context.Context, msg kafka.Message, commits map[topicPartition]kafka.Message, dlq *[]kafka.Message) error {
+	if m.lost[msg.Topic] {
+		return nil // fetched before a rebalance gave the topic to another member
+	}
 	commits[topicPartition{msg.Topic, msg.Partition}] = msg
 	for _, s := range m.byTopic[msg.Topic] {
 		if err := s.add(ctx, msg, dlq); err != nil {
@@ -459,11 +474,13 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 	if known && msg.Offset < next {
 		return nil // already in the store: a redelivery after a crash or rebalance
 	}
-	if !known && msg.Offset > 0 {
+	if msg.Offset > 0 && (!known || (msg.Offset > next && s.win.Len() == 0 && s.cfg.Interval == 0)) {
 		// A partition this store never saw, picked up mid-stream (state
-		// dir lost, or taken over from another instance): read back the
-		// records before it so that the window is whole at once, and
-		// the previous owner's tracker from the state topic.
+		// dir lost, or taken over from another instance), or one whose
+		// window was dropped when another member got it and which comes
+		// back past the stored position: read back the records before it
+		// so that the window is whole at once, and the previous owner's
+		// tracker from the state topic.
 		s.takeOverState(ctx)
 		if err := s.backfill(ctx, msg.Topic, msg.Partition, msg.Offset); err != nil {
 			if ctx.Err() != nil {

@@ -90,7 +90,13 @@ type Monitor struct {
 	// unset).
 	stateWriter *kafka.Writer
 	reader      *kafka.Reader // set by consume
-	started     time.Time
+	// assignCh carries the topics of each new assignment from kafka-go's
+	// logger to the consume loop; owned and lost are the consume loop's
+	// view (topics assigned now, topics lost and not assigned again).
+	assignCh chan map[string]bool
+	owned    map[string]bool
+	lost     map[string]bool
+	started  time.Time
 
 	joined    atomic.Bool // the consumer received its partition assignment
 	storeOpen atomic.Bool
@@ -114,7 +120,8 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, started: time.Now()}
+	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, started: time.Now(),
+		assignCh: make(chan map[string]bool, 1), owned: map[string]bool{}, lost: map[string]bool{}}
 	met, err := newMetrics(reg, cfg.MaxDependencyMetrics)
 	if err != nil {
 		return nil, err

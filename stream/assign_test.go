@@ -1,0 +1,97 @@
+package stream
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/state"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestParseAssignment(t *testing.T) {
+	tests := []struct {
+		line string
+		want []string
+	}{
+		{"subscribed to topics and partitions: map[]", nil},
+		{"subscribed to topics and partitions: map[{topic:pay partition:0}:-2]", []string{"pay"}},
+		{"subscribed to topics and partitions: map[{topic:a.b-c_d partition:1}:17 {topic:a.b-c_d partition:0}:3 {topic:x partition:0}:-1]", []string{"a.b-c_d", "x"}},
+	}
+	for _, tt := range tests {
+		got := slices.Sorted(maps.Keys(parseAssignment(tt.line)))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("parseAssignment(%q) = %v, want %v", tt.line, got, tt.want)
+		}
+	}
+}
+
+// TestLostAssignmentDropsWindow runs a member alone on a topic, then
+// starts an older member (created first) in the same group: the balancer
+// moves the topic to it, and the first member drops its window, in memory
+// and in its store, and evaluates no more.
+func TestLostAssignmentDropsWindow(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"moved": 2})
+	cfg := func() Config {
+		return Config{
+			Brokers: []string{addr}, Group: "moved", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+			Streams: []StreamConfig{{Topic: "moved", Window: 500, Epsilon: 0.01}},
+		}
+	}
+	// The older member exists (its start time is taken) before the first
+	// one runs, but joins later.
+	olderCfg := cfg()
+	older, err := NewMonitor(olderCfg, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startMonitor(t, cfg())
+	waitFor(t, 30*time.Second, "first member ready", first.m.Ready)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "moved", Count: 1000, Seed: 41}); err != nil {
+		t.Fatal(err)
+	}
+	stream := map[string]string{"stream": "moved"}
+	waitFor(t, 30*time.Second, "first member evaluated", func() bool {
+		return first.m.streams[0].evaluated.Load() == 1000 && metricValue(t, first.reg, "odwatch_window_records", stream) == 500
+	})
+
+	runCtx, stopOlder := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- older.Run(runCtx) }()
+	t.Cleanup(func() {
+		stopOlder()
+		if err := <-done; err != nil {
+			t.Errorf("older member: %v", err)
+		}
+	})
+	waitFor(t, 30*time.Second, "first member dropped its window", func() bool {
+		return metricValue(t, first.reg, "odwatch_window_records", stream) == 0
+	})
+	evals := metricValue(t, first.reg, "odwatch_evaluations_total", stream)
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "moved", Count: 1000, Seed: 42}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "older member consumed the new records", func() bool {
+		// It read back 500 records (a fresh store), then consumed 1000:
+		// the last full window ends at seq 1499.
+		return older.streams[0].evaluated.Load() == 1500
+	})
+	if got := metricValue(t, first.reg, "odwatch_evaluations_total", stream); got != evals {
+		t.Errorf("first member evaluated %v times after losing the topic", got-evals)
+	}
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := state.Open(first.m.cfg.StateDir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n, err := st.WindowCount("moved"); err != nil || n != 0 {
+		t.Errorf("first member's store holds %d window records (%v), want 0", n, err)
+	}
+}
