@@ -67,6 +67,7 @@ type streamRun struct {
 	trackerEnd  uint64
 	hasTracker  bool
 	evaluations int
+	undelivered int // outbox events some sink has not taken yet, after the last delivery
 	mb          mailbox
 	maxEval     atomic.Int64  // longest evaluation, nanoseconds (benchmarks)
 	evaluated   atomic.Uint64 // window end of the last saved evaluation + 1 (tests)

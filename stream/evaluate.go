@@ -60,13 +60,59 @@ func (s *streamRun) dispatch(endSeq uint64) {
 	}
 }
 
-// evaluator runs the stream's evaluations until ctx is done. It returns an
-// error only for failures that must stop the pipeline (the store).
+// Delivery retries: events a sink failed to take stay in the outbox and are
+// sent again on a timer, from defaultRetryBase doubling up to maxRetryDelay
+// while deliveries keep failing, besides after every evaluation.
+const (
+	defaultRetryBase = 5 * time.Second
+	maxRetryDelay    = time.Minute
+)
+
+// evaluator runs the stream's evaluations, and the delivery retries, until
+// ctx is done. It returns an error only for failures that must stop the
+// pipeline (the store).
 func (s *streamRun) evaluator(ctx context.Context) error {
+	base := s.m.retryBase
+	if base <= 0 {
+		base = defaultRetryBase
+	}
+	delay := base
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	armed := false
+	// rearm arms the retry timer while events wait in the outbox, and
+	// resets the backoff once they are all delivered.
+	rearm := func() {
+		switch {
+		case s.undelivered == 0:
+			if armed {
+				retry.Stop()
+				armed = false
+			}
+			delay = base
+		case !armed:
+			retry.Reset(delay)
+			armed = true
+			delay = min(2*delay, max(maxRetryDelay, base))
+		}
+	}
+	rearm()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-retry.C:
+			armed = false
+			s.log.Info("retrying the delivery of events left in the outbox", "events", s.undelivered)
+			if err := s.deliver(ctx); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			rearm()
+			continue
 		case <-s.mb.wake:
 		}
 		s.mb.mu.Lock()
@@ -87,6 +133,7 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 			}
 			return err
 		}
+		rearm()
 	}
 }
 
@@ -368,14 +415,15 @@ func deliveredMarker(id, sink string) string { return id + "/" + sink }
 
 // deliver sends the stream's outbox events to every sink that has not
 // received them yet, and removes from the outbox the events every sink has.
-// A failing sink keeps its events in the outbox for the next delivery
-// (after the next evaluation, or on restart). Only store failures are
-// returned.
+// A failing sink keeps its events in the outbox for the next delivery (the
+// evaluator's retry timer, the next evaluation, or a restart); the number
+// left is in s.undelivered. Only store failures are returned.
 func (s *streamRun) deliver(ctx context.Context) error {
 	pending, err := s.m.store.PendingEvents(s.name)
 	if err != nil {
 		return fmt.Errorf("stream %s: read outbox: %w", s.name, err)
 	}
+	s.undelivered = len(pending)
 	if len(pending) == 0 {
 		return nil
 	}
@@ -433,6 +481,7 @@ func (s *streamRun) deliver(ctx context.Context) error {
 	if err := s.m.store.MarkDelivered(s.name, ids); err != nil {
 		return fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
 	}
+	s.undelivered = len(pending) - len(ids)
 	return nil
 }
 

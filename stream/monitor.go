@@ -97,6 +97,9 @@ type Monitor struct {
 	owned    map[string]bool
 	lost     map[string]bool
 	started  time.Time
+	// retryBase is the first wait before delivering again events a sink
+	// failed to take (defaultRetryBase when 0; tests shorten it).
+	retryBase time.Duration
 
 	joined    atomic.Bool // the consumer received its partition assignment
 	storeOpen atomic.Bool
@@ -154,7 +157,9 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		m.sinks = append(m.sinks, namedSink{"kafka", alerts.NewKafkaSink(w, "")})
 	}
 	if cfg.WebhookURL != "" {
-		m.sinks = append(m.sinks, namedSink{"webhook", alerts.NewWebhookSink(cfg.WebhookURL, alerts.WebhookOptions{Logger: log})})
+		// Few retries within a send: a send blocks the stream's evaluator,
+		// and the outbox retries on a timer anyway.
+		m.sinks = append(m.sinks, namedSink{"webhook", alerts.NewWebhookSink(cfg.WebhookURL, alerts.WebhookOptions{Logger: log, Retries: 2})})
 	}
 	for i, s := range opts.Sinks {
 		m.sinks = append(m.sinks, namedSink{fmt.Sprintf("extra%d", i), s})

@@ -1,0 +1,82 @@
+package stream
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TestSinkRetryOnTimer points a webhook sink (no retries of its own) at a
+// receiver that fails its first requests: the events stay in the outbox
+// and are delivered by the retry timer, without waiting for another
+// evaluation or a restart.
+func TestSinkRetryOnTimer(t *testing.T) {
+	const failures = 3
+	var (
+		mu       sync.Mutex
+		requests int
+		received = map[string]bool{}
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		requests++
+		if requests <= failures {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		received[r.Header.Get("ce-id")] = true
+	}))
+	defer srv.Close()
+
+	addr := startTestBroker(t, map[string]int{"retry": 1})
+	reg := prometheus.NewRegistry()
+	hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: -1, Logger: testLogger(t)})
+	m, err := NewMonitor(Config{
+		Brokers: []string{addr}, Group: "retry", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{{Topic: "retry", Window: 300, Epsilon: 0.01}},
+	}, Options{Logger: testLogger(t), Registerer: reg, Sinks: []alerts.Sink{hook}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.retryBase = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	waitFor(t, 30*time.Second, "ready", m.Ready)
+	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer pcancel()
+	// One window: a single evaluation, whose events the first sends fail.
+	if err := ProducePayroll(pctx, PayrollOptions{Brokers: []string{addr}, Topic: "retry", Count: 300, Seed: 51}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "outbox delivered", func() bool {
+		p, err := m.store.PendingEvents("retry")
+		return err == nil && len(p) == 0 && m.streams[0].evaluated.Load() == 300
+	})
+	mu.Lock()
+	got, reqs := len(received), requests
+	mu.Unlock()
+	if got == 0 {
+		t.Fatal("the webhook received no event")
+	}
+	if errs := metricValue(t, reg, "odwatch_sink_errors_total", map[string]string{"stream": "retry", "sink": "extra0"}); errs != failures {
+		t.Errorf("%v failed sends, want %d (one per timer retry until the receiver recovers)", errs, failures)
+	}
+	if n := metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "retry"}); n != 1 {
+		t.Errorf("%v evaluations, want 1: delivery must not wait for another one", n)
+	}
+	t.Logf("%d events delivered in %d requests", got, reqs)
+}
