@@ -37,6 +37,27 @@ type Validator struct {
 	// countsA are the zeroed counters of countingSortAB.
 	countsA []uint32
 	it      iterScratch
+	// classOrder lists orderPart's classes largest first.
+	classOrder []uint32
+	orderPart  *StrippedPartition
+}
+
+// largestFirst returns p's class indices by size descending (ties by
+// index), cached for consecutive validations at the same context.
+func (v *Validator) largestFirst(p *StrippedPartition) []uint32 {
+	if v.orderPart == p {
+		return v.classOrder
+	}
+	nc := p.NumClasses()
+	order := slices.Grow(v.classOrder[:0], nc)[:nc]
+	for i := range order {
+		order[i] = uint32(i)
+	}
+	slices.SortStableFunc(order, func(x, y uint32) int {
+		return int(p.Starts[y+1]-p.Starts[y]) - int(p.Starts[x+1]-p.Starts[x])
+	})
+	v.classOrder, v.orderPart = order, p
+	return order
 }
 
 // NewValidator returns a Validator with empty buffers; they grow on demand.
@@ -112,8 +133,12 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, want
 	mask := uint64(1)<<bitsB - 1
 	maxB := uint32(max(b.Cardinality-1, 0))
 	ar, br := a.Ranks, b.Ranks
-	for i := 0; i < p.NumClasses() && (wantAsc || wantDesc); i++ {
-		cls := p.Class(i)
+	order := v.largestFirst(p)
+	for _, i := range order {
+		if !wantAsc && !wantDesc {
+			break
+		}
+		cls := p.Class(int(i))
 		if cap(v.keys) < len(cls) {
 			v.keys = make([]uint64, len(cls))
 			v.tmp = make([]uint64, len(cls))
@@ -246,14 +271,18 @@ func firstIncreaseDesc(keys []uint64, bitsB uint, mask uint64) int {
 // rem >= 0 it stops once the removals provably exceed rem.
 func (v *Validator) lndsAsc(keys []uint64, mask uint64, rem int) int {
 	tails := v.tails[:0]
+	last, prev := 0, uint32(0)
 	for i, k := range keys {
 		x := uint32(k & mask)
 		n := len(tails)
 		if n == 0 || tails[n-1] <= x {
 			tails = append(tails, x)
+			last, prev = n, x
 			continue
 		}
-		tails[upperBound(tails[:n-1], x)] = x
+		last = upperBoundNear(tails, x, last, prev)
+		prev = x
+		tails[last] = x
 		if rem >= 0 && i+1-n > rem {
 			v.tails = tails
 			return i + 1 - n
@@ -268,6 +297,7 @@ func (v *Validator) lndsAsc(keys []uint64, mask uint64, rem int) int {
 // maxB - B, i.e. a longest non-increasing one of B.
 func (v *Validator) lndsDesc(keys []uint64, bitsB uint, mask uint64, maxB uint32, rem int) int {
 	tails := v.tails[:0]
+	last, prev := 0, uint32(0)
 	seen := 0
 	for s := 0; s < len(keys); {
 		e := s + 1
@@ -280,9 +310,12 @@ func (v *Validator) lndsDesc(keys []uint64, bitsB uint, mask uint64, maxB uint32
 			n := len(tails)
 			if n == 0 || tails[n-1] <= x {
 				tails = append(tails, x)
+				last, prev = n, x
 				continue
 			}
-			tails[upperBound(tails[:n-1], x)] = x
+			last = upperBoundNear(tails, x, last, prev)
+			prev = x
+			tails[last] = x
 			if rem >= 0 && seen-n > rem {
 				v.tails = tails
 				return seen - n
@@ -306,6 +339,33 @@ func upperBound(s []uint32, x uint32) int {
 		}
 	}
 	return lo
+}
+
+// upperBoundNear is upperBound(s, x) for an LNDS that last wrote
+// s[last] = prev, with x < s[len(s)-1]: the answer lies after last when x >= prev and at or
+// before it otherwise, so an exponential search from last finds it in
+// O(log distance). Within a run of equal A the values are sorted and the
+// answer is usually last+1.
+func upperBoundNear(s []uint32, x uint32, last int, prev uint32) int {
+	if x >= prev {
+		lo, step := last+1, 1
+		hi := lo
+		for hi < len(s) && s[hi] <= x {
+			lo = hi + 1
+			hi = lo + step
+			step <<= 1
+		}
+		return lo + upperBound(s[lo:min(hi, len(s))], x)
+	}
+	hi, step := last, 1 // s[hi] > x
+	lo := hi - 1
+	for lo >= 0 && s[lo] > x {
+		hi = lo
+		lo = hi - step
+		step <<= 1
+	}
+	lo = max(lo, -1) + 1 // s[lo-1] <= x, or lo == 0
+	return lo + upperBound(s[lo:hi], x)
 }
 
 // sortKeys sorts keys whose values fit in width bits and returns the sorted
