@@ -374,10 +374,8 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 	s.publishState(ctx, job.endSeq, job.next, trackerState)
 	s.evaluated.Store(job.endSeq + 1)
 	s.evaluations++
-	if s.evaluations%64 == 0 {
-		if err := s.m.store.PruneHistory(s.name, historyKeep); err != nil {
-			s.log.Warn("prune history", "err", err)
-		}
+	if s.evaluations%housekeepingEvery == 0 {
+		s.housekeeping(time.Now())
 	}
 	s.m.metrics.alerts.Observe(events)
 	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
@@ -405,8 +403,29 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 // blocks consumption).
 func discoveryWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
-// historyKeep is the number of history points kept per dependency.
-const historyKeep = 1000
+// Housekeeping of the store, every housekeepingEvery evaluations: the
+// newest historyKeep history points per dependency are kept, delivery
+// markers for deliveredKeep.
+const (
+	housekeepingEvery = 64
+	historyKeep       = 1000
+	// deliveredKeep: a delivery marker only matters while the evaluation
+	// that produced its event can be replayed (after a crash, the window
+	// end of the last batch) or the event id can come back from the events
+	// topic's tail; a week is far beyond both.
+	deliveredKeep = 7 * 24 * time.Hour
+)
+
+// housekeeping prunes the stream's history and old delivery markers.
+// Failures are logged: they cost disk, not correctness.
+func (s *streamRun) housekeeping(now time.Time) {
+	if err := s.m.store.PruneHistory(s.name, historyKeep); err != nil {
+		s.log.Warn("prune history", "err", err)
+	}
+	if err := s.m.store.PruneDelivered(s.name, now.Add(-deliveredKeep)); err != nil {
+		s.log.Warn("prune delivery markers", "err", err)
+	}
+}
 
 // deliveredMarker is the delivery marker of event id for one sink: each
 // sink is marked on its own, so a failing webhook does not make the Kafka

@@ -17,8 +17,9 @@
 // window ends after a restart, and event ids (hash of stream, dependency,
 // window end, type) repeat instead of multiplying. An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
-// every sink and marks each sink's delivery; a restart re-sends what is not
-// marked. For the Kafka events sink the gap between a send and its mark is
+// every sink and marks each sink's delivery; what a sink failed to take is
+// sent again on a timer (5 s, doubling up to a minute), after the next
+// evaluation, and on restart. Delivery markers are kept for a week. For the Kafka events sink the gap between a send and its mark is
 // closed on start by reading the tail of the events topic and marking the
 // ids found there (ce_id header), so no event id reaches the topic twice.
 //

@@ -80,3 +80,41 @@ func TestSinkRetryOnTimer(t *testing.T) {
 	}
 	t.Logf("%d events delivered in %d requests", got, reqs)
 }
+
+// TestHousekeepingPrunesDelivered checks that housekeeping forgets delivery
+// markers older than deliveredKeep and keeps recent ones.
+func TestHousekeepingPrunesDelivered(t *testing.T) {
+	m, err := NewMonitor(Config{
+		Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
+		Streams: []StreamConfig{{Topic: "hk", Window: 10, Epsilon: 0.01}},
+	}, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	s := m.streams[0]
+	ids := []string{"e1", deliveredMarker("e1", "kafka")}
+	if err := m.store.MarkDelivered("hk", ids); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		now  time.Time
+		want bool
+	}{
+		{"recent markers stay", time.Now().Add(deliveredKeep - time.Hour), true},
+		{"old markers go", time.Now().Add(deliveredKeep + time.Hour), false},
+	}
+	for _, tt := range tests {
+		s.housekeeping(tt.now)
+		for _, id := range ids {
+			if ok, err := m.store.Delivered("hk", id); err != nil || ok != tt.want {
+				t.Errorf("%s: Delivered(%s) = %v, %v; want %v", tt.name, id, ok, err, tt.want)
+			}
+		}
+	}
+}
