@@ -72,7 +72,9 @@ func (m *Monitor) applyAssignment(topics map[string]bool) error {
 // harmless: when the topic comes back, the committed offset is past them
 // and the window is empty, which is handled as a takeover (read-back from
 // Kafka, tracker from the state topic when newer). The tracker stays: it
-// is the best this member knows when no state topic is configured.
+// is the best this member knows when no state topic is configured. Until
+// the stream gets a record again, an evaluation still running does not
+// publish to the state topic, where it could shadow the new owner's state.
 func (s *streamRun) drop() error {
 	if len(s.next) > 0 {
 		bounds := make(map[int32]int64, len(s.next))
@@ -92,6 +94,7 @@ func (s *streamRun) drop() error {
 	s.mb.mu.Unlock()
 	s.windowGauge.Set(0)
 	s.lagGauge.Set(0)
+	s.handedOver.Store(true)
 	s.log.Info("topic assigned to another member: window dropped")
 	return nil
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/odwatch/odwatch/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -31,13 +31,16 @@ func TestParseAssignment(t *testing.T) {
 // TestLostAssignmentDropsWindow runs a member alone on a topic, then
 // starts an older member (created first) in the same group: the balancer
 // moves the topic to it, and the first member drops its window, in memory
-// and in its store, and evaluates no more.
+// and in its store, and evaluates no more. When the older member stops,
+// the first one gets the topic back as a takeover: it reads the window
+// back and continues from the older member's state on the state topic.
 func TestLostAssignmentDropsWindow(t *testing.T) {
-	addr := startTestBroker(t, map[string]int{"moved": 2})
+	addr := startTestBroker(t, map[string]int{"moved": 2, "moved-state": 1})
 	cfg := func() Config {
 		return Config{
 			Brokers: []string{addr}, Group: "moved", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
-			Streams: []StreamConfig{{Topic: "moved", Window: 500, Epsilon: 0.01}},
+			StateTopic: "moved-state",
+			Streams:    []StreamConfig{{Topic: "moved", Window: 500, Epsilon: 0.01}},
 		}
 	}
 	// The older member exists (its start time is taken) before the first
@@ -62,12 +65,16 @@ func TestLostAssignmentDropsWindow(t *testing.T) {
 	runCtx, stopOlder := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- older.Run(runCtx) }()
-	t.Cleanup(func() {
-		stopOlder()
-		if err := <-done; err != nil {
-			t.Errorf("older member: %v", err)
-		}
-	})
+	var stopOnce sync.Once
+	stop := func() {
+		stopOnce.Do(func() {
+			stopOlder()
+			if err := <-done; err != nil {
+				t.Errorf("older member: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
 	waitFor(t, 30*time.Second, "first member dropped its window", func() bool {
 		return metricValue(t, first.reg, "odwatch_window_records", stream) == 0
 	})
@@ -76,22 +83,34 @@ func TestLostAssignmentDropsWindow(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "older member consumed the new records", func() bool {
-		// It read back 500 records (a fresh store), then consumed 1000:
-		// the last full window ends at seq 1499.
-		return older.streams[0].evaluated.Load() == 1500
+		// Its sequence numbers continue past the first member's last
+		// window end (999, from the state topic): it read back 500
+		// records (a fresh store), then consumed 1000, so the last full
+		// window ends at 2499.
+		return older.streams[0].evaluated.Load() == 2500
 	})
 	if got := metricValue(t, first.reg, "odwatch_evaluations_total", stream); got != evals {
 		t.Errorf("first member evaluated %v times after losing the topic", got-evals)
 	}
+	if n, err := first.m.store.WindowCount("moved"); err != nil || n != 0 {
+		t.Errorf("first member's store holds %d window records (%v) after losing the topic, want 0", n, err)
+	}
+
+	// The older member leaves: the topic comes back to the first one.
+	stop()
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "moved", Count: 500, Seed: 43}); err != nil {
+		t.Fatal(err)
+	}
+	// Its sequence numbers continue past the older member's last window
+	// end (2499): 500 read back and 500 new records end a window at 3499.
+	waitFor(t, 30*time.Second, "first member evaluated after getting the topic back", func() bool {
+		return first.m.streams[0].evaluated.Load() == 3500
+	})
+	if got := metricValue(t, first.reg, "odwatch_window_records", stream); got != 500 {
+		t.Errorf("window after getting the topic back holds %v records, want 500", got)
+	}
 	if err := first.stop(); err != nil {
 		t.Fatal(err)
 	}
-	st, err := state.Open(first.m.cfg.StateDir, state.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if n, err := st.WindowCount("moved"); err != nil || n != 0 {
-		t.Errorf("first member's store holds %d window records (%v), want 0", n, err)
-	}
+
 }

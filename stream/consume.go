@@ -69,8 +69,11 @@ type streamRun struct {
 	evaluations int
 	undelivered int // outbox events some sink has not taken yet, after the last delivery
 	mb          mailbox
-	maxEval     atomic.Int64  // longest evaluation, nanoseconds (benchmarks)
-	evaluated   atomic.Uint64 // window end of the last saved evaluation + 1 (tests)
+	// handedOver: the topic went to another member and no record came
+	// since (set by the consume goroutine, read by the evaluator).
+	handedOver atomic.Bool
+	maxEval    atomic.Int64  // longest evaluation, nanoseconds (benchmarks)
+	evaluated  atomic.Uint64 // window end of the last saved evaluation + 1 (tests)
 
 	rejectLog      logLimiter
 	consumed       prometheus.Counter
@@ -467,6 +470,7 @@ func (m *Monitor) add(ctx context.Context, msg kafka.Message, commits map[topicP
 
 func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Message) error {
 	s.consumed.Inc()
+	s.handedOver.Store(false)
 	p := int32(msg.Partition)
 	if msg.HighWaterMark > 0 {
 		s.lag[p] = max(0, msg.HighWaterMark-msg.Offset-1)

@@ -56,7 +56,7 @@ func newStateWriter(cfg Config) *kafka.Writer {
 // saved locally. A failure is logged and counted, not fatal: the local
 // store has the state, and the next evaluation publishes again.
 func (s *streamRun) publishState(ctx context.Context, end uint64, next map[int32]int64, tracker []byte) {
-	if s.m.stateWriter == nil {
+	if s.m.stateWriter == nil || s.handedOver.Load() {
 		return
 	}
 	rec := stateRecord{Stream: s.name, WindowEndSeq: end, NextOffsets: make(map[string]int64, len(next)), Tracker: tracker}
