@@ -43,6 +43,7 @@ type streamSettings struct {
 	RetireAfter       int           `yaml:"retire-after"`
 	MaxLevel          int           `yaml:"max-level"`
 	Sample            int           `yaml:"sample"`
+	MinScore          float64       `yaml:"min-score"`
 	EvaluationTimeout time.Duration `yaml:"evaluation-timeout"`
 	Pinned            []string      `yaml:"pinned"`
 }
@@ -68,6 +69,7 @@ type runSettings struct {
 	Group                string       `yaml:"group"`
 	EventsTopic          string       `yaml:"events-topic"`
 	DLQTopic             string       `yaml:"dlq-topic"`
+	StateTopic           string       `yaml:"state-topic"`
 	Webhook              string       `yaml:"webhook"`
 	StateDir             string       `yaml:"state-dir"`
 	MetricsAddr          string       `yaml:"metrics-addr"`
@@ -139,6 +141,7 @@ func newRunFlags(name string) *runFlags {
 	fs.StringVar(&f.s.Group, "group", "odwatch", "Kafka consumer group")
 	fs.StringVar(&f.s.EventsTopic, "events-topic", "", "topic for dependency-change events (CloudEvents)")
 	fs.StringVar(&f.s.DLQTopic, "dlq-topic", "", "dead-letter topic for undecodable records")
+	fs.StringVar(&f.s.StateTopic, "state-topic", "", "compacted topic holding each stream's tracked dependencies, for failover between instances")
 	fs.StringVar(&f.s.Webhook, "webhook", "", "URL to POST events to")
 	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store")
 	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz (empty = off)")
@@ -171,6 +174,7 @@ func newRunFlags(name string) *runFlags {
 	fs.IntVar(&st.RetireAfter, "retire-after", 0, "windows before a replaced dependency is retired (0 = default)")
 	fs.IntVar(&st.MaxLevel, "max-level", 0, "lattice level limit (0 = none)")
 	fs.IntVar(&st.Sample, "sample", 5, "violating records carried per event")
+	fs.Float64Var(&st.MinScore, "min-score", 0, "do not track newly found dependencies whose score (share of row pairs their context groups) is below this")
 	fs.DurationVar(&st.EvaluationTimeout, "evaluation-timeout", 0, "time budget of one discovery run (0 = default)")
 	fs.Var(&f.pinned, "pin", "a dependency to always track, e.g. '{}: salary ~ tax (asc)' (repeatable)")
 	return f
@@ -210,6 +214,7 @@ func (f *runFlags) settings() (runSettings, error) {
 	pick("group", func() { base.Group = fl.Group })
 	pick("events-topic", func() { base.EventsTopic = fl.EventsTopic })
 	pick("dlq-topic", func() { base.DLQTopic = fl.DLQTopic })
+	pick("state-topic", func() { base.StateTopic = fl.StateTopic })
 	pick("webhook", func() { base.Webhook = fl.Webhook })
 	pick("state-dir", func() { base.StateDir = fl.StateDir })
 	pick("metrics-addr", func() { base.MetricsAddr = fl.MetricsAddr })
@@ -273,6 +278,7 @@ func (f *runFlags) settings() (runSettings, error) {
 		pick("retire-after", func() { st.RetireAfter = fl.RetireAfter })
 		pick("max-level", func() { st.MaxLevel = fl.MaxLevel })
 		pick("sample", func() { st.Sample = fl.Sample })
+		pick("min-score", func() { st.MinScore = fl.MinScore })
 		pick("evaluation-timeout", func() { st.EvaluationTimeout = fl.EvaluationTimeout })
 		pick("pin", func() { st.Pinned = append(st.Pinned, fl.Pinned...) })
 		if st.Epsilon == nil {
@@ -300,6 +306,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 		Group:                s.Group,
 		EventsTopic:          s.EventsTopic,
 		DLQTopic:             s.DLQTopic,
+		StateTopic:           s.StateTopic,
 		WebhookURL:           s.Webhook,
 		StateDir:             s.StateDir,
 		MaxDependencyMetrics: s.MaxDependencyMetrics,
@@ -324,7 +331,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 			Include: st.Include, Exclude: st.Exclude,
 			Window: st.Window, Every: st.Every, Interval: st.Interval,
 			Epsilon: eps, Margin: st.Margin, K: st.K, RetireAfter: st.RetireAfter,
-			MaxLevel: st.MaxLevel, Sample: st.Sample,
+			MaxLevel: st.MaxLevel, Sample: st.Sample, MinScore: st.MinScore,
 			EvaluationTimeout: st.EvaluationTimeout, Pinned: st.Pinned,
 		})
 	}

@@ -29,7 +29,7 @@ func parseRun(t *testing.T, args ...string) (runSettings, error) {
 
 func TestRunSettingsFlagsOnly(t *testing.T) {
 	s, err := parseRun(t, "--brokers", "a:9092,b:9092", "--topic", "payroll", "--window", "500", "--every", "100",
-		"--epsilon", "0.05", "--state-dir", "/tmp/x", "--events-topic", "ev", "--pin", "{}: salary ~ tax (asc)")
+		"--epsilon", "0.05", "--state-dir", "/tmp/x", "--events-topic", "ev", "--state-topic", "st", "--min-score", "0.02", "--pin", "{}: salary ~ tax (asc)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,10 @@ func TestRunSettingsFlagsOnly(t *testing.T) {
 	if st.Topic != "payroll" || st.Name != "payroll" || st.Window != 500 || st.Every != 100 || st.Epsilon != 0.05 || len(st.Pinned) != 1 {
 		t.Errorf("stream = %+v", st)
 	}
-	if cfg.EventsTopic != "ev" || cfg.Group != "odwatch" {
+	if st.MinScore != 0.02 {
+		t.Errorf("min-score = %v", st.MinScore)
+	}
+	if cfg.EventsTopic != "ev" || cfg.StateTopic != "st" || cfg.Group != "odwatch" {
 		t.Errorf("config = %+v", cfg)
 	}
 }
@@ -100,6 +103,7 @@ func TestRunSettingsErrorsNameTheField(t *testing.T) {
 		{name: "bad epsilon", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--epsilon", "1.5"}, want: "epsilon"},
 		{name: "bad format", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--format", "xml"}, want: "format"},
 		{name: "avro without schema", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--format", "avro"}, want: "schema"},
+		{name: "bad min-score", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--min-score", "2"}, want: "min-score"},
 		{name: "bad pin", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--pin", "{a: b"}, want: "pinned"},
 		{name: "topic flag with many streams", file: "brokers: [a:1]\nstate-dir: /x\nstreams:\n - topic: a\n - topic: b\n", args: []string{"--topic", "c"}, want: "--topic"},
 		{name: "sasl without user", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--sasl-mechanism", "plain"}, want: "sasl-username"},

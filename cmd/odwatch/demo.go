@@ -27,6 +27,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// start from flapping between violated and restored on every window.
 	margin := fs.Float64("margin", 0.004, "hysteresis margin around epsilon")
 	k := fs.Int("k", 1, "consecutive windows beyond the margin before violated/restored")
+	// Dependencies whose context is nearly a key ({salary}: experience ~ tax)
+	// hold trivially in small classes; they would drown the interesting ones.
+	minScore := fs.Float64("min-score", 0.01, "do not track newly found dependencies with a lower score")
 	rate := fs.Float64("rate", 1000, "payroll records per second (0 = as fast as possible)")
 	clean := fs.Int("clean", 6000, "clean records before data-entry errors start")
 	errRate := fs.Float64("error-rate", 0.03, "share of records with a data-entry error after --clean")
@@ -73,7 +76,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		StateDir:    dir,
 		Streams: []stream.StreamConfig{{
 			Name: topic, Topic: topic, Format: "json",
-			Window: *window, Every: *every, Epsilon: *eps, Margin: *margin, K: *k, Sample: 3,
+			Window: *window, Every: *every, Epsilon: *eps, Margin: *margin, K: *k, Sample: 3, MinScore: *minScore,
 		}},
 	}
 	if err := cfg.Validate(); err != nil {
