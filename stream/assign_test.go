@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"maps"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,15 +13,16 @@ import (
 func TestParseAssignment(t *testing.T) {
 	tests := []struct {
 		line string
-		want []string
+		want assignment
 	}{
-		{"subscribed to topics and partitions: map[]", nil},
-		{"subscribed to topics and partitions: map[{topic:pay partition:0}:-2]", []string{"pay"}},
-		{"subscribed to topics and partitions: map[{topic:a.b-c_d partition:1}:17 {topic:a.b-c_d partition:0}:3 {topic:x partition:0}:-1]", []string{"a.b-c_d", "x"}},
+		{"subscribed to topics and partitions: map[]", assignment{}},
+		{"subscribed to topics and partitions: map[{topic:pay partition:0}:-2]", assignment{"pay": {0: -2}}},
+		{"subscribed to topics and partitions: map[{topic:a.b-c_d partition:1}:17 {topic:a.b-c_d partition:0}:3 {topic:x partition:0}:-1]",
+			assignment{"a.b-c_d": {0: 3, 1: 17}, "x": {0: -1}}},
 	}
 	for _, tt := range tests {
-		got := slices.Sorted(maps.Keys(parseAssignment(tt.line)))
-		if !slices.Equal(got, tt.want) {
+		got := parseAssignment(tt.line)
+		if !maps.EqualFunc(got, tt.want, maps.Equal) {
 			t.Errorf("parseAssignment(%q) = %v, want %v", tt.line, got, tt.want)
 		}
 	}

@@ -200,7 +200,7 @@ func (s *streamRun) replayMissedEvaluation() {
 		return
 	}
 	s.log.Info("replaying the evaluation lost at the last window end", "window_end", end)
-	s.dispatch(end)
+	s.dispatch(end, true)
 }
 
 // countBoundary reports whether the record with arrival sequence number
@@ -303,8 +303,9 @@ func (l readerErrorLogger) Printf(format string, args ...any) {
 }
 
 type fetched struct {
-	msg kafka.Message
-	err error
+	msg    kafka.Message
+	err    error
+	assign assignment // when set, an assignment change (no message)
 }
 
 type topicPartition struct {
@@ -340,8 +341,19 @@ func (m *Monitor) consume(ctx context.Context) error {
 		defer close(fetchDone)
 		for {
 			msg, err := r.FetchMessage(fctx)
+			// An assignment noted by now came with the generation this
+			// message may belong to: it goes first.
 			select {
-			case msgs <- fetched{msg, err}:
+			case a := <-m.assignCh:
+				select {
+				case msgs <- fetched{assign: a}:
+				case <-fctx.Done():
+					return
+				}
+			default:
+			}
+			select {
+			case msgs <- fetched{msg: msg, err: err}:
 			case <-fctx.Done():
 				return
 			}
@@ -368,21 +380,23 @@ func (m *Monitor) consume(ctx context.Context) error {
 	commits := map[topicPartition]kafka.Message{}
 	var dlq []kafka.Message
 	for {
-		// An assignment change is applied first, between batches, so that
-		// buffered messages of a lost topic are skipped.
-		if err := m.pollAssignment(); err != nil {
-			return err
-		}
 		n := 0
+		var change assignment // an assignment change that ended the batch
 		select {
 		case <-ctx.Done():
 			return nil
-		case topics := <-m.assignCh:
-			if err := m.applyAssignment(topics); err != nil {
+		case a := <-m.assignCh:
+			if err := m.applyAssignment(a); err != nil {
 				return err
 			}
 			continue
 		case f := <-msgs:
+			if f.assign != nil {
+				if err := m.applyAssignment(f.assign); err != nil {
+					return err
+				}
+				continue
+			}
 			if f.err != nil {
 				return m.fetchError(ctx, f.err)
 			}
@@ -397,6 +411,10 @@ func (m *Monitor) consume(ctx context.Context) error {
 		for n > 0 && n < maxBatch && !m.anyDue() {
 			select {
 			case f := <-msgs:
+				if f.assign != nil {
+					change = f.assign
+					break fill
+				}
 				if f.err != nil {
 					timer.Stop()
 					if err := m.flush(ctx, commits, &dlq); err != nil {
@@ -421,6 +439,11 @@ func (m *Monitor) consume(ctx context.Context) error {
 				return nil
 			}
 			return err
+		}
+		if change != nil {
+			if err := m.applyAssignment(change); err != nil {
+				return err
+			}
 		}
 	}
 }
@@ -479,13 +502,12 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 	if known && msg.Offset < next {
 		return nil // already in the store: a redelivery after a crash or rebalance
 	}
-	if msg.Offset > 0 && (!known || (msg.Offset > next && s.win.Len() == 0 && s.cfg.Interval == 0)) {
+	if !known && msg.Offset > 0 {
 		// A partition this store never saw, picked up mid-stream (state
 		// dir lost, or taken over from another instance), or one whose
-		// window was dropped when another member got it and which comes
-		// back past the stored position: read back the records before it
-		// so that the window is whole at once, and the previous owner's
-		// tracker from the state topic.
+		// window was dropped (see applyAssignment): read back the records
+		// before it so that the window is whole at once, and the previous
+		// owner's tracker from the state topic.
 		s.takeOverState(ctx)
 		if err := s.backfill(ctx, msg.Topic, msg.Partition, msg.Offset); err != nil {
 			if ctx.Err() != nil {
@@ -631,7 +653,7 @@ func (m *Monitor) flush(ctx context.Context, commits map[topicPartition]kafka.Me
 		if s.due {
 			s.due = false
 			s.lastEval = now
-			s.dispatch(s.dueSeq)
+			s.dispatch(s.dueSeq, false)
 		}
 	}
 	return nil

@@ -22,6 +22,10 @@ type evalJob struct {
 	snap   *Snapshot
 	endSeq uint64
 	next   map[int32]int64 // the stream's next offsets at the snapshot
+	// replay: the evaluation lost in a crash, replayed on start before the
+	// consumer knows whether this member still owns the stream, so it is
+	// not published to the state topic (it could shadow a newer owner's).
+	replay bool
 }
 
 // mailbox holds at most one pending evaluation. A new window due while the
@@ -38,8 +42,8 @@ func newMailbox() mailbox { return mailbox{wake: make(chan struct{}, 1)} }
 
 // dispatch snapshots the window (ending at record endSeq) for the
 // evaluator.
-func (s *streamRun) dispatch(endSeq uint64) {
-	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq}
+func (s *streamRun) dispatch(endSeq uint64, replay bool) {
+	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq, replay: replay}
 	if s.m.stateWriter != nil {
 		job.next = make(map[int32]int64, len(s.next))
 		for p, o := range s.next {
@@ -371,7 +375,9 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		return fmt.Errorf("stream %s: save evaluation: %w", s.name, err)
 	}
 	s.trackerEnd, s.hasTracker = job.endSeq, true
-	s.publishState(ctx, job.endSeq, job.next, trackerState)
+	if !job.replay {
+		s.publishState(ctx, job.endSeq, job.next, trackerState)
+	}
 	s.evaluated.Store(job.endSeq + 1)
 	s.evaluations++
 	if s.evaluations%housekeepingEvery == 0 {

@@ -91,10 +91,10 @@ type Monitor struct {
 	// unset).
 	stateWriter *kafka.Writer
 	reader      *kafka.Reader // set by consume
-	// assignCh carries the topics of each new assignment from kafka-go's
-	// logger to the consume loop; owned and lost are the consume loop's
-	// view (topics assigned now, topics lost and not assigned again).
-	assignCh chan map[string]bool
+	// assignCh carries each new assignment from kafka-go's logger to the
+	// consume loop; owned and lost are the consume loop's view (topics
+	// assigned now, topics lost and not assigned again).
+	assignCh chan assignment
 	owned    map[string]bool
 	lost     map[string]bool
 	started  time.Time
@@ -125,7 +125,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		reg = prometheus.NewRegistry()
 	}
 	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, started: time.Now(),
-		assignCh: make(chan map[string]bool, 1), owned: map[string]bool{}, lost: map[string]bool{}}
+		assignCh: make(chan assignment, 1), owned: map[string]bool{}, lost: map[string]bool{}}
 	met, err := newMetrics(reg, cfg.MaxDependencyMetrics)
 	if err != nil {
 		return nil, err

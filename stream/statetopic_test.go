@@ -13,7 +13,10 @@ import (
 // stream and lets a fresh instance (empty state dir, same group) take it
 // over: with the state topic it restores the tracker, so it emits no
 // discovered event for a dependency the first member tracked, and it does
-// emit violated for salary ~ tax when errors start.
+// emit violated for salary ~ tax when errors start. Then the first member
+// comes back on its old state dir: its window and tracker are behind the
+// group, so it drops them and takes over again from the state topic: no
+// second violated event.
 func TestStateTopicTakeover(t *testing.T) {
 	addr := startTestBroker(t, map[string]int{"st-pay": 1, "st-state": 1})
 	cfg := func() Config {
@@ -29,7 +32,8 @@ func TestStateTopicTakeover(t *testing.T) {
 	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: clean, CleanRecords: clean, Seed: 11}); err != nil {
 		t.Fatal(err)
 	}
-	a := startMonitor(t, cfg())
+	cfgA := cfg()
+	a := startMonitor(t, cfgA)
 	waitFor(t, 30*time.Second, "first member evaluated the clean stream", func() bool {
 		return a.m.streams[0].evaluated.Load() == clean && committed(t, addr, "st", "st-pay") == clean
 	})
@@ -70,6 +74,25 @@ func TestStateTopicTakeover(t *testing.T) {
 	for _, e := range b.sink.snapshot() {
 		if e.Type == alerts.EventDiscovered && tracked[e.DependencyID] {
 			t.Errorf("second member discovered %s again, window end %d", e.DependencyText, e.Window.EndSeq)
+		}
+	}
+	waitFor(t, 30*time.Second, "second member consumed everything", func() bool { return committed(t, addr, "st", "st-pay") == clean+1000 })
+	bEnd := b.m.streams[0].evaluated.Load()
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	a2 := startMonitor(t, cfgA)
+	waitFor(t, 30*time.Second, "first member back", a2.m.Ready)
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: 500, ErrorRate: 0.05, Seed: 13}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "first member evaluated past the second one", func() bool {
+		return a2.m.streams[0].evaluated.Load() > bEnd
+	})
+	for _, e := range a2.sink.snapshot() {
+		if e.DependencyID == salTaxID || (e.Type == alerts.EventDiscovered && tracked[e.DependencyID]) {
+			t.Errorf("first member, back: %s %s at window end %d (its state was behind the group)", e.Type, e.DependencyText, e.Window.EndSeq)
 		}
 	}
 }
