@@ -87,6 +87,9 @@ func (s *streamRun) publishState(ctx context.Context, end uint64, next map[int32
 // accepts the next windows) and the evaluator restores the tracker before
 // its next evaluation. Read once per assignment.
 func (s *streamRun) takeOverState(ctx context.Context) {
+	// Sequence numbers never go back below the local tracker's window end
+	// (its state may have come from the state topic before a crash).
+	s.seq = max(s.seq, s.evaluated.Load())
 	if s.m.cfg.StateTopic == "" || s.stateChecked {
 		return
 	}
