@@ -37,7 +37,11 @@
 // previous owner's last evaluated window: the tracked dependencies keep
 // their state and no discovered event is repeated. Without a state topic
 // the tracker starts empty and the dependencies are rediscovered on the
-// member's first window.
+// member's first window. A member that loses a topic in a rebalance drops
+// the stream's window (memory and store) so that it never evaluates a stale
+// one, and so does a member whose stored position is behind the group's
+// committed offset (it restarted on an old state dir, or got the topic
+// back): both then take over as above.
 package stream
 
 import (
