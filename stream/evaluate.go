@@ -201,6 +201,27 @@ func (s *streamRun) samples(snap *Snapshot, d discovery.Dependency, rows []int) 
 	return out
 }
 
+// attachSamples gives the events that carry violating records (violated,
+// discovered) a sample of a minimal removal set. It runs after the tracker,
+// for the few dependencies that raise an event: a removal set costs a sort
+// of the dependency's classes, and computing one for every observation made
+// it a third of an evaluation's time.
+func (s *streamRun) attachSamples(ctx context.Context, table *discovery.Table, snap *Snapshot, events []alerts.Event) {
+	opts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
+	for i := range events {
+		e := &events[i]
+		if e.Removals == 0 || (e.Type != alerts.EventViolated && e.Type != alerts.EventDiscovered) {
+			continue
+		}
+		r, err := discovery.Validate(ctx, table, e.Dependency, opts)
+		if err != nil {
+			s.log.Warn("removal sample", "dependency", e.DependencyText, "err", err)
+			continue
+		}
+		e.Samples = s.samples(snap, e.Dependency, r.RemovalSample)
+	}
+}
+
 // evaluate runs one evaluation: encode the window, re-validate every
 // tracked dependency (exact error, whole window), run discovery, feed the
 // tracker, persist tracker and events in one synced batch, deliver.
@@ -246,8 +267,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		dctx, cancel = context.WithTimeout(ctx, s.cfg.EvaluationTimeout)
 	}
 	disc, derr := discovery.Discover(dctx, table, discovery.Options{
-		Epsilon: s.cfg.Epsilon, MaxLevel: s.cfg.MaxLevel, RemovalSample: s.cfg.Sample,
-		Workers: discoveryWorkers(),
+		Epsilon: s.cfg.Epsilon, MaxLevel: s.cfg.MaxLevel, Workers: discoveryWorkers(),
 	})
 	cancel()
 	discovered := time.Now()
@@ -283,8 +303,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		id := alerts.DependencyID(d)
 		if r, ok := found[id]; ok {
 			inObs[id] = true
-			obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error,
-				Samples: s.samples(snap, d, r.RemovalSample)})
+			obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error})
 			continue
 		}
 		missing := false
@@ -298,7 +317,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 			toValidate = append(toValidate, d)
 		}
 	}
-	vopts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
+	vopts := discovery.Options{Epsilon: s.cfg.Epsilon}
 	results, err := discovery.ValidateAll(ctx, table, toValidate, vopts)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -324,8 +343,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 	for i, d := range toValidate {
 		r := results[i]
 		inObs[alerts.DependencyID(d)] = true
-		obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error,
-			Samples: s.samples(snap, d, r.RemovalSample)})
+		obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error})
 	}
 	validated := time.Now()
 	// Newly minimal ones, in discovery's order (by score), unless their
@@ -337,8 +355,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 			}
 			if id := alerts.DependencyID(r.Dependency); !inObs[id] {
 				inObs[id] = true
-				obs = append(obs, alerts.Observation{Dependency: r.Dependency, Removals: r.Removals, Error: r.Error,
-					Samples: s.samples(snap, r.Dependency, r.RemovalSample)})
+				obs = append(obs, alerts.Observation{Dependency: r.Dependency, Removals: r.Removals, Error: r.Error})
 			}
 		}
 	}
@@ -352,6 +369,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 	}
 
 	events := s.tracker.Observe(info, obs)
+	s.attachSamples(ctx, table, snap, events)
 	trackerState, err := s.tracker.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("stream %s: encode tracker: %w", s.name, err)
