@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -191,5 +192,32 @@ func TestRegistryOutageWaits(t *testing.T) {
 	}
 	if n := metricValue(t, r.reg, "odwatch_decode_retries_total", stream); n < 1 {
 		t.Errorf("odwatch_decode_retries_total = %v, want retries", n)
+	}
+}
+
+// TestStopDuringRegistryOutage stops the monitor while it waits for an
+// unreachable registry: a cancelled context is a clean stop, so Run
+// returns nil, not the decode's context error.
+func TestStopDuringRegistryOutage(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"down": 1})
+	reg := &flakyRegistry{fakeRegistry: fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}, fail: math.MaxInt64}
+	srv := httptest.NewServer(reg)
+	defer srv.Close()
+	r := startMonitor(t, Config{
+		Brokers: []string{addr}, Group: "down", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{{Topic: "down", Format: "avro-confluent", RegistryURL: srv.URL, Window: 10, Epsilon: 0.01}},
+	})
+	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "down", BatchTimeout: time.Millisecond}
+	defer w.Close()
+	rec := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
+	if err := w.WriteMessages(context.Background(), kafka.Message{Value: rec}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "a decode retry", func() bool {
+		return metricValue(t, r.reg, "odwatch_decode_retries_total", map[string]string{"stream": "down"}) >= 1
+	})
+	if err := r.stop(); err != nil {
+		t.Fatalf("Run after cancel during a registry outage: %v, want nil", err)
 	}
 }

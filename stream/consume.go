@@ -401,7 +401,7 @@ func (m *Monitor) consume(ctx context.Context) error {
 				return m.fetchError(ctx, f.err)
 			}
 			if err := m.add(ctx, f.msg, commits, &dlq); err != nil {
-				return err
+				return stopped(ctx, err)
 			}
 			n++
 		case <-tick:
@@ -424,7 +424,7 @@ func (m *Monitor) consume(ctx context.Context) error {
 				}
 				if err := m.add(ctx, f.msg, commits, &dlq); err != nil {
 					timer.Stop()
-					return err
+					return stopped(ctx, err)
 				}
 				n++
 			case <-timer.C:
@@ -446,6 +446,17 @@ func (m *Monitor) consume(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// stopped maps an error that only says ctx was cancelled (a decode waiting
+// for the registry, a read-back, interrupted by shutdown) to nil: a stop is
+// not a failure. The open batch is dropped unsynced; its records come again
+// after the restart.
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil
+	}
+	return err
 }
 
 func (m *Monitor) fetchError(ctx context.Context, err error) error {
