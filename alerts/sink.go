@@ -10,10 +10,34 @@ import (
 )
 
 // Sink delivers events. Send returns only once the events are delivered (or
-// it failed); it honours ctx. Sinks are safe for concurrent use.
+// it failed); it honours ctx. A sink that may fail after delivering some
+// events returns a *SendError saying how many. Sinks are safe for
+// concurrent use.
 type Sink interface {
 	Send(ctx context.Context, events []Event) error
 	Close() error
+}
+
+// SendError is the error of a Send that delivered its first Sent events
+// before failing (a sink that sends events one by one). The caller marks
+// those delivered and sends only the rest again, so that a receiver does
+// not get them twice when a later event keeps failing.
+type SendError struct {
+	Sent int
+	Err  error
+}
+
+func (e *SendError) Error() string { return e.Err.Error() }
+func (e *SendError) Unwrap() error { return e.Err }
+
+// Delivered returns how many leading events of a failed Send were
+// delivered: SendError.Sent when err carries one, else 0.
+func Delivered(err error) int {
+	var se *SendError
+	if errors.As(err, &se) {
+		return se.Sent
+	}
+	return 0
 }
 
 // ceType is the CloudEvents type of an event type.
@@ -71,12 +95,12 @@ func NewWriterSink(w io.Writer) Sink { return &writerSink{w: w} }
 func (s *writerSink) Send(ctx context.Context, events []Event) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, e := range events {
+	for i, e := range events {
 		if err := ctx.Err(); err != nil {
-			return err
+			return &SendError{Sent: i, Err: err}
 		}
 		if _, err := io.WriteString(s.w, e.Text()+"\n\n"); err != nil {
-			return fmt.Errorf("alerts: write event %s: %w", e.ID, err)
+			return &SendError{Sent: i, Err: fmt.Errorf("alerts: write event %s: %w", e.ID, err)}
 		}
 	}
 	return nil

@@ -169,8 +169,12 @@ func TestWebhookSinkFailures(t *testing.T) {
 			}))
 			defer srv.Close()
 			sink := NewWebhookSink(srv.URL, WebhookOptions{Retries: tc.retries, Backoff: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
-			if err := sink.Send(context.Background(), twoEvents()); err == nil {
+			err := sink.Send(context.Background(), twoEvents())
+			if err == nil {
 				t.Fatal("Send succeeded")
+			}
+			if n := Delivered(err); n != 0 {
+				t.Errorf("Delivered(%v) = %d, want 0", err, n)
 			}
 			if n := calls.Load(); n != tc.wantCalls {
 				t.Fatalf("%d calls, want %d (and none for the second event)", n, tc.wantCalls)
@@ -331,5 +335,26 @@ func TestWebhookSinkRetryAfter(t *testing.T) {
 	// Retry-After (1 s) raises the 1 ms backoff, but only up to MaxBackoff.
 	if d := second.Sub(first); d < 150*time.Millisecond || d > 900*time.Millisecond {
 		t.Fatalf("retried after %v, want about MaxBackoff (200ms)", d)
+	}
+}
+
+// TestWebhookSinkPartialFailure: the receiver takes the first event and
+// refuses the second; the error says one was delivered, so that the caller
+// does not send it again.
+func TestWebhookSinkPartialFailure(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) > 1 {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	}))
+	defer srv.Close()
+	sink := NewWebhookSink(srv.URL, WebhookOptions{Retries: -1, Logger: slog.New(slog.DiscardHandler)})
+	err := sink.Send(context.Background(), twoEvents())
+	if err == nil {
+		t.Fatal("Send succeeded")
+	}
+	if n := Delivered(err); n != 1 {
+		t.Fatalf("Delivered(%v) = %d, want 1", err, n)
 	}
 }

@@ -44,8 +44,9 @@ type webhookSink struct {
 // receiver deduplicate by ce-id. A 2xx response is success; network errors,
 // 5xx and 429 are retried with capped exponential backoff; any other status
 // fails the event at once. Send stops at the first event that finally fails
-// (later ones are not sent, so that order is kept) and honours ctx, also
-// while waiting.
+// (later ones are not sent, so that order is kept) with a *SendError
+// counting the ones delivered before it, and honours ctx, also while
+// waiting.
 func NewWebhookSink(url string, opts WebhookOptions) Sink {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
@@ -71,13 +72,13 @@ func NewWebhookSink(url string, opts WebhookOptions) Sink {
 var errPermanent = errors.New("permanent failure")
 
 func (s *webhookSink) Send(ctx context.Context, events []Event) error {
-	for _, e := range events {
+	for i, e := range events {
 		body, err := json.Marshal(e)
 		if err != nil {
-			return fmt.Errorf("alerts: encode event %s: %w", e.ID, err)
+			return &SendError{Sent: i, Err: fmt.Errorf("alerts: encode event %s: %w", e.ID, err)}
 		}
 		if err := s.sendOne(ctx, e, body); err != nil {
-			return fmt.Errorf("alerts: webhook %s: event %s: %w", s.url, e.ID, err)
+			return &SendError{Sent: i, Err: fmt.Errorf("alerts: webhook %s: event %s: %w", s.url, e.ID, err)}
 		}
 	}
 	return nil

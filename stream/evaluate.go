@@ -496,23 +496,31 @@ func (s *streamRun) deliver(ctx context.Context) error {
 		if len(todo) == 0 {
 			continue
 		}
+		sent := todo
 		if err := ns.sink.Send(ctx, todo); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			s.m.metrics.alerts.SinkError(s.name, ns.name)
-			s.log.Error("event delivery failed; kept in the outbox", "sink", ns.name, "events", len(todo), "err", err)
-			for _, e := range todo {
+			// The events the sink took before failing are marked, so
+			// that the retry does not send them to it again.
+			sent = todo[:min(max(alerts.Delivered(err), 0), len(todo))]
+			for _, e := range todo[len(sent):] {
 				done[e.ID] = false
 			}
-			continue
+			if ctx.Err() == nil {
+				s.m.metrics.alerts.SinkError(s.name, ns.name)
+				s.log.Error("event delivery failed; kept in the outbox", "sink", ns.name,
+					"events", len(todo)-len(sent), "delivered", len(sent), "err", err)
+			}
 		}
-		markers := make([]string, len(todo))
-		for i, e := range todo {
-			markers[i] = deliveredMarker(e.ID, ns.name)
+		if len(sent) > 0 {
+			markers := make([]string, len(sent))
+			for i, e := range sent {
+				markers[i] = deliveredMarker(e.ID, ns.name)
+			}
+			if err := s.m.store.MarkDelivered(s.name, markers); err != nil {
+				return fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
+			}
 		}
-		if err := s.m.store.MarkDelivered(s.name, markers); err != nil {
-			return fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
 	var ids []string

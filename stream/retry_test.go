@@ -2,13 +2,17 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -116,5 +120,73 @@ func TestHousekeepingPrunesDelivered(t *testing.T) {
 				t.Errorf("%s: Delivered(%s) = %v, %v; want %v", tt.name, id, ok, err, tt.want)
 			}
 		}
+	}
+}
+
+// partialSink takes the first `take` events of its first Send and fails
+// the rest with an alerts.SendError, then takes everything.
+type partialSink struct {
+	take     int
+	calls    int
+	received []string
+}
+
+func (p *partialSink) Send(_ context.Context, events []alerts.Event) error {
+	p.calls++
+	n := len(events)
+	if p.calls == 1 {
+		n = min(n, p.take)
+	}
+	for _, e := range events[:n] {
+		p.received = append(p.received, e.ID)
+	}
+	if n < len(events) {
+		return &alerts.SendError{Sent: n, Err: errors.New("receiver refused")}
+	}
+	return nil
+}
+
+func (p *partialSink) Close() error { return nil }
+
+// TestDeliverPartialFailure checks that the events a sink took before it
+// failed are not sent to it again by the retry, and that the outbox drains
+// once the rest are taken.
+func TestDeliverPartialFailure(t *testing.T) {
+	m, err := NewMonitor(Config{
+		Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
+		Streams: []StreamConfig{{Topic: "pd", Window: 10, Epsilon: 0.01}},
+	}, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	sink := &partialSink{take: 1}
+	m.sinks = []namedSink{{"partial", sink}}
+	ev := &state.Evaluation{Stream: "pd", WindowEnd: 9}
+	for _, id := range []string{"e1", "e2", "e3"} {
+		payload, err := json.Marshal(alerts.Event{ID: id, Stream: "pd"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Events = append(ev.Events, state.OutboxEvent{ID: id, Payload: payload})
+	}
+	if err := m.store.SaveEvaluation(ev); err != nil {
+		t.Fatal(err)
+	}
+	s := m.streams[0]
+	for range 2 {
+		if err := s.deliver(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"e1", "e2", "e3"}; !slices.Equal(sink.received, want) {
+		t.Errorf("received %v, want %v (each once, in order)", sink.received, want)
+	}
+	if p, err := m.store.PendingEvents("pd"); err != nil || len(p) != 0 || s.undelivered != 0 {
+		t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.undelivered, err)
 	}
 }
