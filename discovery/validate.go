@@ -32,11 +32,12 @@ type Validator struct {
 	part   partitionScratch
 	keys   []uint64
 	tmp    []uint64
-	tails  []uint32
 	counts []uint32
-	// countsA are the zeroed counters of countingSortAB.
+	// countsA are the zeroed bucket counters of lazyClass.
 	countsA []uint32
-	it      iterScratch
+	// The LNDS of each polarity of the class being validated.
+	ascState, descState lndsState
+	it                  iterScratch
 	// classOrder lists orderPart's classes largest first.
 	classOrder []uint32
 	orderPart  *StrippedPartition
@@ -53,8 +54,11 @@ func (v *Validator) largestFirst(p *StrippedPartition) []uint32 {
 	for i := range order {
 		order[i] = uint32(i)
 	}
-	slices.SortStableFunc(order, func(x, y uint32) int {
-		return int(p.Starts[y+1]-p.Starts[y]) - int(p.Starts[x+1]-p.Starts[x])
+	slices.SortFunc(order, func(x, y uint32) int {
+		if c := int(p.Starts[y+1]-p.Starts[y]) - int(p.Starts[x+1]-p.Starts[x]); c != 0 {
+			return c
+		}
+		return int(x) - int(y)
 	})
 	v.classOrder, v.orderPart = order, p
 	return order
@@ -124,11 +128,27 @@ func (v *Validator) OCRemovalsBoth(p *StrippedPartition, a, b *Column, budget in
 	return v.ocRemovals(p, a, b, true, true, budget)
 }
 
-// ocRemovals orders each class by (rank A, rank B) with a radix sort of
-// packed keys and measures a longest non-decreasing subsequence of B (asc)
-// and, reading each run of equal A backwards, a longest non-increasing one
-// (desc). With budget 0 a linear scan for the first swap replaces the LNDS.
+// lazyMin is the class size from which ocRemovals buckets a class by A and
+// sorts the buckets only as the LNDS reaches them.
+const lazyMin = 256
+
+// ocRemovals orders each class by (rank A, rank B) and measures a longest
+// non-decreasing subsequence of B (asc) and, reading each run of equal A
+// backwards, a longest non-increasing one (desc). With budget 0 a linear
+// scan for the first swap replaces the LNDS.
+//
+// A swap is symmetric in A and B (A_s < A_t with B_s > B_t is B_t < B_s
+// with A_t > A_s), so the removals of A ~ B and B ~ A are the same for each
+// polarity: the column with more ranks is taken as the outer key, which
+// makes the runs of equal outer rank short. Classes are taken largest
+// first, as they tend to need the most removals, which ends invalid
+// candidates sooner; large classes are bucketed by the outer rank and each
+// bucket sorted just before the LNDS reads it, so the part of a class after
+// the budget runs out is never sorted.
 func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, wantDesc bool, budget int) (asc, desc int) {
+	if b.Cardinality > a.Cardinality {
+		a, b = b, a
+	}
 	bitsA, bitsB := rankBits(a), rankBits(b)
 	mask := uint64(1)<<bitsB - 1
 	maxB := uint32(max(b.Cardinality-1, 0))
@@ -143,77 +163,160 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, want
 			v.keys = make([]uint64, len(cls))
 			v.tmp = make([]uint64, len(cls))
 		}
-		var keys []uint64
-		if len(cls) >= 1<<12 && a.Cardinality <= 4*len(cls) && len(cls) <= 4*a.Cardinality {
-			keys = v.countingSortAB(cls, ar, br, a.Cardinality, bitsB)
+		remAsc, remDesc := -1, -1
+		if budget > 0 {
+			remAsc, remDesc = budget-asc, budget-desc
+		}
+		if budget != 0 && len(cls) <= smallClass {
+			da, dd := smallClassRemovals(cls, ar, br, bitsB, maxB)
+			asc += da
+			desc += dd
+		} else if budget != 0 && len(cls) >= lazyMin {
+			da, dd := v.lazyClass(cls, ar, br, bitsB, maxB, wantAsc, wantDesc, remAsc, remDesc)
+			asc += da
+			desc += dd
 		} else {
-			keys = v.keys[:len(cls)]
+			keys := v.keys[:len(cls)]
 			for j, r := range cls {
 				keys[j] = uint64(ar[r])<<bitsB | uint64(br[r])
 			}
 			keys = sortKeys(keys, v.tmp[:len(cls)], bitsA+bitsB)
-		}
-		if wantAsc {
-			if budget == 0 {
-				asc += firstDecrease(keys, mask)
-			} else {
-				rem := -1
-				if budget > 0 {
-					rem = budget - asc
+			if wantAsc {
+				if budget == 0 {
+					asc += firstDecrease(keys, mask)
+				} else {
+					v.ascState.reset()
+					v.ascState.feedAsc(keys, mask, remAsc)
+					asc += v.ascState.removals()
 				}
-				asc += v.lndsAsc(keys, mask, rem)
 			}
-			if budget >= 0 && asc > budget {
-				wantAsc = false
+			if wantDesc {
+				if budget == 0 {
+					desc += firstIncreaseDesc(keys, bitsB, mask)
+				} else {
+					v.descState.reset()
+					v.descState.feedDesc(keys, bitsB, mask, maxB, remDesc)
+					desc += v.descState.removals()
+				}
 			}
 		}
-		if wantDesc {
-			if budget == 0 {
-				desc += firstIncreaseDesc(keys, bitsB, mask)
-			} else {
-				rem := -1
-				if budget > 0 {
-					rem = budget - desc
-				}
-				desc += v.lndsDesc(keys, bitsB, mask, maxB, rem)
-			}
-			if budget >= 0 && desc > budget {
-				wantDesc = false
-			}
+		if budget >= 0 && asc > budget {
+			wantAsc = false
+		}
+		if budget >= 0 && desc > budget {
+			wantDesc = false
 		}
 	}
 	return asc, desc
 }
 
-// countingSortAB returns the (A, B) keys of a large class in order: a
-// counting sort by rank A (one histogram, one scatter), then the runs of
-// equal A put in B order. It beats the radix sort when A's cardinality is
-// within a factor of a few of the class size: the counters cost no more
-// than the keys, and the runs of equal A are short.
-func (v *Validator) countingSortAB(cls, ar, br []uint32, cardA int, bitsB uint) []uint64 {
-	if cap(v.countsA) < cardA+1 {
-		v.countsA = make([]uint32, cardA+1)
+// smallClass is the class size up to which ocRemovals uses
+// smallClassRemovals: at deep levels most classes are this small, and
+// there the per-class overhead of the general path dominates.
+const smallClass = 16
+
+// smallClassRemovals returns the exact asc and desc removals of one class
+// of at most smallClass rows: keys on the stack, an insertion sort, and
+// LNDS tails searched linearly.
+func smallClassRemovals(cls, ar, br []uint32, bitsB uint, maxB uint32) (asc, desc int) {
+	if len(cls) == 2 {
+		a0, a1 := ar[cls[0]], ar[cls[1]]
+		b0, b1 := br[cls[0]], br[cls[1]]
+		if a0 == a1 || b0 == b1 {
+			return 0, 0
+		}
+		if (a0 < a1) == (b0 < b1) {
+			return 0, 1
+		}
+		return 1, 0
 	}
-	cnt := v.countsA[:cardA+1]
+	var kb [smallClass]uint64
+	keys := kb[:len(cls)]
+	for j, r := range cls {
+		k := uint64(ar[r])<<bitsB | uint64(br[r])
+		y := j
+		for ; y > 0 && keys[y-1] > k; y-- {
+			keys[y] = keys[y-1]
+		}
+		keys[y] = k
+	}
+	mask := uint64(1)<<bitsB - 1
+	var tb [smallClass]uint32
+	tails := tb[:0]
+	for _, k := range keys {
+		tails = pushSmall(tails, uint32(k&mask))
+	}
+	asc = len(keys) - len(tails)
+	tails = tb[:0]
+	for i := 0; i < len(keys); {
+		e := i + 1
+		for e < len(keys) && keys[e]>>bitsB == keys[i]>>bitsB {
+			e++
+		}
+		for j := e - 1; j >= i; j-- {
+			tails = pushSmall(tails, maxB-uint32(keys[j]&mask))
+		}
+		i = e
+	}
+	return asc, len(keys) - len(tails)
+}
+
+// pushSmall is one patience-sorting step on short tails: x replaces the
+// first tail above it, or extends the tails.
+func pushSmall(tails []uint32, x uint32) []uint32 {
+	for i, t := range tails {
+		if t > x {
+			tails[i] = x
+			return tails
+		}
+	}
+	return append(tails, x)
+}
+
+// lazyClass returns the asc and desc removals of one large class (0 for a
+// polarity not wanted; possibly stopped early once above remAsc/remDesc
+// when those are >= 0). The rows are bucketed by A (by A >> shift when A
+// spans more ranks than the class has rows), keeping whole runs of equal A
+// in a bucket, and each bucket is sorted only when the LNDS gets to it.
+func (v *Validator) lazyClass(cls, ar, br []uint32, bitsB uint, maxB uint32, wantAsc, wantDesc bool, remAsc, remDesc int) (asc, desc int) {
+	loA, hiA := ar[cls[0]], ar[cls[0]]
+	for _, r := range cls[1:] {
+		loA = min(loA, ar[r])
+		hiA = max(hiA, ar[r])
+	}
+	span := int(hiA-loA) + 1
+	shift := uint(0)
+	for span>>shift > len(cls) {
+		shift++
+	}
+	buckets := (span-1)>>shift + 1
+	if cap(v.countsA) < buckets+1 {
+		v.countsA = make([]uint32, buckets+1)
+	}
+	cnt := v.countsA[:buckets+1]
 	for _, r := range cls {
-		cnt[ar[r]+1]++
+		cnt[(ar[r]-loA)>>shift+1]++
 	}
-	for i := 1; i <= cardA; i++ {
-		cnt[i] += cnt[i-1]
+	for d := 1; d <= buckets; d++ {
+		cnt[d] += cnt[d-1]
 	}
 	keys := v.keys[:len(cls)]
 	for _, r := range cls {
 		x := ar[r]
-		keys[cnt[x]] = uint64(x)<<bitsB | uint64(br[r])
-		cnt[x]++
+		d := (x - loA) >> shift
+		keys[cnt[d]] = uint64(x)<<bitsB | uint64(br[r])
+		cnt[d]++
 	}
-	clear(cnt)
-	for i := 0; i < len(keys); {
-		j := i + 1
-		for j < len(keys) && keys[j]>>bitsB == keys[i]>>bitsB {
-			j++
-		}
-		switch run := keys[i:j]; {
+	// cnt[d] is now the end of bucket d.
+	v.ascState.reset()
+	v.descState.reset()
+	mask := uint64(1)<<bitsB - 1
+	start := uint32(0)
+	for d := 0; d < buckets && (wantAsc || wantDesc); d++ {
+		end := cnt[d]
+		run := keys[start:end]
+		start = end
+		switch {
 		case len(run) <= 1:
 		case len(run) <= 16:
 			for x := 1; x < len(run); x++ {
@@ -222,11 +325,17 @@ func (v *Validator) countingSortAB(cls, ar, br []uint32, cardA int, bitsB uint) 
 				}
 			}
 		default:
-			slices.Sort(run)
+			run = sortKeys(run, v.tmp[:len(run)], 64)
 		}
-		i = j
+		if wantAsc && !v.ascState.feedAsc(run, mask, remAsc) {
+			wantAsc = false
+		}
+		if wantDesc && !v.descState.feedDesc(run, bitsB, mask, maxB, remDesc) {
+			wantDesc = false
+		}
 	}
-	return keys
+	clear(cnt)
+	return v.ascState.removals(), v.descState.removals()
 }
 
 // firstDecrease returns 1 if the B parts of the (A,B)-sorted keys ever
@@ -266,45 +375,71 @@ func firstIncreaseDesc(keys []uint64, bitsB uint, mask uint64) int {
 	return 0
 }
 
-// lndsAsc returns len(keys) minus the length of a longest non-decreasing
-// subsequence of the keys' B parts (patience sorting, O(n log n)). With
-// rem >= 0 it stops once the removals provably exceed rem.
-func (v *Validator) lndsAsc(keys []uint64, mask uint64, rem int) int {
-	tails := v.tails[:0]
-	last, prev := 0, uint32(0)
-	for i, k := range keys {
+// lndsState is a longest non-decreasing subsequence in the making
+// (patience sorting): tails[i] is the smallest last value of such a
+// subsequence of length i+1 over the values seen so far, and the last
+// write was tails[last] = prev.
+type lndsState struct {
+	tails []uint32
+	last  int
+	prev  uint32
+	seen  int
+}
+
+func (s *lndsState) reset() {
+	s.tails = s.tails[:0]
+	s.last, s.prev, s.seen = 0, 0, 0
+}
+
+// removals is the number of values seen minus the LNDS length so far: a
+// lower bound on the final removals, exact once every value is fed.
+func (s *lndsState) removals() int { return s.seen - len(s.tails) }
+
+// feedAsc extends the LNDS by the B parts of keys (O(log) per value).
+// With rem >= 0 it stops once the removals exceed rem and returns false.
+func (s *lndsState) feedAsc(keys []uint64, mask uint64, rem int) bool {
+	tails, last, prev, seen := s.tails, s.last, s.prev, s.seen
+	ok := true
+	for _, k := range keys {
 		x := uint32(k & mask)
+		seen++
 		n := len(tails)
 		if n == 0 || tails[n-1] <= x {
 			tails = append(tails, x)
 			last, prev = n, x
 			continue
 		}
-		last = upperBoundNear(tails, x, last, prev)
+		// tails[n-1] > x >= prev = tails[last] puts last+1 in range.
+		if x >= prev && tails[last+1] > x {
+			last++
+		} else {
+			last = upperBoundNear(tails, x, last, prev)
+		}
 		prev = x
 		tails[last] = x
-		if rem >= 0 && i+1-n > rem {
-			v.tails = tails
-			return i + 1 - n
+		if rem >= 0 && seen-n > rem {
+			ok = false
+			break
 		}
 	}
-	v.tails = tails
-	return len(keys) - len(tails)
+	s.tails, s.last, s.prev, s.seen = tails, last, prev, seen
+	return ok
 }
 
-// lndsDesc is lndsAsc for the desc polarity: it walks each run of equal A
-// backwards (B descending) and takes a longest non-decreasing subsequence of
-// maxB - B, i.e. a longest non-increasing one of B.
-func (v *Validator) lndsDesc(keys []uint64, bitsB uint, mask uint64, maxB uint32, rem int) int {
-	tails := v.tails[:0]
-	last, prev := 0, uint32(0)
-	seen := 0
-	for s := 0; s < len(keys); {
-		e := s + 1
-		for e < len(keys) && keys[e]>>bitsB == keys[s]>>bitsB {
+// feedDesc is feedAsc for the desc polarity: it walks each run of equal A
+// in keys (runs must not straddle calls) backwards, B descending, and
+// extends a longest non-decreasing subsequence of maxB - B, i.e. a longest
+// non-increasing one of B.
+func (s *lndsState) feedDesc(keys []uint64, bitsB uint, mask uint64, maxB uint32, rem int) bool {
+	tails, last, prev, seen := s.tails, s.last, s.prev, s.seen
+	ok := true
+run:
+	for i := 0; i < len(keys); {
+		e := i + 1
+		for e < len(keys) && keys[e]>>bitsB == keys[i]>>bitsB {
 			e++
 		}
-		for j := e - 1; j >= s; j-- {
+		for j := e - 1; j >= i; j-- {
 			seen++
 			x := maxB - uint32(keys[j]&mask)
 			n := len(tails)
@@ -313,18 +448,22 @@ func (v *Validator) lndsDesc(keys []uint64, bitsB uint, mask uint64, maxB uint32
 				last, prev = n, x
 				continue
 			}
-			last = upperBoundNear(tails, x, last, prev)
+			if x >= prev && tails[last+1] > x {
+				last++
+			} else {
+				last = upperBoundNear(tails, x, last, prev)
+			}
 			prev = x
 			tails[last] = x
 			if rem >= 0 && seen-n > rem {
-				v.tails = tails
-				return seen - n
+				ok = false
+				break run
 			}
 		}
-		s = e
+		i = e
 	}
-	v.tails = tails
-	return len(keys) - len(tails)
+	s.tails, s.last, s.prev, s.seen = tails, last, prev, seen
+	return ok
 }
 
 // upperBound returns the first index i with s[i] > x (len(s) if none).
@@ -369,30 +508,40 @@ func upperBoundNear(s []uint32, x uint32, last int, prev uint32) int {
 }
 
 // sortKeys sorts keys whose values fit in width bits and returns the sorted
-// slice (keys or tmp). Small inputs use pdqsort; larger ones an LSD radix
-// sort, with 8-bit digits up to 64k keys and 11-bit digits above (fewer
+// slice (keys or tmp). Tiny inputs use pdqsort; larger ones an LSD radix
+// sort of the keys' offsets from their minimum (a class usually spans a
+// small part of the key space, so fewer digits), with 6-bit digits up to
+// 256 keys, 8-bit digits up to 64k keys and 11-bit digits above (fewer
 // passes once the counters are cheap next to the keys), skipping digits
 // that are the same everywhere.
 func sortKeys(keys, tmp []uint64, width uint) []uint64 {
 	n := len(keys)
-	switch {
-	case n < 2:
-		return keys
-	case n <= 256:
+	if n <= 48 {
 		slices.Sort(keys)
 		return keys
+	}
+	lo, hi := keys[0], keys[0]
+	for _, k := range keys[1:] {
+		lo = min(lo, k)
+		hi = max(hi, k)
+	}
+	width = min(width, uint(bits.Len64(hi-lo)))
+	switch {
+	case n <= 256:
+		var hist [11 << 6]uint32
+		return radixSort(keys, tmp, lo, width, 6, hist[:])
 	case n <= 1<<16:
 		var hist [8 << 8]uint32
-		return radixSort(keys, tmp, width, 8, hist[:])
+		return radixSort(keys, tmp, lo, width, 8, hist[:])
 	default:
 		var hist [6 << 11]uint32
-		return radixSort(keys, tmp, width, 11, hist[:])
+		return radixSort(keys, tmp, lo, width, 11, hist[:])
 	}
 }
 
-// radixSort is the LSD radix sort of sortKeys with digits of db bits; hist
-// holds zeroed counters, 1<<db per digit.
-func radixSort(keys, tmp []uint64, width, db uint, hist []uint32) []uint64 {
+// radixSort is the LSD radix sort of sortKeys on k - lo with digits of db
+// bits; hist holds zeroed counters, 1<<db per digit.
+func radixSort(keys, tmp []uint64, lo uint64, width, db uint, hist []uint32) []uint64 {
 	n := len(keys)
 	passes := int((width + db - 1) / db)
 	if passes == 0 {
@@ -400,6 +549,7 @@ func radixSort(keys, tmp []uint64, width, db uint, hist []uint32) []uint64 {
 	}
 	mask := uint64(1)<<db - 1
 	for _, k := range keys {
+		k -= lo
 		for p := 0; p < passes; p++ {
 			hist[p<<db+int((k>>(db*uint(p)))&mask)]++
 		}
@@ -408,7 +558,7 @@ func radixSort(keys, tmp []uint64, width, db uint, hist []uint32) []uint64 {
 	for p := 0; p < passes; p++ {
 		h := hist[p<<db : (p+1)<<db]
 		shift := db * uint(p)
-		if h[(src[0]>>shift)&mask] == uint32(n) {
+		if h[((src[0]-lo)>>shift)&mask] == uint32(n) {
 			continue // every key has the same digit here
 		}
 		var sum uint32
@@ -418,7 +568,7 @@ func radixSort(keys, tmp []uint64, width, db uint, hist []uint32) []uint64 {
 			sum += c
 		}
 		for _, k := range src {
-			d := (k >> shift) & mask
+			d := ((k - lo) >> shift) & mask
 			dst[h[d]] = k
 			h[d]++
 		}
