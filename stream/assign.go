@@ -127,8 +127,9 @@ func (s *streamRun) drop(why string) error {
 	clear(s.next)
 	clear(s.lag)
 	s.due, s.stateChecked = false, false
+	s.holds = nil
 	s.mb.mu.Lock()
-	s.mb.pending = nil
+	s.mb.pending, s.mb.replay = nil, nil
 	s.mb.mu.Unlock()
 	s.windowGauge.Set(0)
 	s.lagGauge.Set(0)

@@ -58,6 +58,11 @@ type streamRun struct {
 	dueSeq   uint64 // its window end
 	lastEval time.Time
 	evalSeq  uint64 // window end of the last dispatched evaluation (+1; 0 = none)
+	// holds keep in the store the records of count windows dispatched but
+	// not saved yet, so that a crash before the save can replay them (see
+	// replayMissedEvaluation); replay is the one found by restore.
+	holds  []evictHold
+	replay *evalJob
 	// stateChecked: the state topic was read since the stream was
 	// (re)assigned to this member.
 	stateChecked bool
@@ -156,16 +161,6 @@ func (s *streamRun) restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stream %s: read window: %w", s.name, err)
 	}
-	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.meta.Seq, b.meta.Seq) })
-	for _, r := range rows {
-		if err := s.rec.UnmarshalBinary(arena[r.from:r.to]); err != nil {
-			return fmt.Errorf("stream %s: window record %d/%d: %w", s.name, r.meta.Partition, r.meta.Offset, err)
-		}
-		s.win.Append(r.meta, &s.rec)
-	}
-	s.windowGauge.Set(float64(s.win.Len()))
-	s.dropped = s.win.DroppedFields() // counted before the restart
-
 	data, end, err := s.m.store.LoadTracker(s.name)
 	if err != nil {
 		return fmt.Errorf("stream %s: read tracker: %w", s.name, err)
@@ -178,29 +173,57 @@ func (s *streamRun) restore(ctx context.Context) error {
 		s.evalSeq = end + 1
 		s.evaluated.Store(end + 1)
 	}
+
+	// The store may hold, besides the window, the older records of a
+	// window dispatched but not saved before the process stopped (holds):
+	// appending in arrival order, the window passes through it.
+	replayEnd, replayable := s.missedBoundary()
+	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.meta.Seq, b.meta.Seq) })
+	for _, r := range rows {
+		if err := s.rec.UnmarshalBinary(arena[r.from:r.to]); err != nil {
+			return fmt.Errorf("stream %s: window record %d/%d: %w", s.name, r.meta.Partition, r.meta.Offset, err)
+		}
+		s.win.Append(r.meta, &s.rec)
+		if replayable && r.meta.Seq == replayEnd && s.win.Len() >= s.cfg.Window {
+			s.replay = &evalJob{snap: s.win.Snapshot(), endSeq: replayEnd, bounds: s.win.EvictionBounds(), replay: true}
+		}
+	}
+	s.windowGauge.Set(float64(s.win.Len()))
+	s.dropped = s.win.DroppedFields() // counted before the restart
 	s.lastEval = time.Now()
 	s.log.Info("stream restored", "window_records", s.win.Len(), "next_seq", s.seq,
 		"positions", fmt.Sprint(next), "tracked", len(s.tracker.Tracked()))
 	return nil
 }
 
-// replayMissedEvaluation evaluates the restored window when it ends exactly
-// at an evaluation boundary the store has no evaluation for: the process
-// stopped after committing the batch that completed the window but before
-// the evaluation was saved. Replaying it gives the events (and ids) the
-// lost evaluation would have given. When more records were committed after
-// that boundary the window cannot be reconstructed and the evaluation is
-// skipped.
+// missedBoundary returns the last count-window end among the stored
+// records (sequence numbers below s.seq) that has no saved evaluation:
+// the process stopped after committing the batch that completed the window
+// but before the evaluation was saved.
+func (s *streamRun) missedBoundary() (uint64, bool) {
+	w, e := uint64(s.cfg.Window), uint64(s.cfg.Every)
+	if s.cfg.Interval > 0 || w == 0 || e == 0 || s.seq < w {
+		return 0, false
+	}
+	end := w - 1 + (s.seq-w)/e*e
+	if s.hasTracker && end <= s.trackerEnd {
+		return 0, false
+	}
+	return end, true
+}
+
+// replayMissedEvaluation hands the evaluator the window of missedBoundary,
+// rebuilt by restore from the records the store kept for it (holds).
+// Replaying it gives the events (and ids) the lost evaluation would have
+// given. When the store no longer holds the whole window (records evicted
+// by a build without holds) the evaluation is skipped.
 func (s *streamRun) replayMissedEvaluation() {
-	if s.cfg.Interval > 0 || s.seq == 0 || s.win.Len() == 0 {
+	if s.replay == nil {
 		return
 	}
-	end := s.seq - 1
-	if !s.countBoundary(end) || s.win.Len() < s.cfg.Window || (s.hasTracker && end <= s.trackerEnd) {
-		return
-	}
-	s.log.Info("replaying the evaluation lost at the last window end", "window_end", end)
-	s.dispatch(end, true)
+	s.log.Info("replaying the evaluation lost at a window end", "window_end", s.replay.endSeq)
+	s.dispatchJob(s.replay)
+	s.replay = nil
 }
 
 // countBoundary reports whether the record with arrival sequence number
@@ -664,7 +687,7 @@ func (m *Monitor) flush(ctx context.Context, commits map[topicPartition]kafka.Me
 		if s.due {
 			s.due = false
 			s.lastEval = now
-			s.dispatch(s.dueSeq, false)
+			s.dispatch(s.dueSeq)
 		}
 	}
 	return nil
@@ -698,7 +721,7 @@ func (s *streamRun) commit() error {
 		Records:    s.batch,
 		NextOffset: next,
 		NextSeq:    s.seq,
-		EvictBelow: s.win.EvictionBounds(),
+		EvictBelow: s.evictionBounds(),
 	}
 	if err := s.m.store.Apply(c); err != nil {
 		return fmt.Errorf("stream %s: store batch: %w", s.name, err)

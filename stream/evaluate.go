@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +22,8 @@ import (
 type evalJob struct {
 	snap   *Snapshot
 	endSeq uint64
+	// bounds: the window's eviction bounds at the snapshot (evictHold).
+	bounds map[int32]int64
 	next   map[int32]int64 // the stream's next offsets at the snapshot
 	// replay: the evaluation lost in a crash, replayed on start before the
 	// consumer knows whether this member still owns the stream, so it is
@@ -30,38 +33,92 @@ type evalJob struct {
 
 // mailbox holds at most one pending evaluation. A new window due while the
 // previous one still waits replaces it (counted as skipped): the evaluator
-// always works on the newest window and consumption never waits for it.
+// always works on the newest window and consumption never waits for it. A
+// replayed evaluation (lost in a crash) has its own slot and goes first, so
+// that the first live window does not replace it.
 type mailbox struct {
 	mu      sync.Mutex
 	pending *evalJob
+	replay  *evalJob
 	restore *stateRecord // a tracker state to restore before the next evaluation
 	wake    chan struct{}
 }
 
 func newMailbox() mailbox { return mailbox{wake: make(chan struct{}, 1)} }
 
+// evictHold is a dispatched count window not saved yet: the store keeps
+// its records (offsets from bounds on, per partition) until the evaluation
+// of end is saved.
+type evictHold struct {
+	end    uint64
+	bounds map[int32]int64
+}
+
+// maxHolds bounds the windows whose records the store keeps for a replay:
+// the running evaluation, the pending one and a replay (a skipped one is
+// released at once). Beyond it the oldest is given up, so that the store
+// stays bounded whatever the evaluator does.
+const maxHolds = 4
+
 // dispatch snapshots the window (ending at record endSeq) for the
 // evaluator.
-func (s *streamRun) dispatch(endSeq uint64, replay bool) {
-	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq, replay: replay}
+func (s *streamRun) dispatch(endSeq uint64) {
+	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq, bounds: s.win.EvictionBounds()}
 	if s.m.stateWriter != nil {
 		job.next = make(map[int32]int64, len(s.next))
 		for p, o := range s.next {
 			job.next[p] = o
 		}
 	}
-	s.evalSeq = endSeq + 1
+	s.dispatchJob(job)
+}
+
+// dispatchJob hands job to the evaluator and, for a count window, keeps
+// its records in the store until it is saved.
+func (s *streamRun) dispatchJob(job *evalJob) {
+	s.evalSeq = max(s.evalSeq, job.endSeq+1)
 	s.mb.mu.Lock()
-	if s.mb.pending != nil {
+	switch {
+	case job.replay:
+		s.mb.replay = job
+	case s.mb.pending != nil:
+		skipped := s.mb.pending.endSeq
 		s.m.metrics.evaluations.WithLabelValues(s.name, "skipped").Inc()
-		s.log.Debug("evaluation skipped: the previous one is still running", "window_end", s.mb.pending.endSeq)
+		s.log.Debug("evaluation skipped: the previous one is still running", "window_end", skipped)
+		// Never evaluated, so nothing to replay: its records can go.
+		s.holds = slices.DeleteFunc(s.holds, func(h evictHold) bool { return h.end == skipped })
+		fallthrough
+	default:
+		s.mb.pending = job
 	}
-	s.mb.pending = job
 	s.mb.mu.Unlock()
+	if s.cfg.Interval == 0 {
+		if len(s.holds) == maxHolds {
+			s.holds = slices.Delete(s.holds, 0, 1)
+		}
+		s.holds = append(s.holds, evictHold{end: job.endSeq, bounds: job.bounds})
+	}
 	select {
 	case s.mb.wake <- struct{}{}:
 	default:
 	}
+}
+
+// evictionBounds are the store's eviction bounds for the next commit: the
+// window's, held back to the first records of the dispatched windows whose
+// evaluation is not saved yet.
+func (s *streamRun) evictionBounds() map[int32]int64 {
+	b := s.win.EvictionBounds()
+	done := s.evaluated.Load() // window end of the last saved evaluation + 1
+	s.holds = slices.DeleteFunc(s.holds, func(h evictHold) bool { return h.end < done })
+	for _, h := range s.holds {
+		for p, o := range h.bounds {
+			if cur, ok := b[p]; ok && o < cur {
+				b[p] = o
+			}
+		}
+	}
+	return b
 }
 
 // Delivery retries: events a sink failed to take stay in the outbox and are
@@ -120,22 +177,24 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 		case <-s.mb.wake:
 		}
 		s.mb.mu.Lock()
-		job, restore := s.mb.pending, s.mb.restore
-		s.mb.pending, s.mb.restore = nil, nil
+		replay, job, restore := s.mb.replay, s.mb.pending, s.mb.restore
+		s.mb.replay, s.mb.pending, s.mb.restore = nil, nil, nil
 		s.mb.mu.Unlock()
 		if restore != nil {
 			if err := s.applyState(restore); err != nil {
 				return err
 			}
 		}
-		if job == nil {
-			continue
-		}
-		if err := s.evaluate(ctx, job); err != nil {
-			if ctx.Err() != nil {
-				return nil
+		for _, j := range []*evalJob{replay, job} {
+			if j == nil {
+				continue
 			}
-			return err
+			if err := s.evaluate(ctx, j); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
 		}
 		rearm()
 	}

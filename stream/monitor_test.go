@@ -529,7 +529,7 @@ func TestBackfillOnTakeover(t *testing.T) {
 	if err := second.stop(); err != nil {
 		t.Fatal(err)
 	}
-	keys, next, seq := windowKeys(t, c.StateDir, "take")
+	keys, next, seq := windowKeys(t, c.StateDir, "take", 1000)
 	if len(keys) != 1000 || next[0] != 3010 || seq != 1010 {
 		t.Fatalf("window after takeover: %d records (%s), next %v, seq %d; want the 1000 records 2010..3009, seq 1010 (1000 read back + 10 new)", len(keys), first(keys), next, seq)
 	}

@@ -3,11 +3,13 @@ package stream
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/state"
 )
 
 func TestCountBoundary(t *testing.T) {
@@ -119,4 +121,97 @@ func TestMinScore(t *testing.T) {
 		t.Errorf("min score discovered %d dependencies, without %d: nothing filtered", len(discovered["min"]), len(discovered["all"]))
 	}
 	t.Logf("discovered %d dependencies, %d with min score 0.1", len(discovered["all"]), len(discovered["min"]))
+}
+
+// TestReplayMissedEvaluation covers a crash after the batch completing a
+// count window was committed but before its evaluation was saved, with
+// more batches committed since: the store kept the window's records
+// (holds), restore rebuilds that window and the evaluator gets it, so the
+// events of the uninterrupted run (same window end, same ids) are emitted.
+func TestReplayMissedEvaluation(t *testing.T) {
+	const window, every = 10, 5
+	tests := []struct {
+		name       string
+		from, next int64 // stored records: offsets (= seqs) from..next-1
+		saved      int64 // window end of the saved evaluation, -1 for none
+		wantEnd    int64 // replayed window end, -1 for none
+	}{
+		{"missed window still stored", 0, 17, 9, 14},
+		{"missed window, no evaluation saved yet", 0, 12, -1, 9},
+		{"missed window ends the store", 5, 15, 9, 14},
+		{"last window saved", 5, 17, 14, -1},
+		{"missed window evicted", 7, 17, 9, -1},
+		{"no full window yet", 0, 8, -1, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := NewMonitor(Config{
+				Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
+				Streams: []StreamConfig{{Topic: "rp", Window: window, Every: every, Epsilon: 0.01}},
+			}, Options{Logger: testLogger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := m.close(); err != nil {
+					t.Error(err)
+				}
+			}()
+			c := &state.Commit{Stream: "rp", NextOffset: map[int32]int64{0: tt.next}, NextSeq: uint64(tt.next)}
+			var rec FlatRecord
+			for o := tt.from; o < tt.next; o++ {
+				rec.Reset()
+				rec.AddString("a", strconv.FormatInt(o%3, 10))
+				c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
+			}
+			if err := m.store.Apply(c); err != nil {
+				t.Fatal(err)
+			}
+			if tt.saved >= 0 {
+				tracker, err := alerts.NewTracker(alerts.Config{Stream: "rp", Epsilon: 0.01}).MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := m.store.SaveEvaluation(&state.Evaluation{Stream: "rp", WindowEnd: uint64(tt.saved), TrackerState: tracker}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s := m.streams[0]
+			if err := s.restore(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			s.replayMissedEvaluation()
+			job := s.mb.replay
+			if tt.wantEnd < 0 {
+				if job != nil {
+					t.Fatalf("replayed window end %d, want none", job.endSeq)
+				}
+				return
+			}
+			if job == nil {
+				t.Fatalf("no replay, want window end %d", tt.wantEnd)
+			}
+			first, last := job.snap.Meta(0), job.snap.Meta(job.snap.Len()-1)
+			if job.endSeq != uint64(tt.wantEnd) || job.snap.Len() != window || last.Offset != tt.wantEnd || first.Offset != tt.wantEnd-window+1 {
+				t.Fatalf("replay of window end %d with %d rows, offsets %d..%d; want end %d, %d rows, offsets %d..%d",
+					job.endSeq, job.snap.Len(), first.Offset, last.Offset, tt.wantEnd, window, tt.wantEnd-window+1, tt.wantEnd)
+			}
+			// Until the replay is saved, commits keep its records.
+			s.posDirty = true
+			if err := s.commit(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := m.store.WindowCount("rp"); err != nil || int64(n) != tt.next-(tt.wantEnd-window+1) {
+				t.Errorf("store holds %d records (%v) while the replay runs, want %d", n, err, tt.next-(tt.wantEnd-window+1))
+			}
+			s.evaluated.Store(uint64(tt.wantEnd) + 1)
+			s.posDirty = true
+			if err := s.commit(); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := m.store.WindowCount("rp"); err != nil || n != window {
+				t.Errorf("store holds %d records (%v) once the replay is saved, want the window's %d", n, err, window)
+			}
+		})
+	}
 }
