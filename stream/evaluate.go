@@ -652,68 +652,16 @@ func (m *Monitor) dedupeFromEventsTopic(ctx context.Context) error {
 func readEventIDs(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, tail int64) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
-	if dialer != nil {
-		client.Transport = transportFor(dialer)
-	}
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
-	}
 	ids := map[string]bool{}
-	for _, t := range md.Topics {
-		if t.Error != nil {
-			if errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
-				return ids, nil // nothing was ever sent
-			}
-			return nil, fmt.Errorf("metadata of %s: %w", topic, t.Error)
-		}
-		var reqs []kafka.OffsetRequest
-		for _, p := range t.Partitions {
-			reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-		}
-		lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-		if err != nil {
-			return nil, fmt.Errorf("offsets of %s: %w", topic, err)
-		}
-		for _, po := range lo.Topics[topic] {
-			if po.Error != nil {
-				return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
-			}
-			from := max(po.FirstOffset, po.LastOffset-tail)
-			for off := from; off < po.LastOffset; {
-				res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: po.Partition, Offset: off, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
-				if err != nil {
-					return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, po.Partition, off, err)
-				}
-				if res.Error != nil {
-					return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, po.Partition, off, res.Error)
-				}
-				n := 0
-				for {
-					rec, err := res.Records.ReadRecord()
-					if err != nil {
-						break
-					}
-					n++
-					off = rec.Offset + 1
-					for _, h := range rec.Headers {
-						if h.Key == "ce_id" {
-							ids[string(h.Value)] = true
-						}
-					}
-					if rec.Key != nil {
-						rec.Key.Close()
-					}
-					if rec.Value != nil {
-						rec.Value.Close()
-					}
-				}
-				if n == 0 {
-					break
-				}
+	err := scanTopic(ctx, brokers, dialer, topic, tail, func(_ int, rec *kafka.Record) {
+		for _, h := range rec.Headers {
+			if h.Key == "ce_id" {
+				ids[string(h.Value)] = true
 			}
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
 	return ids, nil
 }

@@ -3,8 +3,9 @@ package stream
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -148,81 +149,31 @@ func (s *streamRun) applyState(rec *stateRecord) error {
 func readStateRecord(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic, stream string) (*stateRecord, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
-	if dialer != nil {
-		client.Transport = transportFor(dialer)
-	}
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	last := map[int][]byte{} // partition → latest value of the key there
+	err := scanTopic(ctx, brokers, dialer, topic, 0, func(partition int, rec *kafka.Record) {
+		if rec.Key == nil {
+			return
+		}
+		if key, err := kafka.ReadAll(rec.Key); err != nil || string(key) != stream {
+			return
+		}
+		if rec.Value == nil {
+			delete(last, partition) // a tombstone
+		} else if value, err := kafka.ReadAll(rec.Value); err == nil {
+			last[partition] = value
+		}
+	})
 	if err != nil {
-		return nil, fmt.Errorf("metadata of %s: %w", topic, err)
+		return nil, err
 	}
 	var best *stateRecord
-	for _, t := range md.Topics {
-		if t.Error != nil {
-			if errors.Is(t.Error, kafka.UnknownTopicOrPartition) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("metadata of %s: %w", topic, t.Error)
+	for _, p := range slices.Sorted(maps.Keys(last)) {
+		var r stateRecord
+		if err := json.Unmarshal(last[p], &r); err != nil || r.Stream != stream || len(r.Tracker) == 0 {
+			continue // not ours or damaged: ignore it rather than fail the takeover
 		}
-		var reqs []kafka.OffsetRequest
-		for _, p := range t.Partitions {
-			reqs = append(reqs, kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-		}
-		lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
-		if err != nil {
-			return nil, fmt.Errorf("offsets of %s: %w", topic, err)
-		}
-		for _, po := range lo.Topics[topic] {
-			if po.Error != nil {
-				return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
-			}
-			var last []byte // latest value of the key in this partition
-			for off := po.FirstOffset; off < po.LastOffset; {
-				res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: po.Partition, Offset: off, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
-				if err != nil {
-					return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, po.Partition, off, err)
-				}
-				if res.Error != nil {
-					return nil, fmt.Errorf("fetch %s/%d@%d: %w", topic, po.Partition, off, res.Error)
-				}
-				n := 0
-				for {
-					rec, err := res.Records.ReadRecord()
-					if err != nil {
-						break
-					}
-					n++
-					off = rec.Offset + 1
-					var key, value []byte
-					if rec.Key != nil {
-						key, _ = kafka.ReadAll(rec.Key)
-						rec.Key.Close()
-					}
-					if string(key) == stream {
-						if rec.Value == nil {
-							last = nil // a tombstone
-						} else if value, err = kafka.ReadAll(rec.Value); err == nil {
-							last = value
-						}
-					}
-					if rec.Value != nil {
-						rec.Value.Close()
-					}
-				}
-				if n == 0 {
-					break
-				}
-			}
-			if last == nil {
-				continue
-			}
-			var r stateRecord
-			if err := json.Unmarshal(last, &r); err != nil || r.Stream != stream || len(r.Tracker) == 0 {
-				continue // not ours or damaged: ignore it rather than fail the takeover
-			}
-			if best == nil || r.WindowEndSeq > best.WindowEndSeq {
-				best = &r
-			}
+		if best == nil || r.WindowEndSeq > best.WindowEndSeq {
+			best = &r
 		}
 	}
 	return best, nil
