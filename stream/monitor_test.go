@@ -99,6 +99,24 @@ func startMonitor(t testing.TB, cfg Config) *running {
 	return &running{m: m, reg: reg, sink: sink, stop: stop}
 }
 
+// offlineMonitor returns a monitor of one stream that is not run (no
+// broker behind it), for tests of the store-facing steps; it is closed at
+// cleanup.
+func offlineMonitor(t testing.TB, sc StreamConfig) *Monitor {
+	t.Helper()
+	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{sc}},
+		Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return m
+}
+
 // waitFor polls cond until it holds or the deadline passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -88,18 +88,7 @@ func TestSinkRetryOnTimer(t *testing.T) {
 // TestHousekeepingPrunesDelivered checks that housekeeping forgets delivery
 // markers older than deliveredKeep and keeps recent ones.
 func TestHousekeepingPrunesDelivered(t *testing.T) {
-	m, err := NewMonitor(Config{
-		Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
-		Streams: []StreamConfig{{Topic: "hk", Window: 10, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := m.close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	m := offlineMonitor(t, StreamConfig{Topic: "hk", Window: 10, Epsilon: 0.01})
 	s := m.streams[0]
 	ids := []string{"e1", deliveredMarker("e1", "kafka")}
 	if err := m.store.MarkDelivered("hk", ids); err != nil {
@@ -152,18 +141,7 @@ func (p *partialSink) Close() error { return nil }
 // failed are not sent to it again by the retry, and that the outbox drains
 // once the rest are taken.
 func TestDeliverPartialFailure(t *testing.T) {
-	m, err := NewMonitor(Config{
-		Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
-		Streams: []StreamConfig{{Topic: "pd", Window: 10, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := m.close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	m := offlineMonitor(t, StreamConfig{Topic: "pd", Window: 10, Epsilon: 0.01})
 	sink := &partialSink{take: 1}
 	m.sinks = []namedSink{{"partial", sink}}
 	ev := &state.Evaluation{Stream: "pd", WindowEnd: 9}

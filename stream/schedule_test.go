@@ -145,18 +145,7 @@ func TestReplayMissedEvaluation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := NewMonitor(Config{
-				Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
-				Streams: []StreamConfig{{Topic: "rp", Window: window, Every: every, Epsilon: 0.01}},
-			}, Options{Logger: testLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := m.close(); err != nil {
-					t.Error(err)
-				}
-			}()
+			m := offlineMonitor(t, StreamConfig{Topic: "rp", Window: window, Every: every, Epsilon: 0.01})
 			c := &state.Commit{Stream: "rp", NextOffset: map[int32]int64{0: tt.next}, NextSeq: uint64(tt.next)}
 			var rec FlatRecord
 			for o := tt.from; o < tt.next; o++ {
