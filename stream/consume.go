@@ -774,7 +774,9 @@ func (s *streamRun) backfill(ctx context.Context, topic string, partition int, u
 	defer cancel()
 	client := &kafka.Client{Addr: kafka.TCP(s.m.cfg.Brokers...), Timeout: 10 * time.Second}
 	if s.m.cfg.Dialer != nil {
-		client.Transport = transportFor(s.m.cfg.Dialer)
+		t := transportFor(s.m.cfg.Dialer)
+		defer t.CloseIdleConnections()
+		client.Transport = t
 	}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
