@@ -107,14 +107,19 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *seed == 0 {
 		*seed = time.Now().UnixNano()
 	}
+	// The generator stops with the monitor: a monitor that fails must not
+	// leave the demo waiting for Ctrl-C.
+	genCtx, stopGen := context.WithCancel(ctx)
+	defer stopGen()
 	genErr := make(chan error, 1)
 	go func() {
-		genErr <- stream.ProducePayroll(ctx, stream.PayrollOptions{
+		genErr <- stream.ProducePayroll(genCtx, stream.PayrollOptions{
 			Brokers: []string{addr}, Topic: topic, Rate: *rate, Count: *count,
 			CleanRecords: *clean, ErrorRate: *errRate, StopErrorsAfter: *stopAfter, Seed: *seed,
 		})
 	}()
 	runErr := m.Run(ctx)
+	stopGen()
 	if err := <-genErr; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("payroll generator: %w", err)
 	}

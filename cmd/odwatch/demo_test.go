@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/state"
 )
 
 // syncBuffer is a strings.Builder safe for the demo goroutine to write while
@@ -76,5 +78,36 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "DISCOVERED") {
 		t.Errorf("no discovered events printed")
+	}
+}
+
+// TestDemoStopsWhenMonitorFails: a monitor that cannot run (here its
+// store holds a window record it cannot decode) ends the demo with the
+// error, without waiting for Ctrl-C or --duration.
+func TestDemoStopsWhenMonitorFails(t *testing.T) {
+	dir := t.TempDir()
+	st, err := state.Open(dir, state.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(&state.Commit{Stream: "payroll", Records: []state.Record{{Offset: 0, Seq: 0, Value: []byte{0xff, 0xff, 0xff}}},
+		NextOffset: map[int32]int64{0: 1}, NextSeq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var out, errOut syncBuffer
+	go func() {
+		done <- runDemo(t.Context(), []string{"--metrics-addr", "", "--state-dir", dir, "--duration", "10m"}, &out, &errOut)
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("demo returned nil on a store it cannot restore\nstderr:\n%s", errOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("demo still running 60 s after its monitor failed")
 	}
 }
