@@ -187,10 +187,11 @@ func (c *Config) Validate() error {
 		if s.Interval < 0 {
 			bad(f("interval"), "must be >= 0")
 		}
-		if s.Epsilon < 0 || s.Epsilon >= 1 {
+		// NaN fails every comparison: it is named explicitly.
+		if math.IsNaN(s.Epsilon) || s.Epsilon < 0 || s.Epsilon >= 1 {
 			bad(f("epsilon"), "must be in [0, 1)")
 		}
-		if s.Margin < 0 || s.Margin >= 1 {
+		if math.IsNaN(s.Margin) || s.Margin < 0 || s.Margin >= 1 {
 			bad(f("margin"), "must be in [0, 1)")
 		}
 		if math.IsNaN(s.MinScore) || s.MinScore < 0 || s.MinScore > 1 {
@@ -217,7 +218,9 @@ func (c *Config) Validate() error {
 		if s.EvaluationTimeout < 0 {
 			bad(f("evaluation-timeout"), "must be >= 0")
 		}
-		s.pinned = s.pinned[:0]
+		// A fresh slice: a copy of this StreamConfig (NewMonitor clones
+		// the caller's) must not share and overwrite its array.
+		s.pinned = nil
 		for j, p := range s.Pinned {
 			d, err := discovery.ParseDependency(p)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -238,6 +239,8 @@ func TestConfigValidate(t *testing.T) {
 		}, wantErr: "streams[0].schema:"},
 		{name: "registry", mutate: func(c *Config) { c.Streams[0].Format = "avro-confluent" }, wantErr: "streams[0].registry:"},
 		{name: "epsilon", mutate: func(c *Config) { c.Streams[0].Epsilon = 1.5 }, wantErr: "streams[0].epsilon:"},
+		{name: "epsilon NaN", mutate: func(c *Config) { c.Streams[0].Epsilon = math.NaN() }, wantErr: "streams[0].epsilon:"},
+		{name: "margin NaN", mutate: func(c *Config) { c.Streams[0].Margin = math.NaN() }, wantErr: "streams[0].margin:"},
 		{name: "pinned", mutate: func(c *Config) { c.Streams[0].Pinned = []string{"nonsense ~"} }, wantErr: "streams[0].pinned[0]:"},
 		{name: "pinned ok", mutate: func(c *Config) { c.Streams[0].Pinned = []string{"{}: salary ~ tax (asc)"} }, check: func(t *testing.T, c Config) {
 			if len(c.Streams[0].pinned) != 1 || c.Streams[0].pinned[0].Left != "salary" {
