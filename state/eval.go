@@ -54,14 +54,11 @@ func decodeTime(b []byte) time.Time {
 // pending or delivered is skipped, so replaying an evaluation after a crash
 // does not deliver its events twice.
 func (s *Store) SaveEvaluation(e *Evaluation) error {
-	release, err := s.acquire()
+	release, err := s.acquireStream("save evaluation", e.Stream)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := checkName("stream", e.Stream); err != nil {
-		return fmt.Errorf("state: save evaluation: %w", err)
-	}
 	for i := range e.History {
 		if err := checkName("dependency id", e.History[i].DependencyID); err != nil {
 			return fmt.Errorf("state: save evaluation %s: %w", e.Stream, err)
@@ -164,14 +161,11 @@ func (s *Store) knownEvent(stream, id string) (bool, error) {
 // LoadTracker returns the tracker state saved by the last SaveEvaluation of
 // stream and its window end; nil, 0, nil when none was saved.
 func (s *Store) LoadTracker(stream string) ([]byte, uint64, error) {
-	release, err := s.acquire()
+	release, err := s.acquireStream("load tracker", stream)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return nil, 0, fmt.Errorf("state: load tracker: %w", err)
-	}
 	v, ok, err := s.get(trackerKey(stream))
 	if err != nil || !ok {
 		return nil, 0, err
@@ -185,14 +179,11 @@ func (s *Store) LoadTracker(stream string) ([]byte, uint64, error) {
 // PendingEvents returns the events of stream saved but not yet marked
 // delivered, in save order.
 func (s *Store) PendingEvents(stream string) ([]OutboxEvent, error) {
-	release, err := s.acquire()
+	release, err := s.acquireStream("pending events", stream)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return nil, fmt.Errorf("state: pending events: %w", err)
-	}
 	var out []OutboxEvent
 	lower := streamPrefix(pfxOutbox, stream)
 	err = s.scanPrefix(context.Background(), lower, prefixEnd(lower), func(k, v []byte) error {
@@ -214,14 +205,11 @@ func (s *Store) PendingEvents(stream string) ([]OutboxEvent, error) {
 // were delivered, in one synced batch. Unknown ids are recorded as delivered
 // too (a sink may deliver before a crash loses the outbox entry's removal).
 func (s *Store) MarkDelivered(stream string, ids []string) error {
-	release, err := s.acquire()
+	release, err := s.acquireStream("mark delivered", stream)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return fmt.Errorf("state: mark delivered: %w", err)
-	}
 	if len(ids) == 0 {
 		return nil
 	}
@@ -259,14 +247,11 @@ func (s *Store) MarkDelivered(stream string, ids []string) error {
 
 // Delivered reports whether id was marked delivered for stream.
 func (s *Store) Delivered(stream, id string) (bool, error) {
-	release, err := s.acquire()
+	release, err := s.acquireStream("delivered", stream)
 	if err != nil {
 		return false, err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return false, fmt.Errorf("state: delivered: %w", err)
-	}
 	_, ok, err := s.get(idKey(pfxDelivered, stream, id))
 	return ok, err
 }
@@ -274,14 +259,11 @@ func (s *Store) Delivered(stream, id string) (bool, error) {
 // History returns up to limit points of one dependency of stream, newest
 // (highest window end) first. limit <= 0 means all.
 func (s *Store) History(stream, dependencyID string, limit int) ([]HistoryPoint, error) {
-	release, err := s.acquire()
+	release, err := s.acquireStream("history", stream)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return nil, fmt.Errorf("state: history: %w", err)
-	}
 	if err := checkName("dependency id", dependencyID); err != nil {
 		return nil, fmt.Errorf("state: history: %w", err)
 	}
@@ -322,14 +304,11 @@ func (s *Store) History(stream, dependencyID string, limit int) ([]HistoryPoint,
 // PruneHistory keeps the newest keepPerDependency points of every dependency
 // of stream and deletes older ones (one range deletion per dependency).
 func (s *Store) PruneHistory(stream string, keepPerDependency int) error {
-	release, err := s.acquire()
+	release, err := s.acquireStream("prune history", stream)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return fmt.Errorf("state: prune history: %w", err)
-	}
 	if keepPerDependency < 0 {
 		keepPerDependency = 0
 	}
@@ -391,14 +370,11 @@ func (s *Store) PruneHistory(stream string, keepPerDependency int) error {
 // dependency, so its cost grows with the number of dependencies, not points:
 // cheap enough to call after every evaluation.
 func (s *Store) PruneHistoryBefore(stream string, windowEnd uint64) error {
-	release, err := s.acquire()
+	release, err := s.acquireStream("prune history", stream)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return fmt.Errorf("state: prune history: %w", err)
-	}
 	lower := streamPrefix(pfxHistory, stream)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
@@ -440,14 +416,11 @@ func (s *Store) PruneHistoryBefore(stream string, windowEnd uint64) error {
 // can still be replayed (the window after a crash), so markers older than a
 // few windows can go.
 func (s *Store) PruneDelivered(stream string, cutoff time.Time) error {
-	release, err := s.acquire()
+	release, err := s.acquireStream("prune delivered", stream)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return fmt.Errorf("state: prune delivered: %w", err)
-	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	b := s.db.NewBatch()

@@ -335,6 +335,20 @@ func (s *Store) acquire() (func(), error) {
 	return s.closeMu.RUnlock, nil
 }
 
+// acquireStream is acquire for a method of one stream: it also checks the
+// stream name, naming the operation op in the error.
+func (s *Store) acquireStream(op, stream string) (func(), error) {
+	release, err := s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkName("stream", stream); err != nil {
+		release()
+		return nil, fmt.Errorf("state: %s: %w", op, err)
+	}
+	return release, nil
+}
+
 // scanPrefix iterates keys in [lower, upper) calling fn with key and value
 // (valid only during the call). ctx is checked every 1024 keys.
 func (s *Store) scanPrefix(ctx context.Context, lower, upper []byte, fn func(k, v []byte) error) error {

@@ -85,14 +85,11 @@ func decodeRecord(r *Record, keySuffix, v []byte) error {
 // Apply writes c as one Pebble batch committed with Sync. Nothing of c is
 // durable before Apply returns nil; on error nothing of c is applied.
 func (s *Store) Apply(c *Commit) error {
-	release, err := s.acquire()
+	release, err := s.acquireStream("apply", c.Stream)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := checkName("stream", c.Stream); err != nil {
-		return fmt.Errorf("state: apply: %w", err)
-	}
 	b := s.db.NewBatch()
 	defer b.Close()
 
@@ -154,14 +151,11 @@ func (s *Store) commit(b *pebble.Batch, op, stream string) error {
 // Position returns the stored next offset per partition and the next arrival
 // sequence number of stream; an empty map and 0 for a stream never applied.
 func (s *Store) Position(stream string) (map[int32]int64, uint64, error) {
-	release, err := s.acquire()
+	release, err := s.acquireStream("position", stream)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return nil, 0, fmt.Errorf("state: position: %w", err)
-	}
 	next := make(map[int32]int64)
 	lower := streamPrefix(pfxOffset, stream)
 	err = s.scanPrefix(context.Background(), lower, prefixEnd(lower), func(k, v []byte) error {
@@ -188,14 +182,11 @@ func (s *Store) Position(stream string) (map[int32]int64, uint64, error) {
 // offset) order. The Record's Value is only valid during the call. A non-nil
 // error from fn or ctx stops the scan and is returned.
 func (s *Store) ScanWindow(ctx context.Context, stream string, fn func(Record) error) error {
-	release, err := s.acquire()
+	release, err := s.acquireStream("scan", stream)
 	if err != nil {
 		return err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return fmt.Errorf("state: scan: %w", err)
-	}
 	lower := streamPrefix(pfxWindow, stream)
 	r := Record{Stream: stream}
 	return s.scanPrefix(ctx, lower, prefixEnd(lower), func(k, v []byte) error {
@@ -209,14 +200,11 @@ func (s *Store) ScanWindow(ctx context.Context, stream string, fn func(Record) e
 // WindowCount returns the number of stored records of stream (a key-only
 // scan).
 func (s *Store) WindowCount(stream string) (int, error) {
-	release, err := s.acquire()
+	release, err := s.acquireStream("count", stream)
 	if err != nil {
 		return 0, err
 	}
 	defer release()
-	if err := checkName("stream", stream); err != nil {
-		return 0, fmt.Errorf("state: count: %w", err)
-	}
 	lower := streamPrefix(pfxWindow, stream)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
