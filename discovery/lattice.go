@@ -529,14 +529,27 @@ func (l *lattice) results() []Result {
 	return out
 }
 
-// sortResults orders results by Score descending, then by text.
+// sortResults orders results by Score descending, then by text. Each text
+// is rendered once: rendering inside the comparison allocates O(n log n)
+// strings, seconds on the hundreds of thousands of results of a wide table.
 func sortResults(rs []Result) {
-	slices.SortStableFunc(rs, func(x, y Result) int {
-		if c := cmp.Compare(y.Score, x.Score); c != 0 {
+	texts := make([]string, len(rs))
+	idx := make([]int, len(rs))
+	for i := range rs {
+		texts[i] = rs[i].String()
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(x, y int) int {
+		if c := cmp.Compare(rs[y].Score, rs[x].Score); c != 0 {
 			return c
 		}
-		return strings.Compare(x.String(), y.String())
+		return strings.Compare(texts[x], texts[y])
 	})
+	sorted := make([]Result, len(rs))
+	for i, j := range idx {
+		sorted[i] = rs[j]
+	}
+	copy(rs, sorted)
 }
 
 // sampleOf returns up to k of rows (all when k < 0).

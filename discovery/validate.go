@@ -172,7 +172,7 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, want
 			asc += da
 			desc += dd
 		} else if budget != 0 && len(cls) >= lazyMin {
-			da, dd := v.lazyClass(cls, ar, br, bitsB, maxB, wantAsc, wantDesc, remAsc, remDesc)
+			da, dd := v.lazyClass(cls, ar, br, a.Cardinality, bitsB, maxB, wantAsc, wantDesc, remAsc, remDesc)
 			asc += da
 			desc += dd
 		} else {
@@ -278,13 +278,19 @@ func pushSmall(tails []uint32, x uint32) []uint32 {
 // when those are >= 0). The rows are bucketed by A (by A >> shift when A
 // spans more ranks than the class has rows), keeping whole runs of equal A
 // in a bucket, and each bucket is sorted only when the LNDS gets to it.
-func (v *Validator) lazyClass(cls, ar, br []uint32, bitsB uint, maxB uint32, wantAsc, wantDesc bool, remAsc, remDesc int) (asc, desc int) {
-	loA, hiA := ar[cls[0]], ar[cls[0]]
-	for _, r := range cls[1:] {
-		loA = min(loA, ar[r])
-		hiA = max(hiA, ar[r])
+func (v *Validator) lazyClass(cls, ar, br []uint32, cardA int, bitsB uint, maxB uint32, wantAsc, wantDesc bool, remAsc, remDesc int) (asc, desc int) {
+	// A's whole rank range makes buckets enough when it is not much wider
+	// than the class; otherwise the class's own range saves counters.
+	loA, span := uint32(0), cardA
+	if cardA > 2*len(cls) {
+		hiA := ar[cls[0]]
+		loA = hiA
+		for _, r := range cls[1:] {
+			loA = min(loA, ar[r])
+			hiA = max(hiA, ar[r])
+		}
+		span = int(hiA-loA) + 1
 	}
-	span := int(hiA-loA) + 1
 	shift := uint(0)
 	for span>>shift > len(cls) {
 		shift++
@@ -330,7 +336,12 @@ func (v *Validator) lazyClass(cls, ar, br []uint32, bitsB uint, maxB uint32, wan
 		if wantAsc && !v.ascState.feedAsc(run, mask, remAsc) {
 			wantAsc = false
 		}
-		if wantDesc && !v.descState.feedDesc(run, bitsB, mask, maxB, remDesc) {
+		if wantDesc && shift == 0 {
+			// One bucket is one run of equal A.
+			if !v.descState.feedDescRun(run, mask, maxB, remDesc) {
+				wantDesc = false
+			}
+		} else if wantDesc && !v.descState.feedDesc(run, bitsB, mask, maxB, remDesc) {
 			wantDesc = false
 		}
 	}
@@ -461,6 +472,36 @@ run:
 			}
 		}
 		i = e
+	}
+	s.tails, s.last, s.prev, s.seen = tails, last, prev, seen
+	return ok
+}
+
+// feedDescRun is feedDesc for keys that all share their A: it walks them
+// backwards without looking for run boundaries.
+func (s *lndsState) feedDescRun(keys []uint64, mask uint64, maxB uint32, rem int) bool {
+	tails, last, prev, seen := s.tails, s.last, s.prev, s.seen
+	ok := true
+	for j := len(keys) - 1; j >= 0; j-- {
+		seen++
+		x := maxB - uint32(keys[j]&mask)
+		n := len(tails)
+		if n == 0 || tails[n-1] <= x {
+			tails = append(tails, x)
+			last, prev = n, x
+			continue
+		}
+		if x >= prev && tails[last+1] > x {
+			last++
+		} else {
+			last = upperBoundNear(tails, x, last, prev)
+		}
+		prev = x
+		tails[last] = x
+		if rem >= 0 && seen-n > rem {
+			ok = false
+			break
+		}
 	}
 	s.tails, s.last, s.prev, s.seen = tails, last, prev, seen
 	return ok
