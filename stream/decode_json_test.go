@@ -148,6 +148,9 @@ func TestNewDecoderConfigErrors(t *testing.T) {
 }
 
 func TestDecodeJSONSteadyStateAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector drops sync.Pool items at random: the decoder's pooled scratch allocates")
+	}
 	d := mustDecoder(t, DecoderConfig{Format: FormatJSON, Include: []string{"position", "salary", "tax*"}})
 	in := []byte(`{"position":"clerk","experience":3,"salary":52000,"taxGroup":"B","perc":0.21,"tax":10920}`)
 	var rec FlatRecord
