@@ -221,3 +221,70 @@ func TestStopDuringRegistryOutage(t *testing.T) {
 		t.Fatalf("Run after cancel during a registry outage: %v, want nil", err)
 	}
 }
+
+// TestDeadLetterTooLargeForDLQ: the dead-letter topic takes smaller
+// messages than the source topic. A batch of dead letters over its limit is
+// written one by one, values intact; a dead letter over it alone is written
+// without its value (with its size and coordinates). The pipeline goes on.
+func TestDeadLetterTooLargeForDLQ(t *testing.T) {
+	const limit = 100_000
+	addr := startTestBroker(t, map[string]int{"src": 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := (&kafka.Client{Addr: kafka.TCP(addr)}).CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{{
+		Topic: "small-dlq", NumPartitions: 1, ReplicationFactor: 1,
+		ConfigEntries: []kafka.ConfigEntry{{ConfigName: "max.message.bytes", ConfigValue: strconv.Itoa(limit)}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range res.Errors {
+		if e != nil {
+			t.Fatal(e)
+		}
+	}
+	r := startMonitor(t, Config{
+		Brokers: []string{addr}, Group: "small-dlq", DLQTopic: "small-dlq", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{{Topic: "src", Window: 100, Epsilon: 0.01}},
+	})
+	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	// Malformed JSON (not too large for the stream): 20 of 10 kB, over the
+	// limit together, then one of 2*limit.
+	bad := func(n int) []byte { return []byte(`{"a":"` + strings.Repeat("x", n)) }
+	var msgs []kafka.Message
+	for range 20 {
+		msgs = append(msgs, kafka.Message{Value: bad(10_000)})
+	}
+	msgs = append(msgs, kafka.Message{Value: bad(2 * limit)})
+	for i := range 5 {
+		msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil, `{"salary":%d,"tax":%d}`, i, i)})
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "src", BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond}
+	defer w.Close()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "good records in the window", func() bool {
+		return metricValue(t, r.reg, "odwatch_window_records", map[string]string{"stream": "src"}) == 5
+	})
+	var dlq []kafka.Message
+	waitFor(t, 20*time.Second, "dead letters", func() bool {
+		dlq = readTopic(t, addr, "small-dlq")
+		return len(dlq) >= 21
+	})
+	intact, dropped := 0, 0
+	for _, msg := range dlq {
+		switch {
+		case headerValue(msg.Headers, "odwatch_value_dropped") == strconv.Itoa(len(bad(2*limit))) && len(msg.Value) == 0 &&
+			headerValue(msg.Headers, "odwatch_offset") == "20":
+			dropped++
+		case len(msg.Value) == len(bad(10_000)):
+			intact++
+		default:
+			t.Errorf("unexpected dead letter: %d bytes, headers %v", len(msg.Value), msg.Headers)
+		}
+	}
+	if intact != 20 || dropped != 1 {
+		t.Errorf("%d intact and %d value-less dead letters, want 20 and 1", intact, dropped)
+	}
+}

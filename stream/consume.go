@@ -636,7 +636,7 @@ func (m *Monitor) flush(ctx context.Context, commits map[topicPartition]kafka.Me
 		// Dead letters go out before the store records the positions past
 		// them, so none is lost: when the write fails the batch is not
 		// applied and the records come again after a restart.
-		if err := m.dlq.WriteMessages(ctx, *dlq...); err != nil {
+		if err := m.writeDeadLetters(ctx, *dlq); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -691,6 +691,60 @@ func (m *Monitor) flush(ctx context.Context, commits map[topicPartition]kafka.Me
 		}
 	}
 	return nil
+}
+
+// writeDeadLetters writes the dead letters. When the dead-letter topic
+// refuses some for their size (its max.message.bytes below the source
+// topic's, or a batch of them over it), they are written one by one, and a
+// record still too large alone is written without its value (header
+// odwatch_value_dropped: its size in bytes); its coordinates lead to the
+// original. Failing instead would stop the pipeline on the same record at
+// every restart.
+func (m *Monitor) writeDeadLetters(ctx context.Context, msgs []kafka.Message) error {
+	err := m.dlq.WriteMessages(ctx, msgs...)
+	if err == nil || !sizeRefused(err) {
+		return err
+	}
+	redo := msgs // a client-side size check fails the call before any write
+	var we kafka.WriteErrors
+	if errors.As(err, &we) && len(we) == len(msgs) {
+		redo = nil
+		for i, e := range we {
+			switch {
+			case e == nil:
+			case errors.Is(e, kafka.MessageSizeTooLarge):
+				redo = append(redo, msgs[i])
+			default:
+				return err
+			}
+		}
+	}
+	for _, msg := range redo {
+		err := m.dlq.WriteMessages(ctx, msg)
+		if err != nil && sizeRefused(err) {
+			m.log.Warn("dead letter too large for the dead-letter topic; written without its value",
+				"topic", m.cfg.DLQTopic, "bytes", len(msg.Value), "source_topic", headerValue(msg.Headers, "odwatch_topic"),
+				"partition", headerValue(msg.Headers, "odwatch_partition"), "offset", headerValue(msg.Headers, "odwatch_offset"))
+			msg.Headers = append(slices.Clone(msg.Headers),
+				kafka.Header{Key: "odwatch_value_dropped", Value: strconv.AppendInt(nil, int64(len(msg.Value)), 10)})
+			msg.Value = nil
+			err = m.dlq.WriteMessages(ctx, msg)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sizeRefused reports whether a write failed because a message or batch
+// was too large for the topic.
+func sizeRefused(err error) bool {
+	var we kafka.WriteErrors
+	if errors.As(err, &we) {
+		return slices.ContainsFunc(we, func(e error) bool { return e != nil && errors.Is(e, kafka.MessageSizeTooLarge) })
+	}
+	return errors.Is(err, kafka.MessageSizeTooLarge)
 }
 
 func headerValue(hs []kafka.Header, key string) string {
