@@ -15,7 +15,10 @@
 // offset) is skipped, so a crash neither loses nor double-counts records.
 // Arrival sequence numbers are persisted, so evaluations happen at the same
 // window ends after a restart, and event ids (hash of stream, dependency,
-// window end, type) repeat instead of multiplying. An evaluation saves the
+// window end, type) repeat instead of multiplying. The records of a count
+// window handed to the evaluator stay in the store until its evaluation is
+// saved, so that a restart rebuilds and replays the last one a crash
+// interrupted. An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
 // sent again on a timer (5 s, doubling up to a minute), after the next
