@@ -3,6 +3,7 @@ package alerts
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,6 +37,16 @@ type kafkaSink struct {
 // value = the event's JSON. w is configured by the caller (see
 // NewKafkaWriter) and must not be Async: Send returns once the broker
 // acknowledged. Close closes w.
+//
+// A failed Send returns a *SendError. An error kafka-go reports for the
+// messages themselves and does not call temporary (kafka.Error.Temporary:
+// message too large, invalid record, …) is ErrPermanent; as the broker
+// fails a whole partition batch at once, the events from the first failed
+// one on are then written again one by one, so that the error names the
+// event that causes it (Sent) and the events before it are delivered.
+// Errors that refuse every message (topic or cluster authorization, SASL,
+// an invalid topic or configuration) and errors not tied to the messages
+// are not permanent: the events wait for the sink to be fixed.
 func NewKafkaSink(w *kafka.Writer, source string) Sink {
 	return &kafkaSink{w: w, source: source}
 }
@@ -65,10 +76,71 @@ func (s *kafkaSink) Send(ctx context.Context, events []Event) error {
 			Time: e.Time,
 		}
 	}
-	if err := s.w.WriteMessages(ctx, msgs...); err != nil {
-		return fmt.Errorf("alerts: write %d events to kafka topic %s: %w", len(msgs), s.w.Topic, err)
+	err := s.w.WriteMessages(ctx, msgs...)
+	if err == nil {
+		return nil
+	}
+	first, perMessage, err := firstWriteError(err, len(msgs))
+	if ctx.Err() != nil || !perMessage || !permanentKafka(err) {
+		return &SendError{Sent: first, Err: fmt.Errorf("alerts: write %d events to kafka topic %s: %w", len(msgs)-first, s.w.Topic, err)}
+	}
+	// Pin the permanent failure to its event: the whole batch of a
+	// partition failed with it, and dropping an innocent event would be
+	// worse than sending a few events twice (receivers deduplicate by
+	// ce_id).
+	for i := first; i < len(msgs); i++ {
+		err := s.w.WriteMessages(ctx, msgs[i])
+		if err == nil {
+			continue
+		}
+		_, perMessage, err := firstWriteError(err, 1)
+		if ctx.Err() == nil && perMessage && permanentKafka(err) {
+			err = fmt.Errorf("%w: %w", ErrPermanent, err)
+		}
+		return &SendError{Sent: i, Err: fmt.Errorf("alerts: write event %s to kafka topic %s: %w", events[i].ID, s.w.Topic, err)}
 	}
 	return nil
+}
+
+// firstWriteError returns the index of the first message of n a
+// WriteMessages error err failed, whether the error is the message's own (kafka.WriteErrors, MessageTooLargeError)
+// rather than one of the whole call (metadata, network, ctx), and that
+// message's error. A call error fails every message: index 0.
+func firstWriteError(err error, n int) (int, bool, error) {
+	var werr kafka.WriteErrors
+	if errors.As(err, &werr) && len(werr) == n {
+		for i, e := range werr {
+			if e != nil {
+				return i, true, e
+			}
+		}
+	}
+	var tooLarge kafka.MessageTooLargeError
+	if errors.As(err, &tooLarge) {
+		// Checked before anything is written; the messages before the big
+		// one are fine, and the retry one by one finds it.
+		return 0, true, err
+	}
+	return 0, false, err
+}
+
+// permanentKafka reports whether a message's write error will recur on
+// every retry of that message but not of others: a kafka.Error that is not
+// temporary and does not refuse every message alike.
+func permanentKafka(err error) bool {
+	var ke kafka.Error
+	if !errors.As(err, &ke) || ke.Temporary() {
+		return false
+	}
+	switch ke {
+	case kafka.TopicAuthorizationFailed, kafka.ClusterAuthorizationFailed,
+		kafka.TransactionalIDAuthorizationFailed, kafka.DelegationTokenAuthorizationFailed,
+		kafka.SASLAuthenticationFailed, kafka.UnsupportedSASLMechanism, kafka.IllegalSASLState,
+		kafka.SecurityDisabled, kafka.InvalidTopic, kafka.InvalidRequiredAcks,
+		kafka.UnsupportedVersion, kafka.UnsupportedCompressionType:
+		return false
+	}
+	return true
 }
 
 func (s *kafkaSink) Close() error {

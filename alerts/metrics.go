@@ -18,6 +18,8 @@ const DefaultMaxErrorSeries = 200
 //
 //	odwatch_events_total{stream,type}             counter, events emitted
 //	odwatch_sink_errors_total{stream,sink}        counter, failed Sends per sink
+//	odwatch_events_dropped_total{stream,sink}     counter, events a sink refused for good (ErrPermanent):
+//	                                              logged and not retried, so that later events flow
 //	odwatch_dependencies{stream,state}            gauge, tracked dependencies by state (see Tracker.States)
 //	odwatch_dependency_error{stream,dependency}   gauge, last error per tracked dependency (text form),
 //	                                              at most MaxErrorSeries per stream: violated first, then highest error
@@ -34,6 +36,7 @@ const DefaultMaxErrorSeries = 200
 type Metrics struct {
 	events       *prometheus.CounterVec
 	sinkErrors   *prometheus.CounterVec
+	dropped      *prometheus.CounterVec
 	dependencies *prometheus.GaugeVec
 	depError     *prometheus.GaugeVec
 	depViolated  *prometheus.GaugeVec
@@ -63,6 +66,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		sinkErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "odwatch_sink_errors_total", Help: "Failed event deliveries, by sink.",
 		}, []string{"stream", "sink"}),
+		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "odwatch_events_dropped_total", Help: "Events a sink refused permanently (e.g. webhook 400, Kafka message too large), dropped for that sink instead of retried.",
+		}, []string{"stream", "sink"}),
 		dependencies: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "odwatch_dependencies", Help: "Tracked dependencies by state (holding and violated partition them; pinned counts pinned ones again).",
 		}, []string{"stream", "state"}),
@@ -79,6 +85,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		m.events = register(reg, m.events)
 		m.sinkErrors = register(reg, m.sinkErrors)
+		m.dropped = register(reg, m.dropped)
 		m.dependencies = register(reg, m.dependencies)
 		m.depError = register(reg, m.depError)
 		m.depViolated = register(reg, m.depViolated)
@@ -112,6 +119,12 @@ func (m *Metrics) Observe(events []Event) {
 // SinkError counts one failed delivery to the named sink.
 func (m *Metrics) SinkError(stream, sink string) {
 	m.sinkErrors.WithLabelValues(stream, sink).Inc()
+}
+
+// EventDropped counts one event the named sink refused permanently and
+// that is therefore not delivered to it.
+func (m *Metrics) EventDropped(stream, sink string) {
+	m.dropped.WithLabelValues(stream, sink).Inc()
 }
 
 // Instrument wraps s so that every failed Send counts under

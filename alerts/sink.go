@@ -18,10 +18,24 @@ type Sink interface {
 	Close() error
 }
 
+// ErrPermanent marks a failure of one event that retrying will not fix: the
+// receiver refused that event itself (a webhook's 4xx other than 408, 429
+// and the statuses that refuse every event, see NewWebhookSink; a Kafka
+// error for the message that kafka-go does not call temporary, see
+// NewKafkaSink). A Send failing so returns a *SendError whose Err wraps
+// ErrPermanent (errors.Is) and whose Sent indexes the refused event; a
+// caller drops that event for the sink and goes on with the next ones
+// instead of retrying it, and every event after it, for ever. Failures that
+// refuse every event (bad credentials, a wrong address, an unauthorized
+// topic) are not permanent in this sense: the events wait for the sink to
+// be fixed instead of being dropped one by one.
+var ErrPermanent = errors.New("permanent failure")
+
 // SendError is the error of a Send that delivered its first Sent events
 // before failing (a sink that sends events one by one). The caller marks
 // those delivered and sends only the rest again, so that a receiver does
-// not get them twice when a later event keeps failing.
+// not get them twice when a later event keeps failing. When Err wraps
+// ErrPermanent, event Sent is the one that can never be delivered.
 type SendError struct {
 	Sent int
 	Err  error

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -154,11 +155,17 @@ func TestWebhookSinkFailures(t *testing.T) {
 		status    int
 		retries   int
 		wantCalls int32
+		permanent bool // the event itself is refused: errors.Is(err, ErrPermanent)
 	}{
-		{"4xx is permanent", http.StatusBadRequest, 5, 1},
-		{"5xx retried then given up", http.StatusInternalServerError, 2, 3},
-		{"429 retried", http.StatusTooManyRequests, 1, 2},
-		{"no retries", http.StatusBadGateway, -1, 1},
+		{"400 is permanent", http.StatusBadRequest, 5, 1, true},
+		{"413 is permanent", http.StatusRequestEntityTooLarge, 5, 1, true},
+		{"422 is permanent", http.StatusUnprocessableEntity, 5, 1, true},
+		{"401 refuses every event: not retried, not permanent", http.StatusUnauthorized, 5, 1, false},
+		{"404 refuses every event: not retried, not permanent", http.StatusNotFound, 5, 1, false},
+		{"5xx retried then given up", http.StatusInternalServerError, 2, 3, false},
+		{"429 retried", http.StatusTooManyRequests, 1, 2, false},
+		{"408 retried", http.StatusRequestTimeout, 1, 2, false},
+		{"no retries", http.StatusBadGateway, -1, 1, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,6 +182,9 @@ func TestWebhookSinkFailures(t *testing.T) {
 			}
 			if n := Delivered(err); n != 0 {
 				t.Errorf("Delivered(%v) = %d, want 0", err, n)
+			}
+			if got := errors.Is(err, ErrPermanent); got != tc.permanent {
+				t.Errorf("errors.Is(%v, ErrPermanent) = %v, want %v", err, got, tc.permanent)
 			}
 			if n := calls.Load(); n != tc.wantCalls {
 				t.Fatalf("%d calls, want %d (and none for the second event)", n, tc.wantCalls)
@@ -357,5 +367,80 @@ func TestWebhookSinkPartialFailure(t *testing.T) {
 	}
 	if n := Delivered(err); n != 1 {
 		t.Fatalf("Delivered(%v) = %d, want 1", err, n)
+	}
+}
+
+// TestKafkaSinkPermanent: an event too large for the writer is refused for
+// good (ErrPermanent, Sent indexing it), the one before it is delivered,
+// and the one after it goes through on the next Send.
+func TestKafkaSinkPermanent(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	w := NewKafkaWriter(c.ListenAddrs(), "events")
+	w.BatchBytes = 4 << 10
+	sink := NewKafkaSink(w, "")
+	defer sink.Close()
+	two := twoEvents()
+	big := two[0]
+	big.ID, big.DependencyText = "big", strings.Repeat("x", 8<<10)
+	events := []Event{two[0], big, two[1]}
+
+	err = sink.Send(ctx, events)
+	if !errors.Is(err, ErrPermanent) || Delivered(err) != 1 {
+		t.Fatalf("Send = %v (Delivered %d), want ErrPermanent for event 1", err, Delivered(err))
+	}
+	if err := sink.Send(ctx, events[2:]); err != nil {
+		t.Fatal(err)
+	}
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: c.ListenAddrs(), Topic: "events", Partition: 0, MaxWait: 100 * time.Millisecond})
+	defer r.Close()
+	for _, want := range []string{events[0].ID, events[2].ID} {
+		m, err := r.ReadMessage(ctx)
+		if err != nil {
+			t.Fatalf("read %s: %v", want, err)
+		}
+		for _, h := range m.Headers {
+			if h.Key == "ce_id" && string(h.Value) != want {
+				t.Errorf("ce_id %s, want %s", h.Value, want)
+			}
+		}
+	}
+}
+
+// TestKafkaErrorClassification: which kafka-go errors are one message's
+// own and permanent.
+func TestKafkaErrorClassification(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		n          int
+		first      int
+		perMessage bool
+		permanent  bool
+	}{
+		{"record invalid", kafka.WriteErrors{nil, kafka.InvalidRecord}, 2, 1, true, true},
+		{"broker message size", kafka.WriteErrors{kafka.MessageSizeTooLarge}, 1, 0, true, true},
+		{"too large for the writer", kafka.MessageTooLargeError{}, 3, 0, true, true},
+		{"temporary", kafka.WriteErrors{kafka.NotEnoughReplicas, nil}, 2, 0, true, false},
+		{"topic authorization refuses every message", kafka.WriteErrors{kafka.TopicAuthorizationFailed}, 1, 0, true, false},
+		{"call error", fmt.Errorf("metadata: %w", kafka.InvalidRecord), 2, 0, false, true},
+		{"network", io.ErrUnexpectedEOF, 1, 0, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			first, perMessage, err := firstWriteError(tc.err, tc.n)
+			if first != tc.first || perMessage != tc.perMessage {
+				t.Errorf("firstWriteError = %d, %v; want %d, %v", first, perMessage, tc.first, tc.perMessage)
+			}
+			if got := permanentKafka(err); got != tc.permanent {
+				t.Errorf("permanentKafka(%v) = %v, want %v", err, got, tc.permanent)
+			}
+		})
 	}
 }

@@ -42,11 +42,14 @@ type webhookSink struct {
 // headers ce-specversion, ce-id, ce-source, ce-type, ce-time, ce-subject.
 // One request per event keeps every request a valid CloudEvent and lets the
 // receiver deduplicate by ce-id. A 2xx response is success; network errors,
-// 5xx and 429 are retried with capped exponential backoff; any other status
-// fails the event at once. Send stops at the first event that finally fails
-// (later ones are not sent, so that order is kept) with a *SendError
-// counting the ones delivered before it, and honours ctx, also while
-// waiting.
+// 5xx, 408 and 429 are retried with capped exponential backoff; any other
+// status fails the event at once. Send stops at the first event that
+// finally fails (later ones are not sent, so that order is kept) with a
+// *SendError counting the ones delivered before it, and honours ctx, also
+// while waiting. A 4xx refusing that one event (400, 409, 413, 415, 422, …)
+// is ErrPermanent; 401, 403, 404, 405, 407 and 410 say the endpoint or
+// its credentials are wrong, which refuses every event alike, so they are
+// not (the events wait for the configuration to be fixed).
 func NewWebhookSink(url string, opts WebhookOptions) Sink {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
@@ -68,8 +71,21 @@ func NewWebhookSink(url string, opts WebhookOptions) Sink {
 	return &webhookSink{url: url, opts: opts}
 }
 
-// errPermanent marks a response that retrying will not fix.
-var errPermanent = errors.New("permanent failure")
+// errRefused marks a failure that retrying will not fix but that is not the
+// event's fault (a bad URL, wrong credentials): no retries, not
+// ErrPermanent.
+var errRefused = errors.New("refused")
+
+// refusesEveryEvent reports whether a 4xx status says the endpoint or its
+// credentials are wrong rather than the event.
+func refusesEveryEvent(status int) bool {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusMethodNotAllowed, http.StatusProxyAuthRequired, http.StatusGone:
+		return true
+	}
+	return false
+}
 
 func (s *webhookSink) Send(ctx context.Context, events []Event) error {
 	for i, e := range events {
@@ -91,7 +107,7 @@ func (s *webhookSink) sendOne(ctx context.Context, e Event, body []byte) error {
 		if err == nil {
 			return nil
 		}
-		if errors.Is(err, errPermanent) || ctx.Err() != nil || attempt >= s.opts.Retries {
+		if errors.Is(err, ErrPermanent) || errors.Is(err, errRefused) || ctx.Err() != nil || attempt >= s.opts.Retries {
 			return err
 		}
 		wait := min(max(backoff, retryAfter), s.opts.MaxBackoff)
@@ -113,7 +129,7 @@ func (s *webhookSink) sendOne(ctx context.Context, e Event, body []byte) error {
 func (s *webhookSink) post(ctx context.Context, e Event, body []byte) (time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
-		return 0, fmt.Errorf("%w: %w", errPermanent, err)
+		return 0, fmt.Errorf("%w: %w", errRefused, err)
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -133,14 +149,19 @@ func (s *webhookSink) post(ctx context.Context, e Event, body []byte) (time.Dura
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return 0, nil
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusRequestTimeout ||
+		resp.StatusCode >= 500:
 		var ra time.Duration
 		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
 			ra = time.Duration(secs) * time.Second
 		}
 		return ra, fmt.Errorf("status %s", resp.Status)
+	case resp.StatusCode >= 400 && resp.StatusCode < 500 && !refusesEveryEvent(resp.StatusCode):
+		return 0, fmt.Errorf("%w: status %s", ErrPermanent, resp.Status)
 	default:
-		return 0, fmt.Errorf("%w: status %s", errPermanent, resp.Status)
+		// 1xx/3xx the client did not follow, and the 4xx refusing every
+		// event.
+		return 0, fmt.Errorf("%w: status %s", errRefused, resp.Status)
 	}
 }
 
