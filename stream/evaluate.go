@@ -519,7 +519,10 @@ func deliveredMarker(id, sink string) string { return id + "/" + sink }
 // received them yet, and removes from the outbox the events every sink has.
 // A failing sink keeps its events in the outbox for the next delivery (the
 // evaluator's retry timer, the next evaluation, or a restart); the number
-// left is in s.undelivered. Only store failures are returned.
+// left is in s.undelivered. An event a sink refuses for good
+// (alerts.ErrPermanent) is logged, counted in odwatch_events_dropped_total
+// and marked delivered for that sink, and the events after it are sent on:
+// retrying it would block them for ever. Only store failures are returned.
 func (s *streamRun) deliver(ctx context.Context) error {
 	pending, err := s.m.store.PendingEvents(s.name)
 	if err != nil {
@@ -552,31 +555,12 @@ func (s *streamRun) deliver(ctx context.Context) error {
 				todo = append(todo, e)
 			}
 		}
-		if len(todo) == 0 {
-			continue
+		kept, err := s.sendTo(ctx, ns, todo)
+		if err != nil {
+			return err
 		}
-		sent := todo
-		if err := ns.sink.Send(ctx, todo); err != nil {
-			// The events the sink took before failing are marked, so
-			// that the retry does not send them to it again.
-			sent = todo[:min(max(alerts.Delivered(err), 0), len(todo))]
-			for _, e := range todo[len(sent):] {
-				done[e.ID] = false
-			}
-			if ctx.Err() == nil {
-				s.m.metrics.alerts.SinkError(s.name, ns.name)
-				s.log.Error("event delivery failed; kept in the outbox", "sink", ns.name,
-					"events", len(todo)-len(sent), "delivered", len(sent), "err", err)
-			}
-		}
-		if len(sent) > 0 {
-			markers := make([]string, len(sent))
-			for i, e := range sent {
-				markers[i] = deliveredMarker(e.ID, ns.name)
-			}
-			if err := s.m.store.MarkDelivered(s.name, markers); err != nil {
-				return fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
-			}
+		for _, e := range kept {
+			done[e.ID] = false
 		}
 		if ctx.Err() != nil {
 			return nil
@@ -593,6 +577,55 @@ func (s *streamRun) deliver(ctx context.Context) error {
 	}
 	s.undelivered = len(pending) - len(ids)
 	return nil
+}
+
+// sendTo sends todo to one sink and marks delivered for it the events it
+// took and the ones it refused for good, each refused one dropped with an
+// ERROR log and odwatch_events_dropped_total; it returns the events left
+// for a retry (a transient failure stops the sink at the event that
+// failed, so that order is kept). Only store failures are returned.
+func (s *streamRun) sendTo(ctx context.Context, ns namedSink, todo []alerts.Event) ([]alerts.Event, error) {
+	for len(todo) > 0 {
+		err := ns.sink.Send(ctx, todo)
+		// n events taken; with a permanent failure, todo[n] is refused.
+		n := len(todo)
+		permanent := false
+		if err != nil {
+			n = min(max(alerts.Delivered(err), 0), len(todo))
+			permanent = n < len(todo) && ctx.Err() == nil && errors.Is(err, alerts.ErrPermanent)
+		}
+		markers := make([]string, 0, n+1)
+		for _, e := range todo[:n] {
+			markers = append(markers, deliveredMarker(e.ID, ns.name))
+		}
+		if permanent {
+			e := todo[n]
+			s.m.metrics.alerts.SinkError(s.name, ns.name)
+			s.m.metrics.alerts.EventDropped(s.name, ns.name)
+			s.log.Error("event refused for good by a sink; dropped for it, later events go on",
+				"id", e.ID, "type", e.Type, "dependency", e.DependencyText, "sink", ns.name, "err", err)
+			markers = append(markers, deliveredMarker(e.ID, ns.name))
+			n++
+		}
+		// Marked at once: a sink retrying inside Send may take long, and a
+		// crash meanwhile must not send these again.
+		if len(markers) > 0 {
+			if err := s.m.store.MarkDelivered(s.name, markers); err != nil {
+				return nil, fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
+			}
+		}
+		todo = todo[n:]
+		if err == nil || permanent {
+			continue
+		}
+		if ctx.Err() == nil {
+			s.m.metrics.alerts.SinkError(s.name, ns.name)
+			s.log.Error("event delivery failed; kept in the outbox", "sink", ns.name,
+				"events", len(todo), "delivered", n, "err", err)
+		}
+		return todo, nil
+	}
+	return nil, nil
 }
 
 // eventsTail is how many of the last messages per partition of the events
