@@ -11,7 +11,11 @@
 //
 // Sinks deliver events: the log, a text writer (demo), a Kafka topic as
 // CloudEvents 1.0 in binary content mode, and an HTTP webhook with retries.
-// Metrics counts events and sink errors and exports the tracked state.
+// A sink tells a failure retrying may fix from one that refuses a single
+// event for good (ErrPermanent, see SendError), which the caller drops so
+// that the events after it are not blocked behind it for ever.
+// Metrics counts events, sink errors and dropped events and exports the
+// tracked state.
 //
 // The package does not import stream or state: the stream feeds it
 // observations and persists the tracker (MarshalJSON) where it likes.
