@@ -29,6 +29,7 @@ import (
 //
 //	odwatch_events_total{stream,type}                  counter   events produced (violated, restored, discovered, retired)
 //	odwatch_sink_errors_total{stream,sink}             counter   failed sends per sink (log, kafka, webhook, extra<i>); the events stay in the outbox and are retried
+//	odwatch_events_dropped_total{stream,sink}          counter   events a sink refused for good (webhook 4xx, Kafka message too large/invalid); logged at ERROR and not retried
 //	odwatch_dependencies{stream,state}                 gauge     tracked dependencies: holding, violated (partition the set), pinned
 //	odwatch_dependency_error{stream,dependency}        gauge     last measured error of a tracked dependency, label = text form
 //	                                                             ("{}: salary ~ tax (asc)"); at most Config.MaxDependencyMetrics series
