@@ -254,6 +254,7 @@ func (l *lattice) run(ctx context.Context) error {
 					p, q := smallestTwo(n.parents)
 					n.part = v.Product(p.part, q.part)
 				}
+				n.part.bySize = classesBySize(n.part, nil)
 			})
 			if err != nil {
 				return err

@@ -14,6 +14,39 @@ type StrippedPartition struct {
 	N      int      // rows of the table the partition is over
 	Rows   []uint32 // row ids of the non-singleton classes, class after class
 	Starts []uint32 // len = NumClasses()+1
+	// bySize, when set, lists the class indices largest first (ties by
+	// index): the order the OC validators read classes in, computed once
+	// per lattice node instead of once per validation.
+	bySize []uint32
+}
+
+// classesBySize returns p's class indices by size descending, ties by
+// index: a counting sort on the class sizes, O(classes + largest class).
+func classesBySize(p *StrippedPartition, out []uint32) []uint32 {
+	nc := p.NumClasses()
+	out = slices.Grow(out[:0], nc)[:nc]
+	maxSize := uint32(0)
+	for i := 0; i < nc; i++ {
+		maxSize = max(maxSize, p.Starts[i+1]-p.Starts[i])
+	}
+	// pos[s] counts the classes larger than s, then becomes the next slot
+	// of size s.
+	pos := make([]uint32, maxSize+2)
+	for i := 0; i < nc; i++ {
+		pos[p.Starts[i+1]-p.Starts[i]]++
+	}
+	var sum uint32
+	for s := int(maxSize); s >= 0; s-- {
+		c := pos[s]
+		pos[s] = sum
+		sum += c
+	}
+	for i := 0; i < nc; i++ {
+		s := p.Starts[i+1] - p.Starts[i]
+		out[pos[s]] = uint32(i)
+		pos[s]++
+	}
+	return out
 }
 
 // NumClasses returns the number of non-singleton classes.

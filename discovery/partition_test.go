@@ -52,3 +52,28 @@ func TestPartitions(t *testing.T) {
 		t.Fatalf("score %v, want %v", got, want)
 	}
 }
+
+func TestClassesBySize(t *testing.T) {
+	tests := []struct {
+		name   string
+		starts []uint32
+		want   []uint32
+	}{
+		{"none", nil, []uint32{}},
+		{"one", []uint32{0, 3}, []uint32{0}},
+		{"ties by index", []uint32{0, 2, 5, 7, 10, 12}, []uint32{1, 3, 0, 2, 4}},
+		{"descending", []uint32{0, 2, 4, 9}, []uint32{2, 0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &StrippedPartition{Starts: tt.starts}
+			if len(tt.starts) > 0 {
+				p.Rows = make([]uint32, tt.starts[len(tt.starts)-1])
+			}
+			got := classesBySize(p, nil)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("classesBySize = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -44,24 +44,17 @@ type Validator struct {
 }
 
 // largestFirst returns p's class indices by size descending (ties by
-// index), cached for consecutive validations at the same context.
+// index): the order stored with p by the lattice, else one cached for
+// consecutive validations at the same context.
 func (v *Validator) largestFirst(p *StrippedPartition) []uint32 {
+	if p.bySize != nil {
+		return p.bySize
+	}
 	if v.orderPart == p {
 		return v.classOrder
 	}
-	nc := p.NumClasses()
-	order := slices.Grow(v.classOrder[:0], nc)[:nc]
-	for i := range order {
-		order[i] = uint32(i)
-	}
-	slices.SortFunc(order, func(x, y uint32) int {
-		if c := int(p.Starts[y+1]-p.Starts[y]) - int(p.Starts[x+1]-p.Starts[x]); c != 0 {
-			return c
-		}
-		return int(x) - int(y)
-	})
-	v.classOrder, v.orderPart = order, p
-	return order
+	v.classOrder, v.orderPart = classesBySize(p, v.classOrder), p
+	return v.classOrder
 }
 
 // NewValidator returns a Validator with empty buffers; they grow on demand.
