@@ -37,7 +37,10 @@ type Validator struct {
 	countsA []uint32
 	// The LNDS of each polarity of the class being validated.
 	ascState, descState lndsState
-	it                  iterScratch
+	ascSmall, descSmall smallLNDS
+	// bvals holds a class's B ranks bucketed by A for smallBClass.
+	bvals []uint8
+	it    iterScratch
 	// classOrder lists orderPart's classes largest first.
 	classOrder []uint32
 	orderPart  *StrippedPartition
@@ -316,6 +319,9 @@ func (v *Validator) lazyClass(cls, ar, br []uint32, cardA int, bitsB uint, maxB 
 	for d := 1; d <= buckets; d++ {
 		cnt[d] += cnt[d-1]
 	}
+	if shift == 0 && bitsB <= 6 {
+		return v.smallBClass(cls, ar, br, cnt, loA, maxB, wantAsc, wantDesc, remAsc, remDesc)
+	}
 	keys := v.keys[:len(cls)]
 	for _, r := range cls {
 		x := ar[r]
@@ -357,6 +363,111 @@ func (v *Validator) lazyClass(cls, ar, br []uint32, cardA int, bitsB uint, maxB 
 	}
 	clear(cnt)
 	return v.ascState.removals(), v.descState.removals()
+}
+
+// smallBClass is lazyClass when each bucket is one run of equal A and B
+// has at most 64 ranks: a run's B values, sorted, are just a histogram, and
+// the LNDS tails are a multiset of at most 64 values (smallLNDS), so a run
+// costs one pass over its rows plus O(distinct B) steps, with no sort and no
+// search. cnt holds the bucket starts shifted by one, as lazyClass builds
+// them; it is left zeroed.
+func (v *Validator) smallBClass(cls, ar, br []uint32, cnt []uint32, loA, maxB uint32, wantAsc, wantDesc bool, remAsc, remDesc int) (asc, desc int) {
+	if cap(v.bvals) < len(cls) {
+		v.bvals = make([]uint8, len(cls))
+	}
+	bv := v.bvals[:len(cls)]
+	for _, r := range cls {
+		d := ar[r] - loA
+		bv[cnt[d]] = uint8(br[r])
+		cnt[d]++
+	}
+	// cnt[d] is now the end of bucket d.
+	v.ascSmall.reset()
+	v.descSmall.reset()
+	var hist [64]uint32
+	start := uint32(0)
+	buckets := len(cnt) - 1
+	for d := 0; d < buckets && (wantAsc || wantDesc); d++ {
+		end := cnt[d]
+		run := bv[start:end]
+		start = end
+		if len(run) == 0 {
+			continue
+		}
+		var occ uint64
+		for _, x := range run {
+			hist[x]++
+			occ |= 1 << x
+		}
+		if wantAsc {
+			for m := occ; m != 0; m &= m - 1 {
+				x := uint32(bits.TrailingZeros64(m))
+				v.ascSmall.feed(x, hist[x])
+			}
+			if remAsc >= 0 && v.ascSmall.removals() > remAsc {
+				wantAsc = false
+			}
+		}
+		if wantDesc {
+			for m := occ; m != 0; {
+				x := uint32(63 - bits.LeadingZeros64(m))
+				m &^= 1 << x
+				v.descSmall.feed(maxB-x, hist[x])
+			}
+			if remDesc >= 0 && v.descSmall.removals() > remDesc {
+				wantDesc = false
+			}
+		}
+		for m := occ; m != 0; m &= m - 1 {
+			hist[bits.TrailingZeros64(m)] = 0
+		}
+	}
+	clear(cnt)
+	return v.ascSmall.removals(), v.descSmall.removals()
+}
+
+// smallLNDS is lndsState for values below 64: the tails, a sorted
+// multiset, are kept as a count per value and a bit set of the values
+// present, so a patience step finds the first tail above x with one bit
+// scan, and c equal values are fed at once.
+type smallLNDS struct {
+	cnt          [64]uint32
+	occ          uint64
+	length, seen int
+}
+
+func (s *smallLNDS) reset() {
+	for m := s.occ; m != 0; m &= m - 1 {
+		s.cnt[bits.TrailingZeros64(m)] = 0
+	}
+	s.occ, s.length, s.seen = 0, 0, 0
+}
+
+func (s *smallLNDS) removals() int { return s.seen - s.length }
+
+// feed is c patience steps with value x < 64: each copy replaces the
+// smallest tail above x, or extends the tails when there is none.
+func (s *smallLNDS) feed(x, c uint32) {
+	s.seen += int(c)
+	above := ^(uint64(1)<<x | (uint64(1)<<x - 1)) // bits x+1..63
+	for c > 0 {
+		m := s.occ & above
+		if m == 0 {
+			s.cnt[x] += c
+			s.occ |= 1 << x
+			s.length += int(c)
+			return
+		}
+		y := bits.TrailingZeros64(m)
+		t := min(c, s.cnt[y])
+		s.cnt[y] -= t
+		if s.cnt[y] == 0 {
+			s.occ &^= 1 << y
+		}
+		s.cnt[x] += t
+		s.occ |= 1 << x
+		c -= t
+	}
 }
 
 // firstDecrease returns 1 if the B parts of the (A,B)-sorted keys ever

@@ -311,3 +311,55 @@ func TestLargeClassesAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallBClassesAgree runs the histogram path of the LNDS validator
+// (large classes, one bucket per A value, B below 64 ranks) against the
+// comparison-sort removal rows, and the budgeted validator against the
+// exact one.
+func TestSmallBClassesAgree(t *testing.T) {
+	tests := []struct {
+		name         string
+		cardA, cardB int
+		noise        int // one row in noise gets a random B
+	}{
+		{"binary B", 40, 2, 5},
+		{"B of 64", 200, 64, 3},
+		{"B of 63 A of 64", 64, 63, 10},
+		{"both tiny", 3, 3, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tt.cardA), uint64(tt.cardB)))
+			n := 5000
+			cols := [][]int{make([]int, n), make([]int, n), make([]int, n)}
+			for r := 0; r < n; r++ {
+				cols[0][r] = rng.IntN(4)
+				cols[1][r] = rng.IntN(tt.cardA)
+				cols[2][r] = cols[1][r] * tt.cardB / tt.cardA
+				if rng.IntN(tt.noise) == 0 {
+					cols[2][r] = rng.IntN(tt.cardB)
+				}
+			}
+			tab := tableFromInts(cols)
+			v := NewValidator()
+			for _, p := range []*StrippedPartition{FullPartition(n), ColumnPartition(&tab.Columns[0])} {
+				for pol := Asc; pol <= Desc; pol++ {
+					exact := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], pol, -1)
+					if rows := OCRemovalRows(p, &tab.Columns[1], &tab.Columns[2], pol); len(rows) != exact {
+						t.Fatalf("%v: LIS %d, removal rows %d", pol, exact, len(rows))
+					}
+					for _, budget := range []int{exact - 1, exact, exact + 1} {
+						got := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], pol, budget)
+						if (got <= budget) != (exact <= budget) {
+							t.Fatalf("%v budget %d: %d, exact %d", pol, budget, got, exact)
+						}
+					}
+					asc, desc := v.OCRemovalsBoth(p, &tab.Columns[1], &tab.Columns[2], -1)
+					if want := [2]int{Asc: asc, Desc: desc}[pol]; want != exact {
+						t.Fatalf("%v: both %d, alone %d", pol, want, exact)
+					}
+				}
+			}
+		})
+	}
+}
