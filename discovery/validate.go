@@ -125,7 +125,9 @@ func (v *Validator) OCRemovalsBoth(p *StrippedPartition, a, b *Column, budget in
 }
 
 // lazyMin is the class size from which ocRemovals buckets a class by A and
-// sorts the buckets only as the LNDS reaches them.
+// sorts the buckets only as the LNDS reaches them. When B has at most 64
+// ranks every class above smallClass goes that way, as its buckets then
+// usually need no sort at all (smallBClass).
 const lazyMin = 256
 
 // ocRemovals orders each class by (rank A, rank B) and measures a longest
@@ -173,7 +175,7 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, want
 			da, dd := smallClassRemovals(cls, ar, br, bitsB, maxB)
 			asc += da
 			desc += dd
-		} else if budget != 0 && len(cls) >= lazyMin {
+		} else if budget != 0 && (len(cls) >= lazyMin || bitsB <= 6) {
 			da, dd := v.lazyClass(cls, ar, br, a.Cardinality, bitsB, maxB, wantAsc, wantDesc, remAsc, remDesc)
 			asc += da
 			desc += dd

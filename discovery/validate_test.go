@@ -313,7 +313,7 @@ func TestLargeClassesAgree(t *testing.T) {
 }
 
 // TestSmallBClassesAgree runs the histogram path of the LNDS validator
-// (large classes, one bucket per A value, B below 64 ranks) against the
+// (large and medium classes, one bucket per A value, B below 64 ranks) against the
 // comparison-sort removal rows, and the budgeted validator against the
 // exact one.
 func TestSmallBClassesAgree(t *testing.T) {
@@ -331,9 +331,10 @@ func TestSmallBClassesAgree(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tt.cardA), uint64(tt.cardB)))
 			n := 5000
-			cols := [][]int{make([]int, n), make([]int, n), make([]int, n)}
+			cols := [][]int{make([]int, n), make([]int, n), make([]int, n), make([]int, n)}
 			for r := 0; r < n; r++ {
 				cols[0][r] = rng.IntN(4)
+				cols[3][r] = rng.IntN(60) // classes of ~80 rows
 				cols[1][r] = rng.IntN(tt.cardA)
 				cols[2][r] = cols[1][r] * tt.cardB / tt.cardA
 				if rng.IntN(tt.noise) == 0 {
@@ -342,7 +343,7 @@ func TestSmallBClassesAgree(t *testing.T) {
 			}
 			tab := tableFromInts(cols)
 			v := NewValidator()
-			for _, p := range []*StrippedPartition{FullPartition(n), ColumnPartition(&tab.Columns[0])} {
+			for _, p := range []*StrippedPartition{FullPartition(n), ColumnPartition(&tab.Columns[0]), ColumnPartition(&tab.Columns[3])} {
 				for pol := Asc; pol <= Desc; pol++ {
 					exact := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], pol, -1)
 					if rows := OCRemovalRows(p, &tab.Columns[1], &tab.Columns[2], pol); len(rows) != exact {
