@@ -563,7 +563,9 @@ func (s *lndsState) feedAsc(keys []uint64, mask uint64, rem int) bool {
 // feedDesc is feedAsc for the desc polarity: it walks each run of equal A
 // in keys (runs must not straddle calls) backwards, B descending, and
 // extends a longest non-decreasing subsequence of maxB - B, i.e. a longest
-// non-increasing one of B.
+// non-increasing one of B. Its inner loop repeats feedDescRun's on purpose:
+// calling feedDescRun per run reloads the state each time and cost 4-7% of
+// discovery CPU on adult.
 func (s *lndsState) feedDesc(keys []uint64, bitsB uint, mask uint64, maxB uint32, rem int) bool {
 	tails, last, prev, seen := s.tails, s.last, s.prev, s.seen
 	ok := true
