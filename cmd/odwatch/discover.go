@@ -25,42 +25,22 @@ FILE may be - for standard input. Flags may come before or after FILE.
 flags:`
 
 func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("discover", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var in inputFlags
-	in.register(fs)
-	eps := fs.Float64("epsilon", 0.05, "approximation threshold in [0, 1): a dependency holds when at most floor(eps*rows) rows must be removed")
+	tf := newTableFlags("discover", discoverUsage, stderr,
+		"approximation threshold in [0, 1): a dependency holds when at most floor(eps*rows) rows must be removed",
+		"AOC validator: lis (exact, O(n log n)) or iterative (the paper's baseline, for comparison)")
+	fs, in, eps := tf.fs, &tf.in, tf.eps
 	format := fs.String("format", "text", "output format: text or json")
 	maxLevel := fs.Int("max-level", 0, "stop the lattice at this level (columns a dependency mentions); 0 = no limit")
-	validator := fs.String("validator", "lis", "AOC validator: lis (exact, O(n log n)) or iterative (the paper's baseline, for comparison)")
 	removalSample := fs.Int("removal-sample", 0, "list up to K row numbers (0-based) of a minimal removal set per dependency")
 	timeout := fs.Duration("timeout", 0, "stop discovery after this long and print the levels completed; 0 = no limit")
 	workers := fs.Int("workers", 0, "validation workers; 0 = GOMAXPROCS")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, discoverUsage)
-		fs.PrintDefaults()
-	}
 
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if len(pos) != 1 {
-		fs.Usage()
-		return fmt.Errorf("%w: want exactly one FILE argument, got %d", errUsage, len(pos))
-	}
-	if err := checkEpsilon(*eps); err != nil {
+	pos, vk, err := tf.parse(args, 1, "exactly one FILE argument")
+	if err != nil || pos == nil {
 		return err
 	}
 	if *format != "text" && *format != "json" {
 		return fmt.Errorf("%w: --format must be text or json, got %q", errUsage, *format)
-	}
-	vk, err := parseValidator(*validator)
-	if err != nil {
-		return err
 	}
 	if *maxLevel < 0 || *removalSample < 0 || *workers < 0 || *timeout < 0 {
 		return fmt.Errorf("%w: --max-level, --removal-sample, --workers and --timeout must not be negative", errUsage)
@@ -223,6 +203,52 @@ func (c ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.r.Read(p)
+}
+
+// tableFlags are the flags discover and validate share: the input, epsilon
+// and the validator, parsed with positional arguments anywhere.
+type tableFlags struct {
+	fs        *flag.FlagSet
+	in        inputFlags
+	eps       *float64
+	validator *string
+}
+
+func newTableFlags(name, usageText string, stderr io.Writer, epsHelp, validatorHelp string) *tableFlags {
+	t := &tableFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	t.fs.SetOutput(stderr)
+	t.in.register(t.fs)
+	t.eps = t.fs.Float64("epsilon", 0.05, epsHelp)
+	t.validator = t.fs.String("validator", "lis", validatorHelp)
+	t.fs.Usage = func() {
+		fmt.Fprintln(stderr, usageText)
+		t.fs.PrintDefaults()
+	}
+	return t
+}
+
+// parse parses args, wants exactly nargs positional arguments (described by
+// want) and checks epsilon and the validator. A nil pos with a nil error
+// means help was asked for and printed.
+func (t *tableFlags) parse(args []string, nargs int, want string) (pos []string, vk discovery.ValidatorKind, err error) {
+	pos, err = parseInterspersed(t.fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil, 0, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if len(pos) != nargs {
+		t.fs.Usage()
+		return nil, 0, fmt.Errorf("%w: want %s, got %d", errUsage, want, len(pos))
+	}
+	if err := checkEpsilon(*t.eps); err != nil {
+		return nil, 0, err
+	}
+	if vk, err = parseValidator(*t.validator); err != nil {
+		return nil, 0, err
+	}
+	return pos, vk, nil
 }
 
 func checkEpsilon(eps float64) error {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -23,33 +21,13 @@ sample of violating rows. DEP is one of
 flags:`
 
 func runValidate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var in inputFlags
-	in.register(fs)
-	eps := fs.Float64("epsilon", 0.05, "approximation threshold in [0, 1): the dependency holds when at most floor(eps*rows) rows must be removed")
-	sample := fs.Int("sample", 10, "show up to K violating rows (rows of a minimal removal set); -1 = all")
-	validator := fs.String("validator", "lis", "AOC validator: lis or iterative (the paper's baseline, over-estimates)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, validateUsage)
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if len(pos) != 2 {
-		fs.Usage()
-		return fmt.Errorf("%w: want FILE and DEP arguments, got %d arguments", errUsage, len(pos))
-	}
-	if err := checkEpsilon(*eps); err != nil {
-		return err
-	}
-	vk, err := parseValidator(*validator)
-	if err != nil {
+	tf := newTableFlags("validate", validateUsage, stderr,
+		"approximation threshold in [0, 1): the dependency holds when at most floor(eps*rows) rows must be removed",
+		"AOC validator: lis or iterative (the paper's baseline, over-estimates)")
+	in, eps := &tf.in, tf.eps
+	sample := tf.fs.Int("sample", 10, "show up to K violating rows (rows of a minimal removal set); -1 = all")
+	pos, vk, err := tf.parse(args, 2, "FILE and DEP arguments")
+	if err != nil || pos == nil {
 		return err
 	}
 	if *sample < -1 {
