@@ -401,13 +401,8 @@ func (w *avroWalker) value(n *avroNode, depth int) {
 		}
 		w.name = w.name[:prefix]
 	case avroUnion:
-		i := w.long()
-		if w.err == nil {
-			if i < 0 || i >= int64(len(n.branches)) {
-				w.fail("union index %d out of range", i)
-				return
-			}
-			w.value(n.branches[i], depth+1)
+		if b := w.unionBranch(n); b != nil {
+			w.value(b, depth+1)
 		}
 	case avroArray, avroMap:
 		w.ignored++
@@ -485,6 +480,20 @@ func (w *avroWalker) spend(items int64) {
 	w.itemBudget -= int(items)
 }
 
+// unionBranch reads a union's branch index and returns the branch, or nil
+// (with w.err set) when the index is unreadable or out of range.
+func (w *avroWalker) unionBranch(n *avroNode) *avroNode {
+	i := w.long()
+	if w.err != nil {
+		return nil
+	}
+	if i < 0 || i >= int64(len(n.branches)) {
+		w.fail("union index %d out of range", i)
+		return nil
+	}
+	return n.branches[i]
+}
+
 // skip skips a datum of schema n without emitting it.
 func (w *avroWalker) skip(n *avroNode, depth int) {
 	if depth > maxAvroDepth {
@@ -512,13 +521,8 @@ func (w *avroWalker) skip(n *avroNode, depth int) {
 			w.skip(f.node, depth+1)
 		}
 	case avroUnion:
-		i := w.long()
-		if w.err == nil {
-			if i < 0 || i >= int64(len(n.branches)) {
-				w.fail("union index %d out of range", i)
-				return
-			}
-			w.skip(n.branches[i], depth+1)
+		if b := w.unionBranch(n); b != nil {
+			w.skip(b, depth+1)
 		}
 	case avroArray, avroMap:
 		w.skipBlocks(n, depth)
