@@ -11,7 +11,7 @@ import (
 )
 
 // Encode turns dictionary-coded columns into ranked columns following the
-// typing rule of DESIGN.md: a column is numeric when every non-NULL
+// typing rule of docs/DESIGN.md: a column is numeric when every non-NULL
 // dictionary value parses as a float64 (strconv.ParseFloat), otherwise its
 // values compare as byte strings. "NaN" (any spelling ParseFloat accepts)
 // counts as text, because NaN has no place in an order: a column holding it

@@ -108,7 +108,7 @@ type lattice struct {
 }
 
 // Discover returns the minimal approximate dependency set of t for
-// opts.Epsilon as DESIGN.md defines it: OFDs measured by g3 and OCs of both
+// opts.Epsilon as docs/DESIGN.md defines it: OFDs measured by g3 and OCs of both
 // polarities by LNDS (or by the iterative baseline when opts.Validator asks
 // for it), sorted by Score descending and then by text.
 //

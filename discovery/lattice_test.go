@@ -23,7 +23,7 @@ func discoveryLines(d *Discovery) []string {
 
 // TestLatticeMatchesBruteForce is the judge of the lattice and its
 // pruning: on random small tables, Discover must return exactly the
-// minimal set a brute-force enumeration of DESIGN.md's definitions gives,
+// minimal set a brute-force enumeration of docs/DESIGN.md's definitions gives,
 // and every validator must agree with the O(n^2) oracle.
 func TestLatticeMatchesBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 2021))

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// The oracle: a direct, slow reading of DESIGN.md's definitions, used as
+// The oracle: a direct, slow reading of docs/DESIGN.md's definitions, used as
 // the judge of the validators and the lattice. Nothing here shares code
 // with the implementation except RemovalBudget (the definition of "valid").
 
@@ -81,7 +81,7 @@ func oracleG3(classes [][]int, a []int) int {
 	return removals
 }
 
-// oracleSwap is DESIGN.md's swap: s.A < t.A and s.B > t.B (asc); desc
+// oracleSwap is docs/DESIGN.md's swap: s.A < t.A and s.B > t.B (asc); desc
 // reverses B.
 func oracleSwap(a, b []int, s, t int, pol Polarity) bool {
 	if pol == Desc {
@@ -191,7 +191,7 @@ func measureAll(cols [][]int, n int) *oracleMeasures {
 	return om
 }
 
-// minimal enumerates DESIGN.md's minimal AOD set at eps, rendered as
+// minimal enumerates docs/DESIGN.md's minimal AOD set at eps, rendered as
 // "dep removals score" lines, sorted.
 func (om *oracleMeasures) minimal(eps float64) []string {
 	if om.n == 0 {

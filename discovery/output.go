@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-// JSON field layout of a dependency (DESIGN.md, "JSON output"):
+// JSON field layout of a dependency (docs/DESIGN.md, "JSON output"):
 //
 //	ofd: {"kind":"ofd","context":[...],"rhs":"A"}
 //	oc:  {"kind":"oc","context":[...],"left":"A","right":"B","polarity":"asc"}
@@ -58,7 +58,7 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// MarshalJSON encodes the dependency in the layout of DESIGN.md's output,
+// MarshalJSON encodes the dependency in the layout of docs/DESIGN.md's output,
 // so that the stream's events describe dependencies the same way.
 func (d Dependency) MarshalJSON() ([]byte, error) {
 	switch d.Kind {
@@ -203,7 +203,7 @@ func (d Dependency) ID() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// WriteJSON writes the discovery as DESIGN.md's JSON document, one
+// WriteJSON writes the discovery as docs/DESIGN.md's JSON document, one
 // dependency per line:
 //
 //	{"rows": 406, "columns": [...], "epsilon": 0.05,

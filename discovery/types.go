@@ -165,7 +165,7 @@ type Stats struct {
 }
 
 // Discovery is the result of a discovery run: the minimal approximate
-// dependency set of DESIGN.md for Epsilon, sorted by Score descending.
+// dependency set of docs/DESIGN.md for Epsilon, sorted by Score descending.
 type Discovery struct {
 	Rows         int
 	Columns      []string

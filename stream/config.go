@@ -90,7 +90,7 @@ type Config struct {
 	// StateTopic, when set, receives every stream's tracker state after
 	// each evaluation (key = stream name, JSON value, see stateRecord), and
 	// a member taking a stream over without a tracker of its own restores
-	// it from there (DESIGN.md "Scale-out"). Create the topic with
+	// it from there (docs/DESIGN.md "Scale-out"). Create the topic with
 	// cleanup.policy=compact: only the latest value per stream is read.
 	StateTopic string
 }

@@ -238,7 +238,7 @@ func (s *streamRun) countBoundary(seq uint64) bool {
 	return n >= w && (n-w)%e == 0
 }
 
-// groupTopicBalancer is the consumer group balancer of DESIGN.md
+// groupTopicBalancer is the consumer group balancer of docs/DESIGN.md
 // "Scale-out": all partitions of a topic go to one member, since a window
 // needs the whole stream. The member is the oldest one subscribed to the
 // topic (UserData carries the member's start time), so a new instance does
@@ -819,7 +819,7 @@ func (l *logLimiter) takeSuppressed() int {
 
 // backfill reads back, before offset upTo of a partition the store has no
 // position for, the partition's share of the window (Window / partitions
-// records, DESIGN.md "Scale-out") and appends it to the window and the open
+// records, docs/DESIGN.md "Scale-out") and appends it to the window and the open
 // batch. Undecodable records among them are skipped: the instance that
 // consumed them first counted and dead-lettered them. No evaluation is
 // triggered by the backfill itself.

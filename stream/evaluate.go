@@ -482,7 +482,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 }
 
 // discoveryWorkers leaves one core to the consume path, so that ingest
-// keeps its pace while a window is evaluated (DESIGN.md: evaluation never
+// keeps its pace while a window is evaluated (docs/DESIGN.md: evaluation never
 // blocks consumption).
 func discoveryWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 

@@ -82,7 +82,7 @@ type namedSink struct {
 	sink alerts.Sink
 }
 
-// Monitor runs the streaming pipeline of DESIGN.md "Data flow" for the
+// Monitor runs the streaming pipeline of docs/DESIGN.md "Data flow" for the
 // configured streams: one consumer-group reader, a Pebble-backed window per
 // stream, an evaluator goroutine per stream, the sinks and the metrics.
 type Monitor struct {

@@ -15,7 +15,7 @@ import (
 
 // stateRecord is the value a stream publishes to Config.StateTopic after
 // each evaluation, keyed by the stream name: what a member taking the stream
-// over needs to go on where the previous owner stopped (DESIGN.md
+// over needs to go on where the previous owner stopped (docs/DESIGN.md
 // "Scale-out"). The topic is meant to be compacted (cleanup.policy=compact),
 // so it holds about one value per stream.
 type stateRecord struct {

@@ -16,7 +16,7 @@ type RowMeta struct {
 	Time      time.Time
 }
 
-// Window is the in-memory columnar mirror of a stream's window (DESIGN.md
+// Window is the in-memory columnar mirror of a stream's window (docs/DESIGN.md
 // "Performance model"): per column a dictionary of distinct values and one
 // uint32 code per row, in a ring buffer of rows. A row costs 4 bytes per
 // column plus its RowMeta; a distinct value costs its string once.
