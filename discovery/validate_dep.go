@@ -34,8 +34,25 @@ func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result
 // distinct context is built once and the validator buffers are shared. It
 // stops at the first malformed dependency or when ctx is done.
 func ValidateAll(ctx context.Context, t *Table, deps []Dependency, opts Options) ([]Result, error) {
-	if err := checkEncodedTable(t); err != nil {
+	out, errs, err := ValidateEach(ctx, t, deps, opts)
+	if err != nil {
 		return nil, err
+	}
+	for _, e := range errs {
+		if e != nil {
+			return nil, e
+		}
+	}
+	return out, nil
+}
+
+// ValidateEach is ValidateAll without stopping at a dependency it cannot
+// validate: errs[i], naming deps[i], is non-nil when deps[i] mentions a
+// column t lacks or is malformed, and out[i] is then the zero Result. err
+// is the table's or ctx's error, which stops it.
+func ValidateEach(ctx context.Context, t *Table, deps []Dependency, opts Options) (out []Result, errs []error, err error) {
+	if err := checkEncodedTable(t); err != nil {
+		return nil, nil, err
 	}
 	vs := &depValidator{
 		t:     t,
@@ -46,18 +63,20 @@ func ValidateAll(ctx context.Context, t *Table, deps []Dependency, opts Options)
 	for i := len(t.Columns) - 1; i >= 0; i-- {
 		vs.index[t.Columns[i].Name] = i // the first of duplicate names wins
 	}
-	out := make([]Result, 0, len(deps))
-	for _, d := range deps {
+	out = make([]Result, len(deps))
+	errs = make([]error, len(deps))
+	for i, d := range deps {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		r, err := vs.validate(d, opts)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", d, err)
+			errs[i] = fmt.Errorf("%s: %w", d, err)
+			continue
 		}
-		out = append(out, r)
+		out[i] = r
 	}
-	return out, nil
+	return out, errs, nil
 }
 
 // depValidator validates dependencies named by columns against one table.

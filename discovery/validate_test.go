@@ -259,6 +259,28 @@ func TestValidateAllMatchesValidate(t *testing.T) {
 	}
 }
 
+// TestValidateEachKeepsGoing: a dependency ValidateEach cannot validate
+// gets its own error, and the ones after it are still measured.
+func TestValidateEachKeepsGoing(t *testing.T) {
+	tab := tableFromInts([][]int{{1, 1, 2, 2}, {1, 2, 3, 3}})
+	good := Dependency{Kind: KindOFD, Context: []string{"c0"}, RHS: "c1"}
+	deps := []Dependency{{Kind: KindOFD, RHS: "zz"}, good, {Kind: KindListOD}}
+	out, errs, err := ValidateEach(context.Background(), tab, deps, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Validate(context.Background(), tab, good, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(errs[0], ErrUnknownColumn) || errs[1] != nil || !errors.Is(errs[2], ErrBadDependency) {
+		t.Errorf("errs %v, want unknown column, nil, malformed", errs)
+	}
+	if out[1].Removals != want.Removals || out[1].Error != want.Error {
+		t.Errorf("good dependency measured %+v, want %+v", out[1], want)
+	}
+}
+
 func TestSortKeys(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 2, 200, 257, 5000, 1 << 16, 1<<16 + 1, 200_000} {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -215,11 +216,230 @@ func dependencyColumns(d discovery.Dependency) []string {
 // of columns it mentions.
 func dependencyLevel(d discovery.Dependency) int { return len(dependencyColumns(d)) }
 
+// evalEnv is what the evaluation of a window needs besides the window: the
+// stream's name, configuration, logger and tracker. The monitor
+// (streamRun.evaluate) and replay share it, so that both run the same steps.
+type evalEnv struct {
+	name    string
+	cfg     *StreamConfig
+	log     *slog.Logger
+	tracker *alerts.Tracker
+}
+
+func (s *streamRun) env() evalEnv {
+	return evalEnv{name: s.name, cfg: &s.cfg, log: s.log, tracker: s.tracker}
+}
+
+// stepError is a failed step of one evaluation: the window is not
+// evaluated (counted and logged), the pipeline goes on.
+type stepError struct {
+	step string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.step + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }
+
+// evalOutcome is one window evaluated up to the tracker's events.
+type evalOutcome struct {
+	info   alerts.WindowInfo
+	table  *discovery.Table
+	obs    []alerts.Observation
+	events []alerts.Event
+	// result is the evaluations metric's label: "ok", or "error" when
+	// discovery failed (tracked dependencies were still checked).
+	result string
+	// tracked, found, checked count the tracked dependencies, the minimal
+	// ones discovery found and the tracked ones the check path validated.
+	tracked, found, checked int
+	// Step durations, for the debug log and benchmarks.
+	encodeTime, discoverTime, checkTime time.Duration
+}
+
+// evaluateWindow runs the pipeline's steps on one window: encode it, run
+// discovery (the discovery path), re-validate the tracked dependencies
+// discovery did not measure (the check path), build the observations, feed
+// the tracker and attach samples to its events. It returns a *stepError
+// when a step fails, ctx's error when ctx is done.
+//
+// A tracked dependency that mentions a column the window does not have (a
+// field that stopped arriving) is not observed in that window: no event is
+// raised for it, and an unpinned one is retired by the tracker after
+// RetireAfter windows without observation. Reporting it as violated would
+// page people for a schema change, which is not a data error.
+func (e evalEnv) evaluateWindow(ctx context.Context, snap *Snapshot, endSeq uint64) (*evalOutcome, error) {
+	start := time.Now()
+	out := &evalOutcome{info: e.windowInfo(snap, endSeq), result: "ok"}
+	table, err := discovery.Encode(snap.Columns())
+	if err != nil {
+		return nil, &stepError{"encode", err}
+	}
+	out.table = table
+	encoded := time.Now()
+
+	disc, err := e.discover(ctx, table, endSeq)
+	if err != nil {
+		return nil, err
+	}
+	if disc.failed {
+		out.result = "error"
+	}
+	discovered := time.Now()
+
+	tracked := e.tracker.Tracked()
+	deps := toCheck(tracked, disc.found, table)
+	checked, err := e.check(ctx, table, deps)
+	if err != nil {
+		return nil, err
+	}
+	checkedAt := time.Now()
+
+	out.obs = observations(tracked, checked, disc, e.cfg.MinScore)
+	out.events = e.tracker.Observe(out.info, out.obs)
+	e.attachSamples(ctx, table, snap, out.events)
+	out.tracked, out.found, out.checked = len(tracked), len(disc.found), len(deps)
+	out.encodeTime, out.discoverTime, out.checkTime = encoded.Sub(start), discovered.Sub(encoded), checkedAt.Sub(discovered)
+	return out, nil
+}
+
+// discoveryOutcome is the discovery path's result on one window.
+type discoveryOutcome struct {
+	// results is the minimal set in discovery's order (by score), found
+	// the same by DependencyID.
+	results []discovery.Result
+	found   map[string]discovery.Result
+	// complete: every level was searched; levels: the levels completed.
+	complete bool
+	levels   int
+	// failed: discovery returned an error other than its time budget.
+	failed bool
+}
+
+// discover runs full discovery on the window within the evaluation
+// timeout. A run the timeout stops keeps the levels it completed; a failed
+// run is logged and yields what it found (the check path still runs).
+// Only ctx's error is returned.
+func (e evalEnv) discover(ctx context.Context, table *discovery.Table, endSeq uint64) (discoveryOutcome, error) {
+	dctx, cancel := ctx, context.CancelFunc(func() {})
+	if e.cfg.EvaluationTimeout > 0 {
+		dctx, cancel = context.WithTimeout(ctx, e.cfg.EvaluationTimeout)
+	}
+	disc, derr := discovery.Discover(dctx, table, discovery.Options{
+		Epsilon: e.cfg.Epsilon, MaxLevel: e.cfg.MaxLevel, Workers: discoveryWorkers(),
+	})
+	cancel()
+	var out discoveryOutcome
+	if derr != nil {
+		if ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		if errors.Is(derr, context.DeadlineExceeded) {
+			e.log.Warn("discovery stopped at the evaluation timeout; later levels not searched",
+				"window_end", endSeq, "timeout", e.cfg.EvaluationTimeout)
+		} else {
+			out.failed = true
+			e.log.Error("discovery failed; tracked dependencies are still validated", "window_end", endSeq, "err", derr)
+		}
+	}
+	out.found = map[string]discovery.Result{}
+	if disc != nil {
+		out.complete, out.levels = disc.Complete && derr == nil, disc.Stats.Levels
+		out.results = disc.Dependencies
+		for _, r := range disc.Dependencies {
+			out.found[alerts.DependencyID(r.Dependency)] = r
+		}
+	}
+	return out, nil
+}
+
+// toCheck lists the tracked dependencies the check path validates: those
+// discovery did not find (one it found minimal is valid, so its removal
+// count is exact: the early exit only cuts counts above floor(eps*n)) and
+// whose columns are all in the table.
+func toCheck(tracked []discovery.Dependency, found map[string]discovery.Result, table *discovery.Table) []discovery.Dependency {
+	have := make(map[string]bool, len(table.Columns))
+	for _, c := range table.Columns {
+		have[c.Name] = true
+	}
+	var out []discovery.Dependency
+	for _, d := range tracked {
+		if _, ok := found[alerts.DependencyID(d)]; ok {
+			continue
+		}
+		if !slices.ContainsFunc(dependencyColumns(d), func(c string) bool { return !have[c] }) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// check measures deps on the whole window (exact error), by DependencyID.
+// A dependency that cannot be validated is logged and left out (not
+// observed). Only ctx's error is returned.
+func (e evalEnv) check(ctx context.Context, table *discovery.Table, deps []discovery.Dependency) (map[string]discovery.Result, error) {
+	results, errs, err := discovery.ValidateEach(ctx, table, deps, discovery.Options{Epsilon: e.cfg.Epsilon})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &stepError{"validate", err}
+	}
+	out := make(map[string]discovery.Result, len(deps))
+	for i, d := range deps {
+		if errs[i] != nil {
+			e.log.Warn("validate tracked dependency", "dependency", d.String(), "err", errs[i])
+			continue
+		}
+		out[alerts.DependencyID(d)] = results[i]
+	}
+	return out, nil
+}
+
+// observations builds the tracker's input for one window from the two
+// paths' results: every tracked dependency measured by discovery or by the
+// check path (in tracked order; one measured by neither is not observed),
+// then the newly minimal ones in discovery's order (by score) unless their
+// context is too close to a key (score below minScore). Minimal is whether
+// discovery found it; when discovery did not finish, a dependency above the
+// levels it completed counts as minimal (unknown), so that it is not
+// retired for want of search.
+func observations(tracked []discovery.Dependency, checked map[string]discovery.Result, disc discoveryOutcome, minScore float64) []alerts.Observation {
+	obs := make([]alerts.Observation, 0, len(tracked)+len(disc.results))
+	in := make(map[string]bool, len(tracked)+len(disc.results))
+	for _, d := range tracked {
+		id := alerts.DependencyID(d)
+		r, ok := disc.found[id]
+		if !ok {
+			r, ok = checked[id]
+		}
+		if !ok || in[id] {
+			continue
+		}
+		in[id] = true
+		obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error})
+	}
+	for _, r := range disc.results {
+		if r.Score < minScore {
+			continue
+		}
+		if id := alerts.DependencyID(r.Dependency); !in[id] {
+			in[id] = true
+			obs = append(obs, alerts.Observation{Dependency: r.Dependency, Removals: r.Removals, Error: r.Error})
+		}
+	}
+	for i := range obs {
+		d := obs[i].Dependency
+		_, ok := disc.found[alerts.DependencyID(d)]
+		obs[i].Minimal = ok || (!disc.complete && dependencyLevel(d) > disc.levels)
+	}
+	return obs
+}
+
 // windowInfo describes a snapshot for events.
-func (s *streamRun) windowInfo(snap *Snapshot, endSeq uint64) alerts.WindowInfo {
+func (e evalEnv) windowInfo(snap *Snapshot, endSeq uint64) alerts.WindowInfo {
 	w := alerts.WindowInfo{
-		Stream:       s.name,
-		Topic:        s.cfg.Topic,
+		Stream:       e.name,
+		Topic:        e.cfg.Topic,
 		StartOffsets: map[int32]int64{},
 		EndOffsets:   map[int32]int64{},
 		Records:      snap.Len(),
@@ -244,18 +464,18 @@ func (s *streamRun) windowInfo(snap *Snapshot, endSeq uint64) alerts.WindowInfo 
 }
 
 // samples maps removal-set rows to records with the dependency's values.
-func (s *streamRun) samples(snap *Snapshot, d discovery.Dependency, rows []int) []alerts.Sample {
+func (e evalEnv) samples(snap *Snapshot, d discovery.Dependency, rows []int) []alerts.Sample {
 	if len(rows) == 0 {
 		return nil
 	}
 	cols := dependencyColumns(d)
-	out := make([]alerts.Sample, 0, min(len(rows), s.cfg.Sample))
+	out := make([]alerts.Sample, 0, min(len(rows), e.cfg.Sample))
 	for _, row := range rows {
-		if len(out) == s.cfg.Sample || row < 0 || row >= snap.Len() {
+		if len(out) == e.cfg.Sample || row < 0 || row >= snap.Len() {
 			break
 		}
 		m := snap.Meta(row)
-		out = append(out, alerts.Sample{Topic: s.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: snap.Values(row, cols)})
+		out = append(out, alerts.Sample{Topic: e.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: snap.Values(row, cols)})
 	}
 	return out
 }
@@ -265,183 +485,83 @@ func (s *streamRun) samples(snap *Snapshot, d discovery.Dependency, rows []int) 
 // for the few dependencies that raise an event: a removal set costs a sort
 // of the dependency's classes, and computing one for every observation made
 // it a third of an evaluation's time.
-func (s *streamRun) attachSamples(ctx context.Context, table *discovery.Table, snap *Snapshot, events []alerts.Event) {
-	opts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
+func (e evalEnv) attachSamples(ctx context.Context, table *discovery.Table, snap *Snapshot, events []alerts.Event) {
+	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
 	for i := range events {
-		e := &events[i]
-		if e.Removals == 0 || (e.Type != alerts.EventViolated && e.Type != alerts.EventDiscovered) {
+		ev := &events[i]
+		if ev.Removals == 0 || (ev.Type != alerts.EventViolated && ev.Type != alerts.EventDiscovered) {
 			continue
 		}
-		r, err := discovery.Validate(ctx, table, e.Dependency, opts)
+		r, err := discovery.Validate(ctx, table, ev.Dependency, opts)
 		if err != nil {
-			s.log.Warn("removal sample", "dependency", e.DependencyText, "err", err)
+			e.log.Warn("removal sample", "dependency", ev.DependencyText, "err", err)
 			continue
 		}
-		e.Samples = s.samples(snap, e.Dependency, r.RemovalSample)
+		ev.Samples = e.samples(snap, ev.Dependency, r.RemovalSample)
 	}
 }
 
-// evaluate runs one evaluation: encode the window, re-validate every
-// tracked dependency (exact error, whole window), run discovery, feed the
-// tracker, persist tracker and events in one synced batch, deliver.
-//
-// A tracked dependency that mentions a column the window does not have (a
-// field that stopped arriving) is not observed in that window: no event is
-// raised for it, and an unpinned one is retired by the tracker after
-// RetireAfter windows without observation. Reporting it as violated would
-// page people for a schema change, which is not a data error.
+// evaluate runs one evaluation of the monitor: evaluateWindow, then record
+// saves the tracker and its events in one synced batch and delivers them.
 func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 	if s.hasTracker && job.endSeq <= s.trackerEnd {
 		return nil // evaluated and saved before a restart
 	}
 	start := time.Now()
-	snap := job.snap
-	if snap.Len() == 0 {
+	if job.snap.Len() == 0 {
 		return nil
 	}
-	fail := func(what string, err error) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		s.m.metrics.evaluations.WithLabelValues(s.name, "error").Inc()
-		s.log.Error("evaluation failed", "window_end", job.endSeq, "step", what, "err", err)
-		return nil
-	}
-	info := s.windowInfo(snap, job.endSeq)
-	table, err := discovery.Encode(snap.Columns())
-	if err != nil {
-		return fail("encode", err)
-	}
-	have := make(map[string]bool, len(table.Columns))
-	for _, c := range table.Columns {
-		have[c.Name] = true
-	}
-	encoded := time.Now()
-
-	// Discovery first: a tracked dependency it finds minimal is valid, so
-	// its removal count is exact (the early exit only cuts counts above
-	// floor(eps*n)) and need not be validated again.
-	dctx, cancel := ctx, context.CancelFunc(func() {})
-	if s.cfg.EvaluationTimeout > 0 {
-		dctx, cancel = context.WithTimeout(ctx, s.cfg.EvaluationTimeout)
-	}
-	disc, derr := discovery.Discover(dctx, table, discovery.Options{
-		Epsilon: s.cfg.Epsilon, MaxLevel: s.cfg.MaxLevel, Workers: discoveryWorkers(),
-	})
-	cancel()
-	discovered := time.Now()
-	result := "ok"
-	if derr != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if errors.Is(derr, context.DeadlineExceeded) {
-			s.log.Warn("discovery stopped at the evaluation timeout; later levels not searched",
-				"window_end", job.endSeq, "timeout", s.cfg.EvaluationTimeout)
-		} else {
-			result = "error"
-			s.log.Error("discovery failed; tracked dependencies are still validated", "window_end", job.endSeq, "err", derr)
-		}
-	}
-	complete, levels := false, 0
-	found := map[string]discovery.Result{}
-	if disc != nil {
-		complete, levels = disc.Complete && derr == nil, disc.Stats.Levels
-		for _, r := range disc.Dependencies {
-			found[alerts.DependencyID(r.Dependency)] = r
-		}
-	}
-
-	// Every tracked dependency gets its exact error on the whole window;
-	// those discovery did not find are validated now.
-	tracked := s.tracker.Tracked()
-	obs := make([]alerts.Observation, 0, len(tracked)+len(found))
-	inObs := make(map[string]bool, len(tracked)+len(found))
-	var toValidate []discovery.Dependency
-	for _, d := range tracked {
-		id := alerts.DependencyID(d)
-		if r, ok := found[id]; ok {
-			inObs[id] = true
-			obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error})
-			continue
-		}
-		missing := false
-		for _, c := range dependencyColumns(d) {
-			if !have[c] {
-				missing = true
-				break
-			}
-		}
-		if !missing {
-			toValidate = append(toValidate, d)
-		}
-	}
-	vopts := discovery.Options{Epsilon: s.cfg.Epsilon}
-	results, err := discovery.ValidateAll(ctx, table, toValidate, vopts)
+	out, err := s.env().evaluateWindow(ctx, job.snap, job.endSeq)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		// Find the culprit: validate one by one.
-		results = results[:0]
-		var kept []discovery.Dependency
-		for _, d := range toValidate {
-			r, err := discovery.Validate(ctx, table, d, vopts)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				s.log.Warn("validate tracked dependency", "dependency", d.String(), "err", err)
-				continue
-			}
-			results = append(results, r)
-			kept = append(kept, d)
+		var se *stepError
+		if errors.As(err, &se) {
+			s.m.metrics.evaluations.WithLabelValues(s.name, "error").Inc()
+			s.log.Error("evaluation failed", "window_end", job.endSeq, "step", se.step, "err", se.err)
+			return nil
 		}
-		toValidate = kept
+		return err
 	}
-	for i, d := range toValidate {
-		r := results[i]
-		inObs[alerts.DependencyID(d)] = true
-		obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error})
+	evaluated := time.Now()
+	if err := s.record(ctx, job, out); err != nil {
+		return err
 	}
-	validated := time.Now()
-	// Newly minimal ones, in discovery's order (by score), unless their
-	// context is too close to a key (MinScore).
-	if disc != nil {
-		for _, r := range disc.Dependencies {
-			if r.Score < s.cfg.MinScore {
-				continue
-			}
-			if id := alerts.DependencyID(r.Dependency); !inObs[id] {
-				inObs[id] = true
-				obs = append(obs, alerts.Observation{Dependency: r.Dependency, Removals: r.Removals, Error: r.Error})
-			}
-		}
+	d := time.Since(start)
+	if int64(d) > s.maxEval.Load() {
+		s.maxEval.Store(int64(d))
 	}
-	// Minimal: found by this discovery. When discovery did not finish, a
-	// dependency above the levels it completed counts as minimal (unknown),
-	// so that it is not retired for want of search.
-	for i := range obs {
-		d := obs[i].Dependency
-		_, ok := found[alerts.DependencyID(d)]
-		obs[i].Minimal = ok || (!complete && dependencyLevel(d) > levels)
+	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
+	s.m.metrics.evaluations.WithLabelValues(s.name, out.result).Inc()
+	if out.result == "ok" {
+		s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
 	}
+	s.log.Debug("evaluation done", "window_end", job.endSeq, "records", job.snap.Len(), "columns", len(out.table.Columns),
+		"tracked", out.tracked, "discovered", out.found, "events", len(out.events), "seconds", d.Seconds(),
+		"validated", out.checked, "encode_s", out.encodeTime.Seconds(), "discover_s", out.discoverTime.Seconds(),
+		"validate_s", out.checkTime.Seconds(), "persist_deliver_s", time.Since(evaluated).Seconds())
+	return nil
+}
 
-	events := s.tracker.Observe(info, obs)
-	s.attachSamples(ctx, table, snap, events)
+// record is the one place an evaluation's outcome leaves the evaluator:
+// the tracker state, the observed errors (history) and the events are saved
+// in one synced batch (the outbox), the state is published to the state
+// topic, the metrics are updated and the events delivered.
+func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) error {
 	trackerState, err := s.tracker.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("stream %s: encode tracker: %w", s.name, err)
 	}
 	ev := &state.Evaluation{Stream: s.name, WindowEnd: job.endSeq, TrackerState: trackerState}
-	for _, o := range obs {
+	for _, o := range out.obs {
 		id := alerts.DependencyID(o.Dependency)
 		if strings.IndexByte(id, 0) >= 0 {
 			continue // the store keys history by id; a NUL in a column name cannot be stored
 		}
-		ev.History = append(ev.History, state.HistoryPoint{DependencyID: id, WindowEnd: job.endSeq, Error: o.Error, Time: info.EndTime})
+		ev.History = append(ev.History, state.HistoryPoint{DependencyID: id, WindowEnd: job.endSeq, Error: o.Error, Time: out.info.EndTime})
 	}
-	for _, e := range events {
+	for _, e := range out.events {
 		payload, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("stream %s: encode event %s: %w", s.name, e.ID, err)
@@ -460,25 +580,9 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 	if s.evaluations%housekeepingEvery == 0 {
 		s.housekeeping(time.Now())
 	}
-	s.m.metrics.alerts.Observe(events)
+	s.m.metrics.alerts.Observe(out.events)
 	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
-	if err := s.deliver(ctx); err != nil {
-		return err
-	}
-	d := time.Since(start)
-	if int64(d) > s.maxEval.Load() {
-		s.maxEval.Store(int64(d))
-	}
-	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
-	s.m.metrics.evaluations.WithLabelValues(s.name, result).Inc()
-	if result == "ok" {
-		s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
-	}
-	s.log.Debug("evaluation done", "window_end", job.endSeq, "records", snap.Len(), "columns", len(table.Columns),
-		"tracked", len(tracked), "discovered", len(found), "events", len(events), "seconds", d.Seconds(),
-		"validated", len(toValidate), "encode_s", encoded.Sub(start).Seconds(), "discover_s", discovered.Sub(encoded).Seconds(),
-		"validate_s", validated.Sub(discovered).Seconds(), "persist_deliver_s", time.Since(validated).Seconds())
-	return nil
+	return s.deliver(ctx)
 }
 
 // discoveryWorkers leaves one core to the consume path, so that ingest
