@@ -131,7 +131,7 @@ func (s *Store) nextOutboxOrder(stream string) (uint64, error) {
 	lower := streamPrefix(pfxOutbox, stream)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
-		return 0, fmt.Errorf("state %s: iterate: %w", s.dir, err)
+		return 0, s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
 	var next uint64
 	if it.Last() {
@@ -143,7 +143,7 @@ func (s *Store) nextOutboxOrder(stream string) (uint64, error) {
 		next = binary.BigEndian.Uint64(k[len(lower):]) + 1
 	}
 	if err := it.Close(); err != nil {
-		return 0, fmt.Errorf("state %s: outbox of %s: %w", s.dir, stream, err)
+		return 0, s.storeErr(fmt.Errorf("state %s: outbox of %s: %w", s.dir, stream, err))
 	}
 	return next, nil
 }
@@ -270,7 +270,7 @@ func (s *Store) History(stream, dependencyID string, limit int) ([]HistoryPoint,
 	lower := historyDepPrefix(stream, dependencyID)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
-		return nil, fmt.Errorf("state %s: iterate: %w", s.dir, err)
+		return nil, s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
 	var out []HistoryPoint
 	var ferr error
@@ -278,7 +278,7 @@ func (s *Store) History(stream, dependencyID string, limit int) ([]HistoryPoint,
 		k := it.Key()
 		v, err := it.ValueAndErr()
 		if err != nil {
-			ferr = fmt.Errorf("state %s: history %q: %w", s.dir, k, err)
+			ferr = s.storeErr(fmt.Errorf("state %s: history %q: %w", s.dir, k, err))
 			break
 		}
 		if len(k) != len(lower)+8 || len(v) != 16 {
@@ -293,7 +293,7 @@ func (s *Store) History(stream, dependencyID string, limit int) ([]HistoryPoint,
 		})
 	}
 	if err := it.Close(); err != nil && ferr == nil {
-		ferr = fmt.Errorf("state %s: history of %s: %w", s.dir, stream, err)
+		ferr = s.storeErr(fmt.Errorf("state %s: history of %s: %w", s.dir, stream, err))
 	}
 	if ferr != nil {
 		return nil, ferr
@@ -315,7 +315,7 @@ func (s *Store) PruneHistory(stream string, keepPerDependency int) error {
 	lower := streamPrefix(pfxHistory, stream)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
-		return fmt.Errorf("state %s: iterate: %w", s.dir, err)
+		return s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -353,7 +353,7 @@ func (s *Store) PruneHistory(stream string, keepPerDependency int) error {
 		}
 	}
 	if err := it.Close(); err != nil && ferr == nil {
-		ferr = fmt.Errorf("state %s: prune history of %s: %w", s.dir, stream, err)
+		ferr = s.storeErr(fmt.Errorf("state %s: prune history of %s: %w", s.dir, stream, err))
 	}
 	if ferr != nil {
 		return ferr
@@ -378,7 +378,7 @@ func (s *Store) PruneHistoryBefore(stream string, windowEnd uint64) error {
 	lower := streamPrefix(pfxHistory, stream)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
-		return fmt.Errorf("state %s: iterate: %w", s.dir, err)
+		return s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -400,7 +400,7 @@ func (s *Store) PruneHistoryBefore(stream string, windowEnd uint64) error {
 		ok = it.SeekGE(prefixEnd(depPfx)) // next dependency
 	}
 	if err := it.Close(); err != nil && ferr == nil {
-		ferr = fmt.Errorf("state %s: prune history of %s: %w", s.dir, stream, err)
+		ferr = s.storeErr(fmt.Errorf("state %s: prune history of %s: %w", s.dir, stream, err))
 	}
 	if ferr != nil {
 		return ferr

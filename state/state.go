@@ -62,6 +62,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -69,6 +70,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/record"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -88,6 +90,9 @@ var (
 	// ErrLocked: another process (or another Store in this process) holds
 	// the directory lock.
 	ErrLocked = errors.New("state store is locked by another process")
+	// ErrFailed: Pebble hit a condition it cannot continue from (see
+	// pebbleLogger.Fatalf); the store refuses further use.
+	ErrFailed = errors.New("state store failed")
 	// ErrClosed is returned by methods called after Close.
 	ErrClosed = errors.New("state store is closed")
 	// ErrInvalid wraps argument errors (bad stream name, negative offset...).
@@ -113,6 +118,9 @@ type Store struct {
 	log     *slog.Logger
 	reg     prometheus.Registerer
 	metrics *storeMetrics
+	// fail holds the corruption or fatal condition Pebble reported, if
+	// any; see failure.
+	fail *failure
 
 	// writeMu serialises the read-modify-write paths (outbox saves and
 	// delivery marks) so their existence checks see a stable view.
@@ -126,7 +134,10 @@ const defaultCacheSize = 64 << 20
 
 var keySchema = []byte("meta/schema")
 
-// Open opens (creating if missing) the store in dir.
+// Open opens (creating if missing) the store in dir. An existing store is
+// vetted first: opened read-only and read in full (every block's checksum),
+// so that a damaged store is refused here with ErrCorrupt rather than found
+// later by a read or a compaction.
 func Open(dir string, opts Options) (*Store, error) {
 	log := opts.Logger
 	if log == nil {
@@ -143,10 +154,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	cache := pebble.NewCache(cacheSize)
 	defer cache.Unref() // the DB holds its own reference while open
 
+	fail := newFailure()
 	popts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Cache:              cache,
-		Logger:             pebbleLogger{log: log},
+		Logger:             pebbleLogger{log: log, dir: dir, fail: fail},
+		EventListener:      eventListener(dir, log, fail),
 		// Larger memtables absorb a full window's churn between flushes;
 		// the default 4 MiB flushes every few thousand records.
 		MemTableSize: 32 << 20,
@@ -164,41 +177,32 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	popts.Lock = lock
 	existed, err := storeExists(dir)
-	if err != nil {
-		_ = lock.Close()
-		return nil, err
-	}
-	if existed {
+	if err == nil && existed {
 		// Vet an existing store read-only first: a read-write Open replays
 		// and rewrites the WAL and manifest, and a store we then refuse
 		// must be left exactly as we found it.
 		ro := *popts
 		ro.ReadOnly = true
-		db, err := pebble.Open(dir, &ro)
-		if err != nil {
-			_ = lock.Close()
-			return nil, classifyOpenError(dir, err)
-		}
-		_, err = checkSchema(db, dir, true)
-		if cerr := db.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("state: open %s: close read-only check: %w", dir, cerr)
-		}
-		if err != nil {
-			_ = lock.Close()
-			return nil, err
-		}
+		err = vet(dir, &ro, fail)
+	}
+	if err != nil {
+		_ = lock.Close()
+		return nil, err
 	}
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		_ = lock.Close()
-		return nil, classifyOpenError(dir, err)
+		return nil, classifyOpenError(dir, err, fail)
 	}
-	s := &Store{db: db, lock: lock, dir: dir, log: log, reg: opts.Registerer}
+	s := &Store{db: db, lock: lock, dir: dir, log: log, reg: opts.Registerer, fail: fail}
 	fresh, err := checkSchema(db, dir, existed)
 	if err == nil && fresh {
 		if err = db.Set(keySchema, []byte(SchemaVersion), pebble.Sync); err != nil {
 			err = fmt.Errorf("state: open %s: write schema: %w", dir, err)
 		}
+	}
+	if err == nil {
+		err = fail.get()
 	}
 	if err != nil {
 		_ = s.closeDB()
@@ -214,10 +218,76 @@ func Open(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// vet opens the existing store in dir read-only (ro.ReadOnly) and checks its
+// schema and every stored value, so that a damaged block is found now.
+func vet(dir string, ro *pebble.Options, fail *failure) error {
+	db, err := pebble.Open(dir, ro)
+	if err != nil {
+		return classifyOpenError(dir, err, fail)
+	}
+	_, err = checkSchema(db, dir, true)
+	if err == nil {
+		err = readAll(db, dir)
+	}
+	if cerr := closePebble(db); err == nil && cerr != nil {
+		err = fmt.Errorf("state: open %s: close read-only check: %w", dir, cerr)
+	}
+	if ferr := fail.get(); ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// readAll reads every key and value of db, which verifies the checksum of
+// every block holding live data.
+func readAll(db *pebble.DB, dir string) error {
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return classifyReadError(dir, err)
+	}
+	var ferr error
+	for ok := it.First(); ok; ok = it.Next() {
+		if _, err := it.ValueAndErr(); err != nil {
+			ferr = err
+			break
+		}
+	}
+	if err := it.Close(); ferr == nil {
+		ferr = err
+	}
+	if ferr != nil {
+		return classifyReadError(dir, ferr)
+	}
+	return nil
+}
+
+// classifyReadError names a read failure of an existing store: Pebble's
+// corruption errors (checksum mismatches, missing or truncated files) are
+// ErrCorrupt.
+func classifyReadError(dir string, err error) error {
+	if pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return corruptError(dir, err.Error())
+	}
+	return fmt.Errorf("state: open %s: read: %w", dir, err)
+}
+
+// closePebble closes db; Pebble panics instead of returning an error on
+// some states a damaged store leaves behind (references still held by a
+// failed read), and the caller must still release the directory lock and
+// report the damage, so such a panic becomes an error.
+func closePebble(db *pebble.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pebble close: %v", r)
+		}
+	}()
+	return db.Close()
+}
+
 // closeDB closes the database, then releases the directory lock (Pebble
 // does not release a lock it was handed).
 func (s *Store) closeDB() error {
-	err := s.db.Close()
+	err := closePebble(s.db)
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
 	}
@@ -226,23 +296,30 @@ func (s *Store) closeDB() error {
 
 // classifyOpenError maps a pebble.Open failure to one of the package's
 // sentinel errors, keeping the path and the original error in the message.
-func classifyOpenError(dir string, err error) error {
+// A corruption Pebble reported through its event listener during the open
+// (fail) wins.
+func classifyOpenError(dir string, err error, fail *failure) error {
+	if ferr := fail.get(); ferr != nil {
+		return ferr
+	}
 	msg := err.Error()
 	switch {
-	case errors.Is(err, pebble.ErrCorruption):
-		return fmt.Errorf("state: open %s: %w: %w", dir, ErrCorrupt, err)
-	case strings.Contains(msg, "format major version"):
-		return fmt.Errorf("state: open %s: %w: %w", dir, ErrVersion, err)
-	case strings.Contains(msg, "lock held"), strings.Contains(msg, "Lock reference count"):
-		return fmt.Errorf("state: open %s: %w: %w", dir, ErrLocked, err)
+	case pebble.IsCorruptionError(err), errors.Is(err, fs.ErrNotExist), errors.Is(err, pebble.ErrDBDoesNotExist),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, record.ErrUnexpectedEOF),
+		errors.Is(err, record.ErrInvalidChunk), errors.Is(err, record.ErrZeroedChunk):
+		// A missing file of an existing store, or a truncated or
+		// garbled manifest (a decode error rather than ErrCorruption),
+		// is damage to us.
+		return corruptError(dir, msg)
 	case errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("state: open %s: %w", dir, err)
+	case strings.Contains(msg, "format major version"):
+		// Pebble has no error value for a format it does not know.
+		return fmt.Errorf("state: open %s: %w: %w", dir, ErrVersion, err)
 	case strings.Contains(msg, "CURRENT"), strings.Contains(msg, "MANIFEST"),
-		strings.Contains(msg, "manifest"), strings.Contains(msg, "corrupt"),
-		strings.Contains(msg, "EOF"):
-		// A truncated or garbled CURRENT/MANIFEST surfaces as a read or
-		// decode error rather than ErrCorruption; it is corruption to us.
-		return fmt.Errorf("state: open %s: %w: %w", dir, ErrCorrupt, err)
+		strings.Contains(msg, "manifest"), strings.Contains(msg, "corrupt"):
+		// Other manifest decode failures carry no error value either.
+		return corruptError(dir, msg)
 	default:
 		return fmt.Errorf("state: open %s: %w", dir, err)
 	}
@@ -306,8 +383,8 @@ func checkSchema(db *pebble.DB, dir string, existed bool) (fresh bool, err error
 func (s *Store) Dir() string { return s.dir }
 
 // Close flushes nothing extra (every commit is already synced), unregisters
-// the collectors and releases the directory lock. Calling Close twice is a
-// no-op.
+// the collectors and releases the directory lock, also after a failure
+// (whose error it does not repeat). Calling Close twice is a no-op.
 func (s *Store) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
@@ -318,21 +395,53 @@ func (s *Store) Close() error {
 	if s.reg != nil {
 		s.metrics.unregister(s.reg)
 	}
-	if err := s.closeDB(); err != nil {
+	if err := s.closeDB(); err != nil && s.fail.get() == nil {
 		return fmt.Errorf("state: close %s: %w", s.dir, err)
 	}
 	return nil
 }
 
-// acquire guards a method against a concurrent Close; release with the
-// returned func.
+// Failed is closed when the store found itself damaged (a corrupt block,
+// a missing file) or Pebble hit a condition it cannot continue from, even
+// in a background job; Err then returns why. Every method fails from then
+// on, so the owner stops and closes the store.
+func (s *Store) Failed() <-chan struct{} { return s.fail.done }
+
+// Err returns the failure behind Failed (matching ErrCorrupt or ErrFailed),
+// or nil while the store is healthy.
+func (s *Store) Err() error { return s.fail.get() }
+
+// acquire guards a method against a concurrent Close and against use after
+// a failure; release with the returned func.
 func (s *Store) acquire() (func(), error) {
 	s.closeMu.RLock()
 	if s.closed {
 		s.closeMu.RUnlock()
 		return nil, fmt.Errorf("state %s: %w", s.dir, ErrClosed)
 	}
+	if err := s.fail.get(); err != nil {
+		s.closeMu.RUnlock()
+		return nil, err
+	}
 	return s.closeMu.RUnlock, nil
+}
+
+// storeErr is the error to return for err, a failed Pebble call wrapped with
+// the operation: the store's failure when one was recorded (the corruption
+// the failed read just reported, with the damaged file), a corruption Pebble
+// returned without reporting it, recorded now, or err itself.
+func (s *Store) storeErr(err error) error {
+	if ferr := s.fail.get(); ferr != nil {
+		return ferr
+	}
+	if pebble.IsCorruptionError(err) {
+		cerr := corruptError(s.dir, err.Error())
+		if s.fail.set(cerr) {
+			s.log.Error("state store is corrupt", "err", cerr)
+		}
+		return s.fail.get()
+	}
+	return err
 }
 
 // acquireStream is acquire for a method of one stream: it also checks the
@@ -354,7 +463,7 @@ func (s *Store) acquireStream(op, stream string) (func(), error) {
 func (s *Store) scanPrefix(ctx context.Context, lower, upper []byte, fn func(k, v []byte) error) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return fmt.Errorf("state %s: iterate: %w", s.dir, err)
+		return s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
 	n := 0
 	var ferr error
@@ -366,7 +475,7 @@ func (s *Store) scanPrefix(ctx context.Context, lower, upper []byte, fn func(k, 
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			ferr = fmt.Errorf("state %s: read %q: %w", s.dir, it.Key(), err)
+			ferr = s.storeErr(fmt.Errorf("state %s: read %q: %w", s.dir, it.Key(), err))
 			break
 		}
 		if ferr = fn(it.Key(), v); ferr != nil {
@@ -374,7 +483,7 @@ func (s *Store) scanPrefix(ctx context.Context, lower, upper []byte, fn func(k, 
 		}
 	}
 	if err := it.Close(); err != nil && ferr == nil {
-		ferr = fmt.Errorf("state %s: iterate: %w", s.dir, err)
+		ferr = s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
 	return ferr
 }
@@ -386,30 +495,9 @@ func (s *Store) get(key []byte) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("state %s: get %q: %w", s.dir, key, err)
+		return nil, false, s.storeErr(fmt.Errorf("state %s: get %q: %w", s.dir, key, err))
 	}
 	out := bytes.Clone(v)
 	_ = closer.Close()
 	return out, true, nil
-}
-
-// pebbleLogger routes Pebble's logging to slog. Pebble's info lines are
-// chatty and operational, so they go to debug.
-type pebbleLogger struct{ log *slog.Logger }
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Debug(fmt.Sprintf(format, args...), "source", "pebble")
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error(fmt.Sprintf(format, args...), "source", "pebble")
-}
-
-// Fatalf is called by Pebble on invariant violations it cannot continue
-// from; Pebble's contract is that it does not return, so after logging we
-// panic (a Pebble bug, not bad input).
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	msg := fmt.Sprintf(format, args...)
-	l.log.Error(msg, "source", "pebble", "fatal", true)
-	panic("pebble: " + msg)
 }

@@ -142,7 +142,12 @@ func (s *Store) Apply(c *Commit) error {
 func (s *Store) commit(b *pebble.Batch, op, stream string) error {
 	start := time.Now()
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("state: %s %s: commit to %s: %w", op, stream, s.dir, err)
+		return s.storeErr(fmt.Errorf("state: %s %s: commit to %s: %w", op, stream, s.dir, err))
+	}
+	// Pebble reports some write failures (a failed WAL write) only through
+	// Logger.Fatalf, and then returns from the commit as if it succeeded.
+	if err := s.fail.get(); err != nil {
+		return err
 	}
 	s.metrics.commitDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	return nil
@@ -208,14 +213,14 @@ func (s *Store) WindowCount(stream string) (int, error) {
 	lower := streamPrefix(pfxWindow, stream)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
-		return 0, fmt.Errorf("state %s: iterate: %w", s.dir, err)
+		return 0, s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		n++
 	}
 	if err := it.Close(); err != nil {
-		return 0, fmt.Errorf("state %s: count %s: %w", s.dir, stream, err)
+		return 0, s.storeErr(fmt.Errorf("state %s: count %s: %w", s.dir, stream, err))
 	}
 	return n, nil
 }

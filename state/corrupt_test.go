@@ -1,0 +1,196 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// buildStore makes a store in dir whose records are in an sstable (a flush
+// of the first commit) and in the write-ahead log (a second commit), and
+// closes it.
+func buildStore(t *testing.T, dir string) {
+	t.Helper()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 0, 3000, 0), NextSeq: 3000, NextOffset: map[int32]int64{0: 3000}})
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 3000, 3100, 3000), NextSeq: 3100, NextOffset: map[int32]int64{0: 3100}})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// zeroBytes overwrites n bytes of file at its middle with zeros.
+func zeroBytes(t *testing.T, file string, n int) {
+	t.Helper()
+	f, err := os.OpenFile(file, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, n), fi.Size()/3); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkCorruptError checks the error of a damaged store: ErrCorrupt, one
+// line, naming the directory.
+func checkCorruptError(t *testing.T, err error, dir string) {
+	t.Helper()
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("error = %v, want ErrCorrupt", err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, dir) {
+		t.Fatalf("error %q is not one line naming %s", msg, dir)
+	}
+}
+
+// TestOpenDamagedFiles: damage to an sstable or a missing file of a store
+// that holds data is found by Open (the read-only vetting reads every
+// block), reported as ErrCorrupt in one line naming the directory, and
+// leaves the files as they were.
+func TestOpenDamagedFiles(t *testing.T) {
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, dir string)
+	}{
+		{"64 zeroed bytes in an sstable", func(t *testing.T, dir string) { zeroBytes(t, glob1(t, dir, "*.sst"), 64) }},
+		{"truncated sstable", func(t *testing.T, dir string) {
+			f := glob1(t, dir, "*.sst")
+			fi, _ := os.Stat(f)
+			if err := os.Truncate(f, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"missing sstable", func(t *testing.T, dir string) {
+			if err := os.Remove(glob1(t, dir, "*.sst")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"missing MANIFEST", func(t *testing.T, dir string) {
+			if err := os.Remove(glob1(t, dir, "MANIFEST-*")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"missing manifest marker", func(t *testing.T, dir string) {
+			if err := os.Remove(glob1(t, dir, "marker.manifest.*")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "store")
+			buildStore(t, dir)
+			tc.damage(t, dir)
+			before := dirSnapshot(t, dir)
+			_, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			checkCorruptError(t, err, dir)
+			after := dirSnapshot(t, dir)
+			for name, h := range before {
+				if after[name] != h {
+					t.Errorf("file %s was removed or changed by the failed Open", name)
+				}
+			}
+			// The lock was released: the directory can be set aside and a
+			// fresh store opened in its place.
+			if _, err := Open(dir, Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("second Open = %v", err)
+			}
+		})
+	}
+}
+
+// TestCorruptionFoundByRead: a block damaged after Open is found by the
+// read that meets it; the store returns ErrCorrupt from then on (Failed
+// closes), without a panic, and Close still releases the lock.
+func TestCorruptionFoundByRead(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	buildStore(t, dir)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// Reopen once so that the write-ahead log is flushed to sstables and
+	// no compaction is pending when the damage is done below.
+	s, err := Open(dir, Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A cache too small to keep the blocks the vetting read, so the scan
+	// reads a damaged one from disk.
+	s, err = Open(dir, Options{Logger: quiet, CacheSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ssts, err := filepath.Glob(filepath.Join(dir, "*.sst"))
+	if err != nil || len(ssts) == 0 {
+		t.Fatalf("no sstables: %v", err)
+	}
+	for _, f := range ssts {
+		zeroBytes(t, f, 64)
+	}
+	err = s.ScanWindow(context.Background(), "s", func(Record) error { return nil })
+	checkCorruptError(t, err, dir)
+	select {
+	case <-s.Failed():
+	default:
+		t.Fatal("Failed not closed after a corrupt read")
+	}
+	if !errors.Is(s.Err(), ErrCorrupt) {
+		t.Fatalf("Err = %v", s.Err())
+	}
+	err = s.Apply(&Commit{Stream: "s", Records: mkRecords("s", 0, 3100, 3101, 3100), NextSeq: 3101})
+	checkCorruptError(t, err, dir)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close after corruption: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	_, err = Open(dir, Options{Logger: quiet})
+	checkCorruptError(t, err, dir)
+}
+
+// TestFatalfIsAnError: Pebble's Fatalf (an invariant violation, a failed
+// WAL write) does not panic; the store fails with ErrFailed, every method
+// (a write that Pebble let through included) returns it, and Close works.
+func TestFatalfIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 0, 10, 0), NextSeq: 10})
+	lg := pebbleLogger{log: slog.New(slog.NewTextHandler(io.Discard, nil)), dir: dir, fail: s.fail}
+	lg.Fatalf("pebble: fatal commit error: %v", errors.New("disk on fire"))
+	lg.Fatalf("a second fatal condition is not recorded")
+	if err := s.Apply(&Commit{Stream: "s", NextSeq: 11}); !errors.Is(err, ErrFailed) || !strings.Contains(err.Error(), "disk on fire") {
+		t.Fatalf("Apply after Fatalf = %v", err)
+	}
+	if _, _, err := s.Position("s"); !errors.Is(err, ErrFailed) {
+		t.Fatalf("Position after Fatalf = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close after Fatalf: %v", err)
+	}
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	_ = s2.Close()
+}
