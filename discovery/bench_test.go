@@ -101,7 +101,7 @@ func prefixTable(t *Table, n int) *Table {
 		for _, r := range c.Ranks[:n] {
 			remap[r] = 0
 		}
-		nc := Column{Name: c.Name, Numeric: c.Numeric, Ranks: make([]uint32, n)}
+		nc := Column{Name: c.Name, Type: c.Type, Ranks: make([]uint32, n)}
 		for r := range remap {
 			if remap[r] == 0 {
 				remap[r] = int32(nc.Cardinality)

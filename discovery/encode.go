@@ -8,34 +8,68 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// Encode turns dictionary-coded columns into ranked columns following the
-// typing rule of docs/DESIGN.md: a column is numeric when every non-NULL
-// dictionary value parses as a float64 (strconv.ParseFloat), otherwise its
-// values compare as byte strings. "NaN" (any spelling ParseFloat accepts)
-// counts as text, because NaN has no place in an order: a column holding it
-// is a string column. Infinities are ordered numbers and stay numeric.
-// Numerically equal texts ("1", "1.0", "1e0") share one rank, and Values
-// keeps the first of them in dictionary order.
+// Typing says how Encode types and orders columns (docs/DESIGN.md, "Discovery
+// semantics"). The zero value is the default typing: numeric, temporal or
+// nominal text, with no text declared ordinal.
+type Typing struct {
+	// OrderText is the paper's rule: no temporal typing, and every
+	// non-numeric column is Ordinal by bytes, so that every column takes
+	// part in OCs. Ordinal declarations with a list still apply.
+	OrderText bool
+	// Ordinal declares text columns ordered: by the given values, lowest
+	// first, or by bytes when the list is empty. Every value of a column
+	// with a list must be in it. A numeric column declared without a list
+	// stays Numeric.
+	Ordinal map[string][]string
+}
+
+// ErrOrdinal is returned (wrapped, naming the column and the value) when an
+// ordinal declaration names a column the table does not have, or a column
+// holds a value its declared list lacks.
+var ErrOrdinal = errors.New("bad ordinal declaration")
+
+// Encode is EncodeTyped with the default Typing.
+func Encode(cols []DictColumn) (*Table, error) {
+	return EncodeTyped(cols, Typing{})
+}
+
+// EncodeTyped turns dictionary-coded columns into ranked columns following
+// the typing rule of docs/DESIGN.md: a column is Numeric when every non-NULL
+// dictionary value parses as a float64 (strconv.ParseFloat), Temporal when
+// every one is an ISO 8601 date or timestamp (see parseTemporal), otherwise
+// Nominal text (Ordinal when ty declares it or ty.OrderText is set), whose
+// ranks follow byte order. "NaN" (any spelling ParseFloat accepts) counts as
+// text, because NaN has no place in an order. Infinities are ordered numbers
+// and stay numeric; literals out of float64 range ("1e400") are numbers too,
+// at the nearest float. Values that compare equal ("1", "1.0", "1e0";
+// timestamps of one instant) share one rank, and Values keeps the first of
+// them in dictionary order.
 //
 // Rank 0 is NULL when the column has a NULL code; ranks are dense. The cost
-// Literals out of float64 range ("1e400") are numbers too, at the nearest
-// float. The cost
 // is O(d log d + n) per column: the dictionary is sorted, then codes are
-// mapped through a rank table. Encode fails when columns have different
-// lengths or a code points outside its dictionary.
-func Encode(cols []DictColumn) (*Table, error) {
+// mapped through a rank table. EncodeTyped fails when columns have different
+// lengths, a code points outside its dictionary, or an ordinal declaration
+// does not fit the table (ErrOrdinal).
+func EncodeTyped(cols []DictColumn, ty Typing) (*Table, error) {
 	t := &Table{Columns: make([]Column, len(cols))}
 	if len(cols) > 0 {
 		t.Rows = len(cols[0].Codes)
+	}
+	for name := range ty.Ordinal {
+		if !slices.ContainsFunc(cols, func(c DictColumn) bool { return c.Name == name }) {
+			return nil, fmt.Errorf("%w: ordinal column %q: no such column", ErrOrdinal, name)
+		}
 	}
 	for i := range cols {
 		if len(cols[i].Codes) != t.Rows {
 			return nil, fmt.Errorf("encode: column %q has %d rows, column %q has %d",
 				cols[i].Name, len(cols[i].Codes), cols[0].Name, t.Rows)
 		}
-		c, err := encodeColumn(&cols[i])
+		order, declared := ty.Ordinal[cols[i].Name]
+		c, err := encodeColumn(&cols[i], ty.OrderText, declared, order)
 		if err != nil {
 			return nil, err
 		}
@@ -44,7 +78,123 @@ func Encode(cols []DictColumn) (*Table, error) {
 	return t, nil
 }
 
-func encodeColumn(dc *DictColumn) (Column, error) {
+// columnKeys types a column from its used dictionary entries idx and returns
+// the type with a comparison and an equality of dictionary indices.
+type columnOrder struct {
+	typ   ColumnType
+	cmp   func(a, b int32) int
+	equal func(a, b int32) bool
+}
+
+func numericOrder(dict []string, idx []int32) (columnOrder, bool) {
+	if len(idx) == 0 {
+		return columnOrder{}, false
+	}
+	nums := make([]float64, len(dict))
+	for _, i := range idx {
+		f, err := strconv.ParseFloat(dict[i], 64)
+		// Out-of-range literals ("1e400") are still numbers: ParseFloat
+		// returns the nearest float (±Inf or 0) with ErrRange.
+		if err != nil && errors.Is(err, strconv.ErrRange) {
+			err = nil
+		}
+		if err != nil || math.IsNaN(f) {
+			return columnOrder{}, false
+		}
+		nums[i] = f
+	}
+	return columnOrder{
+		typ:   Numeric,
+		cmp:   func(a, b int32) int { return cmp.Compare(nums[a], nums[b]) },
+		equal: func(a, b int32) bool { return nums[a] == nums[b] },
+	}, true
+}
+
+func temporalOrder(dict []string, idx []int32) (columnOrder, bool) {
+	if len(idx) == 0 {
+		return columnOrder{}, false
+	}
+	times := make([]time.Time, len(dict))
+	for _, i := range idx {
+		tm, ok := parseTemporal(dict[i])
+		if !ok {
+			return columnOrder{}, false
+		}
+		times[i] = tm
+	}
+	return columnOrder{
+		typ:   Temporal,
+		cmp:   func(a, b int32) int { return times[a].Compare(times[b]) },
+		equal: func(a, b int32) bool { return times[a].Equal(times[b]) },
+	}, true
+}
+
+func textOrder(dict []string, typ ColumnType) columnOrder {
+	return columnOrder{
+		typ:   typ,
+		cmp:   func(a, b int32) int { return strings.Compare(dict[a], dict[b]) },
+		equal: func(a, b int32) bool { return dict[a] == dict[b] },
+	}
+}
+
+func listOrder(dc *DictColumn, idx []int32, list []string) (columnOrder, error) {
+	pos := make(map[string]int, len(list))
+	for k, v := range list {
+		if _, dup := pos[v]; !dup {
+			pos[v] = k
+		}
+	}
+	at := make([]int, len(dc.Dict))
+	for _, i := range idx {
+		k, ok := pos[dc.Dict[i]]
+		if !ok {
+			return columnOrder{}, fmt.Errorf("%w: ordinal column %q: value %q is not in its list", ErrOrdinal, dc.Name, dc.Dict[i])
+		}
+		at[i] = k
+	}
+	return columnOrder{
+		typ:   Ordinal,
+		cmp:   func(a, b int32) int { return cmp.Compare(at[a], at[b]) },
+		equal: func(a, b int32) bool { return at[a] == at[b] },
+	}, nil
+}
+
+// temporalLayouts are the ISO 8601 / RFC 3339 forms a temporal column may
+// use: a date, or a date and a time to the minute, second or fraction of a
+// second, with T or a space between, with or without a zone (Z or ±hh:mm).
+// A time without a zone is read as UTC.
+var temporalLayouts = [...]string{
+	"2006-01-02",
+	"2006-01-02T15:04",
+	"2006-01-02T15:04Z07:00",
+	"2006-01-02T15:04:05",
+	"2006-01-02T15:04:05Z07:00",
+	"2006-01-02 15:04",
+	"2006-01-02 15:04Z07:00",
+	"2006-01-02 15:04:05",
+	"2006-01-02 15:04:05Z07:00",
+}
+
+// parseTemporal reads s in one of temporalLayouts (fractional seconds are
+// accepted after the seconds by time.Parse).
+func parseTemporal(s string) (time.Time, bool) {
+	if len(s) < 10 || s[4] != '-' || s[7] != '-' || s[0] < '0' || s[0] > '9' {
+		return time.Time{}, false
+	}
+	for _, layout := range temporalLayouts {
+		if len(s) < len(layout)-6 {
+			continue
+		}
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// encodeColumn types and ranks one column; declared says the column is
+// declared ordinal, by list when list is not empty.
+func encodeColumn(dc *DictColumn, orderText, declared bool, list []string) (Column, error) {
 	d := len(dc.Dict)
 	// Which codes occur decides whether rank 0 is NULL; unused dictionary
 	// entries would leave holes in the ranks, so they are skipped.
@@ -62,39 +212,33 @@ func encodeColumn(dc *DictColumn) (Column, error) {
 		}
 	}
 
-	numeric := true
-	var nums []float64
-	for _, i := range idx {
-		f, err := strconv.ParseFloat(dc.Dict[i], 64)
-		// Out-of-range literals ("1e400") are still numbers: ParseFloat
-		// returns the nearest float (±Inf or 0) with ErrRange.
-		if err != nil && errors.Is(err, strconv.ErrRange) {
-			err = nil
+	// An all-NULL (or empty) column has no values to type; calling it a
+	// text column keeps the output stable.
+	var order columnOrder
+	var ok bool
+	switch {
+	case declared && len(list) > 0:
+		var err error
+		if order, err = listOrder(dc, idx, list); err != nil {
+			return Column{}, err
 		}
-		if err != nil || math.IsNaN(f) {
-			numeric = false
-			nums = nil
+	default:
+		order, ok = numericOrder(dc.Dict, idx)
+		if ok {
 			break
 		}
-		if nums == nil {
-			nums = make([]float64, d)
+		if !orderText && !declared {
+			if order, ok = temporalOrder(dc.Dict, idx); ok {
+				break
+			}
 		}
-		nums[i] = f
+		typ := Nominal
+		if orderText || declared {
+			typ = Ordinal
+		}
+		order = textOrder(dc.Dict, typ)
 	}
-	// An all-NULL (or empty) column has no values to type; calling it a
-	// string column keeps the output stable.
-	if len(idx) == 0 {
-		numeric = false
-	}
-
-	var equal func(a, b int32) bool
-	if numeric {
-		slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(nums[a], nums[b]) })
-		equal = func(a, b int32) bool { return nums[a] == nums[b] }
-	} else {
-		slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(dc.Dict[a], dc.Dict[b]) })
-		equal = func(a, b int32) bool { return dc.Dict[a] == dc.Dict[b] }
-	}
+	slices.SortStableFunc(idx, order.cmp)
 
 	rankOf := make([]uint32, d+1) // by code; code 0 (NULL) stays rank 0
 	values := make([]string, 0, len(idx)+1)
@@ -104,7 +248,7 @@ func encodeColumn(dc *DictColumn) (Column, error) {
 		next = 1
 	}
 	for k, i := range idx {
-		if k > 0 && equal(idx[k-1], i) {
+		if k > 0 && order.equal(idx[k-1], i) {
 			rankOf[i+1] = next - 1
 			continue
 		}
@@ -119,7 +263,7 @@ func encodeColumn(dc *DictColumn) (Column, error) {
 	}
 	return Column{
 		Name:        dc.Name,
-		Numeric:     numeric,
+		Type:        order.typ,
 		Ranks:       ranks,
 		Cardinality: len(values),
 		Values:      values,
@@ -267,9 +411,9 @@ func (b *TableBuilder) DictColumns() []DictColumn {
 	return out
 }
 
-// Table encodes the columns built so far (see Encode).
-func (b *TableBuilder) Table() (*Table, error) {
-	return Encode(b.DictColumns())
+// Table encodes the columns built so far (see EncodeTyped).
+func (b *TableBuilder) Table(ty Typing) (*Table, error) {
+	return EncodeTyped(b.DictColumns(), ty)
 }
 
 // addColumnUnchecked adds a column the caller knows to be new; unlike

@@ -98,8 +98,8 @@ func TestEncode(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := tab.Columns[0]
-			if c.Numeric != tt.wantNumeric {
-				t.Errorf("Numeric = %v, want %v", c.Numeric, tt.wantNumeric)
+			if (c.Type == Numeric) != tt.wantNumeric {
+				t.Errorf("Type = %v, want numeric %v", c.Type, tt.wantNumeric)
 			}
 			if !slices.Equal(c.Ranks, tt.wantRanks) {
 				t.Errorf("Ranks = %v, want %v", c.Ranks, tt.wantRanks)
@@ -152,7 +152,7 @@ func TestTableBuilder(t *testing.T) {
 	if err := b.AppendCodes([]uint32{b.Code(0, []byte("y")), 0, b.Code(2, []byte("z"))}); err != nil {
 		t.Fatal(err)
 	}
-	tab, err := b.Table()
+	tab, err := b.Table(Typing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,6 +70,7 @@ type found struct {
 	a, b     int
 	pol      Polarity
 	removals int
+	strength float64
 	sample   []int
 }
 
@@ -77,15 +78,17 @@ type ofdTask struct {
 	node     *latNode
 	a        int
 	removals int
+	strength float64
 	sample   []int
 }
 
 type ocTask struct {
-	node     *latNode
-	a, b     int
-	want     [2]bool // per polarity
-	removals [2]int
-	samples  [2][]int
+	node      *latNode
+	a, b      int
+	want      [2]bool // per polarity
+	removals  [2]int
+	strengths [2]float64
+	samples   [2][]int
 }
 
 // lattice is the state of one Discover run.
@@ -97,6 +100,7 @@ type lattice struct {
 	budget     int
 	workers    int
 	validators []*Validator
+	pdep       []float64 // columnPdep of each column
 	found      []found
 	stats      Stats
 
@@ -166,6 +170,9 @@ func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
 	}
 	for range workers {
 		l.validators = append(l.validators, NewValidator())
+	}
+	for i := range t.Columns {
+		l.pdep = append(l.pdep, columnPdep(&t.Columns[i]))
 	}
 	err := l.run(ctx)
 	if err != nil {
@@ -301,6 +308,9 @@ func (l *lattice) run(ctx context.Context) error {
 			task := &ofds[i]
 			col := &l.t.Columns[task.a]
 			task.removals = v.OFDRemovals(task.node.part, col, l.budget)
+			if task.removals <= l.budget {
+				task.strength = v.OFDStrength(task.node.part, col, l.pdep[task.a])
+			}
 			if task.removals <= l.budget && l.opts.RemovalSample != 0 {
 				task.sample = sampleOf(OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 			}
@@ -318,7 +328,7 @@ func (l *lattice) run(ctx context.Context) error {
 				if task.removals == 0 {
 					task.node.ofdExact |= 1 << task.a
 				}
-				levelFound = append(levelFound, found{node: task.node, kind: KindOFD, a: task.a, removals: task.removals, sample: task.sample})
+				levelFound = append(levelFound, found{node: task.node, kind: KindOFD, a: task.a, removals: task.removals, strength: task.strength, sample: task.sample})
 			}
 		}
 
@@ -383,6 +393,11 @@ func (l *lattice) run(ctx context.Context) error {
 				}
 				task.removals[pol] = v.OCRemovals(p, a, b, pol, l.budget)
 			}
+			for pol := Asc; pol <= Desc; pol++ {
+				if task.want[pol] && task.removals[pol] <= l.budget {
+					task.strengths[pol] = v.OCStrength(p, a, b, pol, task.removals[pol])
+				}
+			}
 			if l.opts.RemovalSample != 0 {
 				for pol := Asc; pol <= Desc; pol++ {
 					if task.want[pol] && task.removals[pol] <= l.budget {
@@ -410,7 +425,7 @@ func (l *lattice) run(ctx context.Context) error {
 				l.stats.Validations++
 				if task.removals[pol] <= l.budget {
 					task.node.setOC(ocBit(l.m, task.a, task.b, pol))
-					levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, removals: task.removals[pol], sample: task.samples[pol]})
+					levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, removals: task.removals[pol], strength: task.strengths[pol], sample: task.samples[pol]})
 				}
 			}
 		}
@@ -515,6 +530,8 @@ func (l *lattice) results() []Result {
 			Removals:      f.removals,
 			Error:         float64(f.removals) / float64(l.t.Rows),
 			Score:         f.node.score,
+			Strength:      f.strength,
+			Reliable:      f.strength >= l.opts.MinStrength,
 			RemovalSample: f.sample,
 		}
 		r.Kind = f.kind

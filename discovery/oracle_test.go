@@ -26,7 +26,7 @@ func tableFromInts(cols [][]int) *Table {
 		distinct := slices.Clone(vals)
 		slices.Sort(distinct)
 		distinct = slices.Compact(distinct)
-		c := Column{Name: "c" + strconv.Itoa(i), Numeric: true, Cardinality: len(distinct)}
+		c := Column{Name: "c" + strconv.Itoa(i), Type: Numeric, Cardinality: len(distinct)}
 		for _, v := range distinct {
 			if v == nullValue {
 				c.Values = append(c.Values, "")

@@ -19,7 +19,8 @@ import (
 //	od:  {"kind":"od","lhs":[...],"rhs":[...]}
 //
 // context is always an array, never null. A Result adds "error",
-// "removals", "score" and, when not empty, "removal_sample".
+// "removals", "score", "strength" (null when NoStrength: a table without
+// rows), "reliable" and, when not empty, "removal_sample".
 type ofdJSON struct {
 	Kind    string   `json:"kind"`
 	Context []string `json:"context"`
@@ -114,10 +115,20 @@ func (d *Dependency) UnmarshalJSON(data []byte) error {
 
 // resultMetrics are the fields a Result adds to its dependency.
 type resultMetrics struct {
-	Error         float64 `json:"error"`
-	Removals      int     `json:"removals"`
-	Score         float64 `json:"score"`
-	RemovalSample []int   `json:"removal_sample,omitempty"`
+	Error         float64  `json:"error"`
+	Removals      int      `json:"removals"`
+	Score         float64  `json:"score"`
+	Strength      *float64 `json:"strength"`
+	Reliable      bool     `json:"reliable"`
+	RemovalSample []int    `json:"removal_sample,omitempty"`
+}
+
+// jsonStrength is the JSON value of a Strength: null for NoStrength.
+func jsonStrength(s float64) *float64 {
+	if s < 0 {
+		return nil
+	}
+	return &s
 }
 
 // MarshalJSON encodes the dependency's fields followed by error, removals,
@@ -128,7 +139,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := json.Marshal(resultMetrics{Error: r.Error, Removals: r.Removals, Score: r.Score, RemovalSample: r.RemovalSample})
+	m, err := json.Marshal(resultMetrics{Error: r.Error, Removals: r.Removals, Score: r.Score,
+		Strength: jsonStrength(r.Strength), Reliable: r.Reliable, RemovalSample: r.RemovalSample})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +161,12 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return err
 	}
-	*r = Result{Dependency: dep, Removals: m.Removals, Error: m.Error, Score: m.Score, RemovalSample: m.RemovalSample}
+	strength := NoStrength
+	if m.Strength != nil {
+		strength = *m.Strength
+	}
+	*r = Result{Dependency: dep, Removals: m.Removals, Error: m.Error, Score: m.Score,
+		Strength: strength, Reliable: m.Reliable, RemovalSample: m.RemovalSample}
 	return nil
 }
 

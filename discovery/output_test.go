@@ -14,8 +14,8 @@ func sampleDiscovery() *Discovery {
 		Columns: []string{"zip", "city", "sal", "tax"},
 		Epsilon: 0.05,
 		Dependencies: []Result{
-			{Dependency: Dependency{Kind: KindOFD, Context: []string{"zip"}, RHS: "city"}, Removals: 12, Error: 0.012, Score: 0.31, RemovalSample: []int{3, 17}},
-			{Dependency: Dependency{Kind: KindOC, Left: "sal", Right: "tax", Polarity: Desc}, Removals: 50, Error: 0.05, Score: 1},
+			{Dependency: Dependency{Kind: KindOFD, Context: []string{"zip"}, RHS: "city"}, Removals: 12, Error: 0.012, Score: 0.31, Strength: 0.75, Reliable: true, RemovalSample: []int{3, 17}},
+			{Dependency: Dependency{Kind: KindOC, Left: "sal", Right: "tax", Polarity: Desc}, Removals: 50, Error: 0.05, Score: 1, Strength: NoStrength},
 		},
 		Stats:    Stats{Seconds: 0.5, Candidates: 10, Validations: 8, Levels: 3},
 		Complete: true,
@@ -34,8 +34,8 @@ func TestWriteJSON(t *testing.T) {
 	want := map[string]any{
 		"rows": 1000.0, "columns": []any{"zip", "city", "sal", "tax"}, "epsilon": 0.05,
 		"dependencies": []any{
-			map[string]any{"kind": "ofd", "context": []any{"zip"}, "rhs": "city", "error": 0.012, "removals": 12.0, "score": 0.31, "removal_sample": []any{3.0, 17.0}},
-			map[string]any{"kind": "oc", "context": []any{}, "left": "sal", "right": "tax", "polarity": "desc", "error": 0.05, "removals": 50.0, "score": 1.0},
+			map[string]any{"kind": "ofd", "context": []any{"zip"}, "rhs": "city", "error": 0.012, "removals": 12.0, "score": 0.31, "strength": 0.75, "reliable": true, "removal_sample": []any{3.0, 17.0}},
+			map[string]any{"kind": "oc", "context": []any{}, "left": "sal", "right": "tax", "polarity": "desc", "error": 0.05, "removals": 50.0, "score": 1.0, "strength": nil, "reliable": false},
 		},
 		"stats": map[string]any{"seconds": 0.5, "candidates": 10.0, "validations": 8.0, "levels": 3.0},
 	}

@@ -32,6 +32,8 @@ type CSVOptions struct {
 	// Progress, when set, is called with the number of data rows read so
 	// far, every progressEvery rows and once at the end.
 	Progress func(rows int)
+	// Typing says how the columns are typed and ordered (see EncodeTyped).
+	Typing Typing
 }
 
 // progressEvery is how often (in rows) the readers report progress.
@@ -45,7 +47,7 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.Table()
+	return b.Table(opts.Typing)
 }
 
 // ReadCSVColumns is ReadCSV without the final encoding: it returns the

@@ -17,6 +17,8 @@ type JSONOptions struct {
 	// Progress, when set, is called with the number of records read so far,
 	// every progressEvery records and once at the end.
 	Progress func(rows int)
+	// Typing says how the columns are typed and ordered (see EncodeTyped).
+	Typing Typing
 }
 
 // JSONInfo tells what ReadJSONLines left out.
@@ -34,7 +36,7 @@ func ReadJSONLines(r io.Reader, opts JSONOptions) (*Table, JSONInfo, error) {
 	if err != nil {
 		return nil, info, err
 	}
-	t, err := b.Table()
+	t, err := b.Table(opts.Typing)
 	return t, info, err
 }
 

@@ -206,8 +206,8 @@ func TestReadJSONLines(t *testing.T) {
 	if info.Skipped != 2 || info.BlankLines != 1 {
 		t.Errorf("info = %+v, want 2 skipped, 1 blank line", info)
 	}
-	if !tab.Columns[0].Numeric || tab.Columns[1].Numeric {
-		t.Errorf("typing: a numeric=%v, b.c numeric=%v", tab.Columns[0].Numeric, tab.Columns[1].Numeric)
+	if tab.Columns[0].Type != Numeric || tab.Columns[1].Type == Numeric {
+		t.Errorf("typing: a %v, b.c %v", tab.Columns[0].Type, tab.Columns[1].Type)
 	}
 
 	// a byte order mark, CRLF line ends
@@ -305,7 +305,7 @@ func checkTable(t *testing.T, tab *Table) {
 				t.Fatalf("column %q: rank %d unused (ranks not dense)", c.Name, r)
 			}
 		}
-		if !c.Numeric {
+		if c.Type == Nominal {
 			for r := 1; r < len(c.Values); r++ {
 				if c.Values[r-1] >= c.Values[r] {
 					t.Fatalf("column %q: values not in byte order: %q", c.Name, c.Values)

@@ -21,12 +21,48 @@ type DictColumn struct {
 	Codes []uint32
 }
 
+// ColumnType is how a column's values compare (docs/DESIGN.md, "Discovery
+// semantics"). Only ordered columns (every type but Nominal) take part in
+// OCs; every column takes part in OFDs and contexts.
+type ColumnType uint8
+
+const (
+	// Nominal text: values are equal or not, never smaller or larger.
+	// Its ranks follow byte order only to be deterministic.
+	Nominal ColumnType = iota
+	// Numeric: every non-NULL value parses as a float64; ordered by value.
+	Numeric
+	// Temporal: every non-NULL value is an ISO 8601 date or timestamp
+	// (RFC 3339 included); ordered by time.
+	Temporal
+	// Ordinal: text declared ordered (Typing.Ordinal), by a given list of
+	// values or by bytes; in order-text mode every text column is Ordinal.
+	Ordinal
+)
+
+// Ordered reports whether values of this type have an order OCs may use.
+func (t ColumnType) Ordered() bool { return t != Nominal }
+
+func (t ColumnType) String() string {
+	switch t {
+	case Nominal:
+		return "nominal"
+	case Numeric:
+		return "numeric"
+	case Temporal:
+		return "temporal"
+	case Ordinal:
+		return "ordinal"
+	}
+	return fmt.Sprintf("type(%d)", int(t))
+}
+
 // Column is one encoded column: dense ranks in value order. Rank 0 is NULL
 // when the column has NULLs (NULL is lower than every value); ranks are
 // contiguous from 0 to Cardinality-1.
 type Column struct {
 	Name        string
-	Numeric     bool
+	Type        ColumnType
 	Ranks       []uint32
 	Cardinality int
 	// Values[r] is the text of rank r ("" for NULL), for printing samples.
@@ -113,12 +149,31 @@ func (d Dependency) String() string {
 	return "?"
 }
 
+// NoStrength is the Strength of a dependency measured on a table without
+// rows, where no chance correction can be computed. It is below every
+// MinStrength, so such a dependency is never Reliable; JSON writes it as
+// "strength": null. Strength is never NaN.
+const NoStrength = -1.0
+
+// DefaultMinStrength is the strength from which a dependency is Reliable
+// unless the caller chooses otherwise (docs/DESIGN.md, "Strength", says
+// how the benchmarks chose it).
+const DefaultMinStrength = 0.5
+
 // Result is one dependency with its measured error in a table.
 type Result struct {
 	Dependency
 	Removals int     // size of a minimal removal set
 	Error    float64 // Removals / Rows
 	Score    float64 // sum over context classes c of |c|^2 / n^2
+	// Strength in [0,1] is how much better than chance the dependency
+	// holds: mu+ for an OFD, 1 - removals / (removals expected when B is
+	// shuffled within each context class) for an OC, clamped at 0. It is
+	// NoStrength for a table without rows, and 0 for a list-based OD
+	// (no chance model).
+	Strength float64
+	// Reliable is Strength >= Options.MinStrength.
+	Reliable bool
 	// RemovalSample holds up to Options.RemovalSample row numbers (0-based)
 	// of a minimal removal set, ascending.
 	RemovalSample []int
@@ -154,6 +209,11 @@ type Options struct {
 	Validator     ValidatorKind
 	RemovalSample int
 	Progress      func(Progress)
+	// MinStrength is the Strength from which a dependency is Reliable.
+	// It is used as given: 0 makes every measured dependency reliable, and
+	// then Discover returns exactly the minimal set of docs/DESIGN.md. Callers
+	// that want the default pass DefaultMinStrength.
+	MinStrength float64
 }
 
 // Stats describe the work a discovery run did.

@@ -44,6 +44,9 @@ type Validator struct {
 	// classOrder lists orderPart's classes largest first.
 	classOrder []uint32
 	orderPart  *StrippedPartition
+	// Buffers of OCShuffledRemovals.
+	shufflePerm, shuffleKeys []uint64
+	shuffleTails             []uint32
 }
 
 // largestFirst returns p's class indices by size descending (ties by

@@ -19,8 +19,10 @@ var ErrBadDependency = errors.New("malformed dependency")
 // iterative baseline's count when opts.Validator asks for it — and the
 // list-based LNDS for a list OD), the error Removals/Rows, the score of its
 // context, and up to opts.RemovalSample removal rows (all of them when
-// opts.RemovalSample < 0). An empty table measures 0 removals and error 0.
-// opts.Epsilon plays no part: the caller compares Error with its eps.
+// opts.RemovalSample < 0), its Strength and whether it is Reliable at
+// opts.MinStrength. An empty table measures 0 removals, error 0 and
+// NoStrength. opts.Epsilon plays no part: the caller compares Error with its
+// eps.
 func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result, error) {
 	rs, err := ValidateAll(ctx, t, []Dependency{d}, opts)
 	if err != nil {
@@ -145,6 +147,7 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 			return Result{}, err
 		}
 		res.Removals = vs.v.OFDRemovals(p, a, -1)
+		res.Strength = vs.v.OFDStrength(p, a, columnPdep(a))
 		if wantRows {
 			rows = OFDRemovalRows(p, a)
 		}
@@ -166,6 +169,7 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 				rows = OCRemovalRows(p, a, b, d.Polarity)
 			}
 		}
+		res.Strength = vs.v.OCStrength(p, a, b, d.Polarity, res.Removals)
 	case KindListOD:
 		if len(d.LHSList) == 0 || len(d.RHSList) == 0 {
 			return Result{}, fmt.Errorf("%w: list-based OD needs columns on both sides", ErrBadDependency)
@@ -180,12 +184,16 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 		}
 		rows = ListODRemovalRows(p, lhs, rhs)
 		res.Removals = len(rows)
+		if vs.t.Rows == 0 {
+			res.Strength = NoStrength
+		}
 	default:
 		return Result{}, fmt.Errorf("%w: kind %v", ErrBadDependency, d.Kind)
 	}
 	if vs.t.Rows > 0 {
 		res.Error = float64(res.Removals) / float64(vs.t.Rows)
 	}
+	res.Reliable = res.Strength >= opts.MinStrength
 	if wantRows {
 		res.RemovalSample = sampleOf(rows, opts.RemovalSample)
 	}
