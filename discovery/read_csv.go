@@ -2,11 +2,13 @@ package discovery
 
 import (
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -34,6 +36,40 @@ type CSVOptions struct {
 	Progress func(rows int)
 	// Typing says how the columns are typed and ordered (see EncodeTyped).
 	Typing Typing
+	// Lines, when set, records the line each data row starts on.
+	Lines *Lines
+}
+
+// Lines maps the 0-based data rows a reader returned to the 1-based lines
+// of the input they start on, as an editor counts them (a CSV file's header
+// is line 1), so that messages can point into the file. It stores one entry
+// per run of rows at the same distance from their line (one for a plain
+// CSV file; more after quoted line breaks or blank JSON lines).
+type Lines struct {
+	rows    []int // first row of each run, ascending
+	offsets []int // line - row within the run
+}
+
+func (l *Lines) add(row, line int) {
+	off := line - row
+	if n := len(l.offsets); n > 0 && l.offsets[n-1] == off {
+		return
+	}
+	l.rows = append(l.rows, row)
+	l.offsets = append(l.offsets, off)
+}
+
+// Line returns the line data row row starts on; a row the reader did not
+// record (nil Lines included) is taken to follow the last run.
+func (l *Lines) Line(row int) int {
+	if l == nil || len(l.rows) == 0 {
+		return row + 2 // CSV without line breaks in fields
+	}
+	i, found := slices.BinarySearch(l.rows, row)
+	if !found {
+		i--
+	}
+	return row + l.offsets[max(i, 0)]
 }
 
 // progressEvery is how often (in rows) the readers report progress.
@@ -93,6 +129,10 @@ func ReadCSVColumns(r io.Reader, opts CSVOptions) (*TableBuilder, error) {
 			return nil, csvError(err, len(names), len(rec))
 		}
 		b.appendStrings(rec)
+		if opts.Lines != nil {
+			line, _ := cr.FieldPos(0)
+			opts.Lines.add(b.rows-1, line)
+		}
 		if opts.Progress != nil && b.rows%progressEvery == 0 {
 			opts.Progress(b.rows)
 		}
@@ -124,10 +164,19 @@ func csvError(err error, want, got int) error {
 	return &InputError{Line: line, Err: pe.Err}
 }
 
+// ErrNotText is returned for input holding binary data (a NUL byte in its
+// first binarySniff bytes, after gzip), which no CSV or JSON Lines file has.
+var ErrNotText = errors.New("not a CSV or JSON Lines file (it holds binary data)")
+
+// binarySniff is how much of the input is searched for a NUL byte.
+const binarySniff = 4096
+
 // maybeGunzip returns a reader over r that decompresses it when it starts
 // with the gzip magic bytes, and a func releasing what it opened.
 // Decompression runs on its own goroutine, a few chunks ahead of the
-// parser, so that on two cores inflating and parsing overlap.
+// parser, so that on two cores inflating and parsing overlap. Input that is
+// binary (see ErrNotText) fails here, before a parser reports a misleading
+// quoting error in it.
 func maybeGunzip(r io.Reader) (io.Reader, func(), error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	magic, err := br.Peek(2)
@@ -135,6 +184,9 @@ func maybeGunzip(r io.Reader) (io.Reader, func(), error) {
 		return nil, nil, fmt.Errorf("reading input: %w", err)
 	}
 	if len(magic) < 2 || magic[0] != 0x1f || magic[1] != 0x8b {
+		if isBinary(br) {
+			return nil, nil, ErrNotText
+		}
 		return br, func() {}, nil
 	}
 	zr, err := gzip.NewReader(br)
@@ -142,7 +194,20 @@ func maybeGunzip(r io.Reader) (io.Reader, func(), error) {
 		return nil, nil, fmt.Errorf("gzip: %w", err)
 	}
 	pr := newPrefetchReader(zr, 4, 256<<10)
-	return bufio.NewReaderSize(pr, 1<<16), func() { pr.Close(); zr.Close() }, nil
+	out := bufio.NewReaderSize(pr, 1<<16)
+	release := func() { pr.Close(); zr.Close() }
+	if isBinary(out) {
+		release()
+		return nil, nil, fmt.Errorf("gzip: %w", ErrNotText)
+	}
+	return out, release, nil
+}
+
+// isBinary reports whether the first binarySniff bytes of br hold a NUL.
+// A read error is left for the parser to report.
+func isBinary(br *bufio.Reader) bool {
+	head, _ := br.Peek(binarySniff)
+	return bytes.IndexByte(head, 0) >= 0
 }
 
 // prefetchReader reads src on a goroutine into a small ring of buffers.
@@ -200,6 +265,10 @@ func (p *prefetchReader) produce(src io.Reader) {
 			}
 		}
 		if err != nil {
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				// compress/gzip's word for a file cut short.
+				err = fmt.Errorf("gzip: the file is truncated: %w", err)
+			}
 			p.err = err
 			return
 		}

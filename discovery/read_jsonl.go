@@ -19,6 +19,8 @@ type JSONOptions struct {
 	Progress func(rows int)
 	// Typing says how the columns are typed and ordered (see EncodeTyped).
 	Typing Typing
+	// Lines, when set, records the line each record is on.
+	Lines *Lines
 }
 
 // JSONInfo tells what ReadJSONLines left out.
@@ -114,6 +116,9 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInf
 		info.Skipped += st.Ignored
 		if err := b.AppendCodes(row); err != nil {
 			return nil, info, &InputError{Line: line, Err: err}
+		}
+		if opts.Lines != nil {
+			opts.Lines.add(b.rows-1, line)
 		}
 		if opts.Progress != nil && b.rows%progressEvery == 0 {
 			opts.Progress(b.rows)

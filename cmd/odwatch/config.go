@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go/sasl/scram"
 	"gopkg.in/yaml.v3"
 
+	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -134,7 +135,7 @@ type runFlags struct {
 }
 
 func newRunFlags(name string) *runFlags {
-	f := &runFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	f := &runFlags{fs: newFlagSet(name, "[flags]", runHelp)}
 	fs := f.fs
 	fs.StringVar(&f.config, "config", "", "YAML config file (keys = flag names; flags win)")
 	fs.Var(&f.brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...]")
@@ -144,7 +145,7 @@ func newRunFlags(name string) *runFlags {
 	fs.StringVar(&f.s.StateTopic, "state-topic", "", "compacted topic holding each stream's tracked dependencies, for failover between instances")
 	fs.StringVar(&f.s.Webhook, "webhook", "", "URL to POST events to")
 	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store")
-	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz (empty = off)")
+	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz; empty turns them off")
 	fs.StringVar(&f.s.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&f.s.LogFormat, "log-format", "text", "text|json")
 	fs.IntVar(&f.s.MaxDependencyMetrics, "max-dependency-metrics", 200, "cap on odwatch_dependency_error series per stream")
@@ -166,16 +167,16 @@ func newRunFlags(name string) *runFlags {
 	fs.Var(&f.include, "include", "only these columns (names or prefix.*), comma-separated or repeated")
 	fs.Var(&f.exclude, "exclude", "drop these columns (names or prefix.*)")
 	fs.IntVar(&st.Window, "window", 10000, "window size in records")
-	fs.IntVar(&st.Every, "every", 0, "evaluate every M records (default: = window, tumbling)")
+	fs.IntVar(&st.Every, "every", 0, "evaluate every M records (default: the window size, tumbling)")
 	fs.DurationVar(&st.Interval, "interval", 0, "time window: evaluate every interval over the records of the last interval")
 	fs.Float64Var(&f.epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
 	fs.Float64Var(&st.Margin, "margin", 0, "hysteresis margin around epsilon")
 	fs.IntVar(&st.K, "k", 1, "consecutive windows beyond the margin before violated/restored")
-	fs.IntVar(&st.RetireAfter, "retire-after", 0, "windows before a replaced dependency is retired (0 = default)")
-	fs.IntVar(&st.MaxLevel, "max-level", 0, "lattice level limit (0 = none)")
+	fs.IntVar(&st.RetireAfter, "retire-after", alerts.DefaultRetireAfter, "windows before a replaced dependency is retired")
+	fs.IntVar(&st.MaxLevel, "max-level", 0, "lattice level limit: the most columns a dependency may mention (default: none)")
 	fs.IntVar(&st.Sample, "sample", 5, "violating records carried per event")
 	fs.Float64Var(&st.MinScore, "min-score", 0, "do not track newly found dependencies whose score (share of row pairs their context groups) is below this")
-	fs.DurationVar(&st.EvaluationTimeout, "evaluation-timeout", 0, "time budget of one discovery run (0 = default)")
+	fs.DurationVar(&st.EvaluationTimeout, "evaluation-timeout", 0, "time budget of one discovery run (default: none)")
 	fs.Var(&f.pinned, "pin", "a dependency to always track, e.g. '{}: salary ~ tax (asc)' (repeatable)")
 	return f
 }

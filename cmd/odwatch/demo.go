@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
+
 	"fmt"
 	"io"
 	"os"
@@ -13,13 +13,19 @@ import (
 	"github.com/odwatch/odwatch/stream"
 )
 
+const demoHelp = `Runs the whole loop on one machine: an in-process Kafka broker, the payroll
+stream of the paper's running example (clean at first, then with data-entry
+errors), and the monitor on it, printing events as they happen and serving
+Prometheus metrics. Ctrl-C stops it.
+
+Exit status: 0 stopped, 1 failure, 2 usage error.`
+
 // runDemo is `odwatch demo`: an in-process Kafka broker, the payroll stream
 // of the paper's running example (clean at first, then with data-entry
 // errors), and the monitor on it, printing events as they happen.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz (empty = off)")
+	fs := newFlagSet("demo", "[flags]", demoHelp)
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz; empty turns them off")
 	window := fs.Int("window", 2000, "window size in records")
 	every := fs.Int("every", 1000, "evaluate every M records")
 	eps := fs.Float64("epsilon", 0.01, "error threshold")
@@ -30,20 +36,21 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// Dependencies whose context is nearly a key ({salary}: experience ~ tax)
 	// hold trivially in small classes; they would drown the interesting ones.
 	minScore := fs.Float64("min-score", 0.01, "do not track newly found dependencies with a lower score")
-	rate := fs.Float64("rate", 1000, "payroll records per second (0 = as fast as possible)")
+	rate := fs.Float64("rate", 1000, "payroll records per second; 0 produces as fast as possible")
 	clean := fs.Int("clean", 6000, "clean records before data-entry errors start")
 	errRate := fs.Float64("error-rate", 0.03, "share of records with a data-entry error after --clean")
-	stopAfter := fs.Int("stop-errors-after", 0, "records after which the errors stop again (0 = never)")
-	count := fs.Int("count", 0, "stop producing after this many records (0 = never)")
-	duration := fs.Duration("duration", 0, "stop the demo after this long (0 = until Ctrl-C)")
-	stateDir := fs.String("state-dir", "", "state directory (default: a temporary one, removed at exit)")
-	seed := fs.Int64("seed", 0, "random seed of the generator (0 = from the clock)")
+	stopAfter := fs.Int("stop-errors-after", 0, "records after which the errors stop again; 0 never stops them")
+	count := fs.Int("count", 0, "stop producing after this many records; 0 never stops")
+	duration := fs.Duration("duration", 0, "stop the demo after this long; 0 runs until Ctrl-C")
+	stateDir := fs.String("state-dir", "", "state directory; empty uses a temporary one, removed at exit")
+	seed := fs.Int64("seed", 0, "random seed of the generator; 0 takes one from the clock")
 	logLevel := fs.String("log-level", "warn", "debug|info|warn|error")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := wantNoArgs(pos); err != nil {
+		return err
 	}
 	logger, err := newLogger(stderr, *logLevel, "text")
 	if err != nil {

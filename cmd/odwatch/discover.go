@@ -16,22 +16,21 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 )
 
-const discoverUsage = `usage: odwatch discover FILE [flags]
-
-Discovers the minimal approximate order dependencies (OCs) and functional
+const discoverHelp = `Discovers the minimal approximate order dependencies (OCs) and functional
 dependencies (OFDs) of a CSV or JSON Lines file (gzip detected by content).
 FILE may be - for standard input. Flags may come before or after FILE.
 
-flags:`
+Exit status: 0 success, 1 failure, 2 usage or input error.`
 
 func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	tf := newTableFlags("discover", discoverUsage, stderr,
+	tf := newTableFlags("discover", "FILE [flags]", discoverHelp, stdout,
 		"approximation threshold in [0, 1): a dependency holds when at most floor(eps*rows) rows must be removed",
 		"AOC validator: lis (exact, O(n log n)) or iterative (the paper's baseline, for comparison)")
 	fs, in, eps := tf.fs, &tf.in, tf.eps
 	format := fs.String("format", "text", "output format: text or json")
 	maxLevel := fs.Int("max-level", 0, "stop the lattice at this level (columns a dependency mentions); 0 = no limit")
-	removalSample := fs.Int("removal-sample", 0, "list up to K row numbers (0-based) of a minimal removal set per dependency")
+	removalSample := fs.Int("removal-sample", 0, "list up to K rows of a minimal removal set per dependency (text: lines of the file; json: 0-based data rows)")
+	legend := fs.Bool("legend", true, "explain the text listing in three lines under it (--legend=false for the compact form)")
 	timeout := fs.Duration("timeout", 0, "stop discovery after this long and print the levels completed; 0 = no limit")
 	workers := fs.Int("workers", 0, "validation workers; 0 = GOMAXPROCS")
 
@@ -40,10 +39,10 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	if *format != "text" && *format != "json" {
-		return fmt.Errorf("%w: --format must be text or json, got %q", errUsage, *format)
+		return usageErr(fmt.Sprintf("--format %q: want text or json", *format), "for example --format json")
 	}
 	if *maxLevel < 0 || *removalSample < 0 || *workers < 0 || *timeout < 0 {
-		return fmt.Errorf("%w: --max-level, --removal-sample, --workers and --timeout must not be negative", errUsage)
+		return usageErr("--max-level, --removal-sample, --workers and --timeout must not be negative", "leave a flag out for its default")
 	}
 
 	bar := newProgressBar(stderr)
@@ -82,7 +81,32 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *format == "json" {
 		return d.WriteJSON(stdout)
 	}
-	return d.WriteText(stdout)
+	for i := range d.Dependencies {
+		for k, row := range d.Dependencies[i].RemovalSample {
+			d.Dependencies[i].RemovalSample[k] = in.lines.Line(row)
+		}
+	}
+	if err := d.WriteText(stdout); err != nil {
+		return err
+	}
+	if *legend {
+		return writeLegend(stdout, d, *removalSample > 0)
+	}
+	return nil
+}
+
+// writeLegend explains the text listing in at most three lines, in plain
+// words, with its first dependency as the example.
+func writeLegend(w io.Writer, d *discovery.Discovery, sample bool) error {
+	if len(d.Dependencies) == 0 {
+		return nil
+	}
+	first := d.Dependencies[0]
+	_, err := fmt.Fprintf(w, "# how to read it: %s means %s.\n"+
+		"# X: A ~ B = within each group of equal X, sorting by A sorts B (desc: in reverse); X: [] -> A = X determines A.\n"+
+		"# e = share of rows to remove for it to hold exactly (removals = how many); score = share of row pairs its context groups together, 1 for {}%s.\n",
+		first.Dependency, discovery.DescribeResult(first), map[bool]string{true: "; sample = lines of the file", false: ""}[sample])
+	return err
 }
 
 // inputFlags are the flags that say how to read the input file.
@@ -90,6 +114,9 @@ type inputFlags struct {
 	delimiter string
 	input     string
 	maxRows   int
+
+	// lines maps the rows of the table load read to the lines of the file.
+	lines discovery.Lines
 }
 
 func (in *inputFlags) register(fs *flag.FlagSet) {
@@ -110,7 +137,7 @@ func (in *inputFlags) format(path string) (string, error) {
 		}
 		return "csv", nil
 	}
-	return "", fmt.Errorf("%w: --input must be csv, jsonl or auto, got %q", errUsage, in.input)
+	return "", usageErr(fmt.Sprintf("--input %q: want csv, jsonl or auto", in.input), "for example --input jsonl")
 }
 
 func (in *inputFlags) comma() (rune, error) {
@@ -120,7 +147,7 @@ func (in *inputFlags) comma() (rune, error) {
 	}
 	r, size := utf8.DecodeRuneInString(in.delimiter)
 	if size == 0 || size != len(in.delimiter) || r == utf8.RuneError || r == '"' || r == '\r' || r == '\n' {
-		return 0, fmt.Errorf("%w: --delimiter must be one character other than a quote or newline, got %q", errUsage, in.delimiter)
+		return 0, usageErr(fmt.Sprintf("--delimiter %q: want one character other than a quote or newline", in.delimiter), `for example --delimiter ";" or --delimiter tab`)
 	}
 	return r, nil
 }
@@ -136,7 +163,7 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 		return nil, err
 	}
 	if in.maxRows < 0 {
-		return nil, fmt.Errorf("%w: --max-rows must not be negative", errUsage)
+		return nil, usageErr(fmt.Sprintf("--max-rows %d: must not be negative", in.maxRows), "leave it out to read all rows")
 	}
 	var r io.Reader = os.Stdin
 	if path == "-" {
@@ -148,7 +175,7 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 	} else {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, err
+			return nil, inputErr(err, "check the path; FILE may also be - for standard input")
 		}
 		defer f.Close()
 		r = f
@@ -158,17 +185,31 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 	var tab *discovery.Table
 	if format == "jsonl" {
 		var info discovery.JSONInfo
-		tab, info, err = discovery.ReadJSONLines(r, discovery.JSONOptions{MaxRows: in.maxRows, Progress: progress})
+		tab, info, err = discovery.ReadJSONLines(r, discovery.JSONOptions{MaxRows: in.maxRows, Progress: progress, Lines: &in.lines})
 		if err == nil && info.Skipped > 0 {
 			fmt.Fprintf(stderr, "odwatch: %s: ignored %d array values (only scalar fields become columns)\n", path, info.Skipped)
 		}
 	} else {
-		tab, err = discovery.ReadCSV(r, discovery.CSVOptions{Delimiter: comma, MaxRows: in.maxRows, Progress: progress})
+		tab, err = discovery.ReadCSV(r, discovery.CSVOptions{Delimiter: comma, MaxRows: in.maxRows, Progress: progress, Lines: &in.lines})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, inputErr(fmt.Errorf("%s: %w", path, err), loadFix(format, err))
 	}
 	return tab, nil
+}
+
+// loadFix is the advice under a file that could not be read as format.
+func loadFix(format string, err error) string {
+	switch {
+	case errors.Is(err, discovery.ErrNotText):
+		return "give a CSV file with a header line or a JSON Lines file (either may be gzipped)"
+	case format == "jsonl":
+		return "each line must be one JSON object; pass --input csv if the file is CSV"
+	}
+	return "the file must be CSV with a header line; see --delimiter, and --input jsonl for JSON Lines"
 }
 
 // looksLikeJSON peeks at standard input: a first non-blank byte '{' means
@@ -209,38 +250,37 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // and the validator, parsed with positional arguments anywhere.
 type tableFlags struct {
 	fs        *flag.FlagSet
+	stdout    io.Writer // where -h prints
+	synopsis  string
 	in        inputFlags
 	eps       *float64
 	validator *string
 }
 
-func newTableFlags(name, usageText string, stderr io.Writer, epsHelp, validatorHelp string) *tableFlags {
-	t := &tableFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
-	t.fs.SetOutput(stderr)
+// newTableFlags makes the flag set of discover or validate (synopsis and
+// description as newFlagSet takes them); help goes to stdout.
+func newTableFlags(name, synopsis, description string, stdout io.Writer, epsHelp, validatorHelp string) *tableFlags {
+	t := &tableFlags{fs: newFlagSet(name, synopsis, description), stdout: stdout, synopsis: synopsis}
 	t.in.register(t.fs)
 	t.eps = t.fs.Float64("epsilon", 0.05, epsHelp)
 	t.validator = t.fs.String("validator", "lis", validatorHelp)
-	t.fs.Usage = func() {
-		fmt.Fprintln(stderr, usageText)
-		t.fs.PrintDefaults()
-	}
 	return t
 }
 
 // parse parses args, wants exactly nargs positional arguments (described by
 // want) and checks epsilon and the validator. A nil pos with a nil error
-// means help was asked for and printed.
+// means help was asked for and printed. A wrong number of positional
+// arguments returns them with the error.
 func (t *tableFlags) parse(args []string, nargs int, want string) (pos []string, vk discovery.ValidatorKind, err error) {
-	pos, err = parseInterspersed(t.fs, args)
+	pos, err = parseArgs(t.fs, args, t.stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %v", errUsage, err)
+		return nil, 0, err
 	}
 	if len(pos) != nargs {
-		t.fs.Usage()
-		return nil, 0, fmt.Errorf("%w: want %s, got %d", errUsage, want, len(pos))
+		return pos, 0, usageErr(fmt.Sprintf("want %s, got %d arguments", want, len(pos)), "usage: odwatch "+t.fs.Name()+" "+t.synopsis)
 	}
 	if err := checkEpsilon(*t.eps); err != nil {
 		return nil, 0, err
@@ -253,7 +293,7 @@ func (t *tableFlags) parse(args []string, nargs int, want string) (pos []string,
 
 func checkEpsilon(eps float64) error {
 	if !(eps >= 0 && eps < 1) {
-		return fmt.Errorf("%w: --epsilon must be in [0, 1), got %v", errUsage, eps)
+		return usageErr(fmt.Sprintf("--epsilon %v: want a share in [0, 1)", eps), "for example --epsilon 0.05 (5% of the rows may be exceptions)")
 	}
 	return nil
 }
@@ -265,28 +305,7 @@ func parseValidator(s string) (discovery.ValidatorKind, error) {
 	case "iterative":
 		return discovery.ValidatorIterative, nil
 	}
-	return 0, fmt.Errorf("%w: --validator must be lis or iterative, got %q", errUsage, s)
-}
-
-// parseInterspersed parses flags that may come before, between or after the
-// positional arguments (the flag package stops at the first non-flag); after
-// "--" everything is positional.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
+	return 0, usageErr(fmt.Sprintf("--validator %q: want lis or iterative", s), "leave it out for lis, the exact one")
 }
 
 // progressBar draws one self-overwriting status line on stderr, only when

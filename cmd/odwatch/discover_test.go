@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -107,30 +108,49 @@ func TestDiscoverCommandJSONLines(t *testing.T) {
 func TestValidateCommand(t *testing.T) {
 	path := writeTemp(t, "small.csv", smallCSV)
 	var out, errOut bytes.Buffer
-	if err := runValidate(context.Background(), []string{path, "sal ~ tax", "--epsilon", "0.1"}, &out, &errOut); err != nil {
-		t.Fatal(err)
+	// Does not hold: exit status 1, after the full report.
+	if err := runValidate(context.Background(), []string{path, "sal ~ tax", "--epsilon", "0.1"}, &out, &errOut); !errors.Is(err, exitCode(exitFailure)) {
+		t.Fatalf("err = %v, want exitCode(1)", err)
 	}
 	text := out.String()
 	for _, want := range []string{
 		"dependency  {}: sal ~ tax (asc)",
 		"removals    1",
 		"verdict     invalid", // floor(0.1*6) = 0 removals allowed
-		"row  sal  tax",
+		"line  sal  tax",
+		"meaning     sorting by sal sorts tax, except 1 row (17%)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
-	if !strings.Contains(text, "\n4    500  50\n") && !strings.Contains(text, "\n5    600  40\n") {
+	// Data row 4 is line 6 of the file (the header is line 1).
+	if !strings.Contains(text, "\n6     500  50\n") && !strings.Contains(text, "\n7     600  40\n") {
 		t.Errorf("violating row missing:\n%s", text)
 	}
 
 	out.Reset()
-	if err := runValidate(context.Background(), []string{"--epsilon", "0.2", path, "{dept}: [] -> tax"}, &out, &errOut); err != nil {
-		t.Fatal(err)
+	if err := runValidate(context.Background(), []string{"--epsilon", "0.2", path, "{dept}: [] -> tax"}, &out, &errOut); !errors.Is(err, exitCode(exitFailure)) {
+		t.Fatalf("err = %v, want exitCode(1)", err)
 	}
 	if !strings.Contains(out.String(), "removals    3") || !strings.Contains(out.String(), "verdict     invalid") {
 		t.Errorf("unexpected:\n%s", out.String())
+	}
+
+	out.Reset()
+	if err := runValidate(context.Background(), []string{path, "sal ~ tax", "--format", "json", "--epsilon", "0.1"}, &out, &errOut); !errors.Is(err, exitCode(exitFailure)) {
+		t.Fatalf("err = %v, want exitCode(1)", err)
+	}
+	var doc validationJSON
+	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if doc.Holds || doc.Removals != 1 || doc.MaxRemovals != 0 || doc.Rows != 6 || len(doc.ViolatingRows) != 1 ||
+		doc.Text != "{}: sal ~ tax (asc)" || doc.Dependency.Left != "sal" {
+		t.Errorf("json: %+v", doc)
+	}
+	if vr := doc.ViolatingRows[0]; vr.Line != vr.Row+2 || len(vr.Values) != 2 {
+		t.Errorf("violating row: %+v", vr)
 	}
 }
 
@@ -152,10 +172,10 @@ func TestCommandErrors(t *testing.T) {
 		{"bad validator", discoverRun, []string{path, "--validator", "x"}, true, "--validator"},
 		{"bad delimiter", discoverRun, []string{path, "--delimiter", ";;"}, true, "--delimiter"},
 		{"unknown flag", discoverRun, []string{path, "--nope"}, true, "nope"},
-		{"missing file", discoverRun, []string{path + ".absent"}, false, "no such file"},
-		{"ragged row", discoverRun, []string{ragged}, false, "line 3: 1 fields, header has 2"},
+		{"missing file", discoverRun, []string{path + ".absent"}, true, "no such file"},
+		{"ragged row", discoverRun, []string{ragged}, true, "line 3: 1 fields, header has 2"},
 		{"bad dependency", validateRun, []string{path, "sal ~"}, true, "expected a column name"},
-		{"unknown column", validateRun, []string{path, "sal ~ nope"}, false, "nope"},
+		{"unknown column", validateRun, []string{path, "sal ~ nope"}, true, "nope"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -200,7 +220,7 @@ func TestParseInterspersed(t *testing.T) {
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
 		eps := fs.Float64("eps", 0, "")
 		js := fs.Bool("json", false, "")
-		pos, err := parseInterspersed(fs, tt.args)
+		pos, err := parseArgs(fs, tt.args, io.Discard)
 		if err != nil {
 			t.Fatalf("%q: %v", tt.args, err)
 		}

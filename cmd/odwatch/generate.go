@@ -3,42 +3,53 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
+
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/odwatch/odwatch/stream"
 )
 
+const generateHelp = `Produces the demo's payroll stream (position, experience, salary, tax_group,
+perc, tax) to a Kafka topic: clean records first, then data-entry errors (a
+percentage with a zero appended) in a share of the records. Runs until
+--count records are produced or it is interrupted.
+
+Exit status: 0 done or interrupted, 1 failure, 2 usage error.`
+
 // runGenerate is `odwatch generate`: produce the demo's payroll stream to a
 // real Kafka topic (docker-compose uses it to show the whole loop).
 func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("generate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("generate", "--brokers HOST:PORT [flags]", generateHelp)
 	var brokers listFlag
 	fs.Var(&brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...]")
 	o := stream.PayrollOptions{}
 	fs.StringVar(&o.Topic, "topic", "payroll", "topic to produce to")
-	fs.Float64Var(&o.Rate, "rate", 200, "records per second (0 = as fast as possible)")
-	fs.IntVar(&o.Count, "count", 0, "records to produce (0 = until interrupted)")
+	fs.Float64Var(&o.Rate, "rate", 200, "records per second; 0 produces as fast as possible")
+	fs.IntVar(&o.Count, "count", 0, "records to produce; 0 produces until interrupted")
 	fs.IntVar(&o.CleanRecords, "clean", 5000, "clean records before data-entry errors start")
 	fs.Float64Var(&o.ErrorRate, "error-rate", 0.03, "share of records with a data-entry error after --clean")
-	fs.IntVar(&o.StopErrorsAfter, "stop-errors-after", 0, "records after which errors stop again (0 = never)")
-	fs.Int64Var(&o.Seed, "seed", 1, "random seed")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	fs.IntVar(&o.StopErrorsAfter, "stop-errors-after", 0, "records after which the errors stop again; 0 never stops them")
+	fs.Int64Var(&o.Seed, "seed", 0, "random seed of the generator; 0 takes one from the clock")
+	pos, err := parseArgs(fs, args, stdout)
+	if err != nil {
+		return err
+	}
+	if err := wantNoArgs(pos); err != nil {
+		return err
 	}
 	if len(brokers) == 0 {
-		return fmt.Errorf("%w: --brokers is required", errUsage)
+		return usageErr("--brokers is required", "for example --brokers localhost:9092")
 	}
 	if o.ErrorRate < 0 || o.ErrorRate > 1 {
-		return fmt.Errorf("%w: --error-rate %v: want a share between 0 and 1", errUsage, o.ErrorRate)
+		return usageErr(fmt.Sprintf("--error-rate %v: want a share between 0 and 1", o.ErrorRate), "for example --error-rate 0.03 (the default)")
 	}
 	o.Brokers = brokers
-	err := stream.ProducePayroll(ctx, o)
+	if o.Seed == 0 {
+		o.Seed = time.Now().UnixNano()
+	}
+	err = stream.ProducePayroll(ctx, o)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil
 	}

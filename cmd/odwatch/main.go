@@ -6,16 +6,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
-
-// errUsage marks errors caused by a bad command line; they exit with code 2.
-var errUsage = errors.New("usage")
 
 type subcommand struct {
 	name    string
@@ -38,7 +35,8 @@ func usage(w io.Writer) {
 	for _, c := range subcommands() {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'odwatch <command> -h' for the flags of a command.")
+	fmt.Fprintln(w, "\nRun 'odwatch <command> -h' for the flags of a command, 'odwatch --version' for the version.")
+	fmt.Fprintln(w, "Exit status: 0 success, 1 failure (validate: the dependency does not hold), 2 usage or input error.")
 }
 
 func main() {
@@ -46,32 +44,35 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+	if len(args) == 0 {
+		return printError(stderr, "", usageErr("missing command", "commands: "+strings.Join(commandNames(), ", ")))
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(stdout)
+		return exitOK
+	case "-version", "--version", "version":
+		writeVersion(stdout)
+		return exitOK
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	for _, c := range subcommands() {
-		if c.name != args[0] {
-			continue
-		}
-		err := c.run(ctx, args[1:], stdout, stderr)
-		switch {
-		case err == nil:
-			return 0
-		case errors.Is(err, errUsage):
-			fmt.Fprintf(stderr, "odwatch %s: %v\n", c.name, err)
-			return 2
-		default:
-			fmt.Fprintf(stderr, "odwatch %s: %v\n", c.name, err)
-			return 1
+		if c.name == args[0] {
+			return printError(stderr, c.name, c.run(ctx, args[1:], stdout, stderr))
 		}
 	}
-	fmt.Fprintf(stderr, "odwatch: unknown command %q\n\n", args[0])
-	usage(stderr)
-	return 2
+	fix := "commands: " + strings.Join(commandNames(), ", ")
+	if near := nearest(args[0], commandNames(), 1); len(near) > 0 {
+		fix = "did you mean " + near[0] + "?"
+	}
+	return printError(stderr, "", usageErr(fmt.Sprintf("unknown command %q", args[0]), fix))
+}
+
+func commandNames() []string {
+	var names []string
+	for _, c := range subcommands() {
+		names = append(names, c.name)
+	}
+	return names
 }

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
+
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,18 +18,22 @@ import (
 	"github.com/odwatch/odwatch/stream"
 )
 
+const runHelp = `Watches Kafka topics for approximate order and functional dependencies and
+emits an event when one is discovered, violated, restored or retired. Every
+flag can also be set in a YAML file given with --config (keys are the flag
+names; flags win over the file). Runs until interrupted.
+
+Exit status: 0 stopped by a signal, 1 failure, 2 usage or configuration error.`
+
 // runRun is `odwatch run`: watch Kafka topics until interrupted.
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	f := newRunFlags("run")
-	f.fs.SetOutput(stderr)
-	if err := f.fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+	pos, err := parseArgs(f.fs, args, stdout)
+	if err != nil {
+		return err
 	}
-	if f.fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, f.fs.Arg(0))
+	if err := wantNoArgs(pos); err != nil {
+		return err
 	}
 	s, err := f.settings()
 	if err != nil {
@@ -73,7 +77,7 @@ func newRegistry() *prometheus.Registry {
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, level, err)
+		return nil, usageErr(fmt.Sprintf("--log-level %q: want debug, info, warn or error", level), "for example --log-level info")
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
@@ -82,7 +86,7 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
-	return nil, fmt.Errorf("%w: --log-format %q: want text or json", errUsage, format)
+	return nil, usageErr(fmt.Sprintf("--log-format %q: want text or json", format), "for example --log-format json")
 }
 
 // serveHealth serves /metrics, /healthz and /readyz on addr (nothing when
