@@ -1,0 +1,584 @@
+package discovery
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Incremental keeps the removal counts of a set of dependencies (OFDs and
+// OCs) over a sliding window whose records arrive at one end (Append) and
+// leave from the other (Evict), so that re-checking them costs about what
+// changed, not the window's size. After Check, every dependency's count
+// equals what Validate gives on the window's table (see
+// IncrementalResult.Exact for the counts a check may skip).
+//
+// Per context X (a list of columns) it keeps the partition of the window
+// into classes (incNode), updated per row. An OFD X: [] -> A keeps, per
+// class of X, the count of each value of A (the classes of X+A) and a
+// count-of-counts that keeps the largest exact under decrements (incFD):
+// its count is exact after every row, at O(1) per row. An OC X: A ~ B
+// marks the classes of X a row entered or left, and a check recomputes the
+// LNDS of those classes only (incOC).
+//
+// Skip what cannot change: a row entering or leaving changes a
+// dependency's minimal removal count by at most one (for g3 and LNDS
+// alike), so an OC whose last exact count is r may now count anything in
+// [r - left, r + entered], left and entered counting the rows since. A
+// check given the cuts its caller compares counts with (e.g. floor((eps +
+// margin) * n)) skips an OC whose bounds lie on one side of every cut: its
+// verdict cannot have changed. It never skips once MaxStale rows changed.
+//
+// Values are strings as the window holds them; a column's values are typed
+// as Encode types them (numeric when every value in the window parses as a
+// number, else text in byte order), and the typing follows the window: a
+// text value arriving in a numeric column rebuilds the state that depends
+// on that column at the next check.
+//
+// An Incremental is not safe for concurrent use.
+type Incremental struct {
+	cols   []*incColumn
+	colIdx map[string]int
+	nodes  []*incNode // parents before children
+	nodeBy map[string]*incNode
+	fds    []*incFD
+	fdBy   map[string]*incFD
+	ocs    []*incOC
+	ocBy   map[string]*incOC
+	deps   []incDep
+
+	// The ring: row seq (mod 2^32) lives in slot seq & mask; rows are
+	// oldest .. oldest+n-1.
+	oldest uint32
+	n      int
+	mask   uint32
+
+	exact     bool
+	sortedMin int
+	maxStale  int
+
+	// Scratch of the OC recounts.
+	items  []ocItem
+	la, lb []uint64
+	seq    []uint32
+	tails  []uint64
+}
+
+type incDep struct {
+	dep  Dependency
+	cols []int // every column it mentions
+	fd   *incFD
+	oc   *incOC
+	desc bool
+}
+
+// IncrementalOptions tune an Incremental.
+type IncrementalOptions struct {
+	// Exact disables skipping: every check recounts every OC a row entered
+	// or left (for tests and measurements).
+	Exact bool
+	// SortedMin is the class size from which an OC keeps the class's rows
+	// sorted between checks; 0 means DefaultSortedMin.
+	SortedMin int
+	// MaxStale is the number of changed rows after which an OC is recounted
+	// whatever the cuts; 0 means the window's row count.
+	MaxStale int
+}
+
+// DefaultSortedMin is IncrementalOptions.SortedMin's default: below it, a
+// class is cheaper to sort again than to keep sorted.
+const DefaultSortedMin = 512
+
+// initialSlots is the ring's first capacity (a power of two).
+const initialSlots = 1024
+
+// IncrementalResult is one dependency's count after a check.
+type IncrementalResult struct {
+	Dependency Dependency
+	// Removals is the exact minimal removal count when Exact; when the
+	// check skipped the dependency it is the last exact count, and the
+	// current one lies in [Low, High], on the same side of every cut.
+	Removals  int
+	Exact     bool
+	Low, High int
+	// Present says every column the dependency mentions has a non-NULL
+	// value in the window.
+	Present bool
+}
+
+// NewIncremental returns an empty window tracking deps (OFDs and OCs; a
+// list-based OD is refused with ErrBadDependency).
+func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, error) {
+	e := &Incremental{
+		colIdx:    map[string]int{},
+		nodeBy:    map[string]*incNode{},
+		fdBy:      map[string]*incFD{},
+		ocBy:      map[string]*incOC{},
+		mask:      initialSlots - 1,
+		exact:     opts.Exact,
+		sortedMin: opts.SortedMin,
+		maxStale:  opts.MaxStale,
+	}
+	if e.sortedMin <= 0 {
+		e.sortedMin = DefaultSortedMin
+	}
+	if err := e.SetDependencies(deps); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Len is the number of rows in the window.
+func (e *Incremental) Len() int { return e.n }
+
+// Column returns the index of the named column in the rows Append takes,
+// adding it (NULL in the rows already in the window) if it is new.
+func (e *Incremental) Column(name string) int {
+	if i, ok := e.colIdx[name]; ok {
+		return i
+	}
+	e.colIdx[name] = len(e.cols)
+	e.cols = append(e.cols, newIncColumn(name, int(e.mask)+1))
+	return len(e.cols) - 1
+}
+
+// Columns returns the column names in Append's order.
+func (e *Incremental) Columns() []string {
+	out := make([]string, len(e.cols))
+	for i, c := range e.cols {
+		out[i] = c.name
+	}
+	return out
+}
+
+func (e *Incremental) alive(seq uint32) bool { return seq-e.oldest < uint32(e.n) }
+
+// SetDependencies replaces the tracked dependencies. State shared with the
+// previous set is kept; the state of new ones is built from the rows in
+// the window at the next Check.
+func (e *Incremental) SetDependencies(deps []Dependency) error {
+	out := make([]incDep, 0, len(deps))
+	for _, d := range deps {
+		dd, err := e.dependency(d)
+		if err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+		out = append(out, dd)
+	}
+	e.deps = out
+	e.prune()
+	return nil
+}
+
+func (e *Incremental) dependency(d Dependency) (incDep, error) {
+	dd := incDep{dep: d, desc: d.Polarity == Desc}
+	ctx := make([]int, 0, len(d.Context))
+	for _, name := range d.Context {
+		ctx = append(ctx, e.Column(name))
+	}
+	slices.Sort(ctx)
+	ctx = slices.Compact(ctx)
+	dd.cols = append(dd.cols, ctx...)
+	switch d.Kind {
+	case KindOFD:
+		a := e.Column(d.RHS)
+		dd.cols = append(dd.cols, a)
+		dd.fd = e.fd(ctx, a)
+	case KindOC:
+		a, b := e.Column(d.Left), e.Column(d.Right)
+		dd.cols = append(dd.cols, a, b)
+		dd.oc = e.oc(ctx, a, b, dd.desc)
+	default:
+		return incDep{}, fmt.Errorf("%w: only OFDs and OCs are checked incrementally, not %v", ErrBadDependency, d.Kind)
+	}
+	return dd, nil
+}
+
+func listKey(cols []int) string {
+	var sb strings.Builder
+	for i, c := range cols {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(strconv.Itoa(c))
+	}
+	return sb.String()
+}
+
+// node returns the node of the column list, creating it and its ancestors.
+func (e *Incremental) node(cols []int) *incNode {
+	key := listKey(cols)
+	if nd, ok := e.nodeBy[key]; ok {
+		return nd
+	}
+	nd := &incNode{key: key, cols: slices.Clone(cols), last: -1, stale: true,
+		classOf: make([]uint32, int(e.mask)+1)}
+	if len(cols) > 0 {
+		nd.last = cols[len(cols)-1]
+	}
+	if len(cols) > 1 {
+		nd.parent = e.node(cols[:len(cols)-1])
+	}
+	e.nodeBy[key] = nd
+	return nd
+}
+
+func (e *Incremental) fd(ctx []int, a int) *incFD {
+	key := listKey(ctx) + "|" + strconv.Itoa(a)
+	if f, ok := e.fdBy[key]; ok {
+		return f
+	}
+	f := &incFD{x: e.node(ctx), xa: e.node(append(slices.Clone(ctx), a)), stale: true}
+	e.fdBy[key] = f
+	return f
+}
+
+func (e *Incremental) oc(ctx []int, a, b int, desc bool) *incOC {
+	if b < a {
+		a, b = b, a // the removals of A ~ B and B ~ A are the same
+	}
+	key := listKey(ctx) + "|" + strconv.Itoa(a) + "~" + strconv.Itoa(b)
+	o, ok := e.ocBy[key]
+	if !ok {
+		o = &incOC{x: e.node(ctx), a: a, b: b, stale: true}
+		e.ocBy[key] = o
+	}
+	if desc && !o.desc || !desc && !o.asc {
+		// A polarity not counted so far: count every class again.
+		o.stale = true
+	}
+	if desc {
+		o.desc = true
+	} else {
+		o.asc = true
+	}
+	return o
+}
+
+// prune drops the state no dependency uses any more and orders the rest.
+func (e *Incremental) prune() {
+	usedFD := map[*incFD]bool{}
+	usedOC := map[*incOC]bool{}
+	usedNode := map[*incNode]bool{}
+	var mark func(nd *incNode)
+	mark = func(nd *incNode) {
+		for ; nd != nil && !usedNode[nd]; nd = nd.parent {
+			usedNode[nd] = true
+		}
+	}
+	pol := map[*incOC][2]bool{}
+	for _, d := range e.deps {
+		if d.fd != nil {
+			usedFD[d.fd] = true
+			mark(d.fd.x)
+			mark(d.fd.xa)
+		}
+		if d.oc != nil {
+			usedOC[d.oc] = true
+			mark(d.oc.x)
+			p := pol[d.oc]
+			p[boolIndex(d.desc)] = true
+			pol[d.oc] = p
+		}
+	}
+	for k, f := range e.fdBy {
+		if !usedFD[f] {
+			delete(e.fdBy, k)
+		}
+	}
+	for k, o := range e.ocBy {
+		if !usedOC[o] {
+			delete(e.ocBy, k)
+		} else {
+			o.asc, o.desc = pol[o][0], pol[o][1]
+		}
+	}
+	for k, nd := range e.nodeBy {
+		if !usedNode[nd] {
+			delete(e.nodeBy, k)
+		}
+	}
+	e.fds = e.fds[:0]
+	for _, f := range e.fdBy {
+		e.fds = append(e.fds, f)
+	}
+	e.ocs = e.ocs[:0]
+	ordered := make([]bool, len(e.cols))
+	members := map[*incNode]bool{}
+	for _, o := range e.ocBy {
+		e.ocs = append(e.ocs, o)
+		ordered[o.a], ordered[o.b] = true, true
+		members[o.x] = true
+	}
+	for i, c := range e.cols {
+		c.ordered = ordered[i]
+	}
+	e.nodes = e.nodes[:0]
+	for _, nd := range e.nodeBy {
+		if members[nd] && !nd.withMembers {
+			nd.withMembers, nd.stale = true, true
+		}
+		nd.withMembers = members[nd]
+		if !nd.withMembers {
+			nd.members = nil
+		}
+		e.nodes = append(e.nodes, nd)
+	}
+	// Deterministic order, parents (shorter lists) first.
+	slices.SortFunc(e.nodes, func(x, y *incNode) int {
+		if len(x.cols) != len(y.cols) {
+			return len(x.cols) - len(y.cols)
+		}
+		return strings.Compare(x.key, y.key)
+	})
+	slices.SortFunc(e.fds, func(x, y *incFD) int {
+		return strings.Compare(x.xa.key, y.xa.key)
+	})
+	slices.SortFunc(e.ocs, func(x, y *incOC) int {
+		return strings.Compare(x.x.key+"|"+strconv.Itoa(x.a)+"~"+strconv.Itoa(x.b),
+			y.x.key+"|"+strconv.Itoa(y.a)+"~"+strconv.Itoa(y.b))
+	})
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Append adds a row at the newest end: values[i] is the value of column i
+// (see Column); null[i] (when null is not nil) makes it NULL, and so do
+// columns past len(values). An empty string that is not NULL is a value,
+// as it is in a window's dictionary. Strings are kept as given.
+func (e *Incremental) Append(values []string, null []bool) {
+	if e.n == int(e.mask)+1 {
+		e.grow()
+	}
+	seq := e.oldest + uint32(e.n)
+	slot := seq & e.mask
+	for i, c := range e.cols {
+		var code uint32
+		if i < len(values) && (null == nil || !null[i]) {
+			code = c.intern(values[i])
+		}
+		c.codes[slot] = code
+	}
+	e.n++
+	for _, nd := range e.nodes {
+		if !nd.stale {
+			nd.insert(e.cols, slot, seq)
+		}
+	}
+	for _, f := range e.fds {
+		if !f.stale && !f.x.stale && !f.xa.stale {
+			f.inserted(slot)
+		}
+	}
+	for _, o := range e.ocs {
+		if !o.stale && !o.x.stale {
+			o.touch(o.x.classOf[slot], seq, true)
+		}
+	}
+}
+
+// Evict removes the k oldest rows (all of them when k >= Len).
+func (e *Incremental) Evict(k int) {
+	for ; k > 0 && e.n > 0; k-- {
+		slot := e.oldest & e.mask
+		for _, o := range e.ocs {
+			if !o.stale && !o.x.stale {
+				o.touch(o.x.classOf[slot], e.oldest, false)
+			}
+		}
+		for _, f := range e.fds {
+			if !f.stale && !f.x.stale && !f.xa.stale {
+				f.removing(slot)
+			}
+		}
+		for _, nd := range e.nodes {
+			if !nd.stale {
+				nd.remove(slot)
+			}
+		}
+		for _, c := range e.cols {
+			if code := c.codes[slot]; code != 0 {
+				c.release(code)
+				c.codes[slot] = 0
+			}
+		}
+		e.oldest++
+		e.n--
+	}
+}
+
+// grow doubles the ring, moving every row to its slot under the new mask.
+func (e *Incremental) grow() {
+	oldMask := e.mask
+	e.mask = 2*e.mask + 1
+	move := func(old []uint32) []uint32 {
+		nw := make([]uint32, int(e.mask)+1)
+		for i := 0; i < e.n; i++ {
+			s := e.oldest + uint32(i)
+			nw[s&e.mask] = old[s&oldMask]
+		}
+		return nw
+	}
+	for _, c := range e.cols {
+		c.codes = move(c.codes)
+	}
+	for _, nd := range e.nodes {
+		nd.classOf = move(nd.classOf)
+	}
+	// Nodes not in e.nodes are unreachable; new ones get the new size.
+}
+
+// Check brings the counts up to date and returns one result per dependency,
+// in SetDependencies' order. cuts are the removal counts the caller
+// compares counts with: an OC whose count cannot have crossed any of them
+// since its last exact count is skipped (not with IncrementalOptions.Exact).
+func (e *Incremental) Check(cuts []int) []IncrementalResult {
+	e.settle()
+	maxStale := e.maxStale
+	if maxStale <= 0 {
+		maxStale = e.n
+	}
+	for _, o := range e.ocs {
+		if len(o.dirty) == 0 && !o.mustRecount {
+			continue
+		}
+		if !e.exact && !o.mustRecount && o.ins+o.del <= maxStale &&
+			(!o.asc || unchangedVerdict(o.totAsc, o.ins, o.del, cuts)) &&
+			(!o.desc || unchangedVerdict(o.totDesc, o.ins, o.del, cuts)) {
+			continue
+		}
+		o.recount(e)
+	}
+	out := make([]IncrementalResult, len(e.deps))
+	for i, d := range e.deps {
+		r := IncrementalResult{Dependency: d.dep, Exact: true, Present: true}
+		for _, c := range d.cols {
+			if e.cols[c].nonNull == 0 {
+				r.Present = false
+			}
+		}
+		if d.fd != nil {
+			r.Removals = d.fd.removals
+		} else {
+			r.Removals = d.oc.totAsc
+			if d.desc {
+				r.Removals = d.oc.totDesc
+			}
+			if len(d.oc.dirty) > 0 {
+				r.Exact = false
+				r.Low, r.High = max(r.Removals-d.oc.del, 0), r.Removals+d.oc.ins
+			}
+		}
+		if r.Exact {
+			r.Low, r.High = r.Removals, r.Removals
+		}
+		out[i] = r
+	}
+	return out
+}
+
+// unchangedVerdict reports whether a count that was r, after entered rows
+// came and left rows went, is still on r's side of every cut (each change
+// moves it by at most one).
+func unchangedVerdict(r, entered, left int, cuts []int) bool {
+	lo, hi := r-left, r+entered
+	for _, t := range cuts {
+		if lo <= t && hi > t {
+			return false
+		}
+	}
+	return true
+}
+
+// settle brings the columns up to date (freed codes, typing, labels) and
+// rebuilds the state that depends on what changed.
+func (e *Incremental) settle() {
+	switched := make([]bool, len(e.cols))
+	relabelled := make([]bool, len(e.cols))
+	for i, c := range e.cols {
+		switched[i], relabelled[i] = c.settle()
+	}
+	for _, nd := range e.nodes {
+		for _, c := range nd.cols {
+			if switched[c] {
+				nd.stale = true
+			}
+		}
+	}
+	e.rebuildNodes()
+	for _, f := range e.fds {
+		if f.stale || f.x.stale || f.xa.stale {
+			f.rebuild()
+			f.stale = false
+		}
+	}
+	for _, o := range e.ocs {
+		if o.stale || o.x.stale || switched[o.a] || switched[o.b] || relabelled[o.a] || relabelled[o.b] {
+			o.resetAll()
+			o.stale = false
+		}
+	}
+	for _, nd := range e.nodes {
+		nd.stale = false
+	}
+}
+
+// rebuildNodes replays the window's rows into the stale nodes (and their
+// descendants), parents first.
+func (e *Incremental) rebuildNodes() {
+	var stale []*incNode
+	for _, nd := range e.nodes {
+		if nd.parent != nil && nd.parent.stale {
+			nd.stale = true
+		}
+		if nd.stale {
+			nd.reset()
+			stale = append(stale, nd)
+		}
+	}
+	if len(stale) == 0 {
+		return
+	}
+	for i := 0; i < e.n; i++ {
+		seq := e.oldest + uint32(i)
+		for _, nd := range stale {
+			nd.insert(e.cols, seq&e.mask, seq)
+		}
+	}
+}
+
+// rebuild recomputes the FD's counts from its nodes' classes.
+func (f *incFD) rebuild() {
+	f.reset()
+	for r, k := range f.xa.size {
+		if k == 0 {
+			continue
+		}
+		var cx uint32 // the class of X: 0 for the empty context
+		if f.xa.parent != nil {
+			cx = uint32(f.xa.keys[r] >> 32)
+		}
+		for int(cx) >= len(f.largest) {
+			f.largest = append(f.largest, 0)
+			f.cc = append(f.cc, nil)
+		}
+		cc := f.cc[cx]
+		for uint32(len(cc)) <= k {
+			cc = append(cc, 0)
+		}
+		cc[k]++
+		f.cc[cx] = cc
+		f.largest[cx] = max(f.largest[cx], k)
+	}
+	for cx, m := range f.largest {
+		if int(cx) < len(f.x.size) {
+			f.removals += int(f.x.size[cx]) - int(m)
+		}
+	}
+}

@@ -1,0 +1,265 @@
+package discovery
+
+// u64map maps uint64 keys to uint32 values: open addressing with linear
+// probing and backward-shift deletion, so that a table whose keys keep
+// changing (classes of a sliding window) leaves no tombstones behind and
+// holds no pointers.
+type u64map struct {
+	keys  []uint64
+	vals  []uint32 // value+1; 0 = empty slot
+	n     int
+	shift uint
+}
+
+func (m *u64map) home(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> m.shift) }
+
+func (m *u64map) get(k uint64) (uint32, bool) {
+	if m.n == 0 {
+		return 0, false
+	}
+	mask := len(m.keys) - 1
+	for i := m.home(k); ; i = (i + 1) & mask {
+		if m.vals[i] == 0 {
+			return 0, false
+		}
+		if m.keys[i] == k {
+			return m.vals[i] - 1, true
+		}
+	}
+}
+
+// put adds k (not present) with value v.
+func (m *u64map) put(k uint64, v uint32) {
+	if 2*(m.n+1) > len(m.keys) {
+		m.grow()
+	}
+	mask := len(m.keys) - 1
+	i := m.home(k)
+	for m.vals[i] != 0 {
+		i = (i + 1) & mask
+	}
+	m.keys[i], m.vals[i] = k, v+1
+	m.n++
+}
+
+func (m *u64map) grow() {
+	oldK, oldV := m.keys, m.vals
+	size := max(2*len(oldK), 16)
+	m.keys, m.vals = make([]uint64, size), make([]uint32, size)
+	m.shift = 64
+	for s := size; s > 1; s >>= 1 {
+		m.shift--
+	}
+	mask := size - 1
+	for j, v := range oldV {
+		if v == 0 {
+			continue
+		}
+		i := m.home(oldK[j])
+		for m.vals[i] != 0 {
+			i = (i + 1) & mask
+		}
+		m.keys[i], m.vals[i] = oldK[j], v
+	}
+}
+
+// del removes k, which must be present.
+func (m *u64map) del(k uint64) {
+	mask := len(m.keys) - 1
+	i := m.home(k)
+	for m.keys[i] != k || m.vals[i] == 0 {
+		i = (i + 1) & mask
+	}
+	m.n--
+	for j := i; ; {
+		j = (j + 1) & mask
+		if m.vals[j] == 0 {
+			break
+		}
+		// The entry at j may fill the hole at i unless its home lies
+		// cyclically in (i, j].
+		h := m.home(m.keys[j])
+		if i <= j {
+			if i < h && h <= j {
+				continue
+			}
+		} else if i < h || h <= j {
+			continue
+		}
+		m.keys[i], m.vals[i] = m.keys[j], m.vals[j]
+		i = j
+	}
+	m.vals[i] = 0
+}
+
+func (m *u64map) reset() { *m = u64map{} }
+
+// classQueue holds the rows (sequence numbers mod 2^32) of one class in
+// arrival order. Rows leave a window oldest first, so they leave a class
+// from the front too.
+type classQueue struct {
+	rows []uint32
+	head int
+}
+
+func (q *classQueue) push(seq uint32) { q.rows = append(q.rows, seq) }
+
+func (q *classQueue) pop() {
+	q.head++
+	switch {
+	case q.head == len(q.rows):
+		q.rows, q.head = q.rows[:0], 0
+		if cap(q.rows) > 256 {
+			q.rows = nil
+		}
+	case q.head >= 64 && 2*q.head >= len(q.rows):
+		k := copy(q.rows, q.rows[q.head:])
+		q.rows, q.head = q.rows[:k], 0
+	}
+}
+
+func (q *classQueue) live() []uint32 { return q.rows[q.head:] }
+
+// incNode is the partition of the window's rows by a list of columns (a
+// context, or a context followed by an FD's right-hand side), kept up to
+// date as rows come and go. Classes have dense ids, reused once empty:
+//
+//   - the empty list: one class, 0;
+//   - one column: the class is the column's equality id (no lookup);
+//   - more: the class of (the class of the list without its last column,
+//     the last column's equality id), looked up in index, as TANE's product
+//     of the parent partition with the column's.
+type incNode struct {
+	key     string
+	cols    []int
+	parent  *incNode
+	last    int // cols[len-1], -1 for the empty list
+	index   u64map
+	classOf []uint32 // by ring slot
+	size    []uint32 // by class
+	keys    []uint64 // by class, for index
+	free    []uint32
+	// members lists each class's rows, when an OC sorts them.
+	members     []classQueue
+	withMembers bool
+	stale       bool // rebuilt from the window at the next check
+	refs        int  // users: dependencies' FDs/OCs and child nodes
+}
+
+func (nd *incNode) reset() {
+	nd.index.reset()
+	nd.size, nd.keys, nd.free, nd.members = nd.size[:0], nd.keys[:0], nd.free[:0], nil
+}
+
+// classFor returns the class of the row in slot, creating it if needed.
+func (nd *incNode) classFor(cols []*incColumn, slot uint32) uint32 {
+	var c uint32
+	switch {
+	case nd.last < 0:
+		c = 0
+	case nd.parent == nil:
+		col := cols[nd.last]
+		c = col.eq(col.codes[slot])
+	default:
+		col := cols[nd.last]
+		k := uint64(nd.parent.classOf[slot])<<32 | uint64(col.eq(col.codes[slot]))
+		if got, ok := nd.index.get(k); ok {
+			return got
+		}
+		if n := len(nd.free); n > 0 {
+			c = nd.free[n-1]
+			nd.free = nd.free[:n-1]
+		} else {
+			c = uint32(len(nd.keys))
+			nd.keys = append(nd.keys, 0)
+		}
+		nd.keys[c] = k
+		nd.index.put(k, c)
+	}
+	return c
+}
+
+func (nd *incNode) insert(cols []*incColumn, slot, seq uint32) {
+	c := nd.classFor(cols, slot)
+	nd.classOf[slot] = c
+	for int(c) >= len(nd.size) {
+		nd.size = append(nd.size, 0)
+	}
+	nd.size[c]++
+	if nd.withMembers {
+		for int(c) >= len(nd.members) {
+			nd.members = append(nd.members, classQueue{})
+		}
+		nd.members[c].push(seq)
+	}
+}
+
+func (nd *incNode) remove(slot uint32) {
+	c := nd.classOf[slot]
+	nd.size[c]--
+	if nd.withMembers {
+		nd.members[c].pop()
+	}
+	if nd.size[c] == 0 && nd.parent != nil {
+		nd.index.del(nd.keys[c])
+		nd.free = append(nd.free, c)
+	}
+}
+
+// incFD keeps the g3 removals of X: [] -> A exact as rows come and go: per
+// class of X (node x), how many classes of X+A (node xa, whose parent is x)
+// have each size (count-of-counts) and the largest size. A row entering a
+// class of X+A of size k-1 moves one class from count k-1 to k; leaving,
+// from k to k-1, and the largest size drops by one exactly when no other
+// class had it. The removals are the sum over classes of X of size minus
+// largest.
+type incFD struct {
+	x, xa    *incNode
+	cc       [][]uint32 // by class of x: cc[c][k] = classes of xa in c with k rows
+	largest  []uint32   // by class of x
+	removals int
+	stale    bool
+}
+
+func (f *incFD) reset() {
+	f.cc, f.largest, f.removals = nil, f.largest[:0], 0
+}
+
+// inserted runs after both nodes took the row in slot.
+func (f *incFD) inserted(slot uint32) {
+	cx := f.x.classOf[slot]
+	k := f.xa.size[f.xa.classOf[slot]]
+	for int(cx) >= len(f.largest) {
+		f.largest = append(f.largest, 0)
+		f.cc = append(f.cc, nil)
+	}
+	cc := f.cc[cx]
+	for uint32(len(cc)) <= k {
+		cc = append(cc, 0)
+	}
+	cc[k-1]-- // cc[0] is unused: it wraps and is never read
+	cc[k]++
+	f.cc[cx] = cc
+	if k > f.largest[cx] {
+		f.largest[cx] = k
+	} else {
+		f.removals++
+	}
+}
+
+// removing runs before the nodes let the row in slot go.
+func (f *incFD) removing(slot uint32) {
+	cx := f.x.classOf[slot]
+	k := f.xa.size[f.xa.classOf[slot]]
+	cc := f.cc[cx]
+	cc[k]--
+	cc[k-1]++
+	if k == f.largest[cx] && cc[k] == 0 {
+		f.largest[cx]--
+		if k == 1 && cap(cc) > 64 {
+			f.cc[cx] = nil // the class is empty: do not keep a large count array
+		}
+	} else {
+		f.removals--
+	}
+}
