@@ -65,7 +65,7 @@ func TestCLIAcceptsDeployFiles(t *testing.T) {
 					continue
 				}
 				flag, _, _ = strings.Cut(flag, "=")
-				if !strings.Contains(string(help), "  -"+flag+" ") && !strings.Contains(string(help), "  -"+flag+"\n") {
+				if !helpHasFlag(string(help), flag) {
 					t.Errorf("service %s: odwatch %s has no flag --%s:\n%s", name, args[0], flag, help)
 				}
 				checked++
@@ -101,6 +101,19 @@ func TestCLIAcceptsDeployFiles(t *testing.T) {
 				"--tls-ca", ca, "--sasl-password-file", pw)
 		})
 	}
+}
+
+// helpHasFlag reports whether a subcommand's -h output lists the flag, in
+// either the one-dash or the two-dash help style.
+func helpHasFlag(help, flag string) bool {
+	for _, dash := range []string{"  -", "  --"} {
+		for _, end := range []string{" ", "\n"} {
+			if strings.Contains(help, dash+flag+end) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // composeCommand returns a service's command as an argument list.
