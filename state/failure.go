@@ -24,17 +24,14 @@ type failure struct {
 
 func newFailure() *failure { return &failure{done: make(chan struct{})} }
 
-// set records err unless a failure is already recorded; it reports whether
-// err was the first.
-func (f *failure) set(err error) bool {
+// set records err unless a failure is already recorded.
+func (f *failure) set(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.err != nil {
-		return false
+	if f.err == nil {
+		f.err = err
+		close(f.done)
 	}
-	f.err = err
-	close(f.done)
-	return true
 }
 
 func (f *failure) get() error {
@@ -56,21 +53,17 @@ func oneLine(s string) string {
 }
 
 // eventListener routes Pebble's corruption reports into f instead of its
-// default handler, which calls Logger.Fatalf. Other events keep Pebble's
-// defaults.
+// default handler, which calls Logger.Fatalf. They are not logged here: the
+// failure is returned by the read that met it and by every later call, and
+// Failed tells the owner, who reports it once.
 func eventListener(dir string, log *slog.Logger, f *failure) *pebble.EventListener {
 	return &pebble.EventListener{
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
-			err := corruptError(dir, filepath.Base(info.Path)+": "+info.Details.Error())
-			if f.set(err) {
-				log.Error("state store is corrupt", "source", "pebble", "err", err)
-			}
+			f.set(corruptError(dir, filepath.Base(info.Path)+": "+info.Details.Error()))
 		},
 		BackgroundError: func(err error) {
 			if pebble.IsCorruptionError(err) {
-				if cerr := corruptError(dir, err.Error()); f.set(cerr) {
-					log.Error("state store is corrupt", "source", "pebble", "err", cerr)
-				}
+				f.set(corruptError(dir, err.Error()))
 				return
 			}
 			log.Error("pebble background error", "source", "pebble", "err", oneLine(err.Error()))
@@ -100,8 +93,5 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 // returns: from then on every Store method (writes included, even one whose
 // commit Pebble reported as done) returns the error, and the caller stops.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	err := fmt.Errorf("state %s: %w: %s", l.dir, ErrFailed, oneLine(fmt.Sprintf(format, args...)))
-	if l.fail.set(err) {
-		l.log.Error("state store failed", "source", "pebble", "err", err)
-	}
+	l.fail.set(fmt.Errorf("state %s: %w: %s", l.dir, ErrFailed, oneLine(fmt.Sprintf(format, args...))))
 }

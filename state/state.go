@@ -435,10 +435,7 @@ func (s *Store) storeErr(err error) error {
 		return ferr
 	}
 	if pebble.IsCorruptionError(err) {
-		cerr := corruptError(s.dir, err.Error())
-		if s.fail.set(cerr) {
-			s.log.Error("state store is corrupt", "err", cerr)
-		}
+		s.fail.set(corruptError(s.dir, err.Error()))
 		return s.fail.get()
 	}
 	return err

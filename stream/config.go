@@ -77,6 +77,12 @@ type Config struct {
 	// WebhookURL receives events as HTTP POSTs (optional).
 	WebhookURL string
 	StateDir   string
+	// RebuildState: when the store in StateDir is damaged (state.ErrCorrupt),
+	// move it aside (state.SetAside, nothing deleted) and start on a fresh
+	// one, whose windows are read back from Kafka and whose tracked
+	// dependencies come from StateTopic, as on a takeover. A healthy store
+	// is used as is.
+	RebuildState bool
 	// Dialer, when set, is used by the consumer and (as Transport) by the
 	// writers, for TLS or SASL.
 	Dialer *kafka.Dialer

@@ -69,7 +69,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() {
-				if err := m.close(); err != nil {
+				if err := m.Close(); err != nil {
 					t.Error(err)
 				}
 			}()

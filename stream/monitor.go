@@ -45,6 +45,15 @@
 // one, and so does a member whose stored position is behind the group's
 // committed offset (it restarted on an old state dir, or got the topic
 // back): both then take over as above.
+//
+// # A damaged store
+//
+// A store that is damaged (state.ErrCorrupt) fails NewMonitor, or ends Run
+// when a read or a background compaction finds the damage later
+// (state.Store.Failed); it is never used further. With
+// Config.RebuildState, NewMonitor sets it aside and opens a fresh store,
+// which holds no position: every partition is then taken over as above
+// (window read back from Kafka, tracker from the state topic).
 package stream
 
 import (
@@ -112,12 +121,25 @@ type Monitor struct {
 	joined    atomic.Bool // the consumer received its partition assignment
 	storeOpen atomic.Bool
 	running   atomic.Bool
+	// closeMu orders Close against Run: Run holds it for reading while it
+	// runs, so Close returns after Run released everything; ran says Run
+	// was called.
+	closeMu   sync.RWMutex
+	ran       bool
 	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewMonitor validates cfg, opens the state store (its errors surface
-// verbatim, with the path), builds the decoders and sinks and registers the
-// metrics. Run starts the pipeline.
+// verbatim, with the path; see Config.RebuildState), builds the decoders and
+// sinks and registers the metrics. Run starts the pipeline.
+//
+// The Monitor owns everything NewMonitor opened (the store and its
+// directory lock, the sinks, including Options.Sinks, the writers and the
+// metrics): Run releases it when it returns, and Close releases it when Run
+// is never called (an error between NewMonitor and Run). Both are
+// idempotent, so `defer m.Close()` right after NewMonitor is always right.
+// On error NewMonitor itself leaves nothing open.
 func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	cfg.Streams = slices.Clone(cfg.Streams) // Validate fills defaults in place
 	if err := cfg.Validate(); err != nil {
@@ -147,7 +169,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		m.streams = append(m.streams, s)
 		m.byTopic[s.cfg.Topic] = append(m.byTopic[s.cfg.Topic], s)
 	}
-	store, err := state.Open(cfg.StateDir, state.Options{Logger: log, Registerer: reg})
+	store, err := openStore(cfg, log, reg)
 	if err != nil {
 		met.unregister()
 		return nil, err
@@ -192,6 +214,23 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	return m, nil
 }
 
+// openStore opens the state store; with cfg.RebuildState a damaged one is
+// set aside first and a fresh one opened in its place.
+func openStore(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*state.Store, error) {
+	opts := state.Options{Logger: log, Registerer: reg}
+	store, err := state.Open(cfg.StateDir, opts)
+	if err == nil || !cfg.RebuildState || !errors.Is(err, state.ErrCorrupt) {
+		return store, err
+	}
+	aside, serr := state.SetAside(cfg.StateDir, time.Now())
+	if serr != nil {
+		return nil, fmt.Errorf("%w; --rebuild-state could not set it aside: %w", err, serr)
+	}
+	log.Warn("state store is damaged: moved aside (kept), rebuilding the windows from Kafka and the tracked dependencies from the state topic",
+		"state_dir", cfg.StateDir, "moved_to", aside, "state_topic", cfg.StateTopic, "damage", err.Error())
+	return state.Open(cfg.StateDir, opts)
+}
+
 // Ready reports whether the store is open and the consumer joined its group
 // and received its assignment (the /readyz condition).
 func (m *Monitor) Ready() bool {
@@ -204,12 +243,24 @@ func (m *Monitor) Ready() bool {
 // unreachable for good). Run closes the store, sinks and writers on return;
 // a Monitor runs once.
 func (m *Monitor) Run(ctx context.Context) (err error) {
-	if !m.running.CompareAndSwap(false, true) {
+	m.closeMu.Lock()
+	switch {
+	case m.ran:
+		m.closeMu.Unlock()
 		return errors.New("monitor: Run called twice")
+	case !m.storeOpen.Load():
+		m.closeMu.Unlock()
+		return errors.New("monitor: Run after Close")
 	}
+	m.ran = true
+	m.running.Store(true)
+	m.closeMu.Unlock()
+	// A Close meanwhile waits until everything is released.
+	m.closeMu.RLock()
+	defer m.closeMu.RUnlock()
 	defer func() {
 		m.running.Store(false)
-		if cerr := m.close(); err == nil {
+		if cerr := m.release(); err == nil {
 			err = cerr
 		}
 	}()
@@ -244,6 +295,15 @@ func (m *Monitor) Run(ctx context.Context) (err error) {
 		fatalMu.Unlock()
 		cancel()
 	}
+	// A damaged store found by a background job (a compaction) ends the
+	// run even while no record comes.
+	wg.Go(func() {
+		select {
+		case <-m.store.Failed():
+			fail(m.store.Err())
+		case <-ctx.Done():
+		}
+	})
 	for _, s := range m.streams {
 		wg.Go(func() {
 			if err := s.evaluator(ctx); err != nil && ctx.Err() == nil {
@@ -262,31 +322,49 @@ func (m *Monitor) Run(ctx context.Context) (err error) {
 	return fatalErr
 }
 
-// close releases everything NewMonitor opened.
-func (m *Monitor) close() error {
-	var errs []error
+// Close releases everything NewMonitor opened, for a Monitor whose Run was
+// never called; after Run it is a no-op, since Run released it all. Close
+// waits for a Run in progress to return (cancel its context first). It is
+// idempotent and returns the first release's error each time.
+func (m *Monitor) Close() error {
+	m.closeMu.Lock()
+	defer m.closeMu.Unlock()
+	if m.ran {
+		return nil
+	}
+	return m.release()
+}
+
+// release releases everything NewMonitor opened, once.
+func (m *Monitor) release() error {
 	m.closeOnce.Do(func() {
-		for _, s := range m.sinks {
-			if err := s.sink.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close sink %s: %w", s.name, err))
-			}
-		}
-		if m.dlq != nil {
-			if err := m.dlq.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close dead-letter writer: %w", err))
-			}
-		}
-		if m.stateWriter != nil {
-			if err := m.stateWriter.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close state topic writer: %w", err))
-			}
-		}
-		m.storeOpen.Store(false)
-		if err := m.store.Close(); err != nil {
-			errs = append(errs, err)
-		}
-		m.metrics.unregister()
+		m.closeErr = m.closeAll()
 	})
+	return m.closeErr
+}
+
+func (m *Monitor) closeAll() error {
+	var errs []error
+	for _, s := range m.sinks {
+		if err := s.sink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close sink %s: %w", s.name, err))
+		}
+	}
+	if m.dlq != nil {
+		if err := m.dlq.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close dead-letter writer: %w", err))
+		}
+	}
+	if m.stateWriter != nil {
+		if err := m.stateWriter.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close state topic writer: %w", err))
+		}
+	}
+	m.storeOpen.Store(false)
+	if err := m.store.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	m.metrics.unregister()
 	return errors.Join(errs...)
 }
 

@@ -111,7 +111,7 @@ func offlineMonitor(t testing.TB, sc StreamConfig) *Monitor {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := m.close(); err != nil {
+		if err := m.Close(); err != nil {
 			t.Error(err)
 		}
 	})

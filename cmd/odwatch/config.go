@@ -73,6 +73,7 @@ type runSettings struct {
 	StateTopic           string       `yaml:"state-topic"`
 	Webhook              string       `yaml:"webhook"`
 	StateDir             string       `yaml:"state-dir"`
+	RebuildState         bool         `yaml:"rebuild-state"`
 	MetricsAddr          string       `yaml:"metrics-addr"`
 	LogLevel             string       `yaml:"log-level"`
 	LogFormat            string       `yaml:"log-format"`
@@ -145,6 +146,7 @@ func newRunFlags(name string) *runFlags {
 	fs.StringVar(&f.s.StateTopic, "state-topic", "", "compacted topic holding each stream's tracked dependencies, for failover between instances")
 	fs.StringVar(&f.s.Webhook, "webhook", "", "URL to POST events to")
 	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store")
+	fs.BoolVar(&f.s.RebuildState, "rebuild-state", false, "if the state store is damaged, move it aside (kept) and rebuild the windows from Kafka and the tracked dependencies from --state-topic")
 	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz; empty turns them off")
 	fs.StringVar(&f.s.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&f.s.LogFormat, "log-format", "text", "text|json")
@@ -218,6 +220,7 @@ func (f *runFlags) settings() (runSettings, error) {
 	pick("state-topic", func() { base.StateTopic = fl.StateTopic })
 	pick("webhook", func() { base.Webhook = fl.Webhook })
 	pick("state-dir", func() { base.StateDir = fl.StateDir })
+	pick("rebuild-state", func() { base.RebuildState = fl.RebuildState })
 	pick("metrics-addr", func() { base.MetricsAddr = fl.MetricsAddr })
 	pick("log-level", func() { base.LogLevel = fl.LogLevel })
 	pick("log-format", func() { base.LogFormat = fl.LogFormat })
@@ -310,6 +313,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 		StateTopic:           s.StateTopic,
 		WebhookURL:           s.Webhook,
 		StateDir:             s.StateDir,
+		RebuildState:         s.RebuildState,
 		MaxDependencyMetrics: s.MaxDependencyMetrics,
 	}
 	dialer, err := s.dialer()

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -50,8 +51,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	reg := newRegistry()
 	m, err := stream.NewMonitor(cfg, stream.Options{Logger: logger, Registerer: reg})
 	if err != nil {
-		return err
+		return damageHint(err)
 	}
+	defer m.Close() // releases the store when Run is not reached; a no-op after Run
 	stopServing, err := serveHealth(s.MetricsAddr, stream.HealthHandler(m, reg), logger)
 	if err != nil {
 		return err
@@ -62,6 +64,14 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		logger.Info("odwatch stopped")
 		return nil
+	}
+	return damageHint(err)
+}
+
+// damageHint adds to the error of a damaged state store how to recover.
+func damageHint(err error) error {
+	if errors.Is(err, state.ErrCorrupt) {
+		return fmt.Errorf("%w (start with --rebuild-state to move it aside and rebuild it from Kafka)", err)
 	}
 	return err
 }
