@@ -31,10 +31,11 @@ import (
 // verdict cannot have changed. It never skips once MaxStale rows changed.
 //
 // Values are strings as the window holds them; a column's values are typed
-// as Encode types them (numeric when every value in the window parses as a
-// number, else text in byte order), and the typing follows the window: a
-// text value arriving in a numeric column rebuilds the state that depends
-// on that column at the next check.
+// as EncodeTyped types them with IncrementalOptions.Typing (numeric when
+// every value in the window parses as a number, temporal when every one is
+// an ISO 8601 date or timestamp, else text in byte order), and the typing
+// follows the window: a text value arriving in a numeric column rebuilds
+// the state that depends on that column at the next check.
 //
 // An Incremental is not safe for concurrent use.
 type Incremental struct {
@@ -54,6 +55,7 @@ type Incremental struct {
 	n      int
 	mask   uint32
 
+	typing    Typing
 	exact     bool
 	sortedMin int
 	maxStale  int
@@ -84,6 +86,9 @@ type IncrementalOptions struct {
 	// MaxStale is the number of changed rows after which an OC is recounted
 	// whatever the cuts; 0 means the window's row count.
 	MaxStale int
+	// Typing types the columns as EncodeTyped does. Ordinal declarations
+	// with a list of values are not supported (NewIncremental fails).
+	Typing Typing
 }
 
 // DefaultSortedMin is IncrementalOptions.SortedMin's default: below it, a
@@ -116,12 +121,18 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		fdBy:      map[string]*incFD{},
 		ocBy:      map[string]*incOC{},
 		mask:      initialSlots - 1,
+		typing:    opts.Typing,
 		exact:     opts.Exact,
 		sortedMin: opts.SortedMin,
 		maxStale:  opts.MaxStale,
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin
+	}
+	for name, list := range opts.Typing.Ordinal {
+		if len(list) > 0 {
+			return nil, fmt.Errorf("%w: column %q: an order by a list of values is not checked incrementally", ErrOrdinal, name)
+		}
 	}
 	if err := e.SetDependencies(deps); err != nil {
 		return nil, err
@@ -139,7 +150,8 @@ func (e *Incremental) Column(name string) int {
 		return i
 	}
 	e.colIdx[name] = len(e.cols)
-	e.cols = append(e.cols, newIncColumn(name, int(e.mask)+1))
+	_, declared := e.typing.Ordinal[name]
+	e.cols = append(e.cols, newIncColumn(name, int(e.mask)+1, !e.typing.OrderText && !declared))
 	return len(e.cols) - 1
 }
 

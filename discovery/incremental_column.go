@@ -8,25 +8,36 @@ import (
 	"strconv"
 )
 
+// incMode is how an incremental column currently types its values, as
+// EncodeTyped would type the window's values.
+type incMode uint8
+
+const (
+	modeNumeric  incMode = iota // every value parses as a number
+	modeTemporal                // every value is an ISO 8601 date or timestamp
+	modeText                    // byte order
+)
+
 // incColumn is one column of an Incremental window: a reference-counted
-// dictionary of the values in the window, the typing rule of Encode kept
-// up to date as values come and go, and two views of a value:
+// dictionary of the values in the window, the typing rule of EncodeTyped
+// kept up to date as values come and go, and two views of a value:
 //
 //   - its equality id (eq), the identity partitions and FD counts use: the
-//     dictionary code in a text column; in a numeric column the id of its
-//     number, so that "1" and "1.0" are one value, as Encode makes them;
-//   - its order label (label), the key OCs sort by: the order bits of its
-//     number in a numeric column; in a text column a label kept in byte
-//     order by an order-maintenance list (sorted, with gaps between labels
-//     so that a new value usually takes a free label between its
-//     neighbours and no other label moves).
+//     dictionary code in a text column; in a numeric (temporal) column the
+//     id of its number (instant), so that "1" and "1.0" are one value, as
+//     EncodeTyped makes them;
+//   - its order label (orderOf), the key OCs sort by: the order bits of its
+//     number in a numeric column; in a temporal or text column a label kept
+//     in order by an order-maintenance list (orderList), with gaps between
+//     labels so that a new value usually takes a free label between its
+//     neighbours and no other label moves.
 //
 // Code, eq and label 0 are NULL, lower than every value. Between two
-// settles the column's mode (numeric or text), its codes and its labels do
-// not change, so a value's eq and label are the same when its row leaves as
-// when it entered; settle, run by Incremental.Check, frees the codes no row
-// holds any more, switches the mode when the window's values call for it,
-// and labels the text values that arrived.
+// settles the column's mode, its codes, eq ids and labels do not change,
+// so a value's eq is the same when its row leaves as when it entered;
+// settle, run by Incremental.Check, frees the codes no row holds any more,
+// switches the mode when the window's values call for it, and labels the
+// values that arrived.
 type incColumn struct {
 	name  string
 	codes []uint32 // by ring slot; 0 = NULL
@@ -35,59 +46,108 @@ type incColumn struct {
 	vals  []string          // code-1 → value
 	refs  []uint32          // code-1 → rows holding it; freedRefs once freed
 	bits  []uint64          // code-1 → order bits of its number, 0 if not a number
-	grp   []uint32          // code-1 → id of its number (or an id of its own)
+	ngrp  []uint32          // code-1 → id of its number, 0 if not a number
+	tgrp  []uint32          // code-1 → id of its instant, 0 if not temporal
 	free  []uint32          // codes free for reuse
 	zero  []uint32          // codes whose last row left since the last settle
 
-	groups  map[uint64]uint32 // order bits of a number → its id
-	grpRefs []uint32          // id-1 → codes with that id
-	grpFree []uint32
+	nums  idSpace[uint64]  // numbers (order bits) → ids
+	times idSpace[timeKey] // instants → ids
 
-	nonNumLive int  // codes held by rows that are not numbers
-	nonNull    int  // rows with a non-NULL value
-	numeric    bool // the mode as of the last settle
+	nonNumLive  int // codes held by rows that are not numbers
+	nonTimeLive int // codes held by rows that are not temporal
+	nonNull     int // rows with a non-NULL value
+	temporalOK  bool
+	mode        incMode // as of the last settle
 
-	// ordered: some OC sorts by this column, so text values get labels.
+	// ordered: some OC sorts by this column, so temporal and text values
+	// get labels (text by code, temporal by instant id).
 	ordered bool
-	sorted  []uint32 // text mode: the labelled codes, in byte order of their values
-	spare   []uint32
-	label   []uint64 // code-1 → label in text mode (0 = not labelled yet)
-	fresh   []uint32 // codes created since the last settle
-	// epoch changes whenever existing labels or eq ids change (relabel,
-	// mode switch), so that state holding them is refreshed.
-	epoch uint64
-	// stride is the gap between labels given by a relabel (labelStride,
-	// lowered by tests to force relabels).
-	stride uint64
+	text    orderList
+	time    orderList
 }
+
+// timeKey is an instant: Unix seconds and nanoseconds.
+type timeKey struct {
+	sec  int64
+	nsec int32
+}
+
+func compareTimeKeys(x, y timeKey) int {
+	return cmp.Or(cmp.Compare(x.sec, y.sec), cmp.Compare(x.nsec, y.nsec))
+}
+
+// idSpace gives equal keys one dense id, reference counted by the codes
+// holding it.
+type idSpace[K comparable] struct {
+	ids   map[K]uint32
+	keys  []K      // id-1 → key
+	refs  []uint32 // id-1 → codes
+	free  []uint32
+	fresh []uint32 // ids created since the last settle
+	gone  []uint32 // ids freed by the last settle
+}
+
+func (s *idSpace[K]) ref(k K) uint32 {
+	if s.ids == nil {
+		s.ids = map[K]uint32{}
+	}
+	id, ok := s.ids[k]
+	if !ok {
+		if n := len(s.free); n > 0 {
+			id = s.free[n-1]
+			s.free = s.free[:n-1]
+			s.keys[id-1] = k
+		} else {
+			s.keys = append(s.keys, k)
+			s.refs = append(s.refs, 0)
+			id = uint32(len(s.keys))
+		}
+		s.ids[k] = id
+		s.fresh = append(s.fresh, id)
+	}
+	s.refs[id-1]++
+	return id
+}
+
+func (s *idSpace[K]) unref(id uint32) {
+	s.refs[id-1]--
+	if s.refs[id-1] == 0 {
+		delete(s.ids, s.keys[id-1])
+		s.free = append(s.free, id)
+		s.gone = append(s.gone, id)
+	}
+}
+
+func (s *idSpace[K]) live(id uint32) bool { return s.refs[id-1] > 0 }
 
 // freedRefs marks a code that is on the free list.
 const freedRefs = math.MaxUint32
 
-// labelStride is the gap a relabel leaves between consecutive text labels:
-// 2^40 leaves room for about 2^22 values arriving in one gap (or past
-// either end, e.g. an increasing timestamp column) before labels must be
-// spread again, and for 2^22 values in the label space.
+// labelStride is the gap a relabel leaves between consecutive labels: 2^40
+// leaves room for about 2^22 values arriving in one gap (or past either
+// end, e.g. an increasing timestamp column) before labels must be spread
+// again, and for 2^22 values in the label space.
 const labelStride = uint64(1) << 40
 
 // labelBase is the first label of a relabel: a quarter of the space stays
 // below it for new smallest values.
 const labelBase = uint64(1) << 62
 
-func newIncColumn(name string, slots int) *incColumn {
+func newIncColumn(name string, slots int, temporalOK bool) *incColumn {
 	return &incColumn{
-		name:    name,
-		codes:   make([]uint32, slots),
-		index:   map[string]uint32{},
-		groups:  map[uint64]uint32{},
-		numeric: true,
-		stride:  labelStride,
+		name:       name,
+		codes:      make([]uint32, slots),
+		index:      map[string]uint32{},
+		temporalOK: temporalOK,
+		text:       orderList{stride: labelStride},
+		time:       orderList{stride: labelStride},
 	}
 }
 
 // numberBits returns the order bits of v's number (a uint64 whose unsigned
 // order is the numbers' order, -0 and +0 alike, never 0), or 0 when v is
-// not a number in Encode's sense (NaN counts as text).
+// not a number in EncodeTyped's sense (NaN counts as text).
 func numberBits(v string) uint64 {
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil && errors.Is(err, strconv.ErrRange) {
@@ -121,32 +181,20 @@ func (c *incColumn) intern(v string) uint32 {
 		c.vals = append(c.vals, v)
 		c.refs = append(c.refs, 0)
 		c.bits = append(c.bits, 0)
-		c.grp = append(c.grp, 0)
-		c.label = append(c.label, 0)
+		c.ngrp = append(c.ngrp, 0)
+		c.tgrp = append(c.tgrp, 0)
 		code = uint32(len(c.vals))
 	}
 	b := numberBits(v)
-	c.bits[code-1], c.label[code-1] = b, 0
-	var g uint32
+	c.bits[code-1], c.ngrp[code-1], c.tgrp[code-1] = b, 0, 0
 	if b != 0 {
-		g = c.groups[b]
+		c.ngrp[code-1] = c.nums.ref(b)
 	}
-	if g == 0 {
-		if k := len(c.grpFree); k > 0 {
-			g = c.grpFree[k-1]
-			c.grpFree = c.grpFree[:k-1]
-		} else {
-			c.grpRefs = append(c.grpRefs, 0)
-			g = uint32(len(c.grpRefs))
-		}
-		if b != 0 {
-			c.groups[b] = g
-		}
+	if tm, ok := parseTemporal(v); ok && c.temporalOK {
+		c.tgrp[code-1] = c.times.ref(timeKey{tm.Unix(), int32(tm.Nanosecond())})
 	}
-	c.grpRefs[g-1]++
-	c.grp[code-1] = g
 	c.index[v] = code
-	c.fresh = append(c.fresh, code)
+	c.text.fresh = append(c.text.fresh, code)
 	c.ref(code)
 	return code
 }
@@ -154,8 +202,13 @@ func (c *incColumn) intern(v string) uint32 {
 func (c *incColumn) ref(code uint32) {
 	c.nonNull++
 	c.refs[code-1]++
-	if c.refs[code-1] == 1 && c.bits[code-1] == 0 {
-		c.nonNumLive++
+	if c.refs[code-1] == 1 {
+		if c.bits[code-1] == 0 {
+			c.nonNumLive++
+		}
+		if c.tgrp[code-1] == 0 {
+			c.nonTimeLive++
+		}
 	}
 }
 
@@ -166,16 +219,25 @@ func (c *incColumn) release(code uint32) {
 		if c.bits[code-1] == 0 {
 			c.nonNumLive--
 		}
+		if c.tgrp[code-1] == 0 {
+			c.nonTimeLive--
+		}
 		c.zero = append(c.zero, code)
 	}
 }
 
 // eq is the equality id of code (see incColumn).
 func (c *incColumn) eq(code uint32) uint32 {
-	if code == 0 || !c.numeric {
-		return code
+	if code == 0 {
+		return 0
 	}
-	return c.grp[code-1]
+	switch c.mode {
+	case modeNumeric:
+		return c.ngrp[code-1]
+	case modeTemporal:
+		return c.tgrp[code-1]
+	}
+	return code
 }
 
 // orderOf is the order label of code (see incColumn); valid after settle.
@@ -183,171 +245,186 @@ func (c *incColumn) orderOf(code uint32) uint64 {
 	if code == 0 {
 		return 0
 	}
-	if c.numeric {
+	switch c.mode {
+	case modeNumeric:
 		return c.bits[code-1]
+	case modeTemporal:
+		return c.time.label[c.tgrp[code-1]-1]
 	}
-	return c.label[code-1]
+	return c.text.label[code-1]
 }
 
 // settle frees the codes no row holds, switches the mode when the live
-// values call for it and labels new text values. It reports whether the
-// mode switched (every eq id and label of the column changed) and whether
-// labels moved (the order of labels is unchanged, their values are not).
+// values call for it and labels new values. It reports whether the mode
+// switched (every eq id and label of the column changed) and whether labels
+// moved (their order is unchanged, their values are not).
 func (c *incColumn) settle() (switched, relabelled bool) {
-	var gone []uint32 // labelled codes freed now
 	for _, code := range c.zero {
 		if c.refs[code-1] != 0 {
 			continue // held again, or already freed
 		}
-		if c.label[code-1] != 0 {
-			gone = append(gone, code)
-		}
 		delete(c.index, c.vals[code-1])
-		g := c.grp[code-1]
-		c.grpRefs[g-1]--
-		if c.grpRefs[g-1] == 0 {
-			if b := c.bits[code-1]; b != 0 {
-				delete(c.groups, b)
-			}
-			c.grpFree = append(c.grpFree, g)
+		if g := c.ngrp[code-1]; g != 0 {
+			c.nums.unref(g)
+		}
+		if g := c.tgrp[code-1]; g != 0 {
+			c.times.unref(g)
 		}
 		c.refs[code-1] = freedRefs
 		c.free = append(c.free, code)
+		c.text.gone = append(c.text.gone, code)
 	}
 	c.zero = c.zero[:0]
+	c.time.gone = append(c.time.gone, c.times.gone...)
+	c.time.fresh = append(c.time.fresh, c.times.fresh...)
+	c.times.gone, c.times.fresh = c.times.gone[:0], c.times.fresh[:0]
+	c.nums.gone, c.nums.fresh = c.nums.gone[:0], c.nums.fresh[:0]
 
-	numeric := c.nonNumLive == 0
-	if numeric != c.numeric {
-		c.numeric = numeric
-		c.epoch++
+	mode := modeText
+	switch {
+	case c.nonNumLive == 0:
+		mode = modeNumeric
+	case c.temporalOK && c.nonTimeLive == 0:
+		mode = modeTemporal
+	}
+	if mode != c.mode {
+		c.mode = mode
 		switched = true
 	}
-	switch {
-	case c.numeric || !c.ordered:
-		if c.sorted != nil {
-			for _, code := range c.sorted {
-				if c.refs[code-1] != freedRefs {
-					c.label[code-1] = 0
-				}
+	textLive := func(code uint32) bool { r := c.refs[code-1]; return r != 0 && r != freedRefs }
+	byText := func(x, y uint32) int { return cmp.Compare(c.vals[x-1], c.vals[y-1]) }
+	byTime := func(x, y uint32) int { return compareTimeKeys(c.times.keys[x-1], c.times.keys[y-1]) }
+	r1 := c.text.settle(c.ordered && c.mode == modeText, len(c.vals), textLive, byText)
+	r2 := c.time.settle(c.ordered && c.mode == modeTemporal, len(c.times.keys), c.times.live, byTime)
+	return switched, r1 || r2
+}
+
+// orderList keeps ids (of values, or instants) in order with labels:
+// sorted lists the labelled ids; label[id-1] is 0 for an id not in it.
+type orderList struct {
+	sorted, spare []uint32
+	label         []uint64
+	fresh         []uint32 // ids created since the last settle
+	gone          []uint32 // ids freed since the last settle
+	stride        uint64   // gap between labels after a relabel (labelStride; tests lower it)
+	active        bool
+}
+
+// settle brings the list up to date when on (the column's mode uses it;
+// ids range over 1..ids), and empties it otherwise. It reports whether
+// labels moved.
+func (l *orderList) settle(on bool, ids int, live func(uint32) bool, compare func(x, y uint32) int) bool {
+	for len(l.label) < ids {
+		l.label = append(l.label, 0)
+	}
+	defer func() { l.fresh, l.gone = l.fresh[:0], l.gone[:0] }()
+	if !on {
+		if l.active {
+			for _, id := range l.sorted {
+				l.label[id-1] = 0
 			}
-			c.sorted = nil
+			l.sorted, l.active = l.sorted[:0], false
 		}
-	case switched || c.sorted == nil:
-		c.relabelAll()
-		relabelled = true
-	default:
-		relabelled = c.mergeFresh(gone)
+		return false
 	}
-	for _, code := range gone {
-		c.label[code-1] = 0
+	if !l.active {
+		l.sorted = l.sorted[:0]
+		for id := uint32(1); int(id) <= ids; id++ {
+			if live(id) {
+				l.sorted = append(l.sorted, id)
+			}
+		}
+		slices.SortFunc(l.sorted, compare)
+		l.spread()
+		l.active = true
+		return true
 	}
-	c.fresh = c.fresh[:0]
-	return switched, relabelled
+	return l.merge(live, compare)
 }
 
-// liveCodes appends the codes held by some row.
-func (c *incColumn) liveCodes(out []uint32) []uint32 {
-	for i, r := range c.refs {
-		if r != 0 && r != freedRefs {
-			out = append(out, uint32(i+1))
+func (l *orderList) spread() {
+	d := uint64(len(l.sorted))
+	stride := min(l.stride, (math.MaxUint64-labelBase)/(d+1))
+	for i, id := range l.sorted {
+		l.label[id-1] = labelBase + uint64(i+1)*stride
+	}
+}
+
+// merge removes the labelled ids gone and inserts the fresh live ones,
+// labelling each between its neighbours; when a gap is too narrow every
+// label is spread again and it returns true. Ids are distinct values, and
+// a gone id still compares as its value did.
+func (l *orderList) merge(live func(uint32) bool, compare func(x, y uint32) int) bool {
+	var gone, ins []uint32
+	for _, id := range l.gone {
+		if l.label[id-1] != 0 {
+			gone = append(gone, id)
 		}
 	}
-	return out
-}
-
-func (c *incColumn) byValue(x, y uint32) int { return cmp.Compare(c.vals[x-1], c.vals[y-1]) }
-
-// relabelAll sorts every live text value and spreads the labels stride
-// apart.
-func (c *incColumn) relabelAll() {
-	c.sorted = c.liveCodes(c.sorted[:0])
-	if c.sorted == nil {
-		c.sorted = make([]uint32, 0, 8) // labelled, with no value
-	}
-	slices.SortFunc(c.sorted, c.byValue)
-	c.spreadLabels()
-}
-
-func (c *incColumn) spreadLabels() {
-	d := uint64(len(c.sorted))
-	stride := min(c.stride, (math.MaxUint64-labelBase)/(d+1))
-	for i, code := range c.sorted {
-		c.label[code-1] = labelBase + uint64(i+1)*stride
-	}
-	c.epoch++
-}
-
-// mergeFresh removes the labelled codes gone and inserts the fresh live
-// ones into sorted, labelling each between its neighbours; when a gap is
-// too narrow every label is spread again and it returns true.
-func (c *incColumn) mergeFresh(gone []uint32) bool {
-	ins := c.fresh[:0:0]
-	for _, code := range c.fresh {
-		if r := c.refs[code-1]; r != 0 && r != freedRefs && c.label[code-1] == 0 {
-			ins = append(ins, code)
+	for _, id := range l.fresh {
+		if live(id) && l.label[id-1] == 0 {
+			ins = append(ins, id)
 		}
 	}
 	if len(ins) == 0 && len(gone) == 0 {
 		return false
 	}
-	slices.SortFunc(ins, c.byValue)
-	old := c.sorted
-	// Positions in old: each gone code's, each new code's insertion point.
-	// Values are distinct strings, so a binary search finds the gone ones.
-	pos := func(v string) int {
-		i, _ := slices.BinarySearchFunc(old, v, func(code uint32, v string) int { return cmp.Compare(c.vals[code-1], v) })
+	old := l.sorted
+	pos := func(id uint32) int {
+		i, _ := slices.BinarySearchFunc(old, id, compare)
 		return i
 	}
 	goneAt := make([]int, len(gone))
-	for i, code := range gone {
-		goneAt[i] = pos(c.vals[code-1])
+	for i, id := range gone {
+		goneAt[i] = pos(id)
 	}
 	slices.Sort(goneAt)
-	out := slices.Grow(c.spare[:0], len(old)+len(ins))
+	slices.SortFunc(ins, compare)
+	out := slices.Grow(l.spare[:0], len(old)+len(ins))
 	narrow := false
 	g, from := 0, 0
 	for i := 0; i < len(ins); {
-		at := pos(c.vals[ins[i]-1])
+		at := pos(ins[i])
 		j := i + 1
-		for j < len(ins) && pos(c.vals[ins[j]-1]) == at {
+		for j < len(ins) && pos(ins[j]) == at {
 			j++
 		}
 		out, g = copySkipping(out, old, from, at, goneAt, g)
 		from = at
-		// Labels strictly between lo and hi for ins[i:j].
+		// Labels strictly between the neighbours' for ins[i:j].
 		k := uint64(j - i)
 		var lo, step uint64
 		switch {
 		case len(old) == 0:
-			narrow = true
 		case at == 0:
-			first := c.label[old[0]-1]
-			step = min(c.stride, first/(k+1))
+			first := l.label[old[0]-1]
+			step = min(l.stride, first/(k+1))
 			lo = first - (k+1)*step
 		case at == len(old):
-			last := c.label[old[at-1]-1]
-			step = min(c.stride, (math.MaxUint64-last)/(k+1))
+			last := l.label[old[at-1]-1]
+			step = min(l.stride, (math.MaxUint64-last)/(k+1))
 			lo = last
 		default:
-			l, h := c.label[old[at-1]-1], c.label[old[at]-1]
-			step = (h - l) / (k + 1)
-			lo = l
+			lw, hi := l.label[old[at-1]-1], l.label[old[at]-1]
+			step = (hi - lw) / (k + 1)
+			lo = lw
 		}
 		if step == 0 {
 			narrow = true
 		}
 		for t := i; t < j; t++ {
-			if !narrow {
-				c.label[ins[t]-1] = lo + uint64(t-i+1)*step
-			}
+			l.label[ins[t]-1] = lo + uint64(t-i+1)*step
 			out = append(out, ins[t])
 		}
 		i = j
 	}
 	out, _ = copySkipping(out, old, from, len(old), goneAt, g)
-	c.spare, c.sorted = old[:0], out
+	for _, id := range gone {
+		l.label[id-1] = 0
+	}
+	l.spare, l.sorted = old[:0], out
 	if narrow {
-		c.spreadLabels()
+		l.spread()
 		return true
 	}
 	return false
