@@ -58,6 +58,10 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		runCtx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
+	lp := &levelProgress{maxLevel: len(tab.Columns)}
+	if *maxLevel > 0 {
+		lp.maxLevel = min(lp.maxLevel, *maxLevel)
+	}
 	opts := discovery.Options{
 		Epsilon:       *eps,
 		MaxLevel:      *maxLevel,
@@ -65,8 +69,7 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Validator:     vk,
 		RemovalSample: *removalSample,
 		Progress: func(p discovery.Progress) {
-			bar.set(fmt.Sprintf("level %d %s %d/%d candidates, %d found",
-				p.Level, bar.gauge(p.Validated, p.Candidates), p.Validated, p.Candidates, p.Found))
+			bar.set(lp.line(p, time.Since(bar.start)))
 		},
 	}
 	d, err := discovery.Discover(runCtx, tab, opts)
@@ -350,16 +353,6 @@ func (p *progressBar) set(msg string) {
 	fmt.Fprintf(p.w, "\r\033[K%s", msg)
 }
 
-// gauge renders done/total as a 20-cell bar.
-func (p *progressBar) gauge(done, total int64) string {
-	const cells = 20
-	filled := 0
-	if total > 0 {
-		filled = int(min(done, total) * cells / total)
-	}
-	return "[" + strings.Repeat("#", filled) + strings.Repeat(".", cells-filled) + "]"
-}
-
 // done erases the status line, if one was drawn.
 func (p *progressBar) done() {
 	if p == nil {
@@ -371,4 +364,61 @@ func (p *progressBar) done() {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.shown = false
 	}
+}
+
+// levelProgress turns discovery's progress reports into a status line in
+// which every figure only moves forward:
+//
+//	level 3 of 9: FDs 30/30, orders 6/21 (28%), 42 dependencies found, 12s
+//
+// A level validates its FD candidates first, and only then knows its order
+// candidates (those whose FDs did not hold); discovery reports them as one
+// growing total, so a single bar over it would run backwards. Here each
+// phase has its own count and the percentage is the running phase's. It is
+// called from one goroutine at a time (discovery's guarantee).
+type levelProgress struct {
+	maxLevel int // the last level the lattice can reach
+
+	level      int           // level of the last report
+	fds        int64         // FD candidates of the level (its first total)
+	orders     bool          // the level is in its order phase
+	phaseStart time.Duration // elapsed time when the running phase began
+}
+
+// etaAfter is how long a phase must have run before its remaining time is
+// estimated (a rate over less is noise).
+const etaAfter = 2 * time.Second
+
+func (lp *levelProgress) line(p discovery.Progress, elapsed time.Duration) string {
+	if p.Level != lp.level {
+		lp.level, lp.fds, lp.orders, lp.phaseStart = p.Level, p.Candidates, false, elapsed
+	}
+	if p.Candidates != lp.fds && !lp.orders {
+		lp.orders, lp.phaseStart = true, elapsed
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "level %d of %d: ", p.Level, max(lp.maxLevel, p.Level))
+	if !lp.orders {
+		fmt.Fprintf(&b, "FDs %d/%d (%s)", p.Validated, lp.fds, lp.percent(p.Validated, lp.fds, elapsed))
+	} else {
+		orders, done := p.Candidates-lp.fds, max(p.Validated-lp.fds, 0)
+		fmt.Fprintf(&b, "FDs %d/%d, orders %d/%d (%s)", lp.fds, lp.fds, done, orders, lp.percent(done, orders, elapsed))
+	}
+	fmt.Fprintf(&b, ", %d dependencies found, %s", p.Found, elapsed.Round(time.Second))
+	return b.String()
+}
+
+// percent renders done/total of the running phase, with an estimate of the
+// time it has left once it has run for etaAfter.
+func (lp *levelProgress) percent(done, total int64, elapsed time.Duration) string {
+	if total <= 0 {
+		return "100%"
+	}
+	done = min(done, total)
+	s := fmt.Sprintf("%d%%", done*100/total)
+	if ran := elapsed - lp.phaseStart; ran >= etaAfter && done > 0 && done < total {
+		left := time.Duration(float64(ran) * float64(total-done) / float64(done))
+		s += ", about " + left.Round(time.Second).String() + " left"
+	}
+	return s
 }

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery"
 )
 
 const smallCSV = `id,dept,sal,tax
@@ -255,12 +257,6 @@ func TestProgressBar(t *testing.T) {
 	if got, want := buf.String(), "\r\033[Klevel 1\r\033[K"; got != want {
 		t.Errorf("drew %q, want %q", got, want)
 	}
-	if g := p.gauge(5, 10); g != "[##########..........]" {
-		t.Errorf("gauge(5, 10) = %s", g)
-	}
-	if g := p.gauge(0, 0); g != "[....................]" {
-		t.Errorf("gauge(0, 0) = %s", g)
-	}
 }
 
 func TestDiscoverTimeoutPrintsPartial(t *testing.T) {
@@ -287,5 +283,38 @@ func TestLooksLikeJSON(t *testing.T) {
 		if got := looksLikeJSON(bufio.NewReader(strings.NewReader(in))); got != want {
 			t.Errorf("looksLikeJSON(%q) = %v", in, got)
 		}
+	}
+}
+
+// TestLevelProgress: the figures of the status line never go back, even
+// when discovery's total grows as a level's order candidates become known.
+func TestLevelProgress(t *testing.T) {
+	lp := &levelProgress{maxLevel: 5}
+	steps := []struct {
+		p    discovery.Progress
+		want string
+	}{
+		{discovery.Progress{Level: 1, Candidates: 5}, "level 1 of 5: FDs 0/5 (0%), 0 dependencies found, 3s"},
+		{discovery.Progress{Level: 1, Candidates: 5, Validated: 4}, "level 1 of 5: FDs 4/5 (80%), 0 dependencies found, 3s"},
+		{discovery.Progress{Level: 1, Candidates: 15, Validated: 5}, "level 1 of 5: FDs 5/5, orders 0/10 (0%), 0 dependencies found, 3s"},
+		{discovery.Progress{Level: 1, Candidates: 15, Validated: 12}, "level 1 of 5: FDs 5/5, orders 7/10 (70%), 0 dependencies found, 3s"},
+		{discovery.Progress{Level: 2, Candidates: 20, Found: 7}, "level 2 of 5: FDs 0/20 (0%), 7 dependencies found, 3s"},
+		{discovery.Progress{Level: 2, Candidates: 20, Validated: 20, Found: 7}, "level 2 of 5: FDs 20/20 (100%), 7 dependencies found, 3s"},
+		{discovery.Progress{Level: 2, Candidates: 51, Validated: 31, Found: 7}, "level 2 of 5: FDs 20/20, orders 11/31 (35%), 7 dependencies found, 3s"},
+		{discovery.Progress{Level: 3, Candidates: 0, Found: 9}, "level 3 of 5: FDs 0/0 (100%), 9 dependencies found, 3s"},
+		{discovery.Progress{Level: 3, Candidates: 4, Validated: 1, Found: 9}, "level 3 of 5: FDs 0/0, orders 1/4 (25%), 9 dependencies found, 3s"},
+	}
+	for _, st := range steps {
+		if got := lp.line(st.p, 3*time.Second); got != st.want {
+			t.Errorf("%+v:\n got %s\nwant %s", st.p, got, st.want)
+		}
+	}
+	// An estimate once a phase has run for etaAfter: 10 of 40 in 2 s, so
+	// 30 more take about 6 s.
+	lp = &levelProgress{maxLevel: 5}
+	lp.line(discovery.Progress{Level: 1, Candidates: 40}, time.Second)
+	want := "level 1 of 5: FDs 10/40 (25%, about 6s left), 0 dependencies found, 3s"
+	if got := lp.line(discovery.Progress{Level: 1, Candidates: 40, Validated: 10}, time.Second+etaAfter); got != want {
+		t.Errorf("got %s\nwant %s", got, want)
 	}
 }
