@@ -2,78 +2,40 @@ package stream
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 
 	"github.com/odwatch/odwatch/state"
+	"github.com/segmentio/kafka-go"
 )
 
-// assignment is one consumer group assignment of this member: topic →
-// partition → the group's committed offset when it was made (negative
-// when none).
+// assignment is one consumer group generation's assignment of this member:
+// topic → partition → the group's committed offset (kafka.FirstOffset when
+// none). Topics without partitions are absent.
 type assignment map[string]map[int32]int64
 
-// assignedRE matches one partition of kafka-go's assignment log line
-// ("subscribed to topics and partitions: map[{topic:t partition:0}:-2 ...]",
-// the %+v of its map of topic/partition to committed offset). Topic names
-// cannot hold spaces or braces (Kafka allows [a-zA-Z0-9._-]).
-var assignedRE = regexp.MustCompile(`\{topic:([^\s{}]+) partition:(\d+)\}:(-?\d+)`)
-
-// parseAssignment returns the assignment of a kafka-go assignment log
-// line. kafka-go has no assignment callback; the line is logged right after
-// the new generation's partition readers start.
-func parseAssignment(line string) assignment {
+// assignmentOf reads the assignment of a generation (kafka-go's
+// Generation.Assignments lists every subscribed topic, assigned or not).
+func assignmentOf(gen *kafka.Generation) assignment {
 	a := assignment{}
-	for _, m := range assignedRE.FindAllStringSubmatch(line, -1) {
-		p, err1 := strconv.ParseInt(m[2], 10, 32)
-		off, err2 := strconv.ParseInt(m[3], 10, 64)
-		if err1 != nil || err2 != nil {
+	for t, ps := range gen.Assignments {
+		if len(ps) == 0 {
 			continue
 		}
-		if a[m[1]] == nil {
-			a[m[1]] = map[int32]int64{}
+		a[t] = make(map[int32]int64, len(ps))
+		for _, p := range ps {
+			a[t][int32(p.ID)] = p.Offset
 		}
-		a[m[1]][int32(p)] = off
 	}
 	return a
 }
 
-// noteAssignment hands the latest assignment to the consume loop, replacing
-// one it has not taken yet (only the newest matters). The fetch goroutine
-// forwards it in line with the messages (so that it is applied before the
-// new generation's first message), the consume loop also takes it directly
-// (a member left with nothing to fetch).
-func (m *Monitor) noteAssignment(a assignment) {
-	for {
-		select {
-		case m.assignCh <- a:
-			return
-		default:
-		}
-		select {
-		case <-m.assignCh:
-		default:
-		}
-	}
-}
-
-// applyAssignment runs on the consume goroutine between batches. A stream
-// drops its window (see streamRun.drop) when this member lost its topic,
-// or when the group's committed offset of one of its partitions is past the
-// stored position: another member consumed meanwhile (this one restarts on
-// an old state dir, or gets a topic back), so the window and tracker are
-// stale; the next record is then handled as a takeover. Messages of a lost
-// topic that come after the change are skipped (m.lost), neither stored
-// nor committed: the new owner consumes them.
+// applyAssignment runs on the consume goroutine at the start of a
+// generation, before any of its records. A stream drops its window (see
+// streamRun.drop) when this member lost its topic, or when the group's
+// committed offset of one of its partitions is past the stored position:
+// another member consumed meanwhile (this one restarts on an old state dir,
+// or gets a topic back), so the window and tracker are stale; the stream is
+// then taken over (takeOver).
 func (m *Monitor) applyAssignment(a assignment) error {
-	for t := range m.owned {
-		if a[t] == nil {
-			m.lost[t] = true
-		}
-	}
-	for t := range a {
-		delete(m.lost, t)
-	}
 	for _, s := range m.streams {
 		parts := a[s.cfg.Topic]
 		if parts == nil {
@@ -126,7 +88,7 @@ func (s *streamRun) drop(why string) error {
 	s.win.Reset()
 	clear(s.next)
 	clear(s.lag)
-	s.due, s.stateChecked = false, false
+	s.due = false
 	s.holds = nil
 	s.mb.mu.Lock()
 	s.mb.pending, s.mb.replay = nil, nil

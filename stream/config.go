@@ -91,8 +91,17 @@ type Config struct {
 	// series, the series of the others are deleted.
 	MaxDependencyMetrics int
 	// SessionTimeout is the consumer group session timeout: how long a
-	// crashed member keeps its partitions. 0 means kafka-go's 30 s.
+	// crashed member keeps its topics before the group gives them to a
+	// survivor (DefaultSessionTimeout when 0). A member that stops cleanly
+	// leaves the group at once and does not wait for it.
 	SessionTimeout time.Duration
+	// HeartbeatInterval is how often a member tells the group it is alive,
+	// and so how soon it learns of a rebalance (DefaultHeartbeatInterval
+	// when 0); below SessionTimeout.
+	HeartbeatInterval time.Duration
+	// RebalanceTimeout is how long the group waits for its members to
+	// rejoin in a rebalance (DefaultRebalanceTimeout when 0).
+	RebalanceTimeout time.Duration
 	// StateTopic, when set, receives every stream's tracker state after
 	// each evaluation (key = stream name, JSON value, see stateRecord), and
 	// a member taking a stream over without a tracker of its own restores
@@ -106,6 +115,13 @@ const (
 	DefaultGroup                = "odwatch"
 	DefaultSample               = 5
 	DefaultMaxDependencyMetrics = 200
+	// The group timings let a survivor take over within about 8 s of a
+	// crash: 6 s to notice (the lowest session timeout a Kafka broker
+	// accepts by default, group.min.session.timeout.ms), up to a heartbeat
+	// to learn of the rebalance, then the rejoin and the window read-back.
+	DefaultSessionTimeout    = 6 * time.Second
+	DefaultHeartbeatInterval = time.Second
+	DefaultRebalanceTimeout  = 10 * time.Second
 )
 
 // Validate fills defaults and checks the configuration, naming the
@@ -135,6 +151,7 @@ func (c *Config) Validate() error {
 	if c.MaxDependencyMetrics == 0 {
 		c.MaxDependencyMetrics = DefaultMaxDependencyMetrics
 	}
+	c.validateGroupTimings(bad)
 	if len(c.Streams) == 0 {
 		bad("streams", "at least one stream is required")
 	}
@@ -237,4 +254,30 @@ func (c *Config) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateGroupTimings fills the consumer group timings' defaults and checks
+// them: positive, a heartbeat below the session timeout.
+func (c *Config) validateGroupTimings(bad func(field, format string, args ...any)) {
+	for _, t := range []struct {
+		field string
+		v     *time.Duration
+		def   time.Duration
+	}{
+		{"session-timeout", &c.SessionTimeout, DefaultSessionTimeout},
+		{"heartbeat-interval", &c.HeartbeatInterval, DefaultHeartbeatInterval},
+		{"rebalance-timeout", &c.RebalanceTimeout, DefaultRebalanceTimeout},
+	} {
+		switch {
+		case *t.v < 0:
+			bad(t.field, "must be > 0, not %v", *t.v)
+		case *t.v == 0:
+			*t.v = t.def
+		case *t.v < time.Millisecond:
+			bad(t.field, "must be at least 1ms, not %v", *t.v)
+		}
+	}
+	if c.HeartbeatInterval > 0 && c.SessionTimeout > 0 && c.HeartbeatInterval >= c.SessionTimeout {
+		bad("heartbeat-interval", "must be below session-timeout (%v), not %v", c.SessionTimeout, c.HeartbeatInterval)
+	}
 }

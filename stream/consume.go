@@ -3,14 +3,15 @@ package stream
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,9 +64,6 @@ type streamRun struct {
 	// replayMissedEvaluation); replay is the one found by restore.
 	holds  []evictHold
 	replay *evalJob
-	// stateChecked: the state topic was read since the stream was
-	// (re)assigned to this member.
-	stateChecked bool
 
 	// Evaluator side.
 	tracker     *alerts.Tracker
@@ -238,97 +236,22 @@ func (s *streamRun) countBoundary(seq uint64) bool {
 	return n >= w && (n-w)%e == 0
 }
 
-// groupTopicBalancer is the consumer group balancer of docs/DESIGN.md
-// "Scale-out": all partitions of a topic go to one member, since a window
-// needs the whole stream. The member is the oldest one subscribed to the
-// topic (UserData carries the member's start time), so a new instance does
-// not take a topic away from the one holding its window; topics spread over
-// members by count.
-type groupTopicBalancer struct {
-	started time.Time
+// fetchMaxWait is how long a fetch waits on the broker for records.
+const fetchMaxWait = 250 * time.Millisecond
+
+// kafkaLogger forwards kafka-go's group logs at debug level. They are never
+// read for control flow: assignments and errors come from the group API.
+type kafkaLogger struct{ log *slog.Logger }
+
+func (l kafkaLogger) Printf(format string, args ...any) {
+	l.log.Debug("kafka group: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
 
-func (b groupTopicBalancer) ProtocolName() string { return "odwatch-topic" }
-
-func (b groupTopicBalancer) UserData() ([]byte, error) {
-	return binary.BigEndian.AppendUint64(nil, uint64(b.started.UnixNano())), nil
-}
-
-func (b groupTopicBalancer) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
-	started := func(m kafka.GroupMember) uint64 {
-		if len(m.UserData) >= 8 {
-			return binary.BigEndian.Uint64(m.UserData)
-		}
-		return ^uint64(0)
-	}
-	members = slices.Clone(members)
-	slices.SortFunc(members, func(a, c kafka.GroupMember) int {
-		return cmp.Or(cmp.Compare(started(a), started(c)), strings.Compare(a.ID, c.ID))
-	})
-	byTopic := map[string][]int{}
-	for _, p := range partitions {
-		byTopic[p.Topic] = append(byTopic[p.Topic], p.ID)
-	}
-	topics := make([]string, 0, len(byTopic))
-	for t := range byTopic {
-		topics = append(topics, t)
-	}
-	slices.Sort(topics)
-	out := kafka.GroupMemberAssignments{}
-	load := map[string]int{}
-	for _, m := range members {
-		out[m.ID] = map[string][]int{}
-	}
-	for _, t := range topics {
-		// Prefer the oldest subscribed member; among members as old
-		// (none carry a start time) the least loaded.
-		var pick *kafka.GroupMember
-		for i := range members {
-			m := &members[i]
-			if !slices.Contains(m.Topics, t) {
-				continue
-			}
-			if pick == nil || (started(*m) == started(*pick) && load[m.ID] < load[pick.ID]) {
-				pick = m
-			}
-		}
-		if pick == nil {
-			continue
-		}
-		ps := slices.Clone(byTopic[t])
-		slices.Sort(ps)
-		out[pick.ID][t] = ps
-		load[pick.ID]++
-	}
-	return out
-}
-
-// readerLogger watches kafka-go's reader log for the assignment, which is
-// the readiness signal (kafka-go has no API for it), and forwards the lines
-// at debug level.
-type readerLogger struct {
-	m *Monitor
-}
-
-func (l readerLogger) Printf(format string, args ...any) {
-	line := strings.TrimSpace(fmt.Sprintf(format, args...))
-	if strings.HasPrefix(format, "subscribed to topics and partitions") {
-		l.m.noteAssignment(parseAssignment(line))
-		l.m.joined.Store(true)
-	}
-	l.m.log.Debug("kafka reader: " + line)
-}
-
-type readerErrorLogger struct{ m *Monitor }
-
-func (l readerErrorLogger) Printf(format string, args ...any) {
-	l.m.log.Warn("kafka reader: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
-}
-
+// fetched is a record of an assigned partition, or the permanent error
+// that stopped its fetcher.
 type fetched struct {
-	msg    kafka.Message
-	err    error
-	assign assignment // when set, an assignment change (no message)
+	msg kafka.Message
+	err error
 }
 
 type topicPartition struct {
@@ -336,63 +259,161 @@ type topicPartition struct {
 	partition int
 }
 
-// consume runs the consume loop until ctx is done (nil) or a fatal error.
+// batch is the open batch of the consume loop: the next offset to commit
+// per partition, the dead letters to write, and records per topic (for
+// the balancer's rates).
+type batch struct {
+	commits map[topicPartition]int64
+	dlq     []kafka.Message
+	records map[string]int
+}
+
+func newBatch() *batch {
+	return &batch{commits: map[topicPartition]int64{}, records: map[string]int{}}
+}
+
+// consume is the member's life in the consumer group (kafka-go's
+// ConsumerGroup): each generation's assignment is applied and consumed by
+// runGeneration until the generation ends (a rebalance, or the coordinator
+// lost); broker errors are retried with capped exponential backoff. It
+// returns nil when ctx is done, after leaving the group (so that another
+// member, or this one restarted, takes over at once), or a fatal error.
 func (m *Monitor) consume(ctx context.Context) error {
-	rc := kafka.ReaderConfig{
-		Brokers:          m.cfg.Brokers,
-		GroupID:          m.cfg.Group,
-		GroupTopics:      m.topics(),
-		MinBytes:         1,
-		MaxBytes:         readerMaxBytes,
-		MaxWait:          100 * time.Millisecond,
-		QueueCapacity:    4096,
-		CommitInterval:   0, // synchronous commits, after the store commit
-		StartOffset:      kafka.FirstOffset,
-		GroupBalancers:   []kafka.GroupBalancer{groupTopicBalancer{started: m.started}},
-		Dialer:           m.cfg.Dialer,
-		SessionTimeout:   m.cfg.SessionTimeout,
-		JoinGroupBackoff: time.Second,
-		Logger:           readerLogger{m},
-		ErrorLogger:      readerErrorLogger{m},
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:                m.cfg.Group,
+		Brokers:           m.cfg.Brokers,
+		Dialer:            m.cfg.Dialer,
+		Topics:            m.topics(),
+		GroupBalancers:    []kafka.GroupBalancer{m.balancer},
+		HeartbeatInterval: m.cfg.HeartbeatInterval,
+		SessionTimeout:    m.cfg.SessionTimeout,
+		RebalanceTimeout:  m.cfg.RebalanceTimeout,
+		JoinGroupBackoff:  brokerBackoffBase,
+		StartOffset:       kafka.FirstOffset,
+		Logger:            kafkaLogger{m.log},
+		ErrorLogger:       kafkaLogger{m.log},
+	})
+	if err != nil {
+		return fmt.Errorf("consumer group: %w", err)
 	}
-	r := kafka.NewReader(rc)
-	m.reader = r
-	fctx, stopFetch := context.WithCancel(ctx)
-	msgs := make(chan fetched, maxBatch)
-	fetchDone := make(chan struct{})
-	go func() {
-		defer close(fetchDone)
-		for {
-			msg, err := r.FetchMessage(fctx)
-			// An assignment noted by now came with the generation this
-			// message may belong to: it goes first.
-			select {
-			case a := <-m.assignCh:
-				select {
-				case msgs <- fetched{assign: a}:
-				case <-fctx.Done():
-					return
-				}
-			default:
+	transport := &kafka.Transport{}
+	if m.cfg.Dialer != nil {
+		transport = transportFor(m.cfg.Dialer)
+	}
+	defer transport.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(m.cfg.Brokers...), Transport: transport, Timeout: 10 * time.Second}
+	for {
+		gen, err := m.nextGeneration(ctx, cg)
+		if err != nil {
+			if ctx.Err() != nil {
+				m.leave(cg)
+				return nil
 			}
-			select {
-			case msgs <- fetched{msg: msg, err: err}:
-			case <-fctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
+			_ = cg.Close()
+			return err
 		}
-	}()
+		done := make(chan error, 1)
+		gen.Start(func(gctx context.Context) { done <- m.runGeneration(ctx, gctx, gen, client) })
+		select {
+		case err := <-done:
+			if err != nil {
+				_ = cg.Close()
+				return err
+			}
+		case <-ctx.Done():
+			// Close ends the generation (runGeneration makes its batch
+			// durable and commits it) and then leaves the group.
+			m.leave(cg)
+			return <-done
+		}
+	}
+}
+
+// leave closes the consumer group, which ends the generation and sends
+// LeaveGroup.
+func (m *Monitor) leave(cg *kafka.ConsumerGroup) {
+	start := time.Now()
+	_ = cg.Close() // always nil
+	m.log.Info("left the consumer group", "group", m.cfg.Group, "took", time.Since(start).Round(time.Millisecond))
+}
+
+// nextGeneration waits for the next generation of the group. Group protocol
+// errors (a rebalance in progress, a coordinator that moved) are retried at
+// kafka-go's pace; a broker that does not answer is retried with capped
+// exponential backoff and reported to m.health; only a permanent error
+// (authorization) is returned.
+func (m *Monitor) nextGeneration(ctx context.Context, cg *kafka.ConsumerGroup) (*kafka.Generation, error) {
+	const who = "consumer group"
+	var b backoff
+	for {
+		gen, err := cg.Next(ctx)
+		if err == nil {
+			m.health.ok(who)
+			return gen, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if permanentKafkaError(err) {
+			return nil, fmt.Errorf("consumer group %s: %w", m.cfg.Group, err)
+		}
+		var ke kafka.Error
+		if errors.As(err, &ke) {
+			m.log.Debug("consumer group: retrying", "err", err)
+			continue
+		}
+		wait := b.next()
+		m.health.fail(who, err, wait)
+		if !sleepCtx(ctx, wait) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// runGeneration consumes one generation: it applies the assignment, takes
+// over the streams whose window another member held (their windows rebuilt
+// from Kafka before any new record), then fetches the assigned partitions
+// and processes their records in batches until the generation ends (gctx)
+// or ctx is done; the open batch is then made durable and committed before
+// it returns, so that the next owner starts where this member stopped.
+// When ctx is done it waits for the generation's end (consume closes the
+// group), so that the commit precedes the LeaveGroup.
+func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation, client *kafka.Client) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(gctx, cancel)()
+	a := assignmentOf(gen)
+	topics := slices.Sorted(maps.Keys(a))
+	m.log.Info("consumer group generation", "group", m.cfg.Group, "generation", gen.ID, "member", gen.MemberID, "topics", strings.Join(topics, ","))
+	if err := m.applyAssignment(a); err != nil {
+		return err
+	}
+	m.balancer.setOwned(topics)
+	b := newBatch()
+	end := func() error {
+		err := m.endGeneration(ctx, gen, b)
+		<-gctx.Done()
+		return err
+	}
+	if err := m.takeOver(wctx, client, a); err != nil {
+		if wctx.Err() != nil {
+			return end()
+		}
+		return err
+	}
+
+	msgs := make(chan fetched, maxBatch)
+	fctx, stopFetch := context.WithCancel(wctx)
+	var wg sync.WaitGroup
 	defer func() {
 		stopFetch()
-		<-fetchDone
-		if err := r.Close(); err != nil {
-			m.log.Warn("close kafka reader", "err", err)
-		}
-		m.joined.Store(false)
+		wg.Wait()
 	}()
+	for tp, off := range m.fetchStarts(a) {
+		wg.Go(func() { m.fetchPartition(fctx, client, tp, off, msgs) })
+	}
+	m.joined.Store(true)
+	defer m.joined.Store(false)
 
 	var tick <-chan time.Time
 	if iv := m.minInterval(); iv > 0 {
@@ -400,31 +421,32 @@ func (m *Monitor) consume(ctx context.Context) error {
 		defer t.Stop()
 		tick = t.C
 	}
-	commits := map[topicPartition]kafka.Message{}
-	var dlq []kafka.Message
+	// take processes one fetched record; false ends the generation
+	// (err nil: it ended or ctx is done).
+	take := func(f fetched) (bool, error) {
+		if f.err != nil {
+			return false, errors.Join(f.err, m.endGeneration(ctx, gen, b))
+		}
+		if err := m.add(wctx, f.msg, b); err != nil {
+			if wctx.Err() != nil && errors.Is(err, wctx.Err()) {
+				return false, nil
+			}
+			return false, err
+		}
+		return true, nil
+	}
 	for {
 		n := 0
-		var change assignment // an assignment change that ended the batch
 		select {
-		case <-ctx.Done():
-			return nil
-		case a := <-m.assignCh:
-			if err := m.applyAssignment(a); err != nil {
-				return err
-			}
-			continue
+		case <-wctx.Done():
+			return end()
 		case f := <-msgs:
-			if f.assign != nil {
-				if err := m.applyAssignment(f.assign); err != nil {
+			ok, err := take(f)
+			if !ok {
+				if err != nil {
 					return err
 				}
-				continue
-			}
-			if f.err != nil {
-				return m.fetchError(ctx, f.err)
-			}
-			if err := m.add(ctx, f.msg, commits, &dlq); err != nil {
-				return stopped(ctx, err)
+				return end()
 			}
 			n++
 		case <-tick:
@@ -434,62 +456,144 @@ func (m *Monitor) consume(ctx context.Context) error {
 		for n > 0 && n < maxBatch && !m.anyDue() {
 			select {
 			case f := <-msgs:
-				if f.assign != nil {
-					change = f.assign
-					break fill
-				}
-				if f.err != nil {
+				ok, err := take(f)
+				if !ok {
 					timer.Stop()
-					if err := m.flush(ctx, commits, &dlq); err != nil {
+					if err != nil {
 						return err
 					}
-					return m.fetchError(ctx, f.err)
-				}
-				if err := m.add(ctx, f.msg, commits, &dlq); err != nil {
-					timer.Stop()
-					return stopped(ctx, err)
+					return end()
 				}
 				n++
 			case <-timer.C:
 				break fill
-			case <-ctx.Done():
+			case <-wctx.Done():
 				break fill
 			}
 		}
 		timer.Stop()
-		if err := m.flush(ctx, commits, &dlq); err != nil {
-			if ctx.Err() != nil {
-				return nil
+		if err := m.flush(wctx, gen, b); err != nil {
+			if wctx.Err() != nil {
+				return end()
 			}
 			return err
 		}
-		if change != nil {
-			if err := m.applyAssignment(change); err != nil {
-				return err
+	}
+}
+
+// endGeneration makes the open batch durable and commits it when the
+// generation ends or ctx is done, with a context of its own: the dead
+// letters still go out (or the batch is not applied, and its records come
+// again).
+func (m *Monitor) endGeneration(ctx context.Context, gen *kafka.Generation, b *batch) error {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := m.flush(fctx, gen, b); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// fetchStarts returns where to fetch each assigned partition from: the
+// lowest next offset of the topic's streams, the group's committed offset
+// for a stream without one (kafka.FirstOffset when the group has none).
+func (m *Monitor) fetchStarts(a assignment) map[topicPartition]int64 {
+	starts := map[topicPartition]int64{}
+	for t, parts := range a {
+		for p, committed := range parts {
+			start := int64(math.MaxInt64)
+			for _, s := range m.byTopic[t] {
+				off := committed
+				if next, ok := s.next[p]; ok {
+					off = next
+				}
+				start = min(start, off)
+			}
+			if start < 0 {
+				start = kafka.FirstOffset
+			}
+			starts[topicPartition{t, int(p)}] = start
+		}
+	}
+	return starts
+}
+
+// fetchPartition fetches one partition from offset into out until ctx is
+// done. Broker errors are retried with capped exponential backoff (and
+// reported to m.health); an offset out of range (retention deleted it)
+// restarts at the partition's first offset; a permanent error is sent to
+// out and ends the fetcher.
+func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp topicPartition, offset int64, out chan<- fetched) {
+	who := fmt.Sprintf("fetch %s/%d", tp.topic, tp.partition)
+	defer m.health.forget(who)
+	var b backoff
+	for {
+		res, err := client.Fetch(ctx, &kafka.FetchRequest{
+			Topic: tp.topic, Partition: tp.partition, Offset: offset,
+			MinBytes: 1, MaxBytes: readerMaxBytes, MaxWait: fetchMaxWait,
+		})
+		if err == nil && res.Error != nil {
+			err = res.Error
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, kafka.OffsetOutOfRange) {
+				m.log.Warn("offset out of range (deleted by retention?); fetching from the first offset", "topic", tp.topic, "partition", tp.partition, "offset", offset)
+				offset = kafka.FirstOffset
+				continue
+			}
+			if permanentKafkaError(err) {
+				select {
+				case out <- fetched{err: fmt.Errorf("%s: %w", who, err)}:
+				case <-ctx.Done():
+				}
+				return
+			}
+			wait := b.next()
+			m.health.fail(who, err, wait)
+			if !sleepCtx(ctx, wait) {
+				return
+			}
+			continue
+		}
+		b.reset()
+		m.health.ok(who)
+		for {
+			rec, err := res.Records.ReadRecord()
+			if err != nil {
+				break // end of the fetched batches (or of their readable part)
+			}
+			key, value := readBytes(rec.Key), readBytes(rec.Value)
+			if rec.Offset < offset {
+				continue // a batch may start before the offset asked for
+			}
+			offset = rec.Offset + 1
+			msg := kafka.Message{
+				Topic: tp.topic, Partition: tp.partition, Offset: rec.Offset, HighWaterMark: res.HighWatermark,
+				Key: key, Value: value, Headers: rec.Headers, Time: rec.Time,
+			}
+			select {
+			case out <- fetched{msg: msg}:
+			case <-ctx.Done():
+				return
 			}
 		}
 	}
 }
 
-// stopped maps an error that only says ctx was cancelled (a decode waiting
-// for the registry, a read-back, interrupted by shutdown) to nil: a stop is
-// not a failure. The open batch is dropped unsynced; its records come again
-// after the restart.
-func stopped(ctx context.Context, err error) error {
-	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+// readBytes reads and closes a record's key or value (nil stays nil).
+func readBytes(b kafka.Bytes) []byte {
+	if b == nil {
 		return nil
 	}
-	return err
-}
-
-func (m *Monitor) fetchError(ctx context.Context, err error) error {
-	if ctx.Err() != nil || errors.Is(err, context.Canceled) {
+	defer b.Close()
+	v, err := kafka.ReadAll(b)
+	if err != nil {
 		return nil
 	}
-	if errors.Is(err, io.EOF) {
-		return errors.New("kafka reader closed")
-	}
-	return fmt.Errorf("fetch from kafka: %w", err)
+	return v
 }
 
 func (m *Monitor) minInterval() time.Duration {
@@ -512,48 +616,38 @@ func (m *Monitor) anyDue() bool {
 }
 
 // add processes one fetched message for every stream on its topic.
-func (m *Monitor) add(ctx context.Context, msg kafka.Message, commits map[topicPartition]kafka.Message, dlq *[]kafka.Message) error {
-	if m.lost[msg.Topic] {
-		return nil // fetched before a rebalance gave the topic to another member
-	}
-	commits[topicPartition{msg.Topic, msg.Partition}] = msg
+func (m *Monitor) add(ctx context.Context, msg kafka.Message, b *batch) error {
 	for _, s := range m.byTopic[msg.Topic] {
-		if err := s.add(ctx, msg, dlq); err != nil {
+		if err := s.add(ctx, msg, &b.dlq); err != nil {
 			return err
 		}
 	}
+	b.commits[topicPartition{msg.Topic, msg.Partition}] = msg.Offset + 1
+	b.records[msg.Topic]++
 	return nil
 }
 
+// add appends msg to the window and the open batch. A record interrupted
+// by ctx (a decode waiting for the registry) leaves no trace: it is fetched
+// again.
 func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Message) error {
+	p := int32(msg.Partition)
+	if next, known := s.next[p]; known && msg.Offset < next {
+		s.consumed.Inc()
+		return nil // already in the store: a redelivery after a crash or rebalance
+	}
+	err := s.decode(ctx, msg)
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	s.consumed.Inc()
 	s.handedOver.Store(false)
-	p := int32(msg.Partition)
 	if msg.HighWaterMark > 0 {
 		s.lag[p] = max(0, msg.HighWaterMark-msg.Offset-1)
 	}
-	next, known := s.next[p]
-	if known && msg.Offset < next {
-		return nil // already in the store: a redelivery after a crash or rebalance
-	}
-	if !known && msg.Offset > 0 {
-		// A partition this store never saw, picked up mid-stream (state
-		// dir lost, or taken over from another instance), or one whose
-		// window was dropped (see applyAssignment): read back the records
-		// before it so that the window is whole at once, and the previous
-		// owner's tracker from the state topic.
-		s.takeOverState(ctx)
-		if err := s.backfill(ctx, msg.Topic, msg.Partition, msg.Offset); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			s.log.Warn("could not read back the window before the committed offset; the window fills from here",
-				"partition", msg.Partition, "offset", msg.Offset, "err", err)
-		}
-	}
 	s.next[p] = msg.Offset + 1
 	s.posDirty = true
-	if err := s.decode(ctx, msg); err != nil {
+	if err != nil {
 		var de *DecodeError
 		if !errors.As(err, &de) {
 			return fmt.Errorf("stream %s: decode %s/%d/%d: %w", s.name, msg.Topic, msg.Partition, msg.Offset, err)
@@ -631,41 +725,47 @@ func (s *streamRun) reject(msg kafka.Message, de *DecodeError, dlq *[]kafka.Mess
 // finally it hands due window snapshots to the evaluators. A dead-letter
 // topic that cannot be written is a fatal error (after kafka-go's retries):
 // dropping the records silently would lose them.
-func (m *Monitor) flush(ctx context.Context, commits map[topicPartition]kafka.Message, dlq *[]kafka.Message) error {
-	if len(*dlq) > 0 {
+func (m *Monitor) flush(ctx context.Context, gen *kafka.Generation, b *batch) error {
+	if len(b.dlq) > 0 {
 		// Dead letters go out before the store records the positions past
 		// them, so none is lost: when the write fails the batch is not
 		// applied and the records come again after a restart.
-		if err := m.writeDeadLetters(ctx, *dlq); err != nil {
+		if err := m.writeDeadLetters(ctx, b.dlq); err != nil {
 			if ctx.Err() != nil {
-				return nil
+				return ctx.Err()
 			}
-			return fmt.Errorf("write %d records to the dead-letter topic %s: %w", len(*dlq), m.cfg.DLQTopic, err)
+			return fmt.Errorf("write %d records to the dead-letter topic %s: %w", len(b.dlq), m.cfg.DLQTopic, err)
 		}
-		for _, msg := range *dlq {
+		for _, msg := range b.dlq {
 			m.metrics.dlq.WithLabelValues(headerValue(msg.Headers, "odwatch_stream")).Inc()
 		}
-		clear(*dlq)
-		*dlq = (*dlq)[:0]
+		clear(b.dlq)
+		b.dlq = b.dlq[:0]
 	}
 	for _, s := range m.streams {
 		if err := s.commit(); err != nil {
 			return err
 		}
 	}
-	if len(commits) > 0 {
-		last := make([]kafka.Message, 0, len(commits))
-		for _, msg := range commits {
-			last = append(last, msg)
-		}
-		clear(commits)
-		if err := m.reader.CommitMessages(ctx, last...); err != nil {
-			if ctx.Err() != nil {
-				return nil
+	if len(b.commits) > 0 {
+		offsets := map[string]map[int]int64{}
+		for tp, next := range b.commits {
+			if offsets[tp.topic] == nil {
+				offsets[tp.topic] = map[int]int64{}
 			}
-			// A commit fails during a rebalance; the records are in the
-			// store, so a redelivery is skipped by offset.
-			m.log.Warn("commit offsets to kafka", "err", err)
+			offsets[tp.topic][tp.partition] = next
+		}
+		for t, n := range b.records {
+			m.balancer.consumed(t, n)
+		}
+		clear(b.records)
+		clear(b.commits)
+		if err := gen.CommitOffsets(offsets); err != nil {
+			// A commit fails when the generation ended (a rebalance) or
+			// the broker is away; the records are in the store, so a
+			// redelivery is skipped by offset, and the next commit
+			// covers these.
+			m.log.Debug("commit offsets to kafka", "generation", gen.ID, "err", err)
 		}
 	}
 	now := time.Now()
@@ -815,82 +915,4 @@ func (l *logLimiter) takeSuppressed() int {
 	n := l.suppressed
 	l.suppressed = 0
 	return n
-}
-
-// backfill reads back, before offset upTo of a partition the store has no
-// position for, the partition's share of the window (Window / partitions
-// records, docs/DESIGN.md "Scale-out") and appends it to the window and the open
-// batch. Undecodable records among them are skipped: the instance that
-// consumed them first counted and dead-lettered them. No evaluation is
-// triggered by the backfill itself.
-func (s *streamRun) backfill(ctx context.Context, topic string, partition int, upTo int64) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	client := &kafka.Client{Addr: kafka.TCP(s.m.cfg.Brokers...), Timeout: 10 * time.Second}
-	if s.m.cfg.Dialer != nil {
-		t := transportFor(s.m.cfg.Dialer)
-		defer t.CloseIdleConnections()
-		client.Transport = t
-	}
-	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		return fmt.Errorf("metadata: %w", err)
-	}
-	parts := 1
-	for _, t := range md.Topics {
-		if t.Name == topic && len(t.Partitions) > 0 {
-			parts = len(t.Partitions)
-		}
-	}
-	share := int64((s.cfg.Window + parts - 1) / parts)
-	lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: {kafka.FirstOffsetOf(partition)}}})
-	if err != nil {
-		return fmt.Errorf("first offset: %w", err)
-	}
-	from := upTo - share
-	for _, po := range lo.Topics[topic] {
-		if po.Partition == partition && po.Error == nil {
-			from = max(from, po.FirstOffset)
-		}
-	}
-	from = max(from, 0)
-	if from >= upTo {
-		return nil
-	}
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: s.m.cfg.Brokers, Topic: topic, Partition: partition, Dialer: s.m.cfg.Dialer,
-		MinBytes: 1, MaxBytes: readerMaxBytes, MaxWait: 100 * time.Millisecond, QueueCapacity: 4096,
-	})
-	defer r.Close()
-	if err := r.SetOffset(from); err != nil {
-		return fmt.Errorf("seek to %d: %w", from, err)
-	}
-	p := int32(partition)
-	n := 0
-	for {
-		msg, err := r.FetchMessage(ctx)
-		if err != nil {
-			return fmt.Errorf("read back %d..%d: %w", from, upTo, err)
-		}
-		if msg.Offset >= upTo {
-			break
-		}
-		if err := s.decode(ctx, msg); err == nil &&
-			s.win.Append(RowMeta{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time}, &s.rec) {
-			s.arena = s.rec.AppendBinary(s.arena)
-			s.valueEnd = append(s.valueEnd, len(s.arena))
-			s.batch = append(s.batch, state.Record{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time})
-			s.seq++
-			n++
-		} else if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if msg.Offset >= upTo-1 {
-			break
-		}
-	}
-	s.next[p] = upTo
-	s.posDirty = true
-	s.log.Info("window read back from kafka", "partition", partition, "from", from, "to", upTo, "records", n)
-	return nil
 }

@@ -23,6 +23,8 @@ import (
 //	odwatch_consumer_lag{stream}                       gauge     records behind the partitions' high watermarks (sum over partitions, as of the last fetch)
 //	odwatch_last_evaluation_timestamp_seconds{stream}  gauge     unix time of the last successful evaluation
 //	odwatch_state_publish_errors_total{stream}         counter   tracker states not written to Config.StateTopic (the local store has them; the next evaluation publishes again)
+//	odwatch_kafka_unreachable_seconds_total            counter   time Kafka did not answer (fetches or the consumer group failing; retried with backoff, /readyz 503 meanwhile)
+//	odwatch_kafka_reachable                            gauge     1 while Kafka answers, 0 during an outage
 //
 // Registered through package alerts (alerts.NewMetrics), updated by the
 // pipeline after every evaluation:
@@ -58,7 +60,7 @@ type metrics struct {
 	statePublishErrors *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *brokerHealth) (*metrics, error) {
 	m := &metrics{reg: reg}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{"stream"}, labels...))
@@ -88,6 +90,20 @@ func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int) (*metrics, 
 	m.lag = gauge("odwatch_consumer_lag", "Records behind the high watermark, summed over partitions.")
 	m.statePublishErrors = counter("odwatch_state_publish_errors_total", "Tracker states that could not be written to the state topic.")
 	m.lastEval = gauge("odwatch_last_evaluation_timestamp_seconds", "Unix time of the last successful evaluation.")
+	m.collectors = append(m.collectors,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "odwatch_kafka_unreachable_seconds_total",
+			Help: "Time Kafka did not answer the consumer (retried with backoff meanwhile).",
+		}, health.unreachableSeconds),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "odwatch_kafka_reachable",
+			Help: "1 while Kafka answers the consumer, 0 during an outage.",
+		}, func() float64 {
+			if health.reachable() {
+				return 1
+			}
+			return 0
+		}))
 	for i, c := range m.collectors {
 		if err := reg.Register(c); err != nil {
 			for _, r := range m.collectors[:i] {

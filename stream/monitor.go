@@ -28,23 +28,41 @@
 //
 // # Scale-out and takeover
 //
-// The consumer group balancer gives all partitions of a topic to one member
-// (the oldest), since a window needs the whole stream. A member that starts
-// consuming a partition its store has no position for, past offset 0 (a
-// takeover, or a lost state dir), reads the partition's share of the window
-// back from Kafka first. With Config.StateTopic set, every evaluation also
-// publishes the stream's tracker state there (a compacted topic, key =
-// stream name), and such a member, when the topic holds a newer tracker
-// state than its own store (a fresh instance has none), restores the
-// tracker from it and continues the arrival sequence numbers past the
-// previous owner's last evaluated window: the tracked dependencies keep
-// their state and no discovered event is repeated. Without a state topic
-// the tracker starts empty and the dependencies are rediscovered on the
-// member's first window. A member that loses a topic in a rebalance drops
-// the stream's window (memory and store) so that it never evaluates a stale
-// one, and so does a member whose stored position is behind the group's
-// committed offset (it restarted on an old state dir, or got the topic
-// back): both then take over as above.
+// Membership is kafka-go's consumer group API (kafka.NewConsumerGroup):
+// every generation brings this member's assignment, and the consume loop
+// runs inside it. The group balancer (topicBalancer) gives all partitions of
+// a topic to one member, since a window needs the whole stream, keeps
+// topics where they are across rebalances and spreads them over the
+// members by load. When a generation assigns a topic whose partitions the
+// group consumed past this member's store (a takeover, or a lost state
+// dir), the member rebuilds the whole window before fetching anything new:
+// the last Window records across partitions up to the group's committed
+// offsets, in the window's order (record time, partition, offset). With
+// Config.StateTopic set, every evaluation also publishes the stream's
+// tracker state there (a compacted topic, key = stream name), and such a
+// member, when the topic holds a newer tracker state than its own store (a
+// fresh instance has none), restores the tracker from it and continues the
+// arrival sequence numbers where the previous owner's count stands: the
+// tracked dependencies keep their state, no discovered event is repeated,
+// and evaluations fall at the window ends of an uninterrupted member.
+// Without a state topic the tracker starts empty and the dependencies are
+// rediscovered on the member's first window. A member that loses a topic
+// in a rebalance drops the stream's window (memory and store) so that it
+// never evaluates a stale one, and so does a member whose stored position
+// is behind the group's committed offset (it restarted on an old state
+// dir, or got the topic back): both then take over as above. A clean stop
+// commits and leaves the group at once; a crashed member's topics move
+// after Config.SessionTimeout.
+//
+// # Broker outages
+//
+// Broker errors (timeouts, refused or reset connections, a coordinator or
+// leader that moved, a broker restarting) are retried with capped
+// exponential backoff; meanwhile Ready is false and
+// odwatch_kafka_unreachable_seconds_total grows, and the log says so once
+// per backoff step. Consumption resumes from the stored positions, which are
+// never behind the committed offsets, so nothing is lost or counted twice.
+// Only a permanent authorization failure ends Run.
 //
 // # A damaged store
 //
@@ -106,19 +124,18 @@ type Monitor struct {
 	// stateWriter publishes tracker states to cfg.StateTopic (nil when
 	// unset).
 	stateWriter *kafka.Writer
-	reader      *kafka.Reader // set by consume
-	// assignCh carries each new assignment from kafka-go's logger to the
-	// consume loop; owned and lost are the consume loop's view (topics
-	// assigned now, topics lost and not assigned again).
-	assignCh chan assignment
-	owned    map[string]bool
-	lost     map[string]bool
-	started  time.Time
+	// balancer assigns topics to the group's members (when this member
+	// leads the group) and tells the leader what this member owns.
+	balancer *topicBalancer
+	// health tracks whether Kafka answers (readiness, outage metric).
+	health *brokerHealth
+	// owned are the topics of the current generation (consume goroutine).
+	owned map[string]bool
 	// retryBase is the first wait before delivering again events a sink
 	// failed to take (defaultRetryBase when 0; tests shorten it).
 	retryBase time.Duration
 
-	joined    atomic.Bool // the consumer received its partition assignment
+	joined    atomic.Bool // the consumer is in a generation of its group
 	storeOpen atomic.Bool
 	running   atomic.Bool
 	// closeMu orders Close against Run: Run holds it for reading while it
@@ -153,9 +170,9 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, started: time.Now(),
-		assignCh: make(chan assignment, 1), owned: map[string]bool{}, lost: map[string]bool{}}
-	met, err := newMetrics(reg, cfg.MaxDependencyMetrics)
+	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{},
+		balancer: newTopicBalancer(), health: newBrokerHealth(log), owned: map[string]bool{}}
+	met, err := newMetrics(reg, cfg.MaxDependencyMetrics, m.health)
 	if err != nil {
 		return nil, err
 	}
@@ -231,10 +248,11 @@ func openStore(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*state.
 	return state.Open(cfg.StateDir, opts)
 }
 
-// Ready reports whether the store is open and the consumer joined its group
-// and received its assignment (the /readyz condition).
+// Ready reports whether the store is open, the consumer is in a generation
+// of its group (it received its assignment and rebuilt the windows it took
+// over) and Kafka answers (the /readyz condition).
 func (m *Monitor) Ready() bool {
-	return m.storeOpen.Load() && m.joined.Load() && m.running.Load()
+	return m.storeOpen.Load() && m.joined.Load() && m.running.Load() && m.health.reachable()
 }
 
 // Run restores every stream from the store (window, position, tracker),

@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -273,44 +272,6 @@ func TestConfigValidate(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestGroupTopicBalancer(t *testing.T) {
-	b := groupTopicBalancer{started: time.Unix(100, 0)}
-	ud := func(sec int64) []byte {
-		d, _ := groupTopicBalancer{started: time.Unix(sec, 0)}.UserData()
-		return d
-	}
-	members := []kafka.GroupMember{
-		{ID: "new", Topics: []string{"a", "b"}, UserData: ud(200)},
-		{ID: "old", Topics: []string{"a", "b"}, UserData: ud(100)},
-		{ID: "c-only", Topics: []string{"c"}, UserData: ud(300)},
-	}
-	parts := []kafka.Partition{{Topic: "a", ID: 1}, {Topic: "a", ID: 0}, {Topic: "b", ID: 0}, {Topic: "c", ID: 0}, {Topic: "c", ID: 1}}
-	got := b.AssignGroups(members, parts)
-	want := map[string]map[string][]int{
-		"old":    {"a": {0, 1}, "b": {0}},
-		"new":    {},
-		"c-only": {"c": {0, 1}},
-	}
-	for id, topics := range want {
-		if len(got[id]) != len(topics) {
-			t.Fatalf("member %s got %v, want %v", id, got[id], topics)
-		}
-		for topic, ps := range topics {
-			if !bytes.Equal(intsBytes(got[id][topic]), intsBytes(ps)) {
-				t.Errorf("member %s topic %s got %v, want %v", id, topic, got[id][topic], ps)
-			}
-		}
-	}
-}
-
-func intsBytes(xs []int) []byte {
-	b := make([]byte, len(xs))
-	for i, x := range xs {
-		b[i] = byte(x)
-	}
-	return b
 }
 
 // metricValue sums the samples of metric name in reg whose labels include

@@ -80,36 +80,31 @@ func (s *streamRun) publishState(ctx context.Context, end uint64, next map[int32
 	}
 }
 
-// takeOverState is called on the consume goroutine when the stream picks
-// up a partition it has no position for past offset 0 (a takeover): when
-// the state topic holds a newer tracker state than the local store (none
-// at all on a fresh instance), the sequence numbers continue past the
-// previous owner's last evaluated window (so that the restored tracker
-// accepts the next windows) and the evaluator restores the tracker before
-// its next evaluation. Read once per assignment.
-func (s *streamRun) takeOverState(ctx context.Context) {
-	// Sequence numbers never go back below the local tracker's window end
-	// (its state may have come from the state topic before a crash).
-	s.seq = max(s.seq, s.evaluated.Load())
-	if s.m.cfg.StateTopic == "" || s.stateChecked {
-		return
+// stateToTakeOver reads the stream's state from the state topic for a
+// takeover: nil when there is no state topic, when it holds nothing for
+// the stream, or when the local store's tracker is as recent.
+func (s *streamRun) stateToTakeOver(ctx context.Context) (*stateRecord, error) {
+	if s.m.cfg.StateTopic == "" {
+		return nil, nil
 	}
-	s.stateChecked = true
 	rec, err := readStateRecord(ctx, s.m.cfg.Brokers, s.m.cfg.Dialer, s.m.cfg.StateTopic, s.name)
 	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Warn("could not read the state topic; dependencies are rediscovered", "topic", s.m.cfg.StateTopic, "err", err)
-		}
-		return
+		return nil, fmt.Errorf("read the state topic %s: %w", s.m.cfg.StateTopic, err)
 	}
 	if rec == nil {
 		s.log.Info("no state for the stream on the state topic", "topic", s.m.cfg.StateTopic)
-		return
+		return nil, nil
 	}
 	if local := s.evaluated.Load(); local > rec.WindowEndSeq {
-		return // the local store's tracker is as recent
+		return nil, nil // the local store's tracker is as recent
 	}
-	s.seq = max(s.seq, rec.WindowEndSeq+1)
+	return rec, nil
+}
+
+// adoptState continues the previous owner's evaluations: the evaluator
+// restores the tracker from rec before its next evaluation, and the next
+// evaluation comes after rec's window end.
+func (s *streamRun) adoptState(rec *stateRecord) {
 	s.evalSeq = max(s.evalSeq, rec.WindowEndSeq+1)
 	s.mb.mu.Lock()
 	s.mb.restore = rec

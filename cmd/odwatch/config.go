@@ -66,20 +66,24 @@ type saslSettings struct {
 // runSettings is everything `odwatch run` can be told, by a YAML file
 // (--config) and by flags; flags win.
 type runSettings struct {
-	Brokers              []string     `yaml:"brokers"`
-	Group                string       `yaml:"group"`
-	EventsTopic          string       `yaml:"events-topic"`
-	DLQTopic             string       `yaml:"dlq-topic"`
-	StateTopic           string       `yaml:"state-topic"`
-	Webhook              string       `yaml:"webhook"`
-	StateDir             string       `yaml:"state-dir"`
-	RebuildState         bool         `yaml:"rebuild-state"`
-	MetricsAddr          string       `yaml:"metrics-addr"`
-	LogLevel             string       `yaml:"log-level"`
-	LogFormat            string       `yaml:"log-format"`
-	MaxDependencyMetrics int          `yaml:"max-dependency-metrics"`
-	TLS                  tlsSettings  `yaml:"tls"`
-	SASL                 saslSettings `yaml:"sasl"`
+	Brokers              []string `yaml:"brokers"`
+	Group                string   `yaml:"group"`
+	EventsTopic          string   `yaml:"events-topic"`
+	DLQTopic             string   `yaml:"dlq-topic"`
+	StateTopic           string   `yaml:"state-topic"`
+	Webhook              string   `yaml:"webhook"`
+	StateDir             string   `yaml:"state-dir"`
+	RebuildState         bool     `yaml:"rebuild-state"`
+	MetricsAddr          string   `yaml:"metrics-addr"`
+	LogLevel             string   `yaml:"log-level"`
+	LogFormat            string   `yaml:"log-format"`
+	MaxDependencyMetrics int      `yaml:"max-dependency-metrics"`
+	// Consumer group timings (0 = stream's defaults).
+	SessionTimeout    time.Duration `yaml:"session-timeout"`
+	HeartbeatInterval time.Duration `yaml:"heartbeat-interval"`
+	RebalanceTimeout  time.Duration `yaml:"rebalance-timeout"`
+	TLS               tlsSettings   `yaml:"tls"`
+	SASL              saslSettings  `yaml:"sasl"`
 
 	streamSettings `yaml:",inline"`
 	Streams        []streamSettings `yaml:"streams"`
@@ -151,6 +155,9 @@ func newRunFlags(name string) *runFlags {
 	fs.StringVar(&f.s.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&f.s.LogFormat, "log-format", "text", "text|json")
 	fs.IntVar(&f.s.MaxDependencyMetrics, "max-dependency-metrics", 200, "cap on odwatch_dependency_error series per stream")
+	fs.DurationVar(&f.s.SessionTimeout, "session-timeout", stream.DefaultSessionTimeout, "consumer group session timeout: how soon a crashed member's topics go to a survivor")
+	fs.DurationVar(&f.s.HeartbeatInterval, "heartbeat-interval", stream.DefaultHeartbeatInterval, "consumer group heartbeat interval (below session-timeout)")
+	fs.DurationVar(&f.s.RebalanceTimeout, "rebalance-timeout", stream.DefaultRebalanceTimeout, "how long a rebalance waits for the members to rejoin")
 	fs.BoolVar(&f.s.TLS.Enabled, "tls", false, "connect to Kafka with TLS")
 	fs.StringVar(&f.s.TLS.CA, "tls-ca", "", "PEM CA bundle for the brokers' certificates")
 	fs.StringVar(&f.s.TLS.Cert, "tls-cert", "", "PEM client certificate (mutual TLS)")
@@ -225,6 +232,9 @@ func (f *runFlags) settings() (runSettings, error) {
 	pick("log-level", func() { base.LogLevel = fl.LogLevel })
 	pick("log-format", func() { base.LogFormat = fl.LogFormat })
 	pick("max-dependency-metrics", func() { base.MaxDependencyMetrics = fl.MaxDependencyMetrics })
+	pick("session-timeout", func() { base.SessionTimeout = fl.SessionTimeout })
+	pick("heartbeat-interval", func() { base.HeartbeatInterval = fl.HeartbeatInterval })
+	pick("rebalance-timeout", func() { base.RebalanceTimeout = fl.RebalanceTimeout })
 	pick("tls", func() { base.TLS.Enabled = fl.TLS.Enabled })
 	pick("tls-ca", func() { base.TLS.CA = fl.TLS.CA })
 	pick("tls-cert", func() { base.TLS.Cert = fl.TLS.Cert })
@@ -315,6 +325,9 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 		StateDir:             s.StateDir,
 		RebuildState:         s.RebuildState,
 		MaxDependencyMetrics: s.MaxDependencyMetrics,
+		SessionTimeout:       s.SessionTimeout,
+		HeartbeatInterval:    s.HeartbeatInterval,
+		RebalanceTimeout:     s.RebalanceTimeout,
 	}
 	dialer, err := s.dialer()
 	if err != nil {

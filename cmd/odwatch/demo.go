@@ -70,7 +70,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 
 	const topic, eventsTopic = "payroll", "odwatch-events"
-	addr, stopBroker, err := stream.StartBroker(ctx, map[string]int{topic: 1, eventsTopic: 1})
+	// The broker outlives the monitor: it stops after Run returned, so
+	// that a Ctrl-C lets the monitor commit and leave its group cleanly.
+	addr, stopBroker, err := stream.StartBroker(context.WithoutCancel(ctx), map[string]int{topic: 1, eventsTopic: 1})
 	if err != nil {
 		return fmt.Errorf("start in-process broker: %w", err)
 	}

@@ -1,0 +1,274 @@
+package stream
+
+import (
+	"cmp"
+	"encoding/json"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// topicBalancer is the consumer group balancer of docs/DESIGN.md
+// "Scale-out". A
+// window needs the whole stream, so all partitions of a topic go to one
+// member. Topics spread over the members by load, and stay where they are
+// across rebalances unless moving one makes the busiest member markedly
+// less busy:
+//
+//  1. Sticky: a topic stays with the member that owned it in the previous
+//     generation (each member reports what it owns in its join metadata;
+//     when two claim a topic, the lowest member id keeps it).
+//  2. Orphans: the topics nobody owns (new, or their member left or
+//     crashed) go, heaviest first, to the least loaded member subscribed
+//     to them.
+//  3. Balance: while moving one topic from a member to a less loaded one
+//     lowers the higher of the two loads by at least rebalanceMinGain of
+//     it, the best such move is made (the largest gain, from the most
+//     loaded member, to the least loaded one).
+//
+// A topic's load is its records/s (reported by its owner: the rate at which
+// its committed offsets advanced since it got the topic) plus the mean rate
+// of all topics, a fixed cost per topic (each has a window to keep and
+// evaluate). Rates unknown (a topic nobody owned) count as the mean; with no
+// rate known at all every topic weighs the same, and the balance is by
+// count: three topics on two members are always 2 + 1, whatever the join
+// order. With N members and M topics each member gets about M/N topics (by
+// load); a member joining takes topics only from members above the balance
+// (about M/(N+1) of them move), a member leaving hands only its own topics
+// to the others. Everything is decided by the group leader from the
+// members' metadata, deterministically (ties by topic name and member id).
+type topicBalancer struct {
+	mu    sync.Mutex
+	owned map[string]*topicRate
+}
+
+// topicRate measures the records/s of a topic this member owns.
+type topicRate struct {
+	since   time.Time
+	records int64
+}
+
+// rebalanceMinGain is the least relative gain on the busier member's load
+// for which a balanced topic moves: smaller moves would chase noise in the
+// rates and move windows for nothing.
+var rebalanceMinGain = 0.05
+
+// balancerMeta is a member's join metadata (GroupMember.UserData, JSON).
+type balancerMeta struct {
+	// Owned maps the topics the member owns to their records/s.
+	Owned map[string]float64 `json:"owned,omitempty"`
+}
+
+func newTopicBalancer() *topicBalancer { return &topicBalancer{owned: map[string]*topicRate{}} }
+
+// ProtocolName is unchanged from the earlier oldest-member balancer, whose
+// metadata this one reads as "owns nothing", so that a rolling upgrade does
+// not split the group.
+func (b *topicBalancer) ProtocolName() string { return "odwatch-topic" }
+
+// UserData reports the topics this member owns and their rates.
+func (b *topicBalancer) UserData() ([]byte, error) {
+	b.mu.Lock()
+	meta := balancerMeta{Owned: make(map[string]float64, len(b.owned))}
+	now := time.Now()
+	for t, r := range b.owned {
+		rate := 0.0
+		if d := now.Sub(r.since).Seconds(); d > 0 {
+			rate = float64(r.records) / d
+		}
+		meta.Owned[t] = rate
+	}
+	b.mu.Unlock()
+	return json.Marshal(meta)
+}
+
+// setOwned records the topics of a new generation; the rates of the topics
+// kept go on.
+func (b *topicBalancer) setOwned(topics []string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	owned := make(map[string]*topicRate, len(topics))
+	now := time.Now()
+	for _, t := range topics {
+		if r := b.owned[t]; r != nil {
+			owned[t] = r
+		} else {
+			owned[t] = &topicRate{since: now}
+		}
+	}
+	b.owned = owned
+}
+
+// consumed counts records consumed from topic.
+func (b *topicBalancer) consumed(topic string, n int) {
+	b.mu.Lock()
+	if r := b.owned[topic]; r != nil {
+		r.records += int64(n)
+	}
+	b.mu.Unlock()
+}
+
+// AssignGroups is run by the group leader.
+func (b *topicBalancer) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
+	byTopic := map[string][]int{}
+	for _, p := range partitions {
+		byTopic[p.Topic] = append(byTopic[p.Topic], p.ID)
+	}
+	subs := make(map[string]map[string]bool, len(members))
+	claims := make(map[string]map[string]float64, len(members))
+	ids := make([]string, 0, len(members))
+	for _, m := range members {
+		ids = append(ids, m.ID)
+		subs[m.ID] = map[string]bool{}
+		for _, t := range m.Topics {
+			subs[m.ID][t] = true
+		}
+		var meta balancerMeta
+		if json.Unmarshal(m.UserData, &meta) == nil {
+			claims[m.ID] = meta.Owned
+		}
+	}
+	slices.Sort(ids)
+	owner := balanceTopics(ids, subs, claims, slices.Sorted(maps.Keys(byTopic)))
+	out := kafka.GroupMemberAssignments{}
+	for _, id := range ids {
+		out[id] = map[string][]int{}
+	}
+	for t, id := range owner {
+		ps := slices.Clone(byTopic[t])
+		slices.Sort(ps)
+		out[id][t] = ps
+	}
+	return out
+}
+
+// balanceTopics is the assignment of topicBalancer: members (sorted ids),
+// the topics each subscribes to, the topics each claims with their rates,
+// and the topics (sorted). It returns topic → member.
+func balanceTopics(ids []string, subs map[string]map[string]bool, claims map[string]map[string]float64, topics []string) map[string]string {
+	// Weights: rate + mean rate; unknown rates count as the mean.
+	rate := map[string]float64{}
+	for _, id := range ids {
+		for t, r := range claims[id] {
+			rate[t] = max(rate[t], r)
+		}
+	}
+	var sum float64
+	known := 0
+	for _, t := range topics {
+		if r, ok := rate[t]; ok {
+			sum += r
+			known++
+		}
+	}
+	mean := 0.0
+	if known > 0 {
+		mean = sum / float64(known)
+	}
+	weight := map[string]float64{}
+	for _, t := range topics {
+		r, ok := rate[t]
+		if !ok {
+			r = mean
+		}
+		weight[t] = r + mean
+		if mean == 0 {
+			weight[t] = 1 // nothing known (or all idle): by count
+		}
+	}
+
+	owner := map[string]string{}
+	load := map[string]float64{}
+	count := map[string]int{}
+	give := func(t, id string) {
+		if prev, ok := owner[t]; ok {
+			load[prev] -= weight[t]
+			count[prev]--
+		}
+		owner[t] = id
+		load[id] += weight[t]
+		count[id]++
+	}
+	// 1. Sticky.
+	for _, t := range topics {
+		for _, id := range ids {
+			if _, claimed := claims[id][t]; claimed && subs[id][t] {
+				give(t, id)
+				break
+			}
+		}
+	}
+	// 2. Orphans, heaviest first, to the least loaded subscriber.
+	orphans := slices.DeleteFunc(slices.Clone(topics), func(t string) bool { _, ok := owner[t]; return ok })
+	slices.SortStableFunc(orphans, func(a, c string) int { return cmp.Compare(weight[c], weight[a]) })
+	lighter := func(a, c string) bool {
+		return load[a] < load[c] || (load[a] == load[c] && (count[a] < count[c] || (count[a] == count[c] && a < c)))
+	}
+	for _, t := range orphans {
+		best := ""
+		for _, id := range ids {
+			if subs[id][t] && (best == "" || lighter(id, best)) {
+				best = id
+			}
+		}
+		if best != "" {
+			give(t, best)
+		}
+	}
+	// 3. Balance: each move lowers the sum of squared loads, so this ends;
+	// the bound is a safeguard.
+	for range len(topics)*len(ids) + 1 {
+		var bestT, bestFrom, bestTo string
+		bestGain := 0.0
+		for _, t := range topics {
+			from, ok := owner[t]
+			if !ok {
+				continue
+			}
+			w := weight[t]
+			for _, to := range ids {
+				if to == from || !subs[to][t] || load[to]+w >= load[from] {
+					continue
+				}
+				gain := load[from] - max(load[from]-w, load[to]+w)
+				if gain < rebalanceMinGain*load[from] {
+					continue
+				}
+				// The largest gain; among equal ones, from the most
+				// loaded member to the least loaded one (a newcomer), so
+				// that members already balanced do not trade topics.
+				if better(gain, bestGain, load[from], load[bestFrom], load[bestTo], load[to]) {
+					bestT, bestFrom, bestTo, bestGain = t, from, to, gain
+				}
+			}
+		}
+		if bestT == "" {
+			break
+		}
+		give(bestT, bestTo)
+	}
+	return owner
+}
+
+// better orders candidate moves: each pair of arguments compares the
+// candidate with the best so far, the first pair that differs decides.
+func better(pairs ...float64) bool {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if d := pairs[i] - pairs[i+1]; d > 1e-9 {
+			return true
+		} else if d < -1e-9 {
+			return false
+		}
+	}
+	return false
+}
+
+// topics are the topics this member owns (tests).
+func (b *topicBalancer) topics() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Sorted(maps.Keys(b.owned))
+}

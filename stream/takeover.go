@@ -1,0 +1,248 @@
+package stream
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/odwatch/odwatch/state"
+	"github.com/segmentio/kafka-go"
+)
+
+// takeOver rebuilds, before the generation fetches anything, the window of
+// every stream of an assigned topic that another member consumed before
+// (see needsTakeover): the whole window is read back from Kafka up to the
+// group's committed offsets (the previous owner's position), in the
+// window's order, and the tracker comes from the state topic. Reading is
+// retried like any broker request; nothing is evaluated until it is done,
+// so no evaluation sees a partial window.
+func (m *Monitor) takeOver(ctx context.Context, client *kafka.Client, a assignment) error {
+	for _, s := range m.streams {
+		parts := a[s.cfg.Topic]
+		if parts == nil || !s.needsTakeover(parts) {
+			continue
+		}
+		var (
+			rb  *readBack
+			rec *stateRecord
+		)
+		err := m.health.retryBroker(ctx, "read back "+s.cfg.Topic, func(ctx context.Context) error {
+			var err error
+			if rec, err = s.stateToTakeOver(ctx); err != nil {
+				return err
+			}
+			rb, err = s.readBack(ctx, client, parts)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if err := s.applyTakeOver(rb, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// needsTakeover reports whether the group consumed a partition of the
+// stream that the store has no position for: the stream's window is
+// elsewhere (another member's, or a lost state dir).
+func (s *streamRun) needsTakeover(parts map[int32]int64) bool {
+	for p, committed := range parts {
+		if _, known := s.next[p]; !known && committed > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// readBack is a window read back from Kafka: rows in the window's order,
+// their records encoded in arena, and per partition the range read.
+type readBack struct {
+	rows  []readRow
+	arena []byte
+	from  map[int32]int64
+	upTo  map[int32]int64
+}
+
+type readRow struct {
+	meta     RowMeta
+	from, to int
+}
+
+// windowOrder is the order of a window's records: record time, then
+// partition, then offset. It does not depend on which partition a fetch
+// returned first.
+func windowOrder(a, b RowMeta) int {
+	return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+}
+
+// readBack reads, for each partition, the Window records before the
+// group's committed offset (any of them may be among the last Window of the
+// stream), decodes them (undecodable ones are skipped: the member that
+// consumed them first counted and dead-lettered them), orders them and
+// keeps the last Window. A partition without a committed offset starts at
+// its first offset.
+func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts map[int32]int64) (*readBack, error) {
+	topic := s.cfg.Topic
+	var reqs []kafka.OffsetRequest
+	for p := range parts {
+		reqs = append(reqs, kafka.FirstOffsetOf(int(p)), kafka.LastOffsetOf(int(p)))
+	}
+	lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
+	}
+	rb := &readBack{from: map[int32]int64{}, upTo: map[int32]int64{}}
+	for _, po := range lo.Topics[topic] {
+		if po.Error != nil {
+			return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
+		}
+		p := int32(po.Partition)
+		committed, ok := parts[p]
+		if !ok {
+			continue
+		}
+		upTo := po.FirstOffset
+		if committed >= 0 {
+			upTo = min(max(committed, po.FirstOffset), po.LastOffset)
+		}
+		rb.upTo[p] = upTo
+		rb.from[p] = max(po.FirstOffset, upTo-int64(s.cfg.Window))
+	}
+	var rec FlatRecord
+	for p, upTo := range rb.upTo {
+		err := readRange(ctx, client, topic, int(p), rb.from[p], upTo, func(r *kafka.Record) error {
+			value := readBytes(r.Value)
+			if err := s.dec.Decode(ctx, value, &rec); err != nil {
+				if de := (*DecodeError)(nil); errors.As(err, &de) && !de.Retryable() {
+					return nil
+				}
+				return err
+			}
+			from := len(rb.arena)
+			rb.arena = rec.AppendBinary(rb.arena)
+			rb.rows = append(rb.rows, readRow{RowMeta{Partition: p, Offset: r.Offset, Time: r.Time}, from, len(rb.arena)})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	slices.SortFunc(rb.rows, func(a, b readRow) int { return windowOrder(a.meta, b.meta) })
+	s.log.Info("window read back from kafka", "records", len(rb.rows), "from", fmt.Sprint(rb.from), "to", fmt.Sprint(rb.upTo))
+	return rb, nil
+}
+
+// readRange calls fn with the records of a partition in [from, upTo).
+func readRange(ctx context.Context, client *kafka.Client, topic string, partition int, from, upTo int64, fn func(*kafka.Record) error) error {
+	for off := from; off < upTo; {
+		res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: partition, Offset: off, MinBytes: 1, MaxBytes: readerMaxBytes, MaxWait: fetchMaxWait})
+		if err == nil && res.Error != nil {
+			err = res.Error
+		}
+		if err != nil {
+			return fmt.Errorf("read back %s/%d at %d: %w", topic, partition, off, err)
+		}
+		n := 0
+		for off < upTo {
+			r, err := res.Records.ReadRecord()
+			if err != nil {
+				break
+			}
+			if r.Offset < off || r.Offset >= upTo {
+				readBytes(r.Key)
+				readBytes(r.Value)
+				if r.Offset >= upTo {
+					off = upTo
+				}
+				continue
+			}
+			n++
+			off = r.Offset + 1
+			readBytes(r.Key)
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if n == 0 && off < upTo {
+			return fmt.Errorf("read back %s/%d: no record at %d below %d", topic, partition, off, upTo)
+		}
+	}
+	return nil
+}
+
+// applyTakeOver makes the read-back window the stream's: the stale window
+// (if any) is dropped, the state topic's tracker adopted, and the rows get
+// arrival sequence numbers that continue the previous owner's count, so
+// that the evaluations fall at the window ends an uninterrupted member
+// would have evaluated: the previous owner evaluated up to WindowEndSeq,
+// and the decodable records past the positions of that evaluation
+// (NextOffsets) come after it. The rebuilt window and the positions are
+// committed to the store at once.
+func (s *streamRun) applyTakeOver(rb *readBack, rec *stateRecord) error {
+	if len(s.next) > 0 || s.win.Len() > 0 {
+		if err := s.drop("taken over from the group's committed offsets"); err != nil {
+			return err
+		}
+	}
+	// Sequence numbers never go back below the local tracker's window end.
+	next := max(s.seq, s.evaluated.Load())
+	keep := rb.rows[max(0, len(rb.rows)-s.cfg.Window):]
+	if rec != nil {
+		s.adoptState(rec)
+		after := uint64(0)
+		for _, r := range rb.rows {
+			if r.meta.Offset >= stateNext(rec, r.meta.Partition, rb.from[r.meta.Partition]) {
+				after++
+			}
+		}
+		for p, from := range rb.from {
+			// Records past the state's positions but before the read-back
+			// range: counted by offset.
+			if n := stateNext(rec, p, from); n < from {
+				after += uint64(from - n)
+			}
+		}
+		next = max(next, rec.WindowEndSeq+1+after)
+	} else {
+		next += uint64(len(keep))
+	}
+	next = max(next, uint64(len(keep)))
+	seq := next - uint64(len(keep))
+	for _, r := range keep {
+		if err := s.rec.UnmarshalBinary(rb.arena[r.from:r.to]); err != nil {
+			return fmt.Errorf("stream %s: read-back record %d/%d: %w", s.name, r.meta.Partition, r.meta.Offset, err)
+		}
+		meta := r.meta
+		meta.Seq = seq
+		if s.win.Append(meta, &s.rec) {
+			s.arena = append(s.arena, rb.arena[r.from:r.to]...)
+			s.valueEnd = append(s.valueEnd, len(s.arena))
+			s.batch = append(s.batch, state.Record{Partition: meta.Partition, Offset: meta.Offset, Seq: seq, Time: meta.Time})
+		}
+		seq++
+	}
+	s.seq = next
+	for p, o := range rb.upTo {
+		s.next[p] = o
+	}
+	s.posDirty = true
+	s.windowGauge.Set(float64(s.win.Len()))
+	s.lastEval = time.Now()
+	s.log.Info("stream taken over", "window_records", s.win.Len(), "next_seq", s.seq, "positions", fmt.Sprint(rb.upTo))
+	return s.commit()
+}
+
+// stateNext is the state record's next offset of partition p; def when it
+// has none.
+func stateNext(rec *stateRecord, p int32, def int64) int64 {
+	if o, ok := rec.NextOffsets[strconv.Itoa(int(p))]; ok {
+		return o
+	}
+	return def
+}
