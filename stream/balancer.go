@@ -12,9 +12,8 @@ import (
 )
 
 // topicBalancer is the consumer group balancer of docs/DESIGN.md
-// "Scale-out". A
-// window needs the whole stream, so all partitions of a topic go to one
-// member. Topics spread over the members by load, and stay where they are
+// "Scale-out". A window needs the whole stream, so all partitions of a
+// topic go to one member. Topics spread over the members by load, and stay where they are
 // across rebalances unless moving one makes the busiest member markedly
 // less busy:
 //
