@@ -95,7 +95,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	m, err := stream.NewMonitor(cfg, stream.Options{
 		Logger:     logger,
 		Registerer: reg,
-		Sinks:      []alerts.Sink{alerts.NewWriterSink(stdout)},
+		Sinks:      []alerts.Sink{&demoSink{w: stdout}},
 	})
 	if err != nil {
 		return err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -46,8 +48,8 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 			"--window", strconv.Itoa(window), "--every", "500", "--seed", "7", "--duration", "2m",
 		}, &out, &errOut)
 	}()
-	// "... VIOLATED payroll {}: salary ~ tax (asc) ... window payroll p0:4000-4999 ..."
-	re := regexp.MustCompile(`VIOLATED payroll \{[^}]*\}: (salary ~ tax|tax ~ salary) .* window payroll p0:(\d+)-(\d+)`)
+	// "10:02:09 VIOLATED   payroll {}: salary ~ tax (asc)\n   error ...; window p0:4000-4999 (1000 records)"
+	re := regexp.MustCompile(`VIOLATED +payroll \{[^}]*\}: (salary ~ tax|tax ~ salary) .*\n.*; window p0:(\d+)-(\d+)`)
 	deadline := time.Now().Add(90 * time.Second)
 	var m []string
 	for time.Now().Before(deadline) {
@@ -109,5 +111,30 @@ func TestDemoStopsWhenMonitorFails(t *testing.T) {
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("demo still running 60 s after its monitor failed")
+	}
+}
+
+// TestDemoEventText: a discovered event says the rule in words with its
+// error (not "0 -> 0"); a violated one the error change against eps and
+// margin; both name the window, and samples follow.
+func TestDemoEventText(t *testing.T) {
+	dep := discovery.Dependency{Kind: discovery.KindOC, Left: "salary", Right: "tax"}
+	e := alerts.Event{
+		Type: alerts.EventDiscovered, Stream: "payroll", Time: time.Date(2026, 11, 30, 10, 2, 3, 0, time.Local),
+		Dependency: dep, DependencyText: dep.String(), ErrorNow: 0.001, Removals: 2, Epsilon: 0.01, Margin: 0.004,
+		Window: alerts.WindowInfo{Topic: "payroll", StartOffsets: map[int32]int64{0: 0}, EndOffsets: map[int32]int64{0: 1999}, Records: 2000},
+	}
+	want := "10:02:03 DISCOVERED payroll {}: salary ~ tax (asc)\n" +
+		"         sorting by salary sorts tax, except 2 rows (0.1%); window p0:0-1999 (2000 records)\n"
+	if got := demoEventText(e); got != want {
+		t.Errorf("discovered:\n%s\nwant\n%s", got, want)
+	}
+	e.Type, e.ErrorBefore, e.ErrorNow, e.Removals = alerts.EventViolated, 0, 0.031, 62
+	e.Samples = []alerts.Sample{{Topic: "payroll", Offset: 4123, Values: map[string]string{"tax": "12500", "salary": "5000"}}}
+	want = "10:02:03 VIOLATED   payroll {}: salary ~ tax (asc)\n" +
+		"         error 0% -> 3.1%, above epsilon 1% + margin 0.4%: 62 rows to remove; window p0:0-1999 (2000 records)\n" +
+		"         e.g. payroll/0@4123 salary=5000 tax=12500\n"
+	if got := demoEventText(e); got != want {
+		t.Errorf("violated:\n%s\nwant\n%s", got, want)
 	}
 }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+)
+
+// demoSink prints events for a person watching the demo (see
+// demoEventText), instead of the one long line of alerts.Event.Text.
+type demoSink struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *demoSink) Send(ctx context.Context, events []alerts.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, e := range events {
+		if err := ctx.Err(); err != nil {
+			return &alerts.SendError{Sent: i, Err: err}
+		}
+		if _, err := io.WriteString(s.w, demoEventText(e)); err != nil {
+			return &alerts.SendError{Sent: i, Err: fmt.Errorf("demo: write event %s: %w", e.ID, err)}
+		}
+	}
+	return nil
+}
+
+func (s *demoSink) Close() error { return nil }
+
+// demoEventText renders an event as a headline (clock, type, stream,
+// dependency), a line saying in plain words what changed, with the figures
+// that matter for the type, and up to three sample records:
+//
+//	10:02:03 DISCOVERED payroll {}: salary ~ tax (asc)
+//	         sorting by salary sorts tax, except 2 rows (0.1%); window p0:0-1999 (2000 records)
+//	10:02:03 DISCOVERED payroll {tax_group}: [] -> perc
+//	         tax_group determines perc, with no exception; window p0:0-1999 (2000 records)
+//	10:02:09 VIOLATED   payroll {}: salary ~ tax (asc)
+//	         error 0% -> 3.1%, above epsilon 1% + margin 0.4%: 62 rows to remove; window p0:4000-5999 (2000 records)
+//	         e.g. payroll/0@4123 perc=0.250 salary=5000 tax=12500
+func demoEventText(e alerts.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %-10s %s %s\n", e.Time.Local().Format("15:04:05"), strings.ToUpper(string(e.Type)), e.Stream, e.DependencyText)
+	now := discovery.Result{Dependency: e.Dependency, Removals: e.Removals, Error: e.ErrorNow}
+	const indent = "         "
+	b.WriteString(indent)
+	switch e.Type {
+	case alerts.EventDiscovered:
+		b.WriteString(discovery.DescribeResult(now))
+		if e.Removals == 0 {
+			b.WriteString(", with no exception")
+		}
+	case alerts.EventViolated:
+		fmt.Fprintf(&b, "error %s -> %s, above epsilon %s + margin %s: %d rows to remove",
+			pct(e.ErrorBefore), pct(e.ErrorNow), pct(e.Epsilon), pct(e.Margin), e.Removals)
+	case alerts.EventRestored:
+		fmt.Fprintf(&b, "holds again: error %s -> %s, back within epsilon %s - margin %s",
+			pct(e.ErrorBefore), pct(e.ErrorNow), pct(e.Epsilon), pct(e.Margin))
+	case alerts.EventRetired:
+		fmt.Fprintf(&b, "no longer tracked: not minimal any more (error %s)", pct(e.ErrorNow))
+	default:
+		fmt.Fprintf(&b, "error %s -> %s", pct(e.ErrorBefore), pct(e.ErrorNow))
+	}
+	fmt.Fprintf(&b, "; window%s (%d records)\n", strings.TrimPrefix(windowRange(e.Window), e.Window.Topic), e.Window.Records)
+	for i, s := range e.Samples {
+		if i == 3 {
+			break
+		}
+		fmt.Fprintf(&b, "%se.g. %s/%d@%d", indent, s.Topic, s.Partition, s.Offset)
+		for _, k := range slices.Sorted(maps.Keys(s.Values)) {
+			fmt.Fprintf(&b, " %s=%s", k, s.Values[k])
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// windowRange is "topic p0:100-199 p1:..." for a window.
+func windowRange(w alerts.WindowInfo) string {
+	var b strings.Builder
+	b.WriteString(w.Topic)
+	for _, p := range slices.Sorted(maps.Keys(w.EndOffsets)) {
+		start, ok := w.StartOffsets[p]
+		if !ok {
+			start = w.EndOffsets[p]
+		}
+		fmt.Fprintf(&b, " p%d:%d-%d", p, start, w.EndOffsets[p])
+	}
+	return b.String()
+}
+
+// pct writes a share as a percentage with two significant digits.
+func pct(share float64) string {
+	return strconv.FormatFloat(share*100, 'g', 2, 64) + "%"
+}
