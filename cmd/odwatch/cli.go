@@ -153,6 +153,9 @@ func writeHelp(w io.Writer, fs *flag.FlagSet, synopsis, description string) {
 	fmt.Fprintln(w, "\nflags:")
 	fs.VisitAll(func(f *flag.Flag) {
 		typ, usage := flag.UnquoteUsage(f)
+		if _, ok := f.Value.(*listFlag); ok {
+			typ = "list"
+		}
 		line := "  --" + f.Name
 		if typ != "" {
 			line += " " + strings.ToUpper(typ)

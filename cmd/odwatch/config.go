@@ -177,7 +177,7 @@ func newRunFlags(name string) *runFlags {
 	fs.Var(&f.exclude, "exclude", "drop these columns (names or prefix.*)")
 	fs.IntVar(&st.Window, "window", 10000, "window size in records")
 	fs.IntVar(&st.Every, "every", 0, "evaluate every M records (default: the window size, tumbling)")
-	fs.DurationVar(&st.Interval, "interval", 0, "time window: evaluate every interval over the records of the last interval")
+	fs.DurationVar(&st.Interval, "interval", 0, "time window: evaluate every interval over the records of the last interval (default: none, a count window)")
 	fs.Float64Var(&f.epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
 	fs.Float64Var(&st.Margin, "margin", 0, "hysteresis margin around epsilon")
 	fs.IntVar(&st.K, "k", 1, "consecutive windows beyond the margin before violated/restored")

@@ -28,11 +28,11 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		"AOC validator: lis (exact, O(n log n)) or iterative (the paper's baseline, for comparison)")
 	fs, in, eps := tf.fs, &tf.in, tf.eps
 	format := fs.String("format", "text", "output format: text or json")
-	maxLevel := fs.Int("max-level", 0, "stop the lattice at this level (columns a dependency mentions); 0 = no limit")
+	maxLevel := fs.Int("max-level", 0, "stop the lattice at this level (columns a dependency mentions); 0 means no limit (default: no limit)")
 	removalSample := fs.Int("removal-sample", 0, "list up to K rows of a minimal removal set per dependency (text: lines of the file; json: 0-based data rows)")
 	legend := fs.Bool("legend", true, "explain the text listing in three lines under it (--legend=false for the compact form)")
-	timeout := fs.Duration("timeout", 0, "stop discovery after this long and print the levels completed; 0 = no limit")
-	workers := fs.Int("workers", 0, "validation workers; 0 = GOMAXPROCS")
+	timeout := fs.Duration("timeout", 0, "stop discovery after this long and print the levels completed; 0 means no limit (default: no limit)")
+	workers := fs.Int("workers", 0, "validation workers (default: GOMAXPROCS, the usable CPUs)")
 
 	pos, vk, err := tf.parse(args, 1, "exactly one FILE argument")
 	if err != nil || pos == nil {
@@ -125,7 +125,7 @@ type inputFlags struct {
 func (in *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&in.delimiter, "delimiter", ",", `CSV field delimiter, one character ("tab" or \t for a tab)`)
 	fs.StringVar(&in.input, "input", "auto", "input format: csv, jsonl, or auto (jsonl for .jsonl/.ndjson names, .gz stripped, and for - when it starts with '{'; csv otherwise)")
-	fs.IntVar(&in.maxRows, "max-rows", 0, "read at most N data rows; 0 = all")
+	fs.IntVar(&in.maxRows, "max-rows", 0, "read at most N data rows; 0 means all (default: all)")
 }
 
 // format resolves --input for a file name.
