@@ -55,9 +55,14 @@ func oneLine(s string) string {
 // eventListener routes Pebble's corruption reports into f instead of its
 // default handler, which calls Logger.Fatalf. They are not logged here: the
 // failure is returned by the read that met it and by every later call, and
-// Failed tells the owner, who reports it once.
-func eventListener(dir string, log *slog.Logger, f *failure) *pebble.EventListener {
+// Failed tells the owner, who reports it once. WALCreated keeps the write-ahead log mark's view of the current log.
+func eventListener(dir string, log *slog.Logger, f *failure, wal *walMark) *pebble.EventListener {
 	return &pebble.EventListener{
+		WALCreated: func(info pebble.WALCreateInfo) {
+			if info.Err == nil {
+				wal.created(info.Path)
+			}
+		},
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			f.set(corruptError(dir, filepath.Base(info.Path)+": "+info.Details.Error()))
 		},

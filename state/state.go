@@ -9,9 +9,16 @@
 // bytes encoded by package stream and package alerts. A store that cannot be
 // opened (corrupt, too new, wrong schema, locked) is reported as an error
 // naming its path and matching ErrCorrupt, ErrVersion or ErrLocked with
-// errors.Is; it is never wiped or recreated. An existing store is first
-// opened read-only to vet it, so a store that is refused is left byte for
-// byte as it was found.
+// errors.Is; it is never wiped or recreated (SetAside moves it out of the
+// way for a fresh start). An existing store is first vetted read-only: its
+// write-ahead log against the mark of how far it was synced (walmark.go;
+// Pebble drops a truncated log's tail silently), then every value read,
+// which checks every block's checksum. So a store that is refused is left
+// byte for byte as it was found, and most damage is found at Open. Damage
+// found later, by a read or a background compaction, and Pebble's fatal
+// conditions (Logger.Fatalf) never panic: the store records the failure,
+// closes Failed, and every method returns it (ErrCorrupt or ErrFailed, one
+// line naming the directory); Close still releases the lock.
 //
 // Growth: window records are bounded by Commit.EvictBelow; history and
 // delivered markers grow with evaluations, so the caller prunes them with
@@ -32,6 +39,8 @@
 //	e/<stream>\x00<order BE8>            pending outbox event: uvarint id length, id, payload
 //	x/<stream>\x00<id>                   pending event id -> order (BE8)
 //	d/<stream>\x00<id>                   delivered marker (unix nanos of delivery, BE8)
+//
+// Besides Pebble's files the directory holds odwatch-wal-mark (walmark.go).
 //
 // Stream names and dependency ids must not contain NUL bytes; partitions and
 // offsets must be non-negative (Kafka never produces negative ones), which
@@ -121,6 +130,8 @@ type Store struct {
 	// fail holds the corruption or fatal condition Pebble reported, if
 	// any; see failure.
 	fail *failure
+	// wal keeps the write-ahead log mark (walmark.go) current.
+	wal *walMark
 
 	// writeMu serialises the read-modify-write paths (outbox saves and
 	// delivery marks) so their existence checks see a stable view.
@@ -155,11 +166,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	defer cache.Unref() // the DB holds its own reference while open
 
 	fail := newFailure()
+	wal := &walMark{dir: dir}
 	popts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Cache:              cache,
 		Logger:             pebbleLogger{log: log, dir: dir, fail: fail},
-		EventListener:      eventListener(dir, log, fail),
+		EventListener:      eventListener(dir, log, fail, wal),
 		// Larger memtables absorb a full window's churn between flushes;
 		// the default 4 MiB flushes every few thousand records.
 		MemTableSize: 32 << 20,
@@ -181,9 +193,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		// Vet an existing store read-only first: a read-write Open replays
 		// and rewrites the WAL and manifest, and a store we then refuse
 		// must be left exactly as we found it.
-		ro := *popts
-		ro.ReadOnly = true
-		err = vet(dir, &ro, fail)
+		err = checkWALMark(dir)
+		if err == nil {
+			ro := *popts
+			ro.ReadOnly = true
+			err = vet(dir, &ro, fail)
+		}
 	}
 	if err != nil {
 		_ = lock.Close()
@@ -194,7 +209,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, classifyOpenError(dir, err, fail)
 	}
-	s := &Store{db: db, lock: lock, dir: dir, log: log, reg: opts.Registerer, fail: fail}
+	s := &Store{db: db, lock: lock, dir: dir, log: log, reg: opts.Registerer, fail: fail, wal: wal}
 	fresh, err := checkSchema(db, dir, existed)
 	if err == nil && fresh {
 		if err = db.Set(keySchema, []byte(SchemaVersion), pebble.Sync); err != nil {
@@ -203,6 +218,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if err == nil {
 		err = fail.get()
+	}
+	if err == nil {
+		if err = wal.open(); err == nil {
+			err = wal.update()
+		}
 	}
 	if err != nil {
 		_ = s.closeDB()
@@ -288,6 +308,9 @@ func closePebble(db *pebble.DB) (err error) {
 // does not release a lock it was handed).
 func (s *Store) closeDB() error {
 	err := closePebble(s.db)
+	if werr := s.wal.close(); err == nil {
+		err = werr
+	}
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
 	}

@@ -149,6 +149,11 @@ func (s *Store) commit(b *pebble.Batch, op, stream string) error {
 	if err := s.fail.get(); err != nil {
 		return err
 	}
+	if err := s.wal.update(); err != nil {
+		// The commit is durable; only the truncation check of the next
+		// Open is weaker.
+		s.log.Warn("could not update the write-ahead log mark; a truncated log may go unnoticed", "err", err)
+	}
 	s.metrics.commitDuration.WithLabelValues(op).Observe(time.Since(start).Seconds())
 	return nil
 }

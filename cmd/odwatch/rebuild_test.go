@@ -177,11 +177,14 @@ func TestDamagedStore(t *testing.T) {
 		t.Skip("runs odwatch against a broker several times; skipped in -short")
 	}
 	damages := []struct {
-		name   string
+		name string
+		// flush: reopen the store first, which moves the write-ahead log
+		// into sstables (a run leaves its records in the log).
+		flush  bool
 		want   *regexp.Regexp // what the one line says is wrong
 		damage func(t *testing.T, dir string)
 	}{
-		{"zeroed bytes in an sstable", regexp.MustCompile(`state store is corrupt: \d+\.sst: .*checksum mismatch`), func(t *testing.T, dir string) {
+		{"zeroed bytes in an sstable", true, regexp.MustCompile(`state store is corrupt: \d+\.sst: .*checksum mismatch`), func(t *testing.T, dir string) {
 			ssts, _ := filepath.Glob(filepath.Join(dir, "*.sst"))
 			if len(ssts) == 0 {
 				t.Fatal("the store has no sstable")
@@ -190,7 +193,22 @@ func TestDamagedStore(t *testing.T) {
 				zeroMiddle(t, f, 64)
 			}
 		}},
-		{"missing MANIFEST", regexp.MustCompile(`state store is corrupt: .*MANIFEST-\d+.*no such file`), func(t *testing.T, dir string) {
+		{"truncated write-ahead log", false, regexp.MustCompile(`state store is corrupt: write-ahead log \d+\.log is truncated`), func(t *testing.T, dir string) {
+			logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+			slices.Sort(logs)
+			if len(logs) == 0 {
+				t.Fatal("the store has no write-ahead log")
+			}
+			f := logs[len(logs)-1]
+			fi, err := os.Stat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(f, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"missing MANIFEST", false, regexp.MustCompile(`state store is corrupt: .*MANIFEST-\d+.*no such file`), func(t *testing.T, dir string) {
 			ms, _ := filepath.Glob(filepath.Join(dir, "MANIFEST-*"))
 			for _, m := range ms {
 				if err := os.Remove(m); err != nil {
@@ -227,9 +245,15 @@ func TestDamagedStore(t *testing.T) {
 			if err, _ := stop(); err != nil {
 				t.Fatalf("first run: %v\nstderr:\n%s", err, stderr.String())
 			}
-			before := readStore(t, dir, topic) // a read-write open: the WAL goes to sstables
-			if len(before.window) != rebuildWindow || !before.tracked {
-				t.Fatalf("first run left %d window records, tracker %v", len(before.window), before.tracked)
+			beforeEnd := stateTopicEnd(t, addr, "odwatch-state", topic)
+			if d.flush {
+				st, err := state.Open(dir, state.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
 			}
 
 			d.damage(t, dir)
@@ -255,7 +279,7 @@ func TestDamagedStore(t *testing.T) {
 			total := int64(rebuildRecords + rebuildEvery)
 			waitUntil(t, 90*time.Second, "the rebuilt run to consume and evaluate the new records", func() bool {
 				return groupOffset(addr, group, topic) == total &&
-					stateTopicEnd(t, addr, "odwatch-state", topic) > int64(before.trackerEnd)
+					stateTopicEnd(t, addr, "odwatch-state", topic) > beforeEnd
 			})
 			if err, _ := stop(); err != nil {
 				t.Fatalf("rebuilt run: %v\nstderr:\n%s", err, stderr.String())
@@ -280,9 +304,9 @@ func TestDamagedStore(t *testing.T) {
 			if fmt.Sprint(after.next) != fmt.Sprint(map[int32]int64{0: total}) {
 				t.Errorf("rebuilt position %v, want partition 0 at %d", after.next, total)
 			}
-			if !after.tracked || after.trackerEnd <= before.trackerEnd {
+			if !after.tracked || int64(after.trackerEnd) <= beforeEnd {
 				t.Errorf("rebuilt tracker at window end %d (present %v), want past the damaged store's %d",
-					after.trackerEnd, after.tracked, before.trackerEnd)
+					after.trackerEnd, after.tracked, beforeEnd)
 			}
 			if !strings.Contains(stderr.String(), "tracker state taken over from the state topic") {
 				t.Errorf("the tracked dependencies were not taken from the state topic")
