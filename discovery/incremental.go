@@ -50,10 +50,12 @@ type Incremental struct {
 	deps   []incDep
 
 	// The ring: row seq (mod 2^32) lives in slot seq & mask; rows are
-	// oldest .. oldest+n-1.
-	oldest uint32
-	n      int
-	mask   uint32
+	// oldest .. oldest+n-1. The structures reflect rows from .. to-1 (see
+	// flush).
+	oldest   uint32
+	n        int
+	mask     uint32
+	from, to uint32
 
 	typing    Typing
 	exact     bool
@@ -315,6 +317,9 @@ func (e *Incremental) prune() {
 	for _, f := range e.fdBy {
 		e.fds = append(e.fds, f)
 	}
+	slices.SortFunc(e.fds, func(x, y *incFD) int {
+		return strings.Compare(x.xa.key, y.xa.key)
+	})
 	e.ocs = e.ocs[:0]
 	ordered := make([]bool, len(e.cols))
 	members := map[*incNode]bool{}
@@ -327,7 +332,12 @@ func (e *Incremental) prune() {
 		c.ordered = ordered[i]
 	}
 	e.nodes = e.nodes[:0]
+	fdsOf := map[*incNode][]*incFD{}
+	for _, f := range e.fds {
+		fdsOf[f.xa] = append(fdsOf[f.xa], f)
+	}
 	for _, nd := range e.nodeBy {
+		nd.fds = fdsOf[nd]
 		if members[nd] && !nd.withMembers {
 			nd.withMembers, nd.stale = true, true
 		}
@@ -343,9 +353,6 @@ func (e *Incremental) prune() {
 			return len(x.cols) - len(y.cols)
 		}
 		return strings.Compare(x.key, y.key)
-	})
-	slices.SortFunc(e.fds, func(x, y *incFD) int {
-		return strings.Compare(x.xa.key, y.xa.key)
 	})
 	slices.SortFunc(e.ocs, func(x, y *incOC) int {
 		return strings.Compare(x.x.key+"|"+strconv.Itoa(x.a)+"~"+strconv.Itoa(x.b),
@@ -364,11 +371,19 @@ func boolIndex(b bool) int {
 // (see Column); null[i] (when null is not nil) makes it NULL, and so do
 // columns past len(values). An empty string that is not NULL is a value,
 // as it is in a window's dictionary. Strings are kept as given.
+//
+// Append and Evict only store the rows; the partitions and counts take the
+// whole batch of changes at the next Check (flush), one structure at a
+// time, which keeps each structure's memory hot.
 func (e *Incremental) Append(values []string, null []bool) {
 	if e.n == int(e.mask)+1 {
+		e.flush()
 		e.grow()
 	}
 	seq := e.oldest + uint32(e.n)
+	if seq-e.from > e.mask {
+		e.flush() // the slot still holds a row that left and is not flushed
+	}
 	slot := seq & e.mask
 	for i, c := range e.cols {
 		var code uint32
@@ -378,51 +393,80 @@ func (e *Incremental) Append(values []string, null []bool) {
 		c.codes[slot] = code
 	}
 	e.n++
-	for _, nd := range e.nodes {
-		if !nd.stale {
-			nd.insert(e.cols, slot, seq)
-		}
-	}
-	for _, f := range e.fds {
-		if !f.stale && !f.x.stale && !f.xa.stale {
-			f.inserted(slot)
-		}
-	}
-	for _, o := range e.ocs {
-		if !o.stale && !o.x.stale {
-			o.touch(o.x.classOf[slot], seq, true)
-		}
-	}
 }
 
 // Evict removes the k oldest rows (all of them when k >= Len).
 func (e *Incremental) Evict(k int) {
-	for ; k > 0 && e.n > 0; k-- {
-		slot := e.oldest & e.mask
+	k = min(max(k, 0), e.n)
+	e.oldest += uint32(k)
+	e.n -= k
+}
+
+// flush applies the rows that left since the last flush, then the rows
+// that arrived, to every structure that is not stale. The structures hold
+// the rows [from, to); the ring still holds every row from from on.
+func (e *Incremental) flush() {
+	left := e.oldest - e.from
+	appliedLeft := min(left, e.to-e.from)
+	if appliedLeft > 0 {
 		for _, o := range e.ocs {
 			if !o.stale && !o.x.stale {
-				o.touch(o.x.classOf[slot], e.oldest, false)
-			}
-		}
-		for _, f := range e.fds {
-			if !f.stale && !f.x.stale && !f.xa.stale {
-				f.removing(slot)
+				for s := e.from; s != e.from+appliedLeft; s++ {
+					o.touch(o.x.classOf[s&e.mask], s, false)
+				}
 			}
 		}
 		for _, nd := range e.nodes {
-			if !nd.stale {
+			if nd.stale {
+				continue
+			}
+			for s := e.from; s != e.from+appliedLeft; s++ {
+				slot := s & e.mask
+				for _, f := range nd.fds {
+					if !f.stale && !f.x.stale {
+						f.removing(slot)
+					}
+				}
 				nd.remove(slot)
 			}
 		}
-		for _, c := range e.cols {
+	}
+	for _, c := range e.cols {
+		for s := e.from; s != e.oldest; s++ {
+			slot := s & e.mask
 			if code := c.codes[slot]; code != 0 {
 				c.release(code)
 				c.codes[slot] = 0
 			}
 		}
-		e.oldest++
-		e.n--
 	}
+	start := e.to
+	if int32(e.to-e.oldest) < 0 {
+		start = e.oldest // rows that arrived and left unflushed were never applied
+	}
+	end := e.oldest + uint32(e.n)
+	for _, nd := range e.nodes {
+		if nd.stale {
+			continue
+		}
+		for s := start; s != end; s++ {
+			slot := s & e.mask
+			nd.insert(e.cols, slot, s)
+			for _, f := range nd.fds {
+				if !f.stale && !f.x.stale {
+					f.inserted(slot)
+				}
+			}
+		}
+	}
+	for _, o := range e.ocs {
+		if !o.stale && !o.x.stale {
+			for s := start; s != end; s++ {
+				o.touch(o.x.classOf[s&e.mask], s, true)
+			}
+		}
+	}
+	e.from, e.to = e.oldest, end
 }
 
 // grow doubles the ring, moving every row to its slot under the new mask.
@@ -451,6 +495,7 @@ func (e *Incremental) grow() {
 // compares counts with: an OC whose count cannot have crossed any of them
 // since its last exact count is skipped (not with IncrementalOptions.Exact).
 func (e *Incremental) Check(cuts []int) []IncrementalResult {
+	e.flush()
 	e.settle()
 	maxStale := e.maxStale
 	if maxStale <= 0 {

@@ -190,8 +190,10 @@ func (c *incColumn) intern(v string) uint32 {
 	if b != 0 {
 		c.ngrp[code-1] = c.nums.ref(b)
 	}
-	if tm, ok := parseTemporal(v); ok && c.temporalOK {
-		c.tgrp[code-1] = c.times.ref(timeKey{tm.Unix(), int32(tm.Nanosecond())})
+	if b == 0 && c.temporalOK { // a number is never a date
+		if tm, ok := parseTemporal(v); ok {
+			c.tgrp[code-1] = c.times.ref(timeKey{tm.Unix(), int32(tm.Nanosecond())})
+		}
 	}
 	c.index[v] = code
 	c.text.fresh = append(c.text.fresh, code)

@@ -142,8 +142,8 @@ type incNode struct {
 	// members lists each class's rows, when an OC sorts them.
 	members     []classQueue
 	withMembers bool
-	stale       bool // rebuilt from the window at the next check
-	refs        int  // users: dependencies' FDs/OCs and child nodes
+	fds         []*incFD // the FDs whose refined node (xa) this is
+	stale       bool     // rebuilt from the window at the next check
 }
 
 func (nd *incNode) reset() {
