@@ -23,7 +23,9 @@
 // Growth: window records are bounded by Commit.EvictBelow; history and
 // delivered markers grow with evaluations, so the caller prunes them with
 // PruneHistoryBefore (cheap, per dependency) or PruneHistory, and
-// PruneDelivered.
+// PruneDelivered. The status history (AppendHistory) is bounded by its rings: a
+// slot is overwritten ring-size appends later and a dropped rule's ring is
+// deleted.
 //
 // # Key layout (schema version 1)
 //
@@ -39,6 +41,10 @@
 //	e/<stream>\x00<order BE8>            pending outbox event: uvarint id length, id, payload
 //	x/<stream>\x00<id>                   pending event id -> order (BE8)
 //	d/<stream>\x00<id>                   delivered marker (unix nanos of delivery, BE8)
+//	r/<stream>\x00<dependency>\x00<slot BE4>  status history, a ring per rule: window end (BE8), unix nanos (BE8),
+//	                                     error (float64 bits BE8), uvarint removals, uvarint records, flags (1 = violated)
+//	l/<stream>\x00<slot BE4>             status event log, a ring: append number (BE8) + opaque payload
+//	q/<stream>                           ring heads: appends (BE8), events (BE8), last window end appended + 1 (BE8)
 //
 // Besides Pebble's files the directory holds odwatch-wal-mark (walmark.go).
 //
