@@ -135,6 +135,10 @@ type Monitor struct {
 	// failed to take (defaultRetryBase when 0; tests shorten it).
 	retryBase time.Duration
 
+	// status is the last evaluation of every stream, for the status page
+	// (status.go).
+	status statusBoard
+
 	joined    atomic.Bool // the consumer is in a generation of its group
 	storeOpen atomic.Bool
 	running   atomic.Bool

@@ -75,6 +75,8 @@ type runSettings struct {
 	StateDir             string   `yaml:"state-dir"`
 	RebuildState         bool     `yaml:"rebuild-state"`
 	MetricsAddr          string   `yaml:"metrics-addr"`
+	WebConfigFile        string   `yaml:"web-config-file"`
+	StatusValues         *bool    `yaml:"status-values"`
 	LogLevel             string   `yaml:"log-level"`
 	LogFormat            string   `yaml:"log-format"`
 	MaxDependencyMetrics int      `yaml:"max-dependency-metrics"`
@@ -88,6 +90,9 @@ type runSettings struct {
 	streamSettings `yaml:",inline"`
 	Streams        []streamSettings `yaml:"streams"`
 }
+
+// statusValues is status-values, true unless set false.
+func (s runSettings) statusValues() bool { return s.StatusValues == nil || *s.StatusValues }
 
 // loadConfigFile reads a YAML config; unknown keys are errors that name the
 // key, so a typo fails at start-up instead of being ignored.
@@ -137,6 +142,9 @@ type runFlags struct {
 	exclude  listFlag
 	pinned   listFlag
 	saslPass string
+	// statusValues is --status-values (runSettings.StatusValues is nil
+	// when neither the file nor the flag sets it).
+	statusValues bool
 }
 
 func newRunFlags(name string) *runFlags {
@@ -151,7 +159,9 @@ func newRunFlags(name string) *runFlags {
 	fs.StringVar(&f.s.Webhook, "webhook", "", "URL to POST events to")
 	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store")
 	fs.BoolVar(&f.s.RebuildState, "rebuild-state", false, "if the state store is damaged, move it aside (kept) and rebuild the windows from Kafka and the tracked dependencies from --state-topic")
-	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz; empty turns them off")
+	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for the status page (/, /api/), /metrics, /healthz and /readyz; empty turns them off")
+	fs.StringVar(&f.s.WebConfigFile, "web-config-file", "", "exporter-toolkit web config file (TLS, basic auth) for everything on --metrics-addr")
+	fs.BoolVar(&f.statusValues, "status-values", true, "show sampled records' values on the status page; false shows topic, partition and offset only")
 	fs.StringVar(&f.s.LogLevel, "log-level", "info", "debug|info|warn|error")
 	fs.StringVar(&f.s.LogFormat, "log-format", "text", "text|json")
 	fs.IntVar(&f.s.MaxDependencyMetrics, "max-dependency-metrics", 200, "cap on odwatch_dependency_error series per stream")
@@ -211,6 +221,8 @@ func (f *runFlags) settings() (runSettings, error) {
 	fl.Include, fl.Exclude, fl.Pinned = f.include, f.exclude, f.pinned
 	eps := f.epsilon
 	fl.Epsilon = &eps
+	values := f.statusValues
+	fl.StatusValues = &values
 	// Without a config file, every flag counts (defaults included).
 	if f.config == "" {
 		return fl, nil
@@ -229,6 +241,8 @@ func (f *runFlags) settings() (runSettings, error) {
 	pick("state-dir", func() { base.StateDir = fl.StateDir })
 	pick("rebuild-state", func() { base.RebuildState = fl.RebuildState })
 	pick("metrics-addr", func() { base.MetricsAddr = fl.MetricsAddr })
+	pick("web-config-file", func() { base.WebConfigFile = fl.WebConfigFile })
+	pick("status-values", func() { base.StatusValues = fl.StatusValues })
 	pick("log-level", func() { base.LogLevel = fl.LogLevel })
 	pick("log-format", func() { base.LogFormat = fl.LogFormat })
 	pick("max-dependency-metrics", func() { base.MaxDependencyMetrics = fl.MaxDependencyMetrics })

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +15,7 @@ import (
 const demoHelp = `Runs the whole loop on one machine: an in-process Kafka broker, the payroll
 stream of the paper's running example (clean at first, then with data-entry
 errors), and the monitor on it, printing events as they happen and serving
-Prometheus metrics. Ctrl-C stops it.
+the status page and Prometheus metrics. Ctrl-C stops it.
 
 Exit status: 0 stopped, 1 failure, 2 usage error.`
 
@@ -25,7 +24,9 @@ Exit status: 0 stopped, 1 failure, 2 usage error.`
 // errors), and the monitor on it, printing events as they happen.
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", "[flags]", demoHelp)
-	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address for /metrics, /healthz and /readyz; empty turns them off")
+	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address for the status page (/, /api/), /metrics, /healthz and /readyz; empty turns them off")
+	webConfig := fs.String("web-config-file", "", "exporter-toolkit web config file (TLS, basic auth) for everything on --metrics-addr")
+	statusValues := fs.Bool("status-values", true, "show sampled records' values on the status page; false shows topic, partition and offset only")
 	window := fs.Int("window", 2000, "window size in records")
 	every := fs.Int("every", 1000, "evaluate every M records")
 	eps := fs.Float64("epsilon", 0.01, "error threshold")
@@ -100,7 +101,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	stopServing, err := serveHealth(*metricsAddr, stream.HealthHandler(m, reg), logger)
+	stopServing, err := serveWeb(webSettings{Addr: *metricsAddr, ConfigFile: *webConfig},
+		webHandler(m, reg, *statusValues, logger), logger)
 	if err != nil {
 		return err
 	}
@@ -110,7 +112,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", *clean, *errRate*100)
 	fmt.Fprintf(stdout, "  window %d records, evaluated every %d, epsilon %g (margin %g)\n", *window, *every, *eps, *margin)
 	if *metricsAddr != "" {
-		fmt.Fprintf(stdout, "  metrics at http://%s/metrics  (Ctrl-C to stop)\n\n", *metricsAddr)
+		tls := ""
+		if *webConfig != "" {
+			tls = " (https:// when the web config sets TLS)"
+		}
+		fmt.Fprintf(stdout, "  open http://%s/ for the status page%s; metrics at /metrics. Ctrl-C stops.\n\n", *metricsAddr, tls)
 	}
 
 	if *seed == 0 {

@@ -7,10 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"strings"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -54,7 +51,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return damageHint(err)
 	}
 	defer m.Close() // releases the store when Run is not reached; a no-op after Run
-	stopServing, err := serveHealth(s.MetricsAddr, stream.HealthHandler(m, reg), logger)
+	stopServing, err := serveWeb(webSettings{Addr: s.MetricsAddr, ConfigFile: s.WebConfigFile},
+		webHandler(m, reg, s.statusValues(), logger), logger)
 	if err != nil {
 		return err
 	}
@@ -97,27 +95,4 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, usageErr(fmt.Sprintf("--log-format %q: want text or json", format), "for example --log-format json")
-}
-
-// serveHealth serves /metrics, /healthz and /readyz on addr (nothing when
-// addr is empty). A busy or bad address is a start-up error naming the flag.
-func serveHealth(addr string, h http.Handler, logger *slog.Logger) (stop func(), err error) {
-	if addr == "" {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics server stopped", "err", err)
-		}
-	}()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	}, nil
 }

@@ -1,0 +1,224 @@
+package stream
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/state"
+)
+
+// The status page's history (package state, AppendHistory): the chart of a
+// rule shows its last statusRuleRing observations, the timelines the
+// stream's last statusEventRing events.
+const (
+	statusRuleRing  = 240
+	statusEventRing = 500
+)
+
+// ErrUnknownStream is returned by the status accessors for a stream name
+// the monitor does not run.
+var ErrUnknownStream = errors.New("unknown stream")
+
+// StreamStatus is what the status page shows of one stream. The fields
+// after Interval describe the last evaluation since the process started
+// (zero before it).
+type StreamStatus struct {
+	Name, Topic     string
+	Epsilon, Margin float64
+	// Window is the configured window size in records; Interval the
+	// evaluation interval of a time window (0 for a count window).
+	Window   int
+	Interval time.Duration
+
+	LastEvaluation time.Time // wall clock
+	// WindowRecords, WindowStart and WindowEnd: the last evaluated window
+	// (record times).
+	WindowRecords          int
+	WindowStart, WindowEnd time.Time
+	// RecordsPerSecond is the last window's rate by record time.
+	RecordsPerSecond  float64
+	Holding, Violated int
+}
+
+// RuleStatus is one tracked rule of a stream, as its tracker has it now.
+type RuleStatus struct {
+	ID         string
+	Text       string
+	Dependency discovery.Dependency
+	State      alerts.State
+	Pinned     bool
+	// Measured is false until the rule was observed in a window.
+	Measured bool
+	Error    float64
+	Removals int
+}
+
+// statusBoard keeps the last evaluation of every stream for the status
+// page; its zero value is ready.
+type statusBoard struct {
+	mu   sync.Mutex
+	last map[string]lastEvaluation
+}
+
+type lastEvaluation struct {
+	at     time.Time
+	window alerts.WindowInfo
+}
+
+func (b *statusBoard) set(stream string, e lastEvaluation) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		b.last = map[string]lastEvaluation{}
+	}
+	b.last[stream] = e
+}
+
+func (b *statusBoard) get(stream string) (lastEvaluation, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.last[stream]
+	return e, ok
+}
+
+// recordStatus is the status page's hook in an evaluation, called once it
+// is saved: it notes the window and appends the observations of the rules
+// still tracked, and the events, to the store's status history (a retired
+// rule's history is dropped). A failure costs chart points, not
+// correctness, so it is logged.
+func (s *streamRun) recordStatus(info alerts.WindowInfo, obs []alerts.Observation, events []alerts.Event) {
+	s.m.status.set(s.name, lastEvaluation{at: time.Now(), window: info})
+	violated := map[string]bool{}
+	for _, e := range s.tracker.Errors() {
+		violated[e.ID] = e.State == alerts.StateViolated
+	}
+	h := &state.HistoryAppend{Stream: s.name, WindowEnd: info.EndSeq, RuleRing: statusRuleRing, EventRing: statusEventRing}
+	for _, o := range obs {
+		id := alerts.DependencyID(o.Dependency)
+		v, tracked := violated[id]
+		if !tracked || strings.IndexByte(id, 0) >= 0 {
+			continue
+		}
+		h.Rules = append(h.Rules, state.RulePoint{DependencyID: id, WindowEnd: info.EndSeq, Time: info.EndTime,
+			Error: o.Error, Removals: o.Removals, Records: info.Records, Violated: v})
+	}
+	for _, e := range events {
+		if _, tracked := violated[e.DependencyID]; !tracked && e.Type == alerts.EventRetired {
+			h.Drop = append(h.Drop, e.DependencyID)
+		}
+		payload, err := json.Marshal(e)
+		if err != nil {
+			s.log.Warn("status history: encode event", "id", e.ID, "err", err)
+			continue
+		}
+		h.Events = append(h.Events, payload)
+	}
+	if _, err := s.m.store.AppendHistory(h); err != nil {
+		s.log.Warn("status history", "window_end", info.EndSeq, "err", err)
+	}
+}
+
+func (m *Monitor) stream(name string) (*streamRun, error) {
+	for _, s := range m.streams {
+		if s.name == name {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownStream, name)
+}
+
+// StatusStreams describes every stream of the monitor, in configuration
+// order.
+func (m *Monitor) StatusStreams() []StreamStatus {
+	out := make([]StreamStatus, 0, len(m.streams))
+	for _, s := range m.streams {
+		st := StreamStatus{Name: s.name, Topic: s.cfg.Topic, Epsilon: s.cfg.Epsilon, Margin: s.cfg.Margin,
+			Window: s.cfg.Window, Interval: s.cfg.Interval}
+		if e, ok := m.status.get(s.name); ok {
+			st.LastEvaluation = e.at
+			st.WindowRecords, st.WindowStart, st.WindowEnd = e.window.Records, e.window.StartTime, e.window.EndTime
+			if span := e.window.EndTime.Sub(e.window.StartTime); span > 0 && e.window.Records > 1 {
+				st.RecordsPerSecond = float64(e.window.Records-1) / span.Seconds()
+			}
+		}
+		for _, d := range s.tracker.Errors() {
+			if d.State == alerts.StateViolated {
+				st.Violated++
+			} else {
+				st.Holding++
+			}
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// StatusRules lists the rules the stream's tracker holds now: violated
+// first, then by error, highest first, then by text.
+func (m *Monitor) StatusRules(stream string) ([]RuleStatus, error) {
+	s, err := m.stream(stream)
+	if err != nil {
+		return nil, err
+	}
+	errs := s.tracker.Errors()
+	out := make([]RuleStatus, 0, len(errs))
+	for _, e := range errs {
+		d, err := discovery.ParseDependency(e.Text)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: rule %s: %w", stream, e.ID, err)
+		}
+		out = append(out, RuleStatus{ID: e.ID, Text: e.Text, Dependency: d, State: e.State, Pinned: e.Pinned,
+			Measured: e.Measured, Error: e.Error, Removals: e.Removals})
+	}
+	slices.SortFunc(out, func(a, b RuleStatus) int {
+		if av, bv := a.State == alerts.StateViolated, b.State == alerts.StateViolated; av != bv {
+			if av {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(b.Error, a.Error); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Text, b.Text)
+	})
+	return out, nil
+}
+
+// StatusHistory returns the stored observations of one rule of stream,
+// oldest first (at most the last statusRuleRing).
+func (m *Monitor) StatusHistory(stream, id string) ([]state.RulePoint, error) {
+	if _, err := m.stream(stream); err != nil {
+		return nil, err
+	}
+	return m.store.RuleHistory(stream, id)
+}
+
+// StatusEvents returns the stream's stored events, oldest first (at most
+// the last statusEventRing).
+func (m *Monitor) StatusEvents(stream string) ([]alerts.Event, error) {
+	if _, err := m.stream(stream); err != nil {
+		return nil, err
+	}
+	payloads, err := m.store.EventHistory(stream)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]alerts.Event, 0, len(payloads))
+	for _, p := range payloads {
+		var e alerts.Event
+		if err := json.Unmarshal(p, &e); err != nil {
+			return nil, fmt.Errorf("stream %s: stored event: %w", stream, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}

@@ -1,0 +1,239 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream"
+)
+
+// demoRun is the demo pipeline (in-process broker, payroll generator,
+// monitor) with the status page served over HTTP.
+type demoRun struct {
+	m   *stream.Monitor
+	srv *httptest.Server
+}
+
+// startDemo runs the payroll demo until the tracker holds salary ~ tax
+// violated, and returns it with the rule's id.
+func startDemo(t *testing.T, values bool) (*demoRun, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	const topic = "payroll"
+	addr, stopBroker, err := stream.StartBroker(ctx, map[string]int{topic: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := stream.NewMonitor(stream.Config{
+		Brokers: []string{addr}, Group: "status-test", StateDir: t.TempDir(),
+		Streams: []stream.StreamConfig{{Name: topic, Topic: topic, Format: "json",
+			Window: 1000, Every: 250, Epsilon: 0.01, Margin: 0.004, K: 1, Sample: 3, MinScore: 0.01}},
+	}, stream.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- m.Run(ctx) }()
+	genErr := make(chan error, 1)
+	go func() {
+		genErr <- stream.ProducePayroll(ctx, stream.PayrollOptions{Brokers: []string{addr}, Topic: topic,
+			Rate: 4000, Count: 20000, CleanRecords: 6000, ErrorRate: 0.03, Seed: 7})
+	}()
+	d := &demoRun{m: m, srv: httptest.NewServer(Handler(m, Options{Values: values}))}
+	t.Cleanup(func() {
+		d.srv.Close()
+		cancel()
+		for _, ch := range []chan error{runErr, genErr} {
+			select {
+			case err := <-ch:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("demo pipeline: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Error("demo pipeline did not stop within 30 s")
+			}
+		}
+		stopBroker()
+	})
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		rules, err := m.StatusRules(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rules {
+			if r.State == alerts.StateViolated && isSalaryTax(r.Text) {
+				return d, r.ID
+			}
+		}
+		select {
+		case err := <-runErr:
+			t.Fatalf("monitor stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatal("salary ~ tax not violated within 2 minutes")
+	return nil, ""
+}
+
+func isSalaryTax(text string) bool {
+	return text == "{}: salary ~ tax (asc)" || text == "{}: tax ~ salary (asc)"
+}
+
+// TestDemoAPI: on the real pipeline, the API shows the violated salary/tax
+// rule with its history and band, and its violating records; with values
+// hidden, the offsets stay and the values go.
+func TestDemoAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo pipeline")
+	}
+	d, id := startDemo(t, false)
+	h := d.srv.Config.Handler
+	var v struct {
+		Rule struct {
+			State   string
+			Band    struct{ Low, High float64 }
+			History []struct {
+				Error    float64
+				Violated bool
+			}
+		}
+		Samples []struct {
+			Offset int64
+			Values map[string]string
+		}
+	}
+	getJSON(t, h, "/api/streams/payroll/rules/"+id, &v)
+	if v.Rule.State != "violated" || len(v.Rule.History) < 2 || v.Rule.Band.High != 0.014 {
+		t.Errorf("rule %+v", v.Rule)
+	}
+	last := v.Rule.History[len(v.Rule.History)-1]
+	if !last.Violated || last.Error <= v.Rule.Band.High {
+		t.Errorf("last observation %+v, want violated above the band", last)
+	}
+	if len(v.Samples) == 0 || v.Samples[0].Offset < 6000 {
+		t.Fatalf("samples %+v, want records past the clean ones", v.Samples)
+	}
+	for _, s := range v.Samples {
+		if s.Values != nil {
+			t.Errorf("values %v sent with --status-values=false", s.Values)
+		}
+	}
+	// The history survives a restart: it is in the store, read back here
+	// through a fresh view of the same monitor's store.
+	pts, err := d.m.StatusHistory("payroll", id)
+	if err != nil || len(pts) != len(v.Rule.History) {
+		t.Errorf("StatusHistory: %d points, %v", len(pts), err)
+	}
+}
+
+// chromiumPath finds Debian's chromium (or another Chrome) for the browser
+// test.
+func chromiumPath() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestBrowser drives Chromium through the page as a person would: the
+// stream list, the stream, the violated salary/tax rule; it checks the
+// chart, the violated state, the eps band and a violating record's offset
+// are on screen, and saves a screenshot (in $ODWATCH_ARTIFACTS too when
+// set).
+func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo pipeline and a browser")
+	}
+	exe := chromiumPath()
+	if exe == "" {
+		t.Skip("chromium not installed (apt-get install chromium); the browser test needs it")
+	}
+	d, id := startDemo(t, true)
+	samples := func() []string {
+		var v struct{ Samples []struct{ Offset int64 } }
+		getJSON(t, d.srv.Config.Handler, "/api/streams/payroll/rules/"+id, &v)
+		var out []string
+		for _, s := range v.Samples {
+			out = append(out, strconv.FormatInt(s.Offset, 10))
+		}
+		return out
+	}
+
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	defer cancelBrowser()
+	ctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
+	defer cancel()
+
+	ruleLink := chromedp.Search(`//section[contains(@class,"rule") and contains(@class,"violated")]//a[contains(@class,"rule-link")][normalize-space(.)="{}: salary ~ tax (asc)" or normalize-space(.)="{}: tax ~ salary (asc)"]`)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(d.srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`a.stream-link`)),
+		chromedp.Click(chromedp.CSS(`a.stream-link`)),
+		chromedp.WaitVisible(ruleLink),
+		chromedp.Click(ruleLink),
+		chromedp.WaitVisible(chromedp.CSS(`svg.chart polyline.error`)),
+		chromedp.WaitVisible(chromedp.CSS(`svg.chart rect.band`)),
+		chromedp.WaitVisible(chromedp.CSS(`h1 .state.violated`)),
+		chromedp.WaitVisible(chromedp.CSS(`table.samples td.offset`)),
+	)
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	url, err := chromedp.Run(ctx, chromedp.Location())
+	if err != nil || !strings.HasSuffix(url, "/streams/payroll/rules/"+id) {
+		t.Errorf("landed on %s (%v), want the salary/tax rule page", url, err)
+	}
+	state, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`h1 .state`)))
+	if err != nil || state != "violated" {
+		t.Errorf("rule state %q (%v), want violated", state, err)
+	}
+	bandH, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`svg.chart rect.band`), "height"))
+	if h, perr := strconv.ParseFloat(bandH.Value, 64); err != nil || perr != nil || h <= 0 {
+		t.Errorf("eps band height %q (%v), want a visible band", bandH.Value, err)
+	}
+	line, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS(`svg.chart polyline.error`), "points"))
+	if err != nil || strings.Count(line.Value, ",") < 2 {
+		t.Errorf("chart line %q (%v), want at least two points", line.Value, err)
+	}
+	offset, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`table.samples td.offset`)))
+	if want := samples(); err != nil || len(want) == 0 || !slices.Contains(want, strings.TrimSpace(offset)) {
+		t.Errorf("offset on the page %q (%v), want one of the API's %v", offset, err, want)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if a := os.Getenv("ODWATCH_ARTIFACTS"); a != "" {
+		dir = a
+	}
+	path := filepath.Join(dir, "status-rule.png")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot of the rule page: %s", path)
+}

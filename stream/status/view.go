@@ -1,0 +1,309 @@
+package status
+
+import (
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream"
+)
+
+// Source is what the page reads; *stream.Monitor implements it.
+type Source interface {
+	StatusStreams() []stream.StreamStatus
+	StatusRules(stream string) ([]stream.RuleStatus, error)
+	StatusHistory(stream, id string) ([]state.RulePoint, error)
+	StatusEvents(stream string) ([]alerts.Event, error)
+}
+
+// errNotFound: the stream or the rule is unknown (404).
+var errNotFound = errors.New("not found")
+
+// timelineLen is how many of the newest events a stream page lists.
+const timelineLen = 50
+
+// The views are the JSON documents of /api/...; the HTML pages render the
+// same values.
+
+// streamsView is GET /api/streams.
+type streamsView struct {
+	// Version changes when any stream is evaluated; the page polls it to
+	// know when to refresh.
+	Version string       `json:"version"`
+	Streams []streamJSON `json:"streams"`
+}
+
+type streamJSON struct {
+	Name             string     `json:"name"`
+	Topic            string     `json:"topic"`
+	Epsilon          float64    `json:"epsilon"`
+	Margin           float64    `json:"margin"`
+	Window           int        `json:"window"`
+	IntervalSeconds  float64    `json:"interval_seconds,omitempty"`
+	LastEvaluation   *time.Time `json:"last_evaluation"`
+	WindowRecords    int        `json:"window_records"`
+	WindowStart      *time.Time `json:"window_start"`
+	WindowEnd        *time.Time `json:"window_end"`
+	WindowSpanSecond float64    `json:"window_span_seconds"`
+	RecordsPerSecond float64    `json:"records_per_second"`
+	Holding          int        `json:"holding"`
+	Violated         int        `json:"violated"`
+}
+
+// band is the hysteresis band of a stream: a holding rule is violated
+// above High, a violated one restored at or below Low.
+type band struct {
+	Low  float64 `json:"low"`
+	Eps  float64 `json:"epsilon"`
+	High float64 `json:"high"`
+}
+
+type pointJSON struct {
+	WindowEnd uint64    `json:"window_end"`
+	Time      time.Time `json:"time"`
+	Error     float64   `json:"error"`
+	Removals  int       `json:"removals"`
+	Records   int       `json:"records"`
+	Violated  bool      `json:"violated"`
+}
+
+type ruleJSON struct {
+	ID          string `json:"id"`
+	Text        string `json:"text"`
+	Description string `json:"description"`
+	// Tracked is false for a rule known only from past events (retired).
+	Tracked  bool        `json:"tracked"`
+	State    string      `json:"state,omitempty"`
+	Pinned   bool        `json:"pinned"`
+	Measured bool        `json:"measured"`
+	Error    float64     `json:"error"`
+	Removals int         `json:"removals"`
+	Band     band        `json:"band"`
+	History  []pointJSON `json:"history"`
+}
+
+// streamView is GET /api/streams/{stream}.
+type streamView struct {
+	Version string         `json:"version"`
+	Stream  streamJSON     `json:"stream"`
+	Rules   []ruleJSON     `json:"rules"`
+	Events  []alerts.Event `json:"events"` // newest first, at most timelineLen
+}
+
+// ruleView is GET /api/streams/{stream}/rules/{id}.
+type ruleView struct {
+	Version string         `json:"version"`
+	Stream  streamJSON     `json:"stream"`
+	Rule    ruleJSON       `json:"rule"`
+	Events  []alerts.Event `json:"events"` // the rule's, newest first
+	// Samples are the violating records of the rule's newest event that
+	// has some; SamplesFrom is that event's id. Columns are the rule's
+	// columns, in the order the page shows the values.
+	Samples     []sampleJSON `json:"samples"`
+	SamplesFrom string       `json:"samples_from,omitempty"`
+	Columns     []string     `json:"columns"`
+	// Values is false when record values are redacted (--status-values).
+	Values bool `json:"values"`
+}
+
+// sampleJSON is a violating record; Values is null when redacted, and a
+// column missing from it is NULL in the record.
+type sampleJSON struct {
+	Topic     string            `json:"topic"`
+	Partition int32             `json:"partition"`
+	Offset    int64             `json:"offset"`
+	Values    map[string]string `json:"values"`
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func toStreamJSON(s stream.StreamStatus) streamJSON {
+	j := streamJSON{Name: s.Name, Topic: s.Topic, Epsilon: s.Epsilon, Margin: s.Margin, Window: s.Window,
+		IntervalSeconds: s.Interval.Seconds(), LastEvaluation: timePtr(s.LastEvaluation),
+		WindowRecords: s.WindowRecords, WindowStart: timePtr(s.WindowStart), WindowEnd: timePtr(s.WindowEnd),
+		RecordsPerSecond: s.RecordsPerSecond, Holding: s.Holding, Violated: s.Violated}
+	if span := s.WindowEnd.Sub(s.WindowStart); span > 0 {
+		j.WindowSpanSecond = span.Seconds()
+	}
+	return j
+}
+
+func bandOf(s stream.StreamStatus) band {
+	return band{Low: max(0, s.Epsilon-s.Margin), Eps: s.Epsilon, High: s.Epsilon + s.Margin}
+}
+
+// version identifies the evaluations the page shows: the streams' last
+// evaluation times.
+func version(ss []stream.StreamStatus) string {
+	var b strings.Builder
+	for _, s := range ss {
+		b.WriteString(strconv.FormatInt(s.LastEvaluation.UnixNano(), 36))
+		b.WriteByte('.')
+	}
+	return b.String()
+}
+
+func buildStreams(src Source) streamsView {
+	ss := src.StatusStreams()
+	v := streamsView{Version: version(ss), Streams: make([]streamJSON, 0, len(ss))}
+	for _, s := range ss {
+		v.Streams = append(v.Streams, toStreamJSON(s))
+	}
+	return v
+}
+
+func findStream(src Source, name string) (stream.StreamStatus, string, error) {
+	ss := src.StatusStreams()
+	for _, s := range ss {
+		if s.Name == name {
+			return s, version(ss), nil
+		}
+	}
+	return stream.StreamStatus{}, "", errNotFound
+}
+
+func toPoints(ps []state.RulePoint) []pointJSON {
+	out := make([]pointJSON, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, pointJSON{WindowEnd: p.WindowEnd, Time: p.Time, Error: p.Error, Removals: p.Removals, Records: p.Records, Violated: p.Violated})
+	}
+	return out
+}
+
+func toRuleJSON(src Source, s stream.StreamStatus, r stream.RuleStatus) (ruleJSON, error) {
+	h, err := src.StatusHistory(s.Name, r.ID)
+	if err != nil {
+		return ruleJSON{}, err
+	}
+	return ruleJSON{ID: r.ID, Text: r.Text, Description: discovery.Describe(r.Dependency), Tracked: true,
+		State: string(r.State), Pinned: r.Pinned, Measured: r.Measured, Error: r.Error, Removals: r.Removals,
+		Band: bandOf(s), History: toPoints(h)}, nil
+}
+
+// redact removes record values from events' samples unless values are
+// shown.
+func redact(events []alerts.Event, values bool) {
+	if values {
+		return
+	}
+	for i := range events {
+		samples := slices.Clone(events[i].Samples)
+		for j := range samples {
+			samples[j].Values = nil
+		}
+		events[i].Samples = samples
+	}
+}
+
+// columns lists the columns a rule mentions, context first.
+func columns(text string) []string {
+	d, err := discovery.ParseDependency(text)
+	if err != nil {
+		return nil
+	}
+	switch d.Kind {
+	case discovery.KindOFD:
+		return append(slices.Clone(d.Context), d.RHS)
+	case discovery.KindOC:
+		return append(slices.Clone(d.Context), d.Left, d.Right)
+	}
+	return append(slices.Clone(d.LHSList), d.RHSList...)
+}
+
+func newestFirst(events []alerts.Event, keep func(alerts.Event) bool, limit int) []alerts.Event {
+	out := []alerts.Event{}
+	for i := len(events) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
+		if keep(events[i]) {
+			out = append(out, events[i])
+		}
+	}
+	return out
+}
+
+func buildStream(src Source, name string, values bool) (streamView, error) {
+	s, ver, err := findStream(src, name)
+	if err != nil {
+		return streamView{}, err
+	}
+	rules, err := src.StatusRules(name)
+	if err != nil {
+		return streamView{}, err
+	}
+	v := streamView{Version: ver, Stream: toStreamJSON(s), Rules: make([]ruleJSON, 0, len(rules))}
+	for _, r := range rules {
+		rj, err := toRuleJSON(src, s, r)
+		if err != nil {
+			return streamView{}, err
+		}
+		v.Rules = append(v.Rules, rj)
+	}
+	events, err := src.StatusEvents(name)
+	if err != nil {
+		return streamView{}, err
+	}
+	v.Events = newestFirst(events, func(alerts.Event) bool { return true }, timelineLen)
+	redact(v.Events, values)
+	return v, nil
+}
+
+func buildRule(src Source, name, id string, values bool) (ruleView, error) {
+	s, ver, err := findStream(src, name)
+	if err != nil {
+		return ruleView{}, err
+	}
+	events, err := src.StatusEvents(name)
+	if err != nil {
+		return ruleView{}, err
+	}
+	v := ruleView{Version: ver, Stream: toStreamJSON(s), Values: values, Samples: []sampleJSON{},
+		Events: newestFirst(events, func(e alerts.Event) bool { return e.DependencyID == id }, 0)}
+	rules, err := src.StatusRules(name)
+	if err != nil {
+		return ruleView{}, err
+	}
+	found := false
+	for _, r := range rules {
+		if r.ID == id {
+			if v.Rule, err = toRuleJSON(src, s, r); err != nil {
+				return ruleView{}, err
+			}
+			found = true
+			break
+		}
+	}
+	if !found {
+		if len(v.Events) == 0 {
+			return ruleView{}, errNotFound
+		}
+		// Known from its events only: no longer tracked.
+		e := v.Events[0]
+		v.Rule = ruleJSON{ID: id, Text: e.DependencyText, Description: discovery.Describe(e.Dependency), Band: bandOf(s), History: []pointJSON{}}
+	}
+	v.Columns = columns(v.Rule.Text)
+	for _, e := range v.Events {
+		if len(e.Samples) == 0 {
+			continue
+		}
+		v.SamplesFrom = e.ID
+		for _, smp := range e.Samples {
+			sj := sampleJSON{Topic: smp.Topic, Partition: smp.Partition, Offset: smp.Offset}
+			if values {
+				sj.Values = smp.Values
+			}
+			v.Samples = append(v.Samples, sj)
+		}
+		break
+	}
+	redact(v.Events, values)
+	return v, nil
+}
