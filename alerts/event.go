@@ -44,6 +44,14 @@ type Observation struct {
 	// Minimal is true when this window's discovery run found the dependency
 	// in its minimal set.
 	Minimal bool
+	// Strength is the dependency's chance-corrected strength in this
+	// window (discovery.Result.Strength; 0 when unknown). The strongest of
+	// dependencies that change together carries the event (see Tracker).
+	Strength float64
+	// Score is the share of record pairs the dependency's context
+	// constrains (discovery.Result.Score); among equally strong ones the
+	// highest leads a group.
+	Score float64
 	// Samples holds violating records, up to the configured sample size.
 	Samples []Sample
 }
@@ -79,6 +87,34 @@ type Event struct {
 	Removals              int
 	Window                WindowInfo
 	Samples               []Sample
+	// Related are the dependencies that made the same transition (to Type)
+	// in this window and share columns with Dependency: one cause, one
+	// event (see Tracker).
+	Related []Related
+}
+
+// Involves reports whether the event reports a state change of the
+// dependency with id dependencyID: its own or a related one's.
+func (e Event) Involves(dependencyID string) bool {
+	if e.DependencyID == dependencyID {
+		return true
+	}
+	for _, r := range e.Related {
+		if r.DependencyID == dependencyID {
+			return true
+		}
+	}
+	return false
+}
+
+// Related is a dependency that changed state together with an event's
+// dependency: to the event's type, in the event's window.
+type Related struct {
+	DependencyID          string
+	Dependency            discovery.Dependency
+	DependencyText        string
+	ErrorBefore, ErrorNow float64
+	Removals              int
 }
 
 // Wire form of an event. Field names are part of the public contract (event
@@ -98,6 +134,35 @@ type eventJSON struct {
 	Removals       int                  `json:"removals"`
 	Window         windowJSON           `json:"window"`
 	Samples        []sampleJSON         `json:"samples"`
+	Related        []relatedJSON        `json:"related"`
+}
+
+type relatedJSON struct {
+	DependencyID   string               `json:"dependency_id"`
+	Dependency     discovery.Dependency `json:"dependency"`
+	DependencyText string               `json:"dependency_text"`
+	ErrorBefore    float64              `json:"error_before"`
+	ErrorNow       float64              `json:"error_now"`
+	Removals       int                  `json:"removals"`
+}
+
+func toRelatedJSON(rs []Related) []relatedJSON {
+	out := make([]relatedJSON, len(rs))
+	for i, r := range rs {
+		out[i] = relatedJSON(r)
+	}
+	return out
+}
+
+func fromRelatedJSON(rs []relatedJSON) []Related {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]Related, len(rs))
+	for i, r := range rs {
+		out[i] = Related(r)
+	}
+	return out
 }
 
 type windowJSON struct {
@@ -182,7 +247,10 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 // error_now, epsilon, margin, removals, window {topic, start_offsets,
 // end_offsets, start_time, end_time, records, end_seq} (offset maps keyed by
 // partition number as a string), samples [{topic, partition, offset,
-// values}]. Times are RFC 3339 with nanoseconds, in the zone given.
+// values}], related [{dependency_id, dependency, dependency_text,
+// error_before, error_now, removals}] (always an array). Times are RFC 3339
+// with nanoseconds, in the zone given. schema/event.schema.json is the
+// contract (EventSchema).
 func (e Event) MarshalJSON() ([]byte, error) {
 	return json.Marshal(eventJSON{
 		ID:             e.ID,
@@ -199,6 +267,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Removals:       e.Removals,
 		Window:         toWindowJSON(e.Window),
 		Samples:        toSamplesJSON(e.Samples),
+		Related:        toRelatedJSON(e.Related),
 	})
 }
 
@@ -228,20 +297,26 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			Records: j.Window.Records, EndSeq: j.Window.EndSeq,
 		},
 		Samples: fromSamplesJSON(j.Samples),
+		Related: fromRelatedJSON(j.Related),
 	}
 	return nil
 }
 
-// Text renders the event for people: one summary line, then one indented
-// line per sample with its coordinates and values (columns sorted):
+// Text renders the event for people: one summary line, one indented line
+// per related dependency, then one per sample with its coordinates and
+// values (columns sorted):
 //
 //	2026-11-30T01:02:03Z VIOLATED payroll {}: salary ~ tax (asc) error 0.0000 -> 0.0450 (eps 0.0300, margin 0.0050) removals 45 window payroll p0:100-199 (100 records) id 3f2a...
+//	    related {tax}: [] -> salary error 0.0010 -> 0.0400 removals 4
 //	    payroll/0@123 perc=0.250 salary=5000 tax=12500
 func (e Event) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %s error %.4f -> %.4f (eps %.4f, margin %.4f) removals %d window %s (%d records) id %s",
 		e.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(e.Type)), e.Stream, e.DependencyText,
 		e.ErrorBefore, e.ErrorNow, e.Epsilon, e.Margin, e.Removals, windowText(e.Window), e.Window.Records, e.ID)
+	for _, r := range e.Related {
+		fmt.Fprintf(&b, "\n    related %s error %.4f -> %.4f removals %d", r.DependencyText, r.ErrorBefore, r.ErrorNow, r.Removals)
+	}
 	for _, s := range e.Samples {
 		fmt.Fprintf(&b, "\n    %s/%d@%d", s.Topic, s.Partition, s.Offset)
 		for _, k := range slices.Sorted(maps.Keys(s.Values)) {

@@ -26,6 +26,7 @@ func sampleEvent() Event {
 		Records: 200, EndSeq: 400,
 	}
 	id := DependencyID(d)
+	rel := discovery.Dependency{Kind: discovery.KindOFD, Context: []string{"tax"}, RHS: "salary"}
 	return Event{
 		ID: EventID("payroll", id, w.EndSeq, EventViolated), Type: EventViolated, Stream: "payroll", Time: w.EndTime,
 		DependencyID: id, Dependency: d, DependencyText: d.String(),
@@ -34,6 +35,8 @@ func sampleEvent() Event {
 			{Topic: "payroll", Partition: 0, Offset: 123, Values: map[string]string{"salary": "5000", "tax": "12500", "position": "clerk"}},
 			{Topic: "payroll", Partition: 1, Offset: 150, Values: map[string]string{"salary": "7000", "position": "clerk"}},
 		},
+		Related: []Related{{DependencyID: DependencyID(rel), Dependency: rel, DependencyText: rel.String(),
+			ErrorBefore: 0.001, ErrorNow: 0.04, Removals: 8}},
 	}
 }
 
@@ -74,7 +77,8 @@ func TestEventJSONGolden(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"event", m, "dependency,dependency_id,dependency_text,epsilon,error_before,error_now,id,margin,removals,samples,stream,time,type,window"},
+		{"event", m, "dependency,dependency_id,dependency_text,epsilon,error_before,error_now,id,margin,related,removals,samples,stream,time,type,window"},
+		{"related", m["related"].([]any)[0], "dependency,dependency_id,dependency_text,error_before,error_now,removals"},
 		{"dependency", m["dependency"], "context,kind,left,polarity,right"},
 		{"window", m["window"], "end_offsets,end_seq,end_time,records,start_offsets,start_time,topic"},
 		{"sample", m["samples"].([]any)[0], "offset,partition,topic,values"},
@@ -120,6 +124,7 @@ func TestEventJSONRoundTrip(t *testing.T) {
 func TestEventText(t *testing.T) {
 	got := sampleEvent().Text()
 	want := "2026-11-30T01:05:00Z VIOLATED payroll {position}: salary ~ tax (asc) error 0.0000 -> 0.0450 (eps 0.0300, margin 0.0050) removals 9 window payroll p0:100-199 p1:90-189 (200 records) id " + sampleEvent().ID + "\n" +
+		"    related {tax}: [] -> salary error 0.0010 -> 0.0400 removals 8\n" +
 		"    payroll/0@123 position=clerk salary=5000 tax=12500\n" +
 		"    payroll/1@150 position=clerk salary=7000"
 	if got != want {

@@ -153,7 +153,7 @@ func (i instrumented) Send(ctx context.Context, events []Event) error {
 // the stream's previous dependency series (so that retired dependencies, and
 // ones pushed out of the cap, disappear from both families together).
 func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
-	m.margin.WithLabelValues(stream).Set(t.margin())
+	m.margin.WithLabelValues(stream).Set(t.currentMargin())
 	for state, n := range t.States() {
 		m.dependencies.WithLabelValues(stream, state).Set(float64(n))
 	}
@@ -211,13 +211,16 @@ func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
 	m.exported[stream] = next
 }
 
-// margin returns the normalized hysteresis margin of t (0 for a zero
-// Tracker).
-func (t *Tracker) margin() float64 {
+// currentMargin returns the hysteresis margin of t's last window (the
+// configured one unless AutoMargin; 0 for a zero Tracker).
+func (t *Tracker) currentMargin() float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cfg.Margin < 0 || math.IsNaN(t.cfg.Margin) {
+	if math.IsNaN(t.cfg.Margin) {
 		return 0
+	}
+	if t.cfg.Margin < 0 {
+		return t.lastMargin
 	}
 	return t.cfg.Margin
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -17,6 +18,27 @@ const (
 	DefaultRetireViolatedAfter = 100
 	DefaultMaxTracked          = 1000
 )
+
+// AutoMargin, as Config.Margin, derives the margin of each window from its
+// size: NoiseMargin(Epsilon, records).
+const AutoMargin = -1.0
+
+// MarginZ is the number of standard errors NoiseMargin puts between eps and
+// each edge of the band.
+const MarginZ = 3
+
+// NoiseMargin is the margin that covers the sampling noise of a window of n
+// records: MarginZ standard errors of a proportion at eps,
+// MarginZ*sqrt(eps*(1-eps)/n), at most eps/2 so that a violated dependency
+// can still be restored (at e <= eps - margin). A dependency whose true
+// error is eps crosses eps+margin by chance in about 0.1% of windows. It is
+// 0 for eps = 0 or an empty window.
+func NoiseMargin(eps float64, n int) float64 {
+	if n <= 0 || eps <= 0 {
+		return 0
+	}
+	return min(MarginZ*math.Sqrt(eps*(1-eps)/float64(n)), eps/2)
+}
 
 // State is the hysteresis state of a tracked dependency.
 type State string
@@ -35,7 +57,8 @@ type Config struct {
 	Epsilon float64
 	// Margin is the hysteresis half-width: a holding dependency is violated
 	// above Epsilon+Margin, a violated one restored at or below
-	// Epsilon-Margin. Negative is taken as 0.
+	// Epsilon-Margin. A negative Margin (AutoMargin) is NoiseMargin of each
+	// window's size; NaN is taken as 0.
 	Margin float64
 	// K is the number of consecutive windows a condition must hold before the
 	// transition fires; values below 1 mean 1.
@@ -54,14 +77,26 @@ type Config struct {
 	// MaxTracked caps the tracked set (pinned ones included; they are never
 	// dropped). 0 means DefaultMaxTracked. See Tracker.
 	MaxTracked int
+	// DiscoverAfter is the number of consecutive windows a dependency must
+	// be minimal (and, when the caller filters, reliable) before it is
+	// tracked and discovered; values below 1 mean 1 (at once). The monitor's
+	// default is 2: a dependency that holds by chance in one window is no
+	// news.
+	DiscoverAfter int
 }
 
 func (c Config) normalized() Config {
 	if c.K < 1 {
 		c.K = 1
 	}
-	if c.Margin < 0 || math.IsNaN(c.Margin) {
+	if math.IsNaN(c.Margin) {
 		c.Margin = 0
+	}
+	if c.Margin < 0 {
+		c.Margin = AutoMargin
+	}
+	if c.DiscoverAfter < 1 {
+		c.DiscoverAfter = 1
 	}
 	if c.RetireAfter <= 0 {
 		c.RetireAfter = DefaultRetireAfter
@@ -93,6 +128,15 @@ type entry struct {
 	LastError    float64 `json:"last_error"`
 	LastRemovals int     `json:"last_removals"`
 	Measured     bool    `json:"measured"`
+	// Strength is the one observed in the last window in which it held
+	// (Observation.Strength): a breaking dependency's strength drops, and
+	// the strongest of a group is judged as the rules were.
+	Strength float64 `json:"strength"`
+	// Score is Observation.Score in the same window as Strength.
+	Score float64 `json:"score"`
+	// Lead: its last violated transition carried the event (it was not
+	// Related in another's); a restored group is led by such a one first.
+	Lead bool `json:"lead"`
 	// HeldNonMinimal counts consecutive windows it held (removals <=
 	// floor(eps*n)) without being minimal, while holding.
 	HeldNonMinimal int `json:"held_non_minimal"`
@@ -110,18 +154,36 @@ type entry struct {
 	text string
 }
 
+// candidate is a newly minimal dependency not tracked yet: Streak
+// consecutive windows minimal so far, out of Config.DiscoverAfter. Field
+// names are its persisted form.
+type candidate struct {
+	ID         string               `json:"id"`
+	Dependency discovery.Dependency `json:"dependency"`
+	Streak     int                  `json:"streak"`
+	// FirstError is the error of the first window of the streak.
+	FirstError float64 `json:"first_error"`
+}
+
 // Tracker turns successive windows' observations of one stream into events.
 // It is safe for concurrent use (the metrics scrape may read it while the
 // stream observes).
 //
 // Rules, per dependency, evaluated once per window in Observe (eps =
-// Epsilon, m = Margin, e = the observed error):
+// Epsilon, m = Margin, or NoiseMargin(eps, n) for AutoMargin with n the
+// window's records, e = the observed error):
 //
-//   - discovered: an observation is Minimal and the dependency is not
-//     tracked (first time, or again after being retired). It starts in state
-//     holding; ErrorBefore = ErrorNow = e; the observation's samples are
-//     carried. Pinned dependencies are tracked from NewTracker on and never
-//     produce discovered.
+//   - candidate: an observation is Minimal and the dependency is not tracked
+//     (first time, or again after being retired). It becomes tracked only
+//     when it is Minimal in DiscoverAfter consecutive windows; a window in
+//     which it is not Minimal (or not observed) drops the candidate, and it
+//     starts again from one. Candidates are not re-validated (Tracked does
+//     not list them) and raise no other event.
+//   - discovered: a candidate reaches DiscoverAfter windows (at once when
+//     DiscoverAfter is 1). It starts in state holding; ErrorBefore is the
+//     error of the first window of the streak, ErrorNow this window's; the
+//     observation's samples are carried. Pinned dependencies are tracked
+//     from NewTracker on and never produce discovered.
 //   - violated: a holding dependency with e > eps+m in K consecutive
 //     windows. ErrorBefore is the error of the window before the first of
 //     them; samples are the last window's.
@@ -129,6 +191,18 @@ type entry struct {
 //     eps) in K consecutive windows. ErrorBefore as for violated.
 //     An error inside the band, or a window without an observation, resets
 //     the count: flapping around eps within the band emits nothing.
+//   - one cause, one alert: the dependencies that turn violated in the same
+//     window are grouped, two being in one group when they share a column
+//     (transitively). Each group gives one violated event, for its strongest
+//     dependency (highest Strength in the last window it held, to 0.01, then
+//     highest Score, then fewest columns, then the largest rise in error,
+//     then lowest id); the others
+//     are in the event's Related list with their own errors and removals,
+//     and they are in state violated like it. Restored transitions are
+//     grouped the same way, led first by a dependency that led its violated
+//     event. So a consumer learns every state change: from the events'
+//     dependency and from their Related entries, which change to the
+//     event's type; the odwatch_dependency_violated gauge follows each one.
 //   - retired (unpinned only), the dependency is dropped from tracking:
 //     (a) holding, and held (removals <= floor(eps*n), n = window records)
 //     without being minimal for RetireAfter consecutive windows: a more
@@ -139,18 +213,19 @@ type entry struct {
 //     windows after its violated event;
 //     (c) no observation for RetireAfter consecutive windows (its columns
 //     left the stream);
-//     (d) evicted by the MaxTracked cap: when a newly minimal dependency
+//     (d) evicted by the MaxTracked cap: when a newly discovered dependency
 //     would exceed the cap, the unpinned dependency that has been non-minimal
 //     longest (oldest last-minimal window, then lowest id) and is not minimal
 //     in this window is retired to make room; if there is none, the newcomer
-//     is not tracked (no event) and will be offered again by the next window.
+//     is not tracked (no event) and stays a candidate for the next window.
 //     ErrorBefore of a retired event is the error when it was last minimal,
 //     ErrorNow and Removals the last observed ones.
 //
 // Observations are matched to tracked dependencies by DependencyID; a second
 // observation of the same dependency in one window is ignored. Events come in
-// a deterministic order: transitions of tracked dependencies by id, then
-// discovered (with any eviction just before it) in observation order.
+// a deterministic order: events of tracked dependencies by the id of their
+// dependency, then discovered (with any eviction just before it) in
+// observation order.
 // A window whose EndSeq is not greater than the last observed one is a replay
 // of a window this state already includes: Observe ignores it and returns
 // nil (it does not count twice towards K). Callers must therefore persist
@@ -161,13 +236,16 @@ type Tracker struct {
 	mu       sync.Mutex
 	cfg      Config
 	entries  map[string]*entry
+	pending  map[string]*candidate
 	observed bool
 	lastSeq  uint64
+	// lastMargin is the margin of the last observed window.
+	lastMargin float64
 }
 
 // NewTracker returns a tracker holding the pinned dependencies of cfg.
 func NewTracker(cfg Config) *Tracker {
-	t := &Tracker{cfg: cfg.normalized(), entries: make(map[string]*entry)}
+	t := &Tracker{cfg: cfg.normalized(), entries: make(map[string]*entry), pending: make(map[string]*candidate)}
 	t.addPinned()
 	return t
 }
@@ -177,6 +255,7 @@ func (t *Tracker) init() {
 	if t.entries == nil {
 		t.cfg = t.cfg.normalized()
 		t.entries = make(map[string]*entry)
+		t.pending = make(map[string]*candidate)
 	}
 }
 
@@ -249,6 +328,27 @@ func (t *Tracker) holds(o Observation, n int) bool {
 	return o.Error <= t.cfg.Epsilon
 }
 
+// margin is the margin of a window of n records.
+func (t *Tracker) margin(n int) float64 {
+	if t.cfg.Margin < 0 {
+		return NoiseMargin(t.cfg.Epsilon, n)
+	}
+	return t.cfg.Margin
+}
+
+// transition is a violated or restored change of one tracked dependency in
+// the window being observed, before grouping (see Tracker).
+type transition struct {
+	typ     EventType
+	e       *entry
+	before  float64
+	o       Observation
+	samples []Sample
+}
+
+// strength is the dependency's strength when it last held.
+func (c transition) strength() float64 { return c.e.Strength }
+
 // Observe feeds one window's observations (the re-validated tracked
 // dependencies and the newly minimal ones) and returns the events.
 func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
@@ -270,8 +370,10 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 		}
 	}
 
-	eps, m, k := t.cfg.Epsilon, t.cfg.Margin, t.cfg.K
+	eps, m, k := t.cfg.Epsilon, t.margin(w.Records), t.cfg.K
+	t.lastMargin = m
 	var events []Event
+	var changes []transition
 	for _, id := range t.sortedIDs() {
 		e := t.entries[id]
 		i, ok := byID[id]
@@ -279,7 +381,7 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 			e.Absent++
 			e.Streak = 0
 			if !e.Pinned && e.Absent >= t.cfg.RetireAfter {
-				events = append(events, t.retire(e, w))
+				events = append(events, t.retire(e, w, m))
 			}
 			continue
 		}
@@ -293,6 +395,9 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 			prev = e.LastError
 		}
 		e.LastError, e.LastRemovals, e.Measured = o.Error, o.Removals, true
+		if t.holds(o, w.Records) {
+			e.Strength, e.Score = o.Strength, o.Score
+		}
 		switch e.State {
 		case StateHolding:
 			if o.Error > eps+m {
@@ -301,7 +406,7 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 				}
 				e.Streak++
 				if e.Streak >= k {
-					events = append(events, t.event(EventViolated, e, w, e.ErrorBefore, o, o.Samples))
+					changes = append(changes, transition{EventViolated, e, e.ErrorBefore, o, o.Samples})
 					e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows = StateViolated, 0, 0, 0
 					continue
 				}
@@ -314,7 +419,7 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 				e.HeldNonMinimal = 0
 			}
 			if !e.Pinned && e.HeldNonMinimal >= t.cfg.RetireAfter {
-				events = append(events, t.retire(e, w))
+				events = append(events, t.retire(e, w, m))
 			}
 		case StateViolated:
 			if o.Error <= eps-m {
@@ -323,7 +428,7 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 				}
 				e.Streak++
 				if e.Streak >= k {
-					events = append(events, t.event(EventRestored, e, w, e.ErrorBefore, o, nil))
+					changes = append(changes, transition{EventRestored, e, e.ErrorBefore, o, nil})
 					e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows = StateHolding, 0, 0, 0
 					continue
 				}
@@ -336,11 +441,14 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 				e.ViolatedWindows++
 			}
 			if !e.Pinned && t.cfg.RetireViolatedAfter > 0 && e.ViolatedWindows >= t.cfg.RetireViolatedAfter {
-				events = append(events, t.retire(e, w))
+				events = append(events, t.retire(e, w, m))
 			}
 		}
 	}
+	events = append(events, t.grouped(changes, w, m)...)
+	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.DependencyID, b.DependencyID) })
 
+	seen := make(map[string]bool, len(obs))
 	for i, o := range obs {
 		id := ids[i]
 		if !o.Minimal || byID[id] != i {
@@ -349,21 +457,149 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 		if _, ok := t.entries[id]; ok {
 			continue
 		}
+		seen[id] = true
+		c := t.pending[id]
+		if c == nil {
+			c = &candidate{ID: id, Dependency: canonical(o.Dependency), FirstError: o.Error}
+			t.pending[id] = c
+		}
+		c.Streak++
+		if c.Streak < t.cfg.DiscoverAfter {
+			continue
+		}
 		if len(t.entries) >= t.cfg.MaxTracked {
 			victim := t.evictionCandidate(w.EndSeq)
 			if victim == nil {
 				continue
 			}
-			events = append(events, t.retire(victim, w))
+			events = append(events, t.retire(victim, w, m))
 		}
+		delete(t.pending, id)
 		e := newEntry(id, o.Dependency, w.EndSeq)
-		e.LastError, e.LastRemovals, e.Measured = o.Error, o.Removals, true
+		e.LastError, e.LastRemovals, e.Measured, e.Strength, e.Score = o.Error, o.Removals, true, o.Strength, o.Score
 		e.LastMinimalSeq, e.LastMinimalError = w.EndSeq, o.Error
 		e.ErrorBefore = o.Error
 		t.entries[id] = e
-		events = append(events, t.event(EventDiscovered, e, w, o.Error, o, o.Samples))
+		events = append(events, t.event(EventDiscovered, e, w, m, c.FirstError, o, o.Samples))
+	}
+	for id := range t.pending {
+		if !seen[id] {
+			delete(t.pending, id)
+		}
 	}
 	return events
+}
+
+// grouped turns the window's transitions into events, one per group of
+// same-type transitions whose dependencies share columns (see Tracker).
+func (t *Tracker) grouped(changes []transition, w WindowInfo, m float64) []Event {
+	var events []Event
+	for _, typ := range []EventType{EventViolated, EventRestored} {
+		var group []transition
+		for _, c := range changes {
+			if c.typ == typ {
+				group = append(group, c)
+			}
+		}
+		for _, g := range components(group) {
+			slices.SortFunc(g, strongestFirst)
+			if typ == EventRestored {
+				slices.SortStableFunc(g, func(a, b transition) int { return cmp.Compare(b2i(b.e.Lead), b2i(a.e.Lead)) })
+			}
+			head := g[0]
+			for _, c := range g {
+				c.e.Lead = typ == EventViolated && c.e == head.e
+			}
+			ev := t.event(typ, head.e, w, m, head.before, head.o, head.samples)
+			for _, r := range g[1:] {
+				ev.Related = append(ev.Related, Related{
+					DependencyID: r.e.ID, Dependency: r.e.Dependency, DependencyText: r.e.text,
+					ErrorBefore: r.before, ErrorNow: r.o.Error, Removals: r.o.Removals,
+				})
+			}
+			slices.SortFunc(ev.Related, func(a, b Related) int { return cmp.Compare(a.DependencyID, b.DependencyID) })
+			events = append(events, ev)
+		}
+	}
+	return events
+}
+
+// components splits transitions into the groups of dependencies linked by
+// shared columns (transitively), each group in input order.
+func components(ts []transition) [][]transition {
+	parent := make([]int, len(ts))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	owner := map[string]int{} // column → first transition mentioning it
+	for i, c := range ts {
+		for _, col := range columnsOf(c.e.Dependency) {
+			if j, ok := owner[col]; ok {
+				parent[find(i)] = find(j)
+			} else {
+				owner[col] = i
+			}
+		}
+	}
+	var out [][]transition
+	index := map[int]int{}
+	for i, c := range ts {
+		r := find(i)
+		g, ok := index[r]
+		if !ok {
+			g = len(out)
+			index[r] = g
+			out = append(out, nil)
+		}
+		out[g] = append(out[g], c)
+	}
+	return out
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// strengthGrain is the precision strengths are compared at: closer ones
+// are equally strong (an exact rule's strength varies in its third digit
+// with the window's values).
+const strengthGrain = 0.01
+
+// strongestFirst orders a group's transitions: highest strength (when it
+// last held, to strengthGrain), then highest score (the rule that
+// constrains the most pairs of records), then fewest columns, then the
+// largest change in error, then lowest id.
+func strongestFirst(a, b transition) int {
+	grain := func(x float64) float64 { return math.Round(x / strengthGrain) }
+	return cmp.Or(
+		cmp.Compare(grain(b.strength()), grain(a.strength())),
+		cmp.Compare(b.e.Score, a.e.Score),
+		cmp.Compare(len(columnsOf(a.e.Dependency)), len(columnsOf(b.e.Dependency))),
+		cmp.Compare(math.Abs(b.o.Error-b.before), math.Abs(a.o.Error-a.before)),
+		cmp.Compare(a.e.ID, b.e.ID),
+	)
+}
+
+// columnsOf lists the columns a dependency mentions.
+func columnsOf(d discovery.Dependency) []string {
+	switch d.Kind {
+	case discovery.KindOFD:
+		return append(slices.Clone(d.Context), d.RHS)
+	case discovery.KindOC:
+		return append(slices.Clone(d.Context), d.Left, d.Right)
+	}
+	return append(slices.Clone(d.LHSList), d.RHSList...)
 }
 
 // evictionCandidate returns the unpinned dependency not minimal in the
@@ -381,13 +617,12 @@ func (t *Tracker) evictionCandidate(seq uint64) *entry {
 	return best
 }
 
-func (t *Tracker) retire(e *entry, w WindowInfo) Event {
+func (t *Tracker) retire(e *entry, w WindowInfo, m float64) Event {
 	delete(t.entries, e.ID)
-	ev := t.event(EventRetired, e, w, e.LastMinimalError, Observation{Error: e.LastError, Removals: e.LastRemovals}, nil)
-	return ev
+	return t.event(EventRetired, e, w, m, e.LastMinimalError, Observation{Error: e.LastError, Removals: e.LastRemovals}, nil)
 }
 
-func (t *Tracker) event(typ EventType, e *entry, w WindowInfo, before float64, o Observation, samples []Sample) Event {
+func (t *Tracker) event(typ EventType, e *entry, w WindowInfo, m float64, before float64, o Observation, samples []Sample) Event {
 	stream := t.cfg.Stream
 	if stream == "" {
 		stream = w.Stream
@@ -403,7 +638,7 @@ func (t *Tracker) event(typ EventType, e *entry, w WindowInfo, before float64, o
 		ErrorBefore:    before,
 		ErrorNow:       o.Error,
 		Epsilon:        t.cfg.Epsilon,
-		Margin:         t.cfg.Margin,
+		Margin:         m,
 		Removals:       o.Removals,
 		Window:         w,
 		Samples:        samples,
@@ -461,17 +696,23 @@ type trackerJSON struct {
 	Observed     bool     `json:"observed"`
 	LastSeq      uint64   `json:"last_seq"`
 	Dependencies []*entry `json:"dependencies"`
+	// Pending: the candidates (absent from states written before they
+	// existed, which then had none).
+	Pending []*candidate `json:"pending,omitempty"`
 }
 
 // MarshalJSON encodes the tracked state (not the configuration): every
-// tracked dependency with its hysteresis counters, ordered by id, and the
-// last observed window. The stream persists it after every evaluation.
+// tracked dependency with its hysteresis counters, ordered by id, the
+// candidates, and the last observed window. The stream persists it after every evaluation.
 func (t *Tracker) MarshalJSON() ([]byte, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	j := trackerJSON{Version: trackerVersion, Observed: t.observed, LastSeq: t.lastSeq}
 	for _, id := range t.sortedIDs() {
 		j.Dependencies = append(j.Dependencies, t.entries[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(t.pending)) {
+		j.Pending = append(j.Pending, t.pending[id])
 	}
 	return json.Marshal(j)
 }
@@ -499,10 +740,19 @@ func (t *Tracker) UnmarshalJSON(b []byte) error {
 		e.text, e.ID = e.Dependency.String(), DependencyID(e.Dependency)
 		entries[e.ID] = e
 	}
+	pending := make(map[string]*candidate, len(j.Pending))
+	for _, c := range j.Pending {
+		if c == nil {
+			continue
+		}
+		c.Dependency = canonical(c.Dependency)
+		c.ID = DependencyID(c.Dependency)
+		pending[c.ID] = c
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.init()
-	t.entries, t.observed, t.lastSeq = entries, j.Observed, j.LastSeq
+	t.entries, t.pending, t.observed, t.lastSeq = entries, pending, j.Observed, j.LastSeq
 	t.addPinned()
 	return nil
 }

@@ -3,6 +3,7 @@ package alerts
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -75,7 +76,11 @@ func testObs(step map[string]o) []Observation {
 func summary(evs []Event) []string {
 	out := make([]string, 0, len(evs))
 	for _, e := range evs {
-		out = append(out, string(e.Type)+":"+depName(e.DependencyID))
+		x := string(e.Type) + ":" + depName(e.DependencyID)
+		for _, r := range e.Related {
+			x += "+" + depName(r.DependencyID)
+		}
+		out = append(out, x)
 	}
 	return out
 }
@@ -231,6 +236,42 @@ func TestTrackerHysteresis(t *testing.T) {
 			},
 		},
 		{
+			name: "DiscoverAfter 2: discovered on the second consecutive minimal window",
+			cfg:  Config{Epsilon: eps, K: 1, DiscoverAfter: 2},
+			steps: []step{
+				{map[string]o{"A": ok, "B": ok}, nil},
+				{map[string]o{"A": ok, "B": held}, []string{"discovered:A"}}, // B's streak breaks
+				{map[string]o{"A": ok, "B": ok}, nil},
+				{map[string]o{"A": ok, "B": ok}, []string{"discovered:B"}},
+				{map[string]o{"A": ok, "B": ok, "C": ok}, nil}, // an unobserved candidate...
+				{map[string]o{"A": ok, "B": ok}, nil},          // ...is dropped
+				{map[string]o{"A": ok, "B": ok, "C": ok}, nil},
+				{map[string]o{"A": ok, "B": ok, "C": ok}, []string{"discovered:C"}},
+			},
+		},
+		{
+			name: "one cause, one alert: violated and restored grouped by shared columns, the most general leads",
+			cfg:  Config{Epsilon: eps, K: 1},
+			steps: []step{
+				{map[string]o{"A": ok, "B": ok, "C": ok, "D": ok}, []string{"discovered:A", "discovered:B", "discovered:C", "discovered:D"}},
+				// A, C, D share salary: one event for A (fewest columns); B is apart.
+				{map[string]o{"A": bad, "B": bad, "C": bad, "D": bad}, []string{"violated:B", "violated:A+C+D"}}, // by id
+				{map[string]o{"A": restore, "B": bad, "C": restore, "D": bad}, []string{"restored:A+C"}},
+				{map[string]o{"A": ok, "B": ok, "C": ok, "D": ok}, []string{"restored:B", "restored:D"}},
+			},
+		},
+		{
+			name: "AutoMargin: 3 standard errors at eps for 100 records, capped at eps/2",
+			cfg:  Config{Epsilon: eps, K: 1, Margin: AutoMargin},
+			steps: []step{
+				{map[string]o{"A": ok}, []string{"discovered:A"}},
+				{map[string]o{"A": o{0.15, false}}, nil}, // margin 0.05: in band
+				{map[string]o{"A": o{0.16, false}}, []string{"violated:A"}},
+				{map[string]o{"A": o{0.06, true}}, nil},
+				{map[string]o{"A": o{0.05, true}}, []string{"restored:A"}},
+			},
+		},
+		{
 			name: "MaxTracked evicts the longest non-minimal one; no room means no event",
 			cfg:  Config{Epsilon: eps, K: 1, MaxTracked: 2},
 			steps: []step{
@@ -344,8 +385,16 @@ func randomSteps(seed uint64, n int) []map[string]o {
 }
 
 func TestTrackerDeterministicAcrossRestore(t *testing.T) {
-	cfg := Config{Stream: "s", Epsilon: 0.1, Margin: 0.01, K: 2, RetireAfter: 2, RetireViolatedAfter: 4,
+	base := Config{Stream: "s", Epsilon: 0.1, Margin: 0.01, K: 2, RetireAfter: 2, RetireViolatedAfter: 4,
 		Pinned: []discovery.Dependency{testDeps["D"]}, MaxTracked: 3}
+	auto := base
+	auto.Margin, auto.DiscoverAfter, auto.K = AutoMargin, 2, 1
+	for ci, cfg := range []Config{base, auto} {
+		testDeterministicAcrossRestore(t, cfg, ci == 0)
+	}
+}
+
+func testDeterministicAcrossRestore(t *testing.T, cfg Config, allTypes bool) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		steps := randomSteps(seed, 60)
 		run := func(restoreEvery int) ([]Event, []byte) {
@@ -388,7 +437,7 @@ func TestTrackerDeterministicAcrossRestore(t *testing.T) {
 				t.Fatalf("seed %d restore every %d: final state differs:\n%s\nwant\n%s", seed, restoreEvery, gotState, wantState)
 			}
 		}
-		if seed == 1 && len(types) != 4 {
+		if allTypes && seed == 1 && len(types) != 4 {
 			t.Fatalf("random sequence should exercise all event types, got %v", types)
 		}
 	}
@@ -491,4 +540,51 @@ func FuzzEventUnmarshal(f *testing.F) {
 		}
 		_ = e.Text()
 	})
+}
+
+// TestTrackerStrongestLeads: in a group, the strongest dependency carries
+// the event whatever its size; the others are related, with their own
+// errors, and are violated too (no second event when they stay broken).
+func TestTrackerStrongestLeads(t *testing.T) {
+	tr := NewTracker(Config{Epsilon: 0.1, K: 1})
+	a, c := testDeps["A"], testDeps["C"]
+	obs := func(e float64, min bool) []Observation {
+		r := int(e * testRecords)
+		return []Observation{
+			{Dependency: a, Removals: r, Error: e, Minimal: min, Strength: 0.6},
+			{Dependency: c, Removals: r + 1, Error: e + 0.01, Minimal: min, Strength: 0.9},
+		}
+	}
+	tr.Observe(testWindow(1), obs(0, true))
+	evs := tr.Observe(testWindow(2), obs(0.3, false))
+	if got := summary(evs); !slices.Equal(got, []string{"violated:C+A"}) {
+		t.Fatalf("events %v, want [violated:C+A]", got)
+	}
+	r := evs[0].Related[0]
+	if r.DependencyText != a.String() || r.ErrorBefore != 0 || r.ErrorNow != 0.3 || r.Removals != 30 {
+		t.Errorf("related %+v, want A 0 -> 0.3 with 30 removals", r)
+	}
+	if st := tr.States(); st["violated"] != 2 {
+		t.Errorf("states %v, want both violated", st)
+	}
+	if evs := tr.Observe(testWindow(3), obs(0.3, false)); len(evs) != 0 {
+		t.Errorf("still broken: events %v, want none", summary(evs))
+	}
+}
+
+func TestNoiseMargin(t *testing.T) {
+	for _, tc := range []struct {
+		eps  float64
+		n    int
+		want float64
+	}{
+		{0.05, 10000, 3 * 0.0021794494717703367},
+		{0.01, 100, 0.005}, // capped at eps/2
+		{0, 10000, 0},
+		{0.05, 0, 0},
+	} {
+		if got := NoiseMargin(tc.eps, tc.n); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("NoiseMargin(%v, %d) = %v, want %v", tc.eps, tc.n, got, tc.want)
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/segmentio/kafka-go"
 )
@@ -40,12 +41,19 @@ type StreamConfig struct {
 	Every    int
 	Interval time.Duration
 
-	Epsilon     float64
-	Margin      float64
-	K           int // consecutive windows before violated/restored (default 1)
-	RetireAfter int // windows not minimal before retired (alerts' default when 0)
-	MaxLevel    int // lattice level bound (0 = none)
-	Sample      int // violating records per event (default 5)
+	Epsilon float64
+	// Margin is the hysteresis half-width around Epsilon; AutoMargin
+	// (any negative value) derives it from the window's size
+	// (alerts.NoiseMargin).
+	Margin float64
+	// DiscoverAfter is the number of consecutive windows a newly minimal
+	// dependency must be found in before it is tracked and discovered
+	// (0 means 1: at once; the CLI's default is DefaultDiscoverAfter).
+	DiscoverAfter int
+	K             int // consecutive windows before violated/restored (default 1)
+	RetireAfter   int // windows not minimal before retired (alerts' default when 0)
+	MaxLevel      int // lattice level bound (0 = none)
+	Sample        int // violating records per event (default 5)
 	// EvaluationTimeout bounds one discovery run; the tracked dependencies
 	// are still validated when discovery stops early. 0 = no bound.
 	EvaluationTimeout time.Duration
@@ -57,6 +65,12 @@ type StreamConfig struct {
 	// noise, not a property of the stream. Pinned and already tracked
 	// dependencies are unaffected. In [0, 1]; 0 = off.
 	MinScore float64
+	// MinStrength is the strength (discovery.Result.Strength) from which a
+	// newly minimal dependency is reliable and may be tracked; 0 means
+	// discovery.DefaultMinStrength, a negative value tracks every minimal
+	// dependency (the paper's definition, chance included). Pinned and
+	// already tracked dependencies are unaffected.
+	MinStrength float64
 	// Pinned dependencies in the CLI text form ("{}: salary ~ tax (asc)"),
 	// always tracked and never retired.
 	Pinned []string
@@ -110,6 +124,24 @@ type Config struct {
 	StateTopic string
 }
 
+// AutoMargin as StreamConfig.Margin derives the margin from the window
+// size: alerts.NoiseMargin.
+const AutoMargin = alerts.AutoMargin
+
+// Defaults of the CLI (run, replay) for a stream; the zero values of
+// StreamConfig keep the library's behaviour (no level bound, discovered at
+// once). docs/DESIGN.md "Streaming semantics" gives the reasons.
+const (
+	// DefaultMaxLevel bounds a stream's lattice: a dependency mentions at
+	// most 3 columns (an OFD with a context of up to 2 columns, an OC with
+	// a context of up to 1), which keeps an evaluation of a 10k-record
+	// window of 15-20 columns within a second.
+	DefaultMaxLevel = 3
+	// DefaultDiscoverAfter: a dependency is discovered once it was minimal
+	// in two consecutive windows.
+	DefaultDiscoverAfter = 2
+)
+
 // Defaults applied by Validate.
 const (
 	DefaultGroup                = "odwatch"
@@ -158,100 +190,14 @@ func (c *Config) Validate() error {
 	names := map[string]bool{}
 	for i := range c.Streams {
 		s := &c.Streams[i]
-		f := func(name string) string { return fmt.Sprintf("streams[%d].%s", i, name) }
-		if s.Topic == "" {
-			bad(f("topic"), "is required")
-		}
-		if s.Name == "" {
-			s.Name = s.Topic
-		}
-		if strings.ContainsRune(s.Name, 0) {
-			bad(f("name"), "must not contain NUL")
-		}
+		prefix := fmt.Sprintf("streams[%d].", i)
+		s.check(func(field, format string, args ...any) {
+			bad(prefix+field, format, args...)
+		})
 		if names[s.Name] {
-			bad(f("name"), "duplicate stream name %q", s.Name)
+			bad(prefix+"name", "duplicate stream name %q", s.Name)
 		}
 		names[s.Name] = true
-		if s.Format == "" {
-			s.Format = "json"
-		}
-		switch s.Format {
-		case "json":
-		case "avro":
-			if s.SchemaFile == "" {
-				bad(f("schema"), "is required for format avro")
-			} else if b, err := os.ReadFile(s.SchemaFile); err != nil {
-				bad(f("schema"), "%v", err)
-			} else {
-				s.schema = string(b)
-			}
-		case "avro-confluent":
-			if s.RegistryURL == "" {
-				bad(f("registry"), "is required for format avro-confluent")
-			}
-		default:
-			bad(f("format"), "must be json, avro or avro-confluent, not %q", s.Format)
-		}
-		if s.MaxRecordBytes < 0 {
-			bad(f("max-record-bytes"), "must be >= 0")
-		}
-		if s.MaxFields < 0 {
-			bad(f("max-fields"), "must be >= 0")
-		}
-		if s.Window <= 0 {
-			bad(f("window"), "must be > 0")
-		}
-		if s.Every < 0 {
-			bad(f("every"), "must be >= 0")
-		}
-		if s.Every == 0 {
-			s.Every = s.Window
-		}
-		if s.Interval < 0 {
-			bad(f("interval"), "must be >= 0")
-		}
-		// NaN fails every comparison: it is named explicitly.
-		if math.IsNaN(s.Epsilon) || s.Epsilon < 0 || s.Epsilon >= 1 {
-			bad(f("epsilon"), "must be in [0, 1)")
-		}
-		if math.IsNaN(s.Margin) || s.Margin < 0 || s.Margin >= 1 {
-			bad(f("margin"), "must be in [0, 1)")
-		}
-		if math.IsNaN(s.MinScore) || s.MinScore < 0 || s.MinScore > 1 {
-			bad(f("min-score"), "must be in [0, 1]")
-		}
-		if s.K < 0 {
-			bad(f("k"), "must be >= 0")
-		}
-		if s.K == 0 {
-			s.K = 1
-		}
-		if s.RetireAfter < 0 {
-			bad(f("retire-after"), "must be >= 0")
-		}
-		if s.MaxLevel < 0 {
-			bad(f("max-level"), "must be >= 0")
-		}
-		if s.Sample < 0 {
-			bad(f("sample"), "must be >= 0")
-		}
-		if s.Sample == 0 {
-			s.Sample = DefaultSample
-		}
-		if s.EvaluationTimeout < 0 {
-			bad(f("evaluation-timeout"), "must be >= 0")
-		}
-		// A fresh slice: a copy of this StreamConfig (NewMonitor clones
-		// the caller's) must not share and overwrite its array.
-		s.pinned = nil
-		for j, p := range s.Pinned {
-			d, err := discovery.ParseDependency(p)
-			if err != nil {
-				bad(fmt.Sprintf("streams[%d].pinned[%d]", i, j), "%v", err)
-				continue
-			}
-			s.pinned = append(s.pinned, d)
-		}
 	}
 	return errors.Join(errs...)
 }
@@ -280,4 +226,129 @@ func (c *Config) validateGroupTimings(bad func(field, format string, args ...any
 	if c.HeartbeatInterval > 0 && c.SessionTimeout > 0 && c.HeartbeatInterval >= c.SessionTimeout {
 		bad("heartbeat-interval", "must be below session-timeout (%v), not %v", c.SessionTimeout, c.HeartbeatInterval)
 	}
+}
+
+// Validate fills the stream's defaults and checks it alone (no
+// duplicate-name check), naming the offending field in the error
+// ("window: must be > 0"). Config.Validate prefixes the fields with the
+// stream's index.
+func (s *StreamConfig) Validate() error {
+	var errs []error
+	s.check(func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	})
+	return errors.Join(errs...)
+}
+
+// check fills defaults and reports every bad field to bad.
+func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
+	if s.Topic == "" {
+		bad("topic", "is required")
+	}
+	if s.Name == "" {
+		s.Name = s.Topic
+	}
+	if strings.ContainsRune(s.Name, 0) {
+		bad("name", "must not contain NUL")
+	}
+	if s.Format == "" {
+		s.Format = "json"
+	}
+	switch s.Format {
+	case "json":
+	case "avro":
+		if s.SchemaFile == "" {
+			bad("schema", "is required for format avro")
+		} else if b, err := os.ReadFile(s.SchemaFile); err != nil {
+			bad("schema", "%v", err)
+		} else {
+			s.schema = string(b)
+		}
+	case "avro-confluent":
+		if s.RegistryURL == "" {
+			bad("registry", "is required for format avro-confluent")
+		}
+	default:
+		bad("format", "must be json, avro or avro-confluent, not %q", s.Format)
+	}
+	if s.MaxRecordBytes < 0 {
+		bad("max-record-bytes", "must be >= 0")
+	}
+	if s.MaxFields < 0 {
+		bad("max-fields", "must be >= 0")
+	}
+	if s.Window <= 0 {
+		bad("window", "must be > 0")
+	}
+	if s.Every < 0 {
+		bad("every", "must be >= 0")
+	}
+	if s.Every == 0 {
+		s.Every = s.Window
+	}
+	if s.Interval < 0 {
+		bad("interval", "must be >= 0")
+	}
+	// NaN fails every comparison: it is named explicitly.
+	if math.IsNaN(s.Epsilon) || s.Epsilon < 0 || s.Epsilon >= 1 {
+		bad("epsilon", "must be in [0, 1)")
+	}
+	if math.IsNaN(s.Margin) || s.Margin >= 1 {
+		bad("margin", "must be in [0, 1), or negative for AutoMargin")
+	}
+	if s.Margin < 0 {
+		s.Margin = AutoMargin
+	}
+	if s.DiscoverAfter < 0 {
+		bad("discover-after", "must be >= 0")
+	}
+	if math.IsNaN(s.MinScore) || s.MinScore < 0 || s.MinScore > 1 {
+		bad("min-score", "must be in [0, 1]")
+	}
+	if math.IsNaN(s.MinStrength) || s.MinStrength > 1 {
+		bad("min-strength", "must be at most 1 (negative: track every minimal dependency)")
+	}
+	if s.K < 0 {
+		bad("k", "must be >= 0")
+	}
+	if s.K == 0 {
+		s.K = 1
+	}
+	if s.RetireAfter < 0 {
+		bad("retire-after", "must be >= 0")
+	}
+	if s.MaxLevel < 0 {
+		bad("max-level", "must be >= 0")
+	}
+	if s.Sample < 0 {
+		bad("sample", "must be >= 0")
+	}
+	if s.Sample == 0 {
+		s.Sample = DefaultSample
+	}
+	if s.EvaluationTimeout < 0 {
+		bad("evaluation-timeout", "must be >= 0")
+	}
+	// A fresh slice: a copy of this StreamConfig (NewMonitor clones
+	// the caller's) must not share and overwrite its array.
+	s.pinned = nil
+	for j, p := range s.Pinned {
+		d, err := discovery.ParseDependency(p)
+		if err != nil {
+			bad(fmt.Sprintf("pinned[%d]", j), "%v", err)
+			continue
+		}
+		s.pinned = append(s.pinned, d)
+	}
+}
+
+// minStrength is the MinStrength discovery is given.
+func (s *StreamConfig) minStrength() float64 {
+	switch {
+	case s.MinStrength < 0:
+		return math.Inf(-1)
+	case s.MinStrength == 0:
+		return discovery.DefaultMinStrength
+	}
+	return s.MinStrength
 }

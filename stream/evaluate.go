@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -216,6 +217,19 @@ func dependencyColumns(d discovery.Dependency) []string {
 // of columns it mentions.
 func dependencyLevel(d discovery.Dependency) int { return len(dependencyColumns(d)) }
 
+// newTracker is the tracker of a validated stream configuration.
+func newTracker(cfg StreamConfig) *alerts.Tracker {
+	return alerts.NewTracker(alerts.Config{
+		Stream:        cfg.Name,
+		Epsilon:       cfg.Epsilon,
+		Margin:        cfg.Margin,
+		K:             cfg.K,
+		RetireAfter:   cfg.RetireAfter,
+		Pinned:        cfg.pinned,
+		DiscoverAfter: cfg.DiscoverAfter,
+	})
+}
+
 // evalEnv is what the evaluation of a window needs besides the window: the
 // stream's name, configuration, logger and tracker. The monitor
 // (streamRun.evaluate) and replay share it, so that both run the same steps.
@@ -224,6 +238,8 @@ type evalEnv struct {
 	cfg     *StreamConfig
 	log     *slog.Logger
 	tracker *alerts.Tracker
+	// workers is discovery's worker count; 0 means discoveryWorkers().
+	workers int
 }
 
 func (s *streamRun) env() evalEnv {
@@ -325,7 +341,8 @@ func (e evalEnv) discover(ctx context.Context, table *discovery.Table, endSeq ui
 		dctx, cancel = context.WithTimeout(ctx, e.cfg.EvaluationTimeout)
 	}
 	disc, derr := discovery.Discover(dctx, table, discovery.Options{
-		Epsilon: e.cfg.Epsilon, MaxLevel: e.cfg.MaxLevel, Workers: discoveryWorkers(),
+		Epsilon: e.cfg.Epsilon, MaxLevel: e.cfg.MaxLevel, Workers: cmp.Or(e.workers, discoveryWorkers()),
+		MinStrength: e.cfg.minStrength(),
 	})
 	cancel()
 	var out discoveryOutcome
@@ -377,7 +394,7 @@ func toCheck(tracked []discovery.Dependency, found map[string]discovery.Result, 
 // A dependency that cannot be validated is logged and left out (not
 // observed). Only ctx's error is returned.
 func (e evalEnv) check(ctx context.Context, table *discovery.Table, deps []discovery.Dependency) (map[string]discovery.Result, error) {
-	results, errs, err := discovery.ValidateEach(ctx, table, deps, discovery.Options{Epsilon: e.cfg.Epsilon})
+	results, errs, err := discovery.ValidateEach(ctx, table, deps, discovery.Options{Epsilon: e.cfg.Epsilon, MinStrength: e.cfg.minStrength()})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -398,8 +415,9 @@ func (e evalEnv) check(ctx context.Context, table *discovery.Table, deps []disco
 // observations builds the tracker's input for one window from the two
 // paths' results: every tracked dependency measured by discovery or by the
 // check path (in tracked order; one measured by neither is not observed),
-// then the newly minimal ones in discovery's order (by score) unless their
-// context is too close to a key (score below minScore). Minimal is whether
+// then the newly minimal ones in discovery's order, the reliable ones only
+// (discovery.Result.Reliable: the stream tracks rules, not chance) and
+// unless their context is too close to a key (score below minScore). Minimal is whether
 // discovery found it; when discovery did not finish, a dependency above the
 // levels it completed counts as minimal (unknown), so that it is not
 // retired for want of search.
@@ -416,15 +434,15 @@ func observations(tracked []discovery.Dependency, checked map[string]discovery.R
 			continue
 		}
 		in[id] = true
-		obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error})
+		obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error, Strength: r.Strength, Score: r.Score})
 	}
 	for _, r := range disc.results {
-		if r.Score < minScore {
+		if r.Score < minScore || !r.Reliable {
 			continue
 		}
 		if id := alerts.DependencyID(r.Dependency); !in[id] {
 			in[id] = true
-			obs = append(obs, alerts.Observation{Dependency: r.Dependency, Removals: r.Removals, Error: r.Error})
+			obs = append(obs, alerts.Observation{Dependency: r.Dependency, Removals: r.Removals, Error: r.Error, Strength: r.Strength, Score: r.Score})
 		}
 	}
 	for i := range obs {

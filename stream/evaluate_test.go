@@ -29,8 +29,9 @@ func TestObservations(t *testing.T) {
 	low := mustDep(t, "{k}: [] -> m")
 	id := alerts.DependencyID
 	res := func(d discovery.Dependency, removals int, score float64) discovery.Result {
-		return discovery.Result{Dependency: d, Removals: removals, Error: float64(removals) / 100, Score: score}
+		return discovery.Result{Dependency: d, Removals: removals, Error: float64(removals) / 100, Score: score, Strength: 0.8, Reliable: true}
 	}
+	chance := func(r discovery.Result) discovery.Result { r.Strength, r.Reliable = 0.1, false; return r }
 	type want struct {
 		dep      discovery.Dependency
 		removals int
@@ -57,6 +58,12 @@ func TestObservations(t *testing.T) {
 		tracked:  []discovery.Dependency{ab},
 		disc:     []discovery.Result{res(ab, 0, 0.001), res(low, 0, 0.001), res(neu, 0, 0.5)},
 		minScore: 0.01, complete: true, levels: 2,
+		want: []want{{ab, 0, true}, {neu, 0, true}},
+	}, {
+		name:     "a new dependency that looks like chance is not observed; a tracked one is",
+		tracked:  []discovery.Dependency{ab},
+		disc:     []discovery.Result{chance(res(ab, 0, 0.5)), chance(res(low, 0, 0.5)), res(neu, 0, 0.5)},
+		complete: true, levels: 2,
 		want: []want{{ab, 0, true}, {neu, 0, true}},
 	}, {
 		name:    "incomplete discovery: above the levels searched counts as minimal",

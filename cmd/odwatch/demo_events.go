@@ -39,7 +39,8 @@ func (s *demoSink) Close() error { return nil }
 
 // demoEventText renders an event as a headline (clock, type, stream,
 // dependency), a line saying in plain words what changed, with the figures
-// that matter for the type, and up to three sample records:
+// that matter for the type, one line per related rule that changed with it,
+// and up to three sample records:
 //
 //	10:02:03 DISCOVERED payroll {}: salary ~ tax (asc)
 //	         sorting by salary sorts tax, except 2 rows (0.1%); window p0:0-1999 (2000 records)
@@ -47,6 +48,7 @@ func (s *demoSink) Close() error { return nil }
 //	         tax_group determines perc, with no exception; window p0:0-1999 (2000 records)
 //	10:02:09 VIOLATED   payroll {}: salary ~ tax (asc)
 //	         error 0% -> 3.1%, above epsilon 1% + margin 0.4%: 62 rows to remove; window p0:4000-5999 (2000 records)
+//	         related {salary}: [] -> tax: error 0% -> 1.4%
 //	         e.g. payroll/0@4123 perc=0.250 salary=5000 tax=12500
 func demoEventText(e alerts.Event) string {
 	var b strings.Builder
@@ -72,6 +74,9 @@ func demoEventText(e alerts.Event) string {
 		fmt.Fprintf(&b, "error %s -> %s", pct(e.ErrorBefore), pct(e.ErrorNow))
 	}
 	fmt.Fprintf(&b, "; window%s (%d records)\n", strings.TrimPrefix(windowRange(e.Window), e.Window.Topic), e.Window.Records)
+	for _, r := range e.Related {
+		fmt.Fprintf(&b, "%srelated %s: error %s -> %s\n", indent, r.DependencyText, pct(r.ErrorBefore), pct(r.ErrorNow))
+	}
 	for i, s := range e.Samples {
 		if i == 3 {
 			break

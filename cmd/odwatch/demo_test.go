@@ -33,11 +33,43 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// demoBlock is one printed event: its headline and indented lines.
+type demoBlock struct {
+	typ, text string
+	end       int // window end offset
+}
+
+var (
+	demoHeadline = regexp.MustCompile(`^\d\d:\d\d:\d\d ([A-Z]+) `)
+	demoWindow   = regexp.MustCompile(`; window p0:(\d+)-(\d+) `)
+)
+
+// demoBlocks splits the demo's output into events.
+func demoBlocks(out string) []demoBlock {
+	var blocks []demoBlock
+	for _, line := range strings.Split(out, "\n") {
+		if m := demoHeadline.FindStringSubmatch(line); m != nil {
+			blocks = append(blocks, demoBlock{typ: m[1], text: line})
+			continue
+		}
+		if len(blocks) > 0 && strings.HasPrefix(line, "         ") {
+			b := &blocks[len(blocks)-1]
+			b.text += "\n" + line
+			if m := demoWindow.FindStringSubmatch(line); m != nil {
+				b.end, _ = strconv.Atoi(m[2])
+			}
+		}
+	}
+	return blocks
+}
+
 // TestDemoShowsSalaryTaxViolation runs the demo as a user would and checks
-// its promise: a violated event for the salary/tax dependency within two
-// windows of the errors starting.
+// its promise: one violated event tells the salary/tax break (leading it or
+// among its related rules) within two windows of the errors starting, it is
+// the only violated event of its window, and when the errors stop a
+// restored event tells the recovery.
 func TestDemoShowsSalaryTaxViolation(t *testing.T) {
-	const clean, window = 4000, 1000
+	const clean, window, stopAfter = 4000, 1000, 6000
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var out, errOut syncBuffer
@@ -46,14 +78,23 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 		done <- runDemo(ctx, []string{
 			"--metrics-addr", "", "--rate", "4000", "--clean", strconv.Itoa(clean),
 			"--window", strconv.Itoa(window), "--every", "500", "--seed", "7", "--duration", "2m",
+			"--stop-errors-after", strconv.Itoa(stopAfter),
 		}, &out, &errOut)
 	}()
-	// "10:02:09 VIOLATED   payroll {}: salary ~ tax (asc)\n   error ...; window p0:4000-4999 (1000 records)"
-	re := regexp.MustCompile(`VIOLATED +payroll \{[^}]*\}: (salary ~ tax|tax ~ salary) .*\n.*; window p0:(\d+)-(\d+)`)
+	// "10:02:09 VIOLATED   payroll {}: salary ~ perc (asc)\n   error ...; window p0:4000-4999 (1000 records)\n   related {}: salary ~ tax (asc) ..."
+	salTax := regexp.MustCompile(`\{[^}]*\}: (salary ~ tax|tax ~ salary) `)
+	find := func(typ string) *demoBlock {
+		for _, b := range demoBlocks(out.String()) {
+			if b.typ == typ && salTax.MatchString(b.text) {
+				return &b
+			}
+		}
+		return nil
+	}
 	deadline := time.Now().Add(90 * time.Second)
-	var m []string
+	var v, r *demoBlock
 	for time.Now().Before(deadline) {
-		if m = re.FindStringSubmatch(out.String()); m != nil {
+		if v, r = find("VIOLATED"), find("RESTORED"); v != nil && r != nil {
 			break
 		}
 		select {
@@ -62,12 +103,26 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	if m == nil {
-		t.Fatalf("no violated event for salary/tax within the deadline\nstdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	if v == nil || r == nil {
+		t.Fatalf("no violated and restored events for salary/tax within the deadline\nstdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
-	end, _ := strconv.Atoi(m[3])
-	if end >= clean+2*window {
-		t.Errorf("violated at window end offset %d, want within two windows of the errors starting at %d", end, clean)
+	if v.end >= clean+2*window {
+		t.Errorf("violated at window end offset %d, want within two windows of the errors starting at %d", v.end, clean)
+	}
+	if !strings.Contains(v.text, "related ") {
+		t.Errorf("the violated event carries no related rules:\n%s", v.text)
+	}
+	n := 0
+	for _, b := range demoBlocks(out.String()) {
+		if b.typ == "VIOLATED" && b.end == v.end {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d violated events in the window ending at %d, want 1 (one cause, one alert)\nstdout:\n%s", n, v.end, out.String())
+	}
+	if r.end < stopAfter {
+		t.Errorf("restored at window end offset %d, before the errors stopped at %d", r.end, stopAfter)
 	}
 	cancel()
 	select {

@@ -1,0 +1,95 @@
+package stream
+
+import (
+	"context"
+	"math/rand"
+	"testing"
+
+	"github.com/odwatch/odwatch/alerts"
+)
+
+// replayPayroll replays n payroll records (PayrollOptions' error rules)
+// and returns the events.
+func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]alerts.Event, ReplayStats) {
+	t.Helper()
+	r, err := NewReplayer(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoder(DecoderConfig{Format: FormatJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &payrollGen{rng: rand.New(rand.NewSource(o.Seed))}
+	errRng := rand.New(rand.NewSource(o.Seed + 1))
+	var rec FlatRecord
+	var all []alerts.Event
+	for i := range n {
+		if err := dec.Decode(context.Background(), g.next(o.faulty(i, errRng)), &rec); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := r.Add(context.Background(), RowMeta{Offset: int64(i)}, &rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, evs...)
+	}
+	return all, r.Stats()
+}
+
+// TestReplayPayrollStory replays the payroll story with the CLI's
+// defaults: the salary/tax break is told by one violated event (the only one
+// of its window) within two windows, its recovery by one restored event, and
+// a second replay gives the same event ids.
+func TestReplayPayrollStory(t *testing.T) {
+	cfg := StreamConfig{Topic: "payroll", Window: 500, Every: 500, Epsilon: 0.01, Sample: 5,
+		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel}
+	o := PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
+	evs, st := replayPayroll(t, cfg, o, 6500)
+	salTax := alerts.DependencyID(mustDep(t, "{}: salary ~ tax (asc)"))
+	byWindow := map[uint64]map[alerts.EventType]int{}
+	var viol, rest []alerts.Event
+	for _, e := range evs {
+		if byWindow[e.Window.EndSeq] == nil {
+			byWindow[e.Window.EndSeq] = map[alerts.EventType]int{}
+		}
+		byWindow[e.Window.EndSeq][e.Type]++
+		if e.Involves(salTax) {
+			switch e.Type {
+			case alerts.EventViolated:
+				viol = append(viol, e)
+			case alerts.EventRestored:
+				rest = append(rest, e)
+			}
+		}
+	}
+	if len(viol) != 1 || viol[0].Window.EndSeq < 2000 || viol[0].Window.EndSeq >= 3000 {
+		t.Fatalf("violated events involving salary ~ tax: %v; want one within two windows of record 2000", summaries(viol))
+	}
+	if n := byWindow[viol[0].Window.EndSeq][alerts.EventViolated]; n != 1 || len(viol[0].Related) == 0 {
+		t.Errorf("%d violated events in its window, %d related; want one event carrying the related rules", n, len(viol[0].Related))
+	}
+	if len(rest) != 1 || rest[0].Window.EndSeq < 4000 {
+		t.Errorf("restored events involving salary ~ tax: %v; want one after record 4000", summaries(rest))
+	}
+	if st.Evaluations != 13 || st.Records != 6500 {
+		t.Errorf("stats %+v, want 13 evaluations of 6500 records", st)
+	}
+	again, _ := replayPayroll(t, cfg, o, 6500)
+	if len(again) != len(evs) {
+		t.Fatalf("second replay: %d events, want %d", len(again), len(evs))
+	}
+	for i := range evs {
+		if again[i].ID != evs[i].ID {
+			t.Fatalf("second replay: event %d id %s, want %s", i, again[i].ID, evs[i].ID)
+		}
+	}
+}
+
+func summaries(evs []alerts.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, e.Text())
+	}
+	return out
+}
