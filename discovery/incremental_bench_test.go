@@ -145,59 +145,13 @@ func p99(d []time.Duration) time.Duration {
 func BenchmarkCheck(b *testing.B) {
 	const window, slide = 100_000, 1_000
 	deps := benchDeps()
-	b.Run("incremental", func(b *testing.B) {
-		s := newBenchStream(1)
-		e, err := NewIncremental(deps, IncrementalOptions{})
-		if err != nil {
-			b.Fatal(err)
+	for _, exact := range []bool{false, true} {
+		name := "incremental"
+		if exact {
+			name = "incremental-exact" // no skipping: every touched class recounted
 		}
-		at := make([]int, len(benchFields))
-		for i, name := range benchFields {
-			at[i] = e.Column(name)
-		}
-		row := make([]string, len(benchFields))
-		vals := make([]string, len(benchFields))
-		feed := func(k int) {
-			for range k {
-				s.row(row)
-				for i, v := range row {
-					vals[at[i]] = v
-				}
-				e.Append(vals, nil)
-			}
-		}
-		feed(window)
-		e.Check(benchCuts(window))
-		var times []time.Duration
-		skipped := 0
-		b.ResetTimer()
-		for b.Loop() {
-			b.StopTimer()
-			rows := make([][]string, slide)
-			for k := range rows {
-				s.row(row)
-				rows[k] = slices.Clone(row)
-			}
-			b.StartTimer()
-			start := time.Now()
-			e.Evict(slide)
-			for _, r := range rows {
-				for i, v := range r {
-					vals[at[i]] = v
-				}
-				e.Append(vals, nil)
-			}
-			res := e.Check(benchCuts(e.Len()))
-			times = append(times, time.Since(start))
-			for _, r := range res {
-				if !r.Exact {
-					skipped++
-				}
-			}
-		}
-		b.ReportMetric(float64(p99(times).Microseconds())/1000, "p99-ms")
-		b.ReportMetric(float64(skipped)/float64(len(times)), "skipped/check")
-	})
+		b.Run(name, func(b *testing.B) { benchIncremental(b, deps, window, slide, exact) })
+	}
 	b.Run("full", func(b *testing.B) {
 		s := newBenchStream(1)
 		w := make([][]string, 0, window)
@@ -309,4 +263,59 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "heap-MB")
 		b.ReportMetric(float64(p99(times).Microseconds())/1000, "p99-ms")
 	}
+}
+
+// benchIncremental is one BenchmarkCheck run of the incremental engine.
+func benchIncremental(b *testing.B, deps []Dependency, window, slide int, exact bool) {
+	s := newBenchStream(1)
+	e, err := NewIncremental(deps, IncrementalOptions{Exact: exact})
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := make([]int, len(benchFields))
+	for i, name := range benchFields {
+		at[i] = e.Column(name)
+	}
+	row := make([]string, len(benchFields))
+	vals := make([]string, len(benchFields))
+	feed := func(k int) {
+		for range k {
+			s.row(row)
+			for i, v := range row {
+				vals[at[i]] = v
+			}
+			e.Append(vals, nil)
+		}
+	}
+	feed(window)
+	e.Check(benchCuts(window))
+	var times []time.Duration
+	skipped := 0
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		rows := make([][]string, slide)
+		for k := range rows {
+			s.row(row)
+			rows[k] = slices.Clone(row)
+		}
+		b.StartTimer()
+		start := time.Now()
+		e.Evict(slide)
+		for _, r := range rows {
+			for i, v := range r {
+				vals[at[i]] = v
+			}
+			e.Append(vals, nil)
+		}
+		res := e.Check(benchCuts(e.Len()))
+		times = append(times, time.Since(start))
+		for _, r := range res {
+			if !r.Exact {
+				skipped++
+			}
+		}
+	}
+	b.ReportMetric(float64(p99(times).Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(skipped)/float64(len(times)), "skipped/check")
 }
