@@ -168,6 +168,10 @@ func csvError(err error, want, got int) error {
 // first binarySniff bytes, after gzip), which no CSV or JSON Lines file has.
 var ErrNotText = errors.New("not a CSV or JSON Lines file (it holds binary data)")
 
+// ErrTruncatedGzip is returned for gzip input that ends before its
+// compressed stream does.
+var ErrTruncatedGzip = errors.New("gzip: the file is truncated")
+
 // binarySniff is how much of the input is searched for a NUL byte.
 const binarySniff = 4096
 
@@ -267,7 +271,7 @@ func (p *prefetchReader) produce(src io.Reader) {
 		if err != nil {
 			if errors.Is(err, io.ErrUnexpectedEOF) {
 				// compress/gzip's word for a file cut short.
-				err = fmt.Errorf("gzip: the file is truncated: %w", err)
+				err = fmt.Errorf("%w: %w", ErrTruncatedGzip, err)
 			}
 			p.err = err
 			return

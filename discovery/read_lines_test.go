@@ -67,11 +67,11 @@ func TestReadTruncatedGzipSaysGzip(t *testing.T) {
 	}
 	z := gz(t, sb.String())
 	_, err := ReadCSV(strings.NewReader(z[:len(z)/2]), CSVOptions{})
-	if err == nil || !strings.Contains(err.Error(), "gzip: the file is truncated") {
+	if !errors.Is(err, ErrTruncatedGzip) || !strings.Contains(err.Error(), "gzip: the file is truncated") {
 		t.Errorf("csv: %v", err)
 	}
 	_, _, err = ReadJSONLines(strings.NewReader(gz(t, strings.Repeat("{\"a\":1}\n", 100000))[:200]), JSONOptions{})
-	if err == nil || !strings.Contains(err.Error(), "gzip: the file is truncated") {
+	if !errors.Is(err, ErrTruncatedGzip) {
 		t.Errorf("jsonl: %v", err)
 	}
 }

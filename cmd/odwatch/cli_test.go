@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -43,6 +46,14 @@ func TestHelpStyle(t *testing.T) {
 func TestUsageErrorsAreShort(t *testing.T) {
 	path := writeTemp(t, "cars.csv", "Name,Cylinders,Displacement\na,4,100\nb,6,200\nc,8,300\n")
 	binary := writeTemp(t, "bin.csv", "\x7fELF\x02\x01\x01\x00\x00\x00\x00\"\x00\x00\n\x00\x00")
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	fmt.Fprintln(zw, "a,b")
+	for i := range 50000 {
+		fmt.Fprintf(zw, "%d,%d\n", i, i*7919%1000)
+	}
+	zw.Close()
+	truncated := writeTemp(t, "cut.csv.gz", gz.String()[:gz.Len()/2])
 	tests := []struct {
 		args []string
 		want []string // substrings of the whole error
@@ -59,6 +70,9 @@ func TestUsageErrorsAreShort(t *testing.T) {
 		{[]string{"discover", path + ".absent"}, []string{"no such file", "check the path"}},
 		{[]string{"discover", binary}, []string{"not a CSV or JSON Lines file"}},
 		{[]string{"validate", path, "Cylinders", "~", "Displacement"}, []string{"split the dependency", "quote it: odwatch validate " + path + " 'Cylinders ~ Displacement'"}},
+		// The shell turned the unquoted ~ into the home directory.
+		{[]string{"validate", path, "Cylinders", os.Getenv("HOME"), "Displacement"}, []string{"split the dependency", "'Cylinders ~ Displacement'"}},
+		{[]string{"discover", truncated}, []string{"gzip: the file is truncated", "copy or download it again"}},
 		{[]string{"validate", path, "cylinders ~ displacement"}, []string{`unknown column "cylinders"`, "did you mean Cylinders?"}},
 		{[]string{"validate", path, "Cylinders ~ Weight"}, []string{`unknown column "Weight"`, "columns: Name, Cylinders, Displacement"}},
 		{[]string{"validate", path, "Cylinders ~"}, []string{`invalid dependency "Cylinders ~"`, "write it as"}},

@@ -207,6 +207,8 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 // loadFix is the advice under a file that could not be read as format.
 func loadFix(format string, err error) string {
 	switch {
+	case errors.Is(err, discovery.ErrTruncatedGzip):
+		return "the gzip file is incomplete: copy or download it again"
 	case errors.Is(err, discovery.ErrNotText):
 		return "give a CSV file with a header line or a JSON Lines file (either may be gzipped)"
 	case format == "jsonl":

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -85,7 +87,14 @@ func validate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // splitDependency explains a DEP the shell split into words (validate
 // cars.csv Cylinders ~ Displacement).
 func splitDependency(pos []string) error {
-	joined := strings.Join(pos[1:], " ")
+	words := slices.Clone(pos[1:])
+	for i, w := range words {
+		// An unquoted ~ is the shell's: it became the home directory.
+		if home := os.Getenv("HOME"); home != "" && w == home {
+			words[i] = "~"
+		}
+	}
+	joined := strings.Join(words, " ")
 	if _, err := discovery.ParseDependency(joined); err == nil {
 		return usageErr(fmt.Sprintf("want FILE and one DEP argument, got %d arguments: the shell split the dependency into words", len(pos)),
 			fmt.Sprintf("quote it: odwatch validate %s '%s'", pos[0], joined))
