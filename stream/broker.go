@@ -19,25 +19,7 @@ const BrokerMaxMessageBytes = 16 << 20
 // 127.0.0.1 port with the given topics (name → partitions) created, for the
 // demo and tests. stop closes it; cancelling ctx closes it too.
 func StartBroker(ctx context.Context, topics map[string]int) (addr string, stop func(), err error) {
-	opts := []kfake.Opt{
-		kfake.NumBrokers(1),
-		kfake.AllowAutoTopicCreation(),
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-			return net.Listen(network, "127.0.0.1:0")
-		}),
-		// Tests restart crashed members with short session timeouts.
-		kfake.GroupMinSessionTimeout(time.Second),
-		kfake.BrokerConfigs(map[string]string{
-			"message.max.bytes": fmt.Sprint(BrokerMaxMessageBytes),
-		}),
-	}
-	for name, n := range topics {
-		if n <= 0 {
-			n = 1
-		}
-		opts = append(opts, kfake.SeedTopics(int32(n), name))
-	}
-	c, err := kfake.NewCluster(opts...)
+	c, err := kfake.NewCluster(brokerOptions(topics)...)
 	if err != nil {
 		return "", nil, fmt.Errorf("start in-process broker: %w", err)
 	}
@@ -62,4 +44,28 @@ func StartBroker(ctx context.Context, topics map[string]int) (addr string, stop 
 		}
 	}()
 	return addrs[0], stop, nil
+}
+
+// brokerOptions are the in-process broker's options with topics (name →
+// partitions) created.
+func brokerOptions(topics map[string]int) []kfake.Opt {
+	opts := []kfake.Opt{
+		kfake.NumBrokers(1),
+		kfake.AllowAutoTopicCreation(),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, "127.0.0.1:0")
+		}),
+		// Tests restart crashed members with short session timeouts.
+		kfake.GroupMinSessionTimeout(time.Second),
+		kfake.BrokerConfigs(map[string]string{
+			"message.max.bytes": fmt.Sprint(BrokerMaxMessageBytes),
+		}),
+	}
+	for name, n := range topics {
+		if n <= 0 {
+			n = 1
+		}
+		opts = append(opts, kfake.SeedTopics(int32(n), name))
+	}
+	return opts
 }

@@ -240,11 +240,14 @@ func (l kafkaLogger) Printf(format string, args ...any) {
 	l.log.Debug("kafka group: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
 
-// fetched is a record of an assigned partition, or the permanent error
-// that stopped its fetcher.
+// fetched is a record of an assigned partition; or, with mark, whether the
+// partition's last fetch reached its high watermark (msg carries only the
+// topic and partition); or the permanent error that stopped its fetcher.
 type fetched struct {
-	msg kafka.Message
-	err error
+	msg      kafka.Message
+	err      error
+	mark     bool
+	caughtUp bool
 }
 
 type topicPartition struct {
@@ -402,6 +405,14 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		stopFetch()
 		wg.Wait()
 	}()
+	mergers := map[string]*merger{}
+	for t, parts := range a {
+		var ps []int
+		for p := range parts {
+			ps = append(ps, int(p))
+		}
+		mergers[t] = newMerger(ps)
+	}
 	for tp, off := range m.fetchStarts(a) {
 		wg.Go(func() { m.fetchPartition(fctx, client, tp, off, msgs) })
 	}
@@ -414,19 +425,33 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		defer t.Stop()
 		tick = t.C
 	}
-	// take processes one fetched record; false ends the generation
+	// take hands a fetched record to its topic's merger and processes the
+	// records the merger lets go (n of them); false ends the generation
 	// (err nil: it ended or ctx is done).
-	take := func(f fetched) (bool, error) {
+	take := func(f fetched) (n int, ok bool, err error) {
 		if f.err != nil {
-			return false, errors.Join(f.err, m.endGeneration(ctx, gen, b))
+			return 0, false, errors.Join(f.err, m.endGeneration(ctx, gen, b))
 		}
-		if err := m.add(wctx, f.msg, b); err != nil {
-			if wctx.Err() != nil && errors.Is(err, wctx.Err()) {
-				return false, nil
+		g := mergers[f.msg.Topic]
+		now := time.Now()
+		if f.mark {
+			g.mark(f.msg.Partition, f.caughtUp, now)
+		} else {
+			g.push(f.msg, now)
+		}
+		for {
+			msg, more := g.next(now)
+			if !more {
+				return n, true, nil
 			}
-			return false, err
+			if err := m.add(wctx, msg, b); err != nil {
+				if wctx.Err() != nil && errors.Is(err, wctx.Err()) {
+					return n, false, nil
+				}
+				return n, false, err
+			}
+			n++
 		}
-		return true, nil
 	}
 	for {
 		n := 0
@@ -434,14 +459,14 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		case <-wctx.Done():
 			return end()
 		case f := <-msgs:
-			ok, err := take(f)
+			k, ok, err := take(f)
 			if !ok {
 				if err != nil {
 					return err
 				}
 				return end()
 			}
-			n++
+			n += k
 		case <-tick:
 		}
 		timer := time.NewTimer(maxBatchWait)
@@ -449,7 +474,7 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		for n > 0 && n < maxBatch && !m.anyDue() {
 			select {
 			case f := <-msgs:
-				ok, err := take(f)
+				k, ok, err := take(f)
 				if !ok {
 					timer.Stop()
 					if err != nil {
@@ -457,7 +482,7 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 					}
 					return end()
 				}
-				n++
+				n += k
 			case <-timer.C:
 				break fill
 			case <-wctx.Done():
@@ -572,6 +597,15 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 			case <-ctx.Done():
 				return
 			}
+		}
+		// A fetch from kafka.FirstOffset that returned nothing found an
+		// empty partition.
+		caughtUp := offset >= res.HighWatermark || offset < 0
+		mark := fetched{msg: kafka.Message{Topic: tp.topic, Partition: tp.partition}, mark: true, caughtUp: caughtUp}
+		select {
+		case out <- mark:
+		case <-ctx.Done():
+			return
 		}
 	}
 }

@@ -101,13 +101,10 @@ func (h *brokerHealth) fail(who string, err error, wait time.Duration) {
 	}
 }
 
-// ok records that who succeeded; the outage ends when nobody fails.
+// ok records that who succeeded: the outage ends when nobody else fails.
 func (h *brokerHealth) ok(who string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.failing[who] {
-		return
-	}
 	delete(h.failing, who)
 	if len(h.failing) > 0 || h.since.IsZero() {
 		return
@@ -118,9 +115,14 @@ func (h *brokerHealth) ok(who string) {
 	h.log.Info("kafka reachable again", "after", d.Round(time.Millisecond))
 }
 
-// forget drops who's state (it stopped without succeeding or failing
-// again, e.g. the fetcher of a partition now assigned elsewhere).
-func (h *brokerHealth) forget(who string) { h.ok(who) }
+// forget drops who's failure without ending the outage: who stopped
+// without succeeding (the fetcher of a partition whose generation ended);
+// the next success of anyone ends it.
+func (h *brokerHealth) forget(who string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.failing, who)
+}
 
 // reachable reports whether no requester is failing.
 func (h *brokerHealth) reachable() bool {
@@ -150,6 +152,7 @@ func (h *brokerHealth) retryBroker(ctx context.Context, who string, op func(cont
 	for {
 		err := op(ctx)
 		if err == nil {
+			h.ok(who)
 			return nil
 		}
 		if ctx.Err() != nil {

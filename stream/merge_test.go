@@ -1,0 +1,99 @@
+package stream
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// TestMerger runs the merger's transitions (see its doc) as scenarios:
+// steps push a record ("p0@5/3": partition 0, time 5 ms, offset 3), mark a
+// partition ("mark p1 up@300": caught up, back at 300 ms; "mark p1 behind")
+// or pop at a time ("next@300"); want lists the records popped, in order.
+func TestMerger(t *testing.T) {
+	base := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	tests := []struct {
+		name  string
+		parts []int
+		steps []string
+		want  string
+	}{
+		{"one partition: offset order", []int{0},
+			[]string{"p0@5/0", "p0@1/1", "next@10", "next@10"}, "p0@5/0 p0@1/1"},
+		{"backlog merged by time, not by fetch", []int{0, 1},
+			[]string{"p1@1/0", "p1@2/1", "p1@9/2", "p0@3/0", "p0@4/1", "next@10", "next@10", "next@10", "next@10", "next@10"},
+			"p1@1/0 p1@2/1 p0@3/0 p0@4/1"},
+		{"same time: partition, then offset", []int{0, 1},
+			[]string{"p1@5/7", "p0@5/9", "p1@5/8", "next@10", "next@10", "mark p0 up@300", "next@300", "next@300"}, "p0@5/9 p1@5/7 p1@5/8"},
+		{"an empty partition still fetching holds back", []int{0, 1},
+			[]string{"p0@5/0", "next@10"}, ""},
+		{"an empty partition caught up too early holds back", []int{0, 1},
+			[]string{"mark p1 up@100", "p0@5/0", "next@200"}, ""},
+		{"an empty partition caught up after the grace lets go", []int{0, 1},
+			[]string{"p0@5/0", "mark p1 up@300", "next@300"}, "p0@5/0"},
+		{"behind again after a mark", []int{0, 1},
+			[]string{"mark p1 up@300", "mark p1 behind@300", "p0@5/0", "next@400"}, ""},
+		{"a record waits at most mergeMaxHold", []int{0, 1},
+			[]string{"p0@5/0", "next@1000", "next@2010"}, "p0@5/0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newMerger(tt.parts)
+			var got []string
+			at := func(s string) time.Time {
+				var n int
+				if _, err := fmt.Sscanf(s, "%d", &n); err != nil {
+					t.Fatalf("bad time %q", s)
+				}
+				return ms(n)
+			}
+			for _, st := range tt.steps {
+				switch {
+				case strings.HasPrefix(st, "next@"):
+					if msg, ok := g.next(at(st[5:])); ok {
+						got = append(got, fmt.Sprintf("p%d@%d/%d", msg.Partition, msg.Time.Sub(base).Milliseconds(), msg.Offset))
+					}
+				case strings.HasPrefix(st, "mark "):
+					var p int
+					var state, when string
+					fmt.Sscanf(st, "mark p%d %s", &p, &state)
+					state, when, _ = strings.Cut(state, "@")
+					g.mark(p, state == "up", at(when))
+				default:
+					var p, tm int
+					var off int64
+					if _, err := fmt.Sscanf(st, "p%d@%d/%d", &p, &tm, &off); err != nil {
+						t.Fatalf("bad step %q", st)
+					}
+					g.push(kafka.Message{Partition: p, Time: ms(tm), Offset: off}, ms(tm))
+				}
+			}
+			if s := strings.Join(got, " "); s != tt.want {
+				t.Errorf("popped %q, want %q", s, tt.want)
+			}
+		})
+	}
+}
+
+// TestMergerMaxBuffered forces the bound on held records: past
+// mergeMaxBuffered the oldest goes although a partition may be behind.
+func TestMergerMaxBuffered(t *testing.T) {
+	defer func(n int) { mergeMaxBuffered = n }(mergeMaxBuffered)
+	mergeMaxBuffered = 3
+	now := time.Unix(1000, 0)
+	g := newMerger([]int{0, 1})
+	for i := range 3 {
+		g.push(kafka.Message{Partition: 0, Offset: int64(i), Time: now}, now)
+	}
+	if _, ok := g.next(now); ok {
+		t.Fatal("released at the bound")
+	}
+	g.push(kafka.Message{Partition: 0, Offset: 3, Time: now}, now)
+	if msg, ok := g.next(now); !ok || msg.Offset != 0 {
+		t.Fatalf("past the bound: got %v %v, want offset 0", msg.Offset, ok)
+	}
+}
