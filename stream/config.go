@@ -65,11 +65,10 @@ type StreamConfig struct {
 	// noise, not a property of the stream. Pinned and already tracked
 	// dependencies are unaffected. In [0, 1]; 0 = off.
 	MinScore float64
-	// MinStrength is the strength (discovery.Result.Strength) from which a
-	// newly minimal dependency is reliable and may be tracked; 0 means
-	// discovery.DefaultMinStrength, a negative value tracks every minimal
-	// dependency (the paper's definition, chance included). Pinned and
-	// already tracked dependencies are unaffected.
+	// MinStrength is the strength from which a dependency is reliable
+	// (discovery.Options.MinStrength); only reliable ones are newly
+	// tracked. The CLI defaults it to discovery.DefaultMinStrength. In
+	// [0, 1]; 0 makes every dependency reliable.
 	MinStrength float64
 	// Pinned dependencies in the CLI text form ("{}: salary ~ tax (asc)"),
 	// always tracked and never retired.
@@ -305,8 +304,8 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 	if math.IsNaN(s.MinScore) || s.MinScore < 0 || s.MinScore > 1 {
 		bad("min-score", "must be in [0, 1]")
 	}
-	if math.IsNaN(s.MinStrength) || s.MinStrength > 1 {
-		bad("min-strength", "must be at most 1 (negative: track every minimal dependency)")
+	if math.IsNaN(s.MinStrength) || s.MinStrength < 0 || s.MinStrength > 1 {
+		bad("min-strength", "must be in [0, 1]")
 	}
 	if s.K < 0 {
 		bad("k", "must be >= 0")
@@ -340,15 +339,4 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 		}
 		s.pinned = append(s.pinned, d)
 	}
-}
-
-// minStrength is the MinStrength discovery is given.
-func (s *StreamConfig) minStrength() float64 {
-	switch {
-	case s.MinStrength < 0:
-		return math.Inf(-1)
-	case s.MinStrength == 0:
-		return discovery.DefaultMinStrength
-	}
-	return s.MinStrength
 }

@@ -342,7 +342,7 @@ func (e evalEnv) discover(ctx context.Context, table *discovery.Table, endSeq ui
 	}
 	disc, derr := discovery.Discover(dctx, table, discovery.Options{
 		Epsilon: e.cfg.Epsilon, MaxLevel: e.cfg.MaxLevel, Workers: cmp.Or(e.workers, discoveryWorkers()),
-		MinStrength: e.cfg.minStrength(),
+		MinStrength: e.cfg.MinStrength,
 	})
 	cancel()
 	var out discoveryOutcome
@@ -394,7 +394,7 @@ func toCheck(tracked []discovery.Dependency, found map[string]discovery.Result, 
 // A dependency that cannot be validated is logged and left out (not
 // observed). Only ctx's error is returned.
 func (e evalEnv) check(ctx context.Context, table *discovery.Table, deps []discovery.Dependency) (map[string]discovery.Result, error) {
-	results, errs, err := discovery.ValidateEach(ctx, table, deps, discovery.Options{Epsilon: e.cfg.Epsilon, MinStrength: e.cfg.minStrength()})
+	results, errs, err := discovery.ValidateEach(ctx, table, deps, discovery.Options{Epsilon: e.cfg.Epsilon, MinStrength: e.cfg.MinStrength})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

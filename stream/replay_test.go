@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 )
 
 // replayPayroll replays n payroll records (PayrollOptions' error rules)
@@ -43,7 +44,7 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]a
 // a second replay gives the same event ids.
 func TestReplayPayrollStory(t *testing.T) {
 	cfg := StreamConfig{Topic: "payroll", Window: 500, Every: 500, Epsilon: 0.01, Sample: 5,
-		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel}
+		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel, MinStrength: discovery.DefaultMinStrength}
 	o := PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
 	evs, st := replayPayroll(t, cfg, o, 6500)
 	salTax := alerts.DependencyID(mustDep(t, "{}: salary ~ tax (asc)"))
