@@ -352,6 +352,20 @@ func (c transition) strength() float64 { return c.e.Strength }
 // Observe feeds one window's observations (the re-validated tracked
 // dependencies and the newly minimal ones) and returns the events.
 func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
+	return t.observe(w, obs, true)
+}
+
+// ObserveCheck feeds one window's re-checked tracked dependencies without
+// a discovery run (the check cadence of a stream that discovers less
+// often): the rules above apply to their errors, while what only discovery
+// knows is left as it was: minimality (the counts towards retirement (a)
+// and (b), the last-minimal window), candidates and their streaks, and the
+// dependencies' strength and score. Observations' Minimal is ignored.
+func (t *Tracker) ObserveCheck(w WindowInfo, obs []Observation) []Event {
+	return t.observe(w, obs, false)
+}
+
+func (t *Tracker) observe(w WindowInfo, obs []Observation, discovery bool) []Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.init()
@@ -387,7 +401,7 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 		}
 		o := obs[i]
 		e.Absent = 0
-		if o.Minimal {
+		if discovery && o.Minimal {
 			e.LastMinimalSeq, e.LastMinimalError = w.EndSeq, o.Error
 		}
 		prev := o.Error
@@ -395,7 +409,7 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 			prev = e.LastError
 		}
 		e.LastError, e.LastRemovals, e.Measured = o.Error, o.Removals, true
-		if t.holds(o, w.Records) {
+		if discovery && t.holds(o, w.Records) {
 			e.Strength, e.Score = o.Strength, o.Score
 		}
 		switch e.State {
@@ -413,9 +427,11 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 			} else {
 				e.Streak = 0
 			}
-			if t.holds(o, w.Records) && !o.Minimal {
+			switch {
+			case !discovery:
+			case t.holds(o, w.Records) && !o.Minimal:
 				e.HeldNonMinimal++
-			} else {
+			default:
 				e.HeldNonMinimal = 0
 			}
 			if !e.Pinned && e.HeldNonMinimal >= t.cfg.RetireAfter {
@@ -435,9 +451,11 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 			} else {
 				e.Streak = 0
 			}
-			if o.Minimal {
+			switch {
+			case !discovery:
+			case o.Minimal:
 				e.ViolatedWindows = 0
-			} else {
+			default:
 				e.ViolatedWindows++
 			}
 			if !e.Pinned && t.cfg.RetireViolatedAfter > 0 && e.ViolatedWindows >= t.cfg.RetireViolatedAfter {
@@ -448,6 +466,9 @@ func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
 	events = append(events, t.grouped(changes, w, m)...)
 	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.DependencyID, b.DependencyID) })
 
+	if !discovery {
+		return events
+	}
 	seen := make(map[string]bool, len(obs))
 	for i, o := range obs {
 		id := ids[i]

@@ -588,3 +588,45 @@ func TestNoiseMargin(t *testing.T) {
 		}
 	}
 }
+
+// TestTrackerObserveCheck: check windows (no discovery) drive violated and
+// restored like any window, but neither count towards retirement for want
+// of minimality nor touch candidates.
+func TestTrackerObserveCheck(t *testing.T) {
+	tr := NewTracker(Config{Stream: "payroll", Epsilon: 0.05, RetireAfter: 2, DiscoverAfter: 2})
+	seq := 0
+	step := func(discovery bool, m map[string]o) []string {
+		seq++
+		if discovery {
+			return summary(tr.Observe(testWindow(seq), testObs(m)))
+		}
+		return summary(tr.ObserveCheck(testWindow(seq), testObs(m)))
+	}
+	if got := step(true, map[string]o{"A": {0.01, true}}); len(got) != 0 {
+		t.Fatalf("first minimal window: %v, want none (DiscoverAfter 2)", got)
+	}
+	// A candidate survives check windows, which cannot see minimality.
+	step(false, map[string]o{})
+	if got := step(true, map[string]o{"A": {0.01, true}}); !slices.Equal(got, []string{"discovered:A"}) {
+		t.Fatalf("second minimal window: %v, want discovered:A", got)
+	}
+	// Held and not minimal once: one more discovery window would retire it
+	// (RetireAfter 2); any number of check windows do not.
+	step(true, map[string]o{"A": {0.01, false}})
+	for i := 0; i < 5; i++ {
+		if got := step(false, map[string]o{"A": {0.02, false}}); len(got) != 0 {
+			t.Fatalf("check window %d: %v, want none", i, got)
+		}
+	}
+	if got := step(false, map[string]o{"A": {0.2, false}}); !slices.Equal(got, []string{"violated:A"}) {
+		t.Fatalf("check window above eps: %v, want violated:A", got)
+	}
+	if got := step(false, map[string]o{"A": {0.01, false}}); !slices.Equal(got, []string{"restored:A"}) {
+		t.Fatalf("check window back under eps: %v, want restored:A", got)
+	}
+	// The transition reset the count: two discovery windows retire it.
+	step(true, map[string]o{"A": {0.01, false}})
+	if got := step(true, map[string]o{"A": {0.01, false}}); !slices.Equal(got, []string{"retired:A"}) {
+		t.Fatalf("discovery windows, held and not minimal: %v, want retired:A", got)
+	}
+}
