@@ -101,6 +101,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	defer m.Close() // releases the store when Run is not reached; a no-op after Run
 	stopServing, err := serveWeb(webSettings{Addr: *metricsAddr, ConfigFile: *webConfig},
 		webHandler(m, reg, *statusValues, logger), logger)
 	if err != nil {
