@@ -81,6 +81,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -332,7 +333,10 @@ func classifyOpenError(dir string, err error, fail *failure) error {
 		return ferr
 	}
 	msg := err.Error()
+	var pe *fs.PathError
 	switch {
+	case errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist) && filepath.Dir(pe.Path) == filepath.Clean(dir):
+		return corruptError(dir, filepath.Base(pe.Path)+" is missing")
 	case pebble.IsCorruptionError(err), errors.Is(err, fs.ErrNotExist), errors.Is(err, pebble.ErrDBDoesNotExist),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, record.ErrUnexpectedEOF),
 		errors.Is(err, record.ErrInvalidChunk), errors.Is(err, record.ErrZeroedChunk):

@@ -247,8 +247,12 @@ func openStore(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*state.
 	if serr != nil {
 		return nil, fmt.Errorf("%w; --rebuild-state could not set it aside: %w", err, serr)
 	}
-	log.Warn("state store is damaged: moved aside (kept), rebuilding the windows from Kafka and the tracked dependencies from the state topic",
-		"state_dir", cfg.StateDir, "moved_to", aside, "state_topic", cfg.StateTopic, "damage", err.Error())
+	deps := "the tracked dependencies from the state topic " + cfg.StateTopic
+	if cfg.StateTopic == "" {
+		deps = "the dependencies by discovery (no state topic)"
+	}
+	log.Warn("state store is damaged: moved aside (kept), rebuilding the windows from Kafka and "+deps,
+		"state_dir", cfg.StateDir, "moved_to", aside, "damage", err.Error())
 	return state.Open(cfg.StateDir, opts)
 }
 
