@@ -18,8 +18,13 @@ COPY . .
 # CGO off: the binary must run on an empty base image (Pebble and kafka-go are
 # pure Go). -trimpath and no symbol table keep the image small and
 # reproducible.
+# The context has no .git, so `odwatch --version` learns the version and
+# commit from these (docker build --build-arg ODWATCH_COMMIT=$(git rev-parse HEAD)).
+ARG ODWATCH_VERSION=dev
+ARG ODWATCH_COMMIT=unknown
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/odwatch ./cmd/odwatch
+    CGO_ENABLED=0 GOOS=linux go build -trimpath \
+    -ldflags="-s -w -X main.version=${ODWATCH_VERSION} -X main.commit=${ODWATCH_COMMIT}" -o /out/odwatch ./cmd/odwatch
 # The state directory is created here because the final image has no shell;
 # a named volume mounted on it inherits this ownership on first use.
 RUN mkdir -p /out/state \
