@@ -98,7 +98,10 @@ func TestCLIAcceptsDeployFiles(t *testing.T) {
 		t.Run(rel, func(t *testing.T) {
 			runUntilStarted(t, bin, "run", "--config", rel,
 				"--brokers", "127.0.0.1:1", "--state-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0",
-				"--tls-ca", ca, "--sasl-password-file", pw)
+				"--tls-ca", ca, "--sasl-password-file", pw,
+				// The compose config names the web config's path in the
+				// container; this is the same file in the repository.
+				"--web-config-file", webConfigFile)
 		})
 	}
 }

@@ -102,7 +102,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer m.Close() // releases the store when Run is not reached; a no-op after Run
-	stopServing, err := serveWeb(webSettings{Addr: *metricsAddr, ConfigFile: *webConfig},
+	webAddr, stopServing, err := serveWeb(webSettings{Addr: *metricsAddr, ConfigFile: *webConfig},
 		webHandler(m, reg, *statusValues, logger), logger)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *webConfig != "" {
 			tls = " (https:// when the web config sets TLS)"
 		}
-		fmt.Fprintf(stdout, "  open http://%s/ for the status page%s; metrics at /metrics. Ctrl-C stops.\n\n", *metricsAddr, tls)
+		fmt.Fprintf(stdout, "  open http://%s/ for the status page%s; metrics at /metrics. Ctrl-C stops.\n\n", webAddr, tls)
 	}
 
 	if *seed == 0 {

@@ -51,13 +51,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return damageHint(err)
 	}
 	defer m.Close() // releases the store when Run is not reached; a no-op after Run
-	stopServing, err := serveWeb(webSettings{Addr: s.MetricsAddr, ConfigFile: s.WebConfigFile},
+	webAddr, stopServing, err := serveWeb(webSettings{Addr: s.MetricsAddr, ConfigFile: s.WebConfigFile},
 		webHandler(m, reg, s.statusValues(), logger), logger)
 	if err != nil {
 		return err
 	}
 	defer stopServing()
-	logger.Info("odwatch running", "brokers", strings.Join(cfg.Brokers, ","), "streams", len(cfg.Streams), "state_dir", cfg.StateDir, "metrics_addr", s.MetricsAddr)
+	logger.Info("odwatch running", "brokers", strings.Join(cfg.Brokers, ","), "streams", len(cfg.Streams), "state_dir", cfg.StateDir, "metrics_addr", webAddr)
 	err = m.Run(ctx)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		logger.Info("odwatch stopped")

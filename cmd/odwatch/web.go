@@ -39,19 +39,20 @@ func webHandler(m *stream.Monitor, g prometheus.Gatherer, values bool, logger *s
 // serveWeb serves h on ws.Addr (nothing when it is empty), through the web
 // config file when one is set: the way Prometheus exporters do, it applies
 // to every path of the address. A busy or bad address, or a web config
-// that does not load, is a start-up error naming its flag.
-func serveWeb(ws webSettings, h http.Handler, logger *slog.Logger) (stop func(), err error) {
+// that does not load, is a start-up error naming its flag. addr is the
+// address bound (with the port chosen for ":0").
+func serveWeb(ws webSettings, h http.Handler, logger *slog.Logger) (addr string, stop func(), err error) {
 	if ws.Addr == "" {
-		return func() {}, nil
+		return "", func() {}, nil
 	}
 	if ws.ConfigFile != "" {
 		if err := web.Validate(ws.ConfigFile); err != nil {
-			return nil, fmt.Errorf("--web-config-file %s: %w", ws.ConfigFile, err)
+			return "", nil, fmt.Errorf("--web-config-file %s: %w", ws.ConfigFile, err)
 		}
 	}
 	ln, err := net.Listen("tcp", ws.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", ws.Addr, err)
+		return "", nil, fmt.Errorf("--metrics-addr %s: %w", ws.Addr, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	systemd := false
@@ -61,7 +62,7 @@ func serveWeb(ws webSettings, h http.Handler, logger *slog.Logger) (stop func(),
 			logger.Error("metrics server stopped", "err", err)
 		}
 	}()
-	return func() {
+	return ln.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(ctx)

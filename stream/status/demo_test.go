@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -160,10 +161,7 @@ func TestBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo pipeline and a browser")
 	}
-	exe := chromiumPath()
-	if exe == "" {
-		t.Skip("chromium not installed (apt-get install chromium); the browser test needs it")
-	}
+	exe := needChromium(t)
 	d, id := startDemo(t, true)
 	samples := func() []string {
 		var v struct{ Samples []struct{ Offset int64 } }
@@ -175,19 +173,7 @@ func TestBrowser(t *testing.T) {
 		return out
 	}
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000),
-	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-	ctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
-	defer cancel()
-
+	ctx := newBrowser(t, exe)
 	ruleLink := chromedp.Search(`//section[contains(@class,"rule") and contains(@class,"violated")]//a[contains(@class,"rule-link")][normalize-space(.)="{}: salary ~ tax (asc)" or normalize-space(.)="{}: tax ~ salary (asc)"]`)
 	err := chromedp.Do(ctx,
 		chromedp.Navigate(d.srv.URL+"/"),
@@ -236,4 +222,77 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot of the rule page: %s", path)
+}
+
+// needChromium returns the browser's path, or skips the test (fails it in
+// CI, which installs Chromium).
+func needChromium(t *testing.T) string {
+	t.Helper()
+	exe := chromiumPath()
+	if exe == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("chromium missing: .ci/run must install it (Debian package chromium)")
+		}
+		t.Skip("chromium not installed (apt-get install chromium); the browser test needs it")
+	}
+	return exe
+}
+
+// newBrowser starts a headless Chromium with a fresh profile; it stops
+// with the test.
+func newBrowser(t *testing.T, exe string) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	ctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
+	t.Cleanup(func() {
+		cancel()
+		cancelBrowser()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// TestBrowserInjection: a record whose field name and value hold markup
+// is shown as text by a real browser: no element comes from it, no script
+// runs, and the cell reads as the value.
+func TestBrowserInjection(t *testing.T) {
+	exe := needChromium(t)
+	const evilCol = `<script>document.body.dataset.pwned="col"</script>`
+	const evilVal = `"><img src=x onerror="document.body.dataset.pwned='value'">`
+	d := discovery.Dependency{Kind: discovery.KindOC, Left: evilCol, Right: "tax", Polarity: discovery.Asc}
+	src := payrollSource(t)
+	src.rules["payroll"] = append(src.rules["payroll"], stream.RuleStatus{ID: d.ID(), Text: d.String(), Dependency: d, State: alerts.StateViolated, Measured: true, Error: 0.5})
+	src.events["payroll"] = append(src.events["payroll"], alerts.Event{ID: "evil", Type: alerts.EventViolated, Stream: "payroll", DependencyID: d.ID(), Dependency: d, DependencyText: d.String(),
+		Window:  alerts.WindowInfo{StartOffsets: map[int32]int64{0: 1}, EndOffsets: map[int32]int64{0: 2}},
+		Samples: []alerts.Sample{{Topic: "payroll", Offset: 7, Values: map[string]string{evilCol: evilVal, "tax": evilVal}}}})
+	srv := httptest.NewServer(Handler(src, Options{Values: true}))
+	defer srv.Close()
+	ctx := newBrowser(t, exe)
+	for _, path := range []string{streamHref("payroll"), ruleHref("payroll", d.ID())} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+path), chromedp.WaitVisible(chromedp.CSS(`main`))); err != nil {
+			t.Fatal(err)
+		}
+		injected, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("main img, main script, main [onerror]").length`))
+		if err != nil || injected != 0 {
+			t.Errorf("%s: %d elements from record data (%v)", path, injected, err)
+		}
+		ran, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.dataset.pwned || ""`))
+		if err != nil || ran != "" {
+			t.Errorf("%s: a script from record data ran (%q, %v)", path, ran, err)
+		}
+	}
+	cells, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("table.samples td.value, table.samples th")).map(e => e.textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(cells, evilCol) || !slices.Contains(cells, evilVal) {
+		t.Errorf("sample table cells %q, want the column name and the value as text", cells)
+	}
 }
