@@ -227,6 +227,15 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("config defaults not filled: %+v", c)
 			}
 		}},
+		{name: "group timing defaults", check: func(t *testing.T, c Config) {
+			if c.SessionTimeout != DefaultSessionTimeout || c.HeartbeatInterval != DefaultHeartbeatInterval || c.RebalanceTimeout != DefaultRebalanceTimeout {
+				t.Errorf("group timings not defaulted: %v %v %v", c.SessionTimeout, c.HeartbeatInterval, c.RebalanceTimeout)
+			}
+		}},
+		{name: "session timeout", mutate: func(c *Config) { c.SessionTimeout = -time.Second }, wantErr: "session-timeout: must be > 0"},
+		{name: "heartbeat interval", mutate: func(c *Config) { c.HeartbeatInterval = time.Nanosecond }, wantErr: "heartbeat-interval: must be at least 1ms"},
+		{name: "heartbeat not below session", mutate: func(c *Config) { c.SessionTimeout, c.HeartbeatInterval = 3*time.Second, 3*time.Second }, wantErr: "heartbeat-interval: must be below session-timeout"},
+		{name: "rebalance timeout", mutate: func(c *Config) { c.RebalanceTimeout = -1 }, wantErr: "rebalance-timeout:"},
 		{name: "window", mutate: func(c *Config) { c.Streams[0].Window = 0 }, wantErr: "streams[0].window: must be > 0"},
 		{name: "brokers", mutate: func(c *Config) { c.Brokers = nil }, wantErr: "brokers:"},
 		{name: "state dir", mutate: func(c *Config) { c.StateDir = "" }, wantErr: "state-dir:"},

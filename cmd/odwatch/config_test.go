@@ -109,6 +109,9 @@ func TestRunSettingsErrorsNameTheField(t *testing.T) {
 		{name: "sasl without user", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--sasl-mechanism", "plain"}, want: "sasl-username"},
 		{name: "bad sasl mechanism", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--sasl-mechanism", "gssapi", "--sasl-username", "u"}, want: "sasl-mechanism"},
 		{name: "missing tls ca", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls-ca", "/nonexistent/ca.pem"}, want: "tls-ca"},
+		{name: "bad session-timeout", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--session-timeout", "-1s"}, want: "session-timeout"},
+		{name: "heartbeat above session", file: "brokers: [a:1]\nstate-dir: /x\ntopic: t\nheartbeat-interval: 10s\n", want: "heartbeat-interval"},
+		{name: "bad rebalance-timeout", file: "brokers: [a:1]\nstate-dir: /x\ntopic: t\nrebalance-timeout: -5s\n", want: "rebalance-timeout"},
 		{name: "cert without key", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls-cert", "/c.pem"}, want: "tls-cert"},
 	}
 	for _, tc := range tests {
