@@ -490,32 +490,34 @@ func (s *Store) acquireStream(op, stream string) (func(), error) {
 
 // scanPrefix iterates keys in [lower, upper) calling fn with key and value
 // (valid only during the call). ctx is checked every 1024 keys.
-func (s *Store) scanPrefix(ctx context.Context, lower, upper []byte, fn func(k, v []byte) error) error {
+func (s *Store) scanPrefix(ctx context.Context, lower, upper []byte, fn func(k, v []byte) error) (ferr error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
+	// Closed even when fn panics: an iterator left open makes Pebble's
+	// Close fail.
+	defer func() {
+		if err := it.Close(); err != nil && ferr == nil {
+			ferr = s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
+		}
+	}()
 	n := 0
-	var ferr error
 	for ok := it.First(); ok; ok = it.Next() {
 		if n++; n&1023 == 0 && ctx != nil {
-			if ferr = ctx.Err(); ferr != nil {
-				break
+			if err := ctx.Err(); err != nil {
+				return err
 			}
 		}
 		v, err := it.ValueAndErr()
 		if err != nil {
-			ferr = s.storeErr(fmt.Errorf("state %s: read %q: %w", s.dir, it.Key(), err))
-			break
+			return s.storeErr(fmt.Errorf("state %s: read %q: %w", s.dir, it.Key(), err))
 		}
-		if ferr = fn(it.Key(), v); ferr != nil {
-			break
+		if err := fn(it.Key(), v); err != nil {
+			return err
 		}
 	}
-	if err := it.Close(); err != nil && ferr == nil {
-		ferr = s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
-	}
-	return ferr
+	return nil
 }
 
 // get returns a copy of the value at key, or nil, false when absent.
