@@ -63,6 +63,15 @@ func inputErr(cause error, fix string) error {
 	return &cliError{problem: cause.Error(), fix: fix, cause: cause}
 }
 
+// configErr is a bad setting of run or demo, found when the flags and the
+// config file are checked (the error names the field); it exits exitUsage.
+func configErr(err error) error {
+	if err == nil || errors.Is(err, errUsage) {
+		return err
+	}
+	return inputErr(err, "set it with the flag of that name, or the key of that name in the --config file")
+}
+
 // exitCode is an error that only sets the exit status: the command has
 // already said everything on standard output (validate's "does not hold").
 type exitCode int

@@ -80,6 +80,8 @@ func TestUsageErrorsAreShort(t *testing.T) {
 		{[]string{"run", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"demo", "--rate", "fast"}, []string{`--rate "fast": want a number`}},
 		{[]string{"generate"}, []string{"--brokers is required"}},
+		{[]string{"run", "--brokers", "a:1", "--topic", "t"}, []string{"state-dir: is required", "--config file"}},
+		{[]string{"run", "--config", "/nonexistent/odwatch.yaml"}, []string{"no such file"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -90,7 +90,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}},
 	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return configErr(err)
 	}
 	reg := newRegistry()
 	m, err := stream.NewMonitor(cfg, stream.Options{

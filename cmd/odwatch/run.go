@@ -35,7 +35,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	s, err := f.settings()
 	if err != nil {
-		return err
+		return configErr(err)
 	}
 	logger, err := newLogger(stderr, s.LogLevel, s.LogFormat)
 	if err != nil {
@@ -43,7 +43,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	cfg, err := s.monitorConfig()
 	if err != nil {
-		return err
+		return configErr(err)
 	}
 	reg := newRegistry()
 	m, err := stream.NewMonitor(cfg, stream.Options{Logger: logger, Registerer: reg})
