@@ -61,6 +61,7 @@ func (r *Replayer) Add(ctx context.Context, meta RowMeta, rec *FlatRecord) ([]al
 	seq := r.seq
 	r.seq++
 	r.stats.Records++
+	meta.Seq = seq
 	r.win.Append(meta, rec)
 	n, w, e := seq+1, uint64(r.env.cfg.Window), uint64(r.env.cfg.Every)
 	if n < w || (n-w)%e != 0 || r.win.Len() == 0 {

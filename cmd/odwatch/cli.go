@@ -264,7 +264,11 @@ func badValue(f *flag.Flag, value string, err error) error {
 		"":         "true or false",
 	}[typ]
 	if want == "" {
-		return usageErr(fmt.Sprintf("--%s %q: %v", f.Name, value, errors.Unwrap(err)), exampleFix(f))
+		cause := errors.Unwrap(err)
+		if cause == nil { // flag.FlagSet.Set formats the Value's error without wrapping it
+			cause = err
+		}
+		return usageErr(fmt.Sprintf("--%s %q: %v", f.Name, value, cause), exampleFix(f))
 	}
 	return usageErr(fmt.Sprintf("--%s %q: want %s", f.Name, value, want), exampleFix(f))
 }

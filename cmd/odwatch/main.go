@@ -25,6 +25,7 @@ func subcommands() []subcommand {
 		{"discover", "discover minimal approximate ODs and FDs in a CSV or JSON Lines file", runDiscover},
 		{"validate", "measure one dependency on a CSV or JSON Lines file", runValidate},
 		{"run", "watch Kafka topics and emit dependency-change events", runRun},
+		{"replay", "run the monitor offline over a file or a topic range and print its events", runReplay},
 		{"demo", "run the monitor on an in-process broker with a sample payroll stream", runDemo},
 		{"generate", "produce the sample payroll stream to a Kafka topic", runGenerate},
 	}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+)
+
+func mustParse(t *testing.T, s string) discovery.Dependency {
+	t.Helper()
+	d, err := discovery.ParseDependency(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// payrollCSV is a payroll file: tax = perc% of salary, perc set by the
+// salary's bracket; from row errFrom to errTo, 5% of the rows have a
+// percentage with a zero appended.
+func payrollCSV(n, errFrom, errTo int) string {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var b strings.Builder
+	b.WriteString("position,salary,perc,tax\n")
+	for i := range n {
+		salary := 1000 + rng.IntN(1000)*100
+		perc := 10 + salary/20000*5
+		if i >= errFrom && i < errTo && rng.Float64() < 0.05 {
+			perc *= 10
+		}
+		fmt.Fprintf(&b, "%s,%d,%d,%d\n", []string{"clerk", "analyst", "manager"}[rng.IntN(3)], salary, perc, perc*salary/100)
+	}
+	return b.String()
+}
+
+// TestReplayCommand: replay prints the events of a file as JSON Lines
+// (each one an event of the published schema), the same ones on a second
+// run, with the violated and restored story of the injected errors, and a
+// summary on standard error.
+func TestReplayCommand(t *testing.T) {
+	path := writeTemp(t, "payroll.csv", payrollCSV(4000, 1500, 2500))
+	args := []string{"replay", path, "--window", "500", "--every", "250", "--epsilon", "0.01", "--format", "json"}
+	var out, errOut bytes.Buffer
+	if code := run(args, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	salTax := alerts.DependencyID(mustParse(t, "{}: salary ~ tax (asc)"))
+	story := map[alerts.EventType]int{}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var e alerts.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if e.Involves(salTax) {
+			story[e.Type]++
+		}
+		if e.Stream != "payroll" || e.Window.Topic != "payroll" {
+			t.Errorf("event of stream %q topic %q, want payroll", e.Stream, e.Window.Topic)
+		}
+	}
+	if story[alerts.EventViolated] != 1 || story[alerts.EventRestored] != 1 {
+		t.Errorf("events involving salary ~ tax: %v, want one violated and one restored", story)
+	}
+	if !strings.Contains(errOut.String(), "replay: 4000 records, 15 evaluations") || !strings.Contains(errOut.String(), "events: violated ") {
+		t.Errorf("summary:\n%s", errOut.String())
+	}
+	var again, errAgain bytes.Buffer
+	if code := run(args, &again, &errAgain); code != 0 || again.String() != out.String() {
+		t.Errorf("second run: exit %d, output differs: %v", code, again.String() != out.String())
+	}
+	var text, errText bytes.Buffer
+	if code := run(args[:len(args)-2], &text, &errText); code != 0 || !strings.Contains(text.String(), " VIOLATED payroll ") || !strings.Contains(text.String(), "events: violated ") {
+		t.Errorf("text output (exit %d):\n%s", code, text.String())
+	}
+}
+
+// TestReplayUsageErrors: at most three lines on standard error, exit 2.
+func TestReplayUsageErrors(t *testing.T) {
+	path := writeTemp(t, "p.csv", payrollCSV(10, 0, 0))
+	for _, args := range [][]string{
+		{"replay"},
+		{"replay", path, path},
+		{"replay", path, "--topic", "t"},
+		{"replay", "--topic", "t"},
+		{"replay", path, "--windw", "5"},
+		{"replay", path, "--margin", "-2"},
+		{"replay", path, "--window", "0"},
+		{"replay", path, "--format", "xml"},
+		{"replay", path + ".absent"},
+		{"replay", "--brokers", "x:1", "--topic", "t", "--from", "yesterday"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(args, &out, &errOut)
+		lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+		if code != 2 || len(lines) > 3 || strings.Contains(errOut.String(), "<nil>") {
+			t.Errorf("%v: exit %d, stderr (%d lines):\n%s", args[1:], code, len(lines), errOut.String())
+		}
+	}
+}
