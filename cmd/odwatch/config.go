@@ -39,10 +39,11 @@ type streamSettings struct {
 	Every             int           `yaml:"every"`
 	Interval          time.Duration `yaml:"interval"`
 	Epsilon           *float64      `yaml:"epsilon"`
-	Margin            float64       `yaml:"margin"`
+	Margin            *marginFlag   `yaml:"margin"`
 	K                 int           `yaml:"k"`
 	RetireAfter       int           `yaml:"retire-after"`
-	MaxLevel          int           `yaml:"max-level"`
+	MaxLevel          *int          `yaml:"max-level"`
+	DiscoverAfter     *int          `yaml:"discover-after"`
 	Sample            int           `yaml:"sample"`
 	MinScore          float64       `yaml:"min-score"`
 	EvaluationTimeout time.Duration `yaml:"evaluation-timeout"`
@@ -133,15 +134,20 @@ func (l *listFlag) Set(v string) error {
 
 // runFlags binds every flag of `odwatch run` to a fresh settings value.
 type runFlags struct {
-	fs       *flag.FlagSet
-	config   string
-	s        runSettings
-	epsilon  float64
-	brokers  listFlag
-	include  listFlag
-	exclude  listFlag
-	pinned   listFlag
-	saslPass string
+	fs      *flag.FlagSet
+	config  string
+	s       runSettings
+	epsilon float64
+	brokers listFlag
+	include listFlag
+	exclude listFlag
+	pinned  listFlag
+	// margin, maxLevel, discoverAfter: stream keys whose zero is a value
+	// of its own (no margin, no level limit), so the file's are pointers.
+	margin        marginFlag
+	maxLevel      int
+	discoverAfter int
+	saslPass      string
 	// statusValues is --status-values (runSettings.StatusValues is nil
 	// when neither the file nor the flag sets it).
 	statusValues bool
@@ -189,10 +195,12 @@ func newRunFlags(name string) *runFlags {
 	fs.IntVar(&st.Every, "every", 0, "evaluate every M records (default: the window size, tumbling)")
 	fs.DurationVar(&st.Interval, "interval", 0, "time window: evaluate every interval over the records of the last interval (default: none, a count window)")
 	fs.Float64Var(&f.epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
-	fs.Float64Var(&st.Margin, "margin", 0, "hysteresis margin around epsilon")
+	f.margin = marginFlag(alerts.AutoMargin)
+	fs.Var(&f.margin, "margin", marginHelp)
 	fs.IntVar(&st.K, "k", 1, "consecutive windows beyond the margin before violated/restored")
 	fs.IntVar(&st.RetireAfter, "retire-after", alerts.DefaultRetireAfter, "windows before a replaced dependency is retired")
-	fs.IntVar(&st.MaxLevel, "max-level", 0, "lattice level limit: the most columns a dependency may mention (default: none)")
+	fs.IntVar(&f.maxLevel, "max-level", stream.DefaultMaxLevel, "lattice level limit: the most columns a dependency may mention (0: none)")
+	fs.IntVar(&f.discoverAfter, "discover-after", stream.DefaultDiscoverAfter, "consecutive windows a new dependency must hold (minimal and reliable) before it is discovered")
 	fs.IntVar(&st.Sample, "sample", 5, "violating records carried per event")
 	fs.Float64Var(&st.MinScore, "min-score", 0, "do not track newly found dependencies whose score (share of row pairs their context groups) is below this")
 	fs.DurationVar(&st.EvaluationTimeout, "evaluation-timeout", 0, "time budget of one discovery run (default: none)")
@@ -221,6 +229,8 @@ func (f *runFlags) settings() (runSettings, error) {
 	fl.Include, fl.Exclude, fl.Pinned = f.include, f.exclude, f.pinned
 	eps := f.epsilon
 	fl.Epsilon = &eps
+	margin, maxLevel, discoverAfter := f.margin, f.maxLevel, f.discoverAfter
+	fl.Margin, fl.MaxLevel, fl.DiscoverAfter = &margin, &maxLevel, &discoverAfter
 	values := f.statusValues
 	fl.StatusValues = &values
 	// Without a config file, every flag counts (defaults included).
@@ -305,6 +315,7 @@ func (f *runFlags) settings() (runSettings, error) {
 		pick("k", func() { st.K = fl.K })
 		pick("retire-after", func() { st.RetireAfter = fl.RetireAfter })
 		pick("max-level", func() { st.MaxLevel = fl.MaxLevel })
+		pick("discover-after", func() { st.DiscoverAfter = fl.DiscoverAfter })
 		pick("sample", func() { st.Sample = fl.Sample })
 		pick("min-score", func() { st.MinScore = fl.MinScore })
 		pick("evaluation-timeout", func() { st.EvaluationTimeout = fl.EvaluationTimeout })
@@ -321,6 +332,15 @@ func (f *runFlags) settings() (runSettings, error) {
 		}
 		if st.Sample == 0 {
 			st.Sample = fl.Sample
+		}
+		if st.Margin == nil {
+			st.Margin = fl.Margin
+		}
+		if st.MaxLevel == nil {
+			st.MaxLevel = fl.MaxLevel
+		}
+		if st.DiscoverAfter == nil {
+			st.DiscoverAfter = fl.DiscoverAfter
 		}
 	}
 	return base, nil
@@ -362,8 +382,9 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 			SchemaFile: st.Schema, RegistryURL: st.Registry,
 			Include: st.Include, Exclude: st.Exclude,
 			Window: st.Window, Every: st.Every, Interval: st.Interval,
-			Epsilon: eps, Margin: st.Margin, K: st.K, RetireAfter: st.RetireAfter,
-			MaxLevel: st.MaxLevel, Sample: st.Sample, MinScore: st.MinScore,
+			Epsilon: eps, Margin: float64(deref(st.Margin, alerts.AutoMargin)), K: st.K, RetireAfter: st.RetireAfter,
+			MaxLevel: deref(st.MaxLevel, stream.DefaultMaxLevel), DiscoverAfter: deref(st.DiscoverAfter, stream.DefaultDiscoverAfter),
+			Sample: st.Sample, MinScore: st.MinScore,
 			EvaluationTimeout: st.EvaluationTimeout, Pinned: st.Pinned,
 		})
 	}
@@ -443,4 +464,12 @@ func (s runSettings) saslMechanism() (sasl.Mechanism, error) {
 		return m, nil
 	}
 	return nil, fmt.Errorf("sasl-mechanism: %q is not plain, scram-sha-256 or scram-sha-512", s.SASL.Mechanism)
+}
+
+// deref is *p, or def when p is nil (a key the config file left out).
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/odwatch/odwatch/stream"
 )
 
 func writeFile(t *testing.T, name, content string) string {
@@ -46,6 +48,10 @@ func TestRunSettingsFlagsOnly(t *testing.T) {
 	}
 	if st.MinScore != 0.02 {
 		t.Errorf("min-score = %v", st.MinScore)
+	}
+	if st.Margin != stream.AutoMargin || st.MaxLevel != stream.DefaultMaxLevel || st.DiscoverAfter != stream.DefaultDiscoverAfter {
+		t.Errorf("margin %v, max-level %d, discover-after %d; want the stream defaults auto, %d, %d",
+			st.Margin, st.MaxLevel, st.DiscoverAfter, stream.DefaultMaxLevel, stream.DefaultDiscoverAfter)
 	}
 	if cfg.EventsTopic != "ev" || cfg.StateTopic != "st" || cfg.Group != "odwatch" {
 		t.Errorf("config = %+v", cfg)
@@ -169,5 +175,40 @@ func TestRunUsageErrors(t *testing.T) {
 	}
 	if errors.Is(err, errUsage) {
 		t.Logf("config errors are start-up errors (exit 1): %v", err)
+	}
+}
+
+// TestRunSettingsStreamDefaults: margin, max-level and discover-after keys
+// left out of the file take the stream defaults; 0 and a number are kept.
+func TestRunSettingsStreamDefaults(t *testing.T) {
+	file := writeFile(t, "odwatch.yaml", `
+brokers: [k1:9092]
+state-dir: /var/lib/odwatch
+streams:
+  - topic: a
+  - topic: b
+    margin: 0.02
+    max-level: 0
+    discover-after: 1
+  - topic: c
+    margin: auto
+`)
+	s, err := parseRun(t, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.monitorConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := cfg.Streams[0], cfg.Streams[1], cfg.Streams[2]
+	if a.Margin != stream.AutoMargin || a.MaxLevel != stream.DefaultMaxLevel || a.DiscoverAfter != stream.DefaultDiscoverAfter {
+		t.Errorf("stream a = %+v, want the defaults", a)
+	}
+	if b.Margin != 0.02 || b.MaxLevel != 0 || b.DiscoverAfter != 1 {
+		t.Errorf("stream b = %+v, want margin 0.02, max-level 0, discover-after 1", b)
+	}
+	if c.Margin != stream.AutoMargin {
+		t.Errorf("stream c margin %v, want auto", c.Margin)
 	}
 }

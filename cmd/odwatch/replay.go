@@ -28,7 +28,8 @@ const replayDescription = `Runs the monitor's window, evaluation and tracker cod
 events it would have raised, then a summary: events by type, evaluations,
 time. The same input and flags give the same events and event ids.
 Example: how many alerts would epsilon 0.03 have raised on last week's data:
-  odwatch replay --brokers kafka:9092 --topic payments --from 2026-11-23T00:00:00Z --to 2026-11-30T00:00:00Z --epsilon 0.03`
+  odwatch replay --brokers kafka:9092 --topic payments --from 2026-11-23T00:00:00Z --to 2026-11-30T00:00:00Z --epsilon 0.03
+Exit status: 0 success, 1 failure, 2 usage or input error.`
 
 // marginFlag is --margin: a share, or "auto" (negative inside): the noise
 // margin of the window's size (alerts.NoiseMargin).
