@@ -268,3 +268,34 @@ func TestShellWords(t *testing.T) {
 		t.Errorf("parseReadmeCmd: %+v, %v", c, err)
 	}
 }
+
+// TestREADMELinks: every relative link of the README and of docs/ names a
+// file of the repository; none leaves it.
+func TestREADMELinks(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, path := range append([]string{filepath.Join(root, "README.md")}, docs...) {
+		md, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(md), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			abs := filepath.Join(filepath.Dir(path), target)
+			if rel, err := filepath.Rel(root, abs); err != nil || strings.HasPrefix(rel, "..") {
+				t.Errorf("%s links %s, outside the repository", filepath.Base(path), m[1])
+				continue
+			}
+			if _, err := os.Stat(abs); err != nil {
+				t.Errorf("%s links %s, which does not exist", filepath.Base(path), m[1])
+			}
+		}
+	}
+}
