@@ -694,6 +694,8 @@ type DependencyError struct {
 	// Measured is false until the dependency was observed in a window
 	// (a pinned dependency before the first evaluation).
 	Measured bool
+	// Strength is the strength of the last window in which it held.
+	Strength float64
 }
 
 // Errors returns the last observed error of every tracked dependency,
@@ -705,7 +707,7 @@ func (t *Tracker) Errors() []DependencyError {
 	for _, id := range t.sortedIDs() {
 		e := t.entries[id]
 		out = append(out, DependencyError{ID: id, Text: e.text, State: e.State, Pinned: e.Pinned,
-			Error: e.LastError, Removals: e.LastRemovals, Measured: e.Measured})
+			Error: e.LastError, Removals: e.LastRemovals, Measured: e.Measured, Strength: e.Strength})
 	}
 	return out
 }

@@ -59,6 +59,9 @@ type RuleStatus struct {
 	Measured bool
 	Error    float64
 	Removals int
+	// Strength is how much better than chance the rule held, in the last
+	// window in which it held (discovery.Result.Strength).
+	Strength float64
 }
 
 // statusBoard keeps the last evaluation of every stream for the status
@@ -176,7 +179,7 @@ func (m *Monitor) StatusRules(stream string) ([]RuleStatus, error) {
 			return nil, fmt.Errorf("stream %s: rule %s: %w", stream, e.ID, err)
 		}
 		out = append(out, RuleStatus{ID: e.ID, Text: e.Text, Dependency: d, State: e.State, Pinned: e.Pinned,
-			Measured: e.Measured, Error: e.Error, Removals: e.Removals})
+			Measured: e.Measured, Error: e.Error, Removals: e.Removals, Strength: e.Strength})
 	}
 	slices.SortFunc(out, func(a, b RuleStatus) int {
 		if av, bv := a.State == alerts.StateViolated, b.State == alerts.StateViolated; av != bv {

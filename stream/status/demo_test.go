@@ -180,6 +180,15 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`a.stream-link`)),
 		chromedp.Click(chromedp.CSS(`a.stream-link`)),
 		chromedp.WaitVisible(ruleLink),
+	)
+	if err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	streamShot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(ctx,
 		chromedp.Click(ruleLink),
 		chromedp.WaitVisible(chromedp.CSS(`svg.chart polyline.error`)),
 		chromedp.WaitVisible(chromedp.CSS(`svg.chart rect.band`)),
@@ -217,11 +226,13 @@ func TestBrowser(t *testing.T) {
 	if a := os.Getenv("ODWATCH_ARTIFACTS"); a != "" {
 		dir = a
 	}
-	path := filepath.Join(dir, "status-rule.png")
-	if err := os.WriteFile(path, shot, 0o644); err != nil {
-		t.Fatal(err)
+	for name, png := range map[string][]byte{"status-stream.png": streamShot, "status-rule.png": shot} {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", path)
 	}
-	t.Logf("screenshot of the rule page: %s", path)
 }
 
 // needChromium returns the browser's path, or skips the test (fails it in

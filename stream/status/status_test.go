@@ -312,3 +312,38 @@ func TestChartGeometry(t *testing.T) {
 		t.Errorf("eps line %v outside the band %v+%v", c.EpsY, c.BandY, c.BandH)
 	}
 }
+
+// TestAPIRuleRelated: a rule that changed state as a related one of
+// another rule's event lists that event, but does not show the leading
+// rule's samples as its own; a rule known only from such an event (no
+// longer tracked) still has a page.
+func TestAPIRuleRelated(t *testing.T) {
+	src := payrollSource(t)
+	lead, rel, gone := mustDep(t, "{}: tax_group ~ tax (asc)"), mustDep(t, "{tax_group}: [] -> perc"), mustDep(t, "{}: perc ~ tax (asc)")
+	src.events["payroll"] = append(src.events["payroll"], alerts.Event{ID: "ev-group", Type: alerts.EventViolated, Stream: "payroll",
+		DependencyID: lead.ID(), Dependency: lead, DependencyText: lead.String(), ErrorNow: 0.02,
+		Window:  alerts.WindowInfo{StartOffsets: map[int32]int64{0: 1}, EndOffsets: map[int32]int64{0: 2}},
+		Samples: []alerts.Sample{{Topic: "payroll", Offset: 99, Values: map[string]string{"tax_group": "C", "tax": "1"}}},
+		Related: []alerts.Related{
+			{DependencyID: rel.ID(), Dependency: rel, DependencyText: rel.String(), ErrorNow: 0.02},
+			{DependencyID: gone.ID(), Dependency: gone, DependencyText: gone.String(), ErrorNow: 0.03},
+		}})
+	h := Handler(src, Options{Values: true})
+	var v struct {
+		Rule    struct{ Text, Description string }
+		Events  []struct{ ID string }
+		Samples []struct{ Offset int64 }
+	}
+	getJSON(t, h, "/api/streams/payroll/rules/"+rel.ID(), &v)
+	if len(v.Events) != 1 || v.Events[0].ID != "ev-group" || len(v.Samples) != 0 {
+		t.Errorf("related rule: events %+v samples %+v, want the group's event and no samples", v.Events, v.Samples)
+	}
+	getJSON(t, h, "/api/streams/payroll/rules/"+gone.ID(), &v)
+	if v.Rule.Text != gone.String() || v.Rule.Description != "sorting by perc sorts tax" {
+		t.Errorf("untracked related rule: %+v", v.Rule)
+	}
+	_, page, _ := get(t, h, streamHref("payroll"))
+	if !strings.Contains(page, "and 2 related") || !strings.Contains(page, ruleHref("payroll", gone.ID())) {
+		t.Error("the stream's timeline does not list the related rules of a grouped event")
+	}
+}

@@ -83,6 +83,7 @@ type ruleJSON struct {
 	Measured bool        `json:"measured"`
 	Error    float64     `json:"error"`
 	Removals int         `json:"removals"`
+	Strength float64     `json:"strength"`
 	Band     band        `json:"band"`
 	History  []pointJSON `json:"history"`
 }
@@ -187,7 +188,7 @@ func toRuleJSON(src Source, s stream.StreamStatus, r stream.RuleStatus) (ruleJSO
 	}
 	return ruleJSON{ID: r.ID, Text: r.Text, Description: discovery.Describe(r.Dependency), Tracked: true,
 		State: string(r.State), Pinned: r.Pinned, Measured: r.Measured, Error: r.Error, Removals: r.Removals,
-		Band: bandOf(s), History: toPoints(h)}, nil
+		Strength: r.Strength, Band: bandOf(s), History: toPoints(h)}, nil
 }
 
 // redact removes record values from events' samples unless values are
@@ -203,6 +204,17 @@ func redact(events []alerts.Event, values bool) {
 		}
 		events[i].Samples = samples
 	}
+}
+
+// eventDependency is the dependency with id in an event that involves it:
+// its own or a related one's.
+func eventDependency(e alerts.Event, id string) (discovery.Dependency, string) {
+	for _, r := range e.Related {
+		if r.DependencyID == id {
+			return r.Dependency, r.DependencyText
+		}
+	}
+	return e.Dependency, e.DependencyText
 }
 
 // columns lists the columns a rule mentions, context first.
@@ -266,7 +278,7 @@ func buildRule(src Source, name, id string, values bool) (ruleView, error) {
 		return ruleView{}, err
 	}
 	v := ruleView{Version: ver, Stream: toStreamJSON(s), Values: values, Samples: []sampleJSON{},
-		Events: newestFirst(events, func(e alerts.Event) bool { return e.DependencyID == id }, 0)}
+		Events: newestFirst(events, func(e alerts.Event) bool { return e.Involves(id) }, 0)}
 	rules, err := src.StatusRules(name)
 	if err != nil {
 		return ruleView{}, err
@@ -286,12 +298,14 @@ func buildRule(src Source, name, id string, values bool) (ruleView, error) {
 			return ruleView{}, errNotFound
 		}
 		// Known from its events only: no longer tracked.
-		e := v.Events[0]
-		v.Rule = ruleJSON{ID: id, Text: e.DependencyText, Description: discovery.Describe(e.Dependency), Band: bandOf(s), History: []pointJSON{}}
+		d, text := eventDependency(v.Events[0], id)
+		v.Rule = ruleJSON{ID: id, Text: text, Description: discovery.Describe(d), Band: bandOf(s), History: []pointJSON{}}
 	}
 	v.Columns = columns(v.Rule.Text)
 	for _, e := range v.Events {
-		if len(e.Samples) == 0 {
+		// Samples are a removal set of the event's own dependency: a rule
+		// that is only related to an event has none there.
+		if len(e.Samples) == 0 || e.DependencyID != id {
 			continue
 		}
 		v.SamplesFrom = e.ID
