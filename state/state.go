@@ -337,7 +337,10 @@ func classifyOpenError(dir string, err error, fail *failure) error {
 	switch {
 	case errors.As(err, &pe) && errors.Is(pe.Err, fs.ErrNotExist) && filepath.Dir(pe.Path) == filepath.Clean(dir):
 		return corruptError(dir, filepath.Base(pe.Path)+" is missing")
-	case pebble.IsCorruptionError(err), errors.Is(err, fs.ErrNotExist), errors.Is(err, pebble.ErrDBDoesNotExist),
+	case errors.Is(err, pebble.ErrDBDoesNotExist):
+		// Only an existing store gets here (storeExists saw a manifest).
+		return corruptError(dir, "its manifest marker (marker.manifest.*) is missing")
+	case pebble.IsCorruptionError(err), errors.Is(err, fs.ErrNotExist),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, record.ErrUnexpectedEOF),
 		errors.Is(err, record.ErrInvalidChunk), errors.Is(err, record.ErrZeroedChunk):
 		// A missing file of an existing store, or a truncated or
