@@ -24,12 +24,69 @@ import (
 // demoRun is the demo pipeline (in-process broker, payroll generator,
 // monitor) with the status page served over HTTP.
 type demoRun struct {
-	m   *stream.Monitor
-	srv *httptest.Server
+	m      *stream.Monitor
+	srv    *httptest.Server
+	addr   string // the broker
+	dir    string // the state directory
+	stopM  context.CancelFunc
+	runErr chan error
+}
+
+// startMonitor runs a monitor of the demo's stream on the broker and state
+// directory.
+func (d *demoRun) startMonitor(t *testing.T) {
+	t.Helper()
+	m, err := stream.NewMonitor(demoConfig(d.addr, d.dir), stream.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.m, d.stopM, d.runErr = m, cancel, make(chan error, 1)
+	go func() { d.runErr <- m.Run(ctx) }()
+}
+
+// stopMonitor stops the running monitor and waits for it.
+func (d *demoRun) stopMonitor(t *testing.T) {
+	t.Helper()
+	d.stopM()
+	select {
+	case err := <-d.runErr:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("monitor: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("monitor did not stop within 30 s")
+	}
+}
+
+// waitViolated waits until the monitor holds salary ~ tax violated and
+// returns its id.
+func (d *demoRun) waitViolated(t *testing.T) string {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		rules, err := d.m.StatusRules("payroll")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rules {
+			if r.State == alerts.StateViolated && isSalaryTax(r.Text) {
+				return r.ID
+			}
+		}
+		select {
+		case err := <-d.runErr:
+			t.Fatalf("monitor stopped: %v", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatal("salary ~ tax not violated within 2 minutes")
+	return ""
 }
 
 // startDemo runs the payroll demo until the tracker holds salary ~ tax
-// violated, and returns it with the rule's id.
+// violated, and returns it with the rule's id. The test's cleanup stops
+// it.
 func startDemo(t *testing.T, values bool) (*demoRun, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -38,56 +95,38 @@ func startDemo(t *testing.T, values bool) (*demoRun, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := stream.NewMonitor(stream.Config{
-		Brokers: []string{addr}, Group: "status-test", StateDir: t.TempDir(),
-		Streams: []stream.StreamConfig{{Name: topic, Topic: topic, Format: "json",
-			Window: 1000, Every: 250, Epsilon: 0.01, Margin: 0.004, K: 1, Sample: 3, MinScore: 0.01}},
-	}, stream.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runErr := make(chan error, 1)
-	go func() { runErr <- m.Run(ctx) }()
+	d := &demoRun{addr: addr, dir: t.TempDir()}
+	d.startMonitor(t)
 	genErr := make(chan error, 1)
 	go func() {
 		genErr <- stream.ProducePayroll(ctx, stream.PayrollOptions{Brokers: []string{addr}, Topic: topic,
-			Rate: 4000, Count: 20000, CleanRecords: 6000, ErrorRate: 0.03, Seed: 7})
+			Rate: 4000, CleanRecords: 6000, ErrorRate: 0.03, Seed: 7})
 	}()
-	d := &demoRun{m: m, srv: httptest.NewServer(Handler(m, Options{Values: values}))}
+	d.srv = httptest.NewServer(Handler(d.m, Options{Values: values}))
 	t.Cleanup(func() {
 		d.srv.Close()
+		d.stopMonitor(t)
 		cancel()
-		for _, ch := range []chan error{runErr, genErr} {
-			select {
-			case err := <-ch:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Errorf("demo pipeline: %v", err)
-				}
-			case <-time.After(30 * time.Second):
-				t.Error("demo pipeline did not stop within 30 s")
+		select {
+		case err := <-genErr:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				t.Errorf("payroll generator: %v", err)
 			}
+		case <-time.After(30 * time.Second):
+			t.Error("payroll generator did not stop within 30 s")
 		}
 		stopBroker()
 	})
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		rules, err := m.StatusRules(topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rules {
-			if r.State == alerts.StateViolated && isSalaryTax(r.Text) {
-				return d, r.ID
-			}
-		}
-		select {
-		case err := <-runErr:
-			t.Fatalf("monitor stopped: %v", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	return d, d.waitViolated(t)
+}
+
+func demoConfig(broker, dir string) stream.Config {
+	const topic = "payroll"
+	return stream.Config{
+		Brokers: []string{broker}, Group: "status-test", StateDir: dir,
+		Streams: []stream.StreamConfig{{Name: topic, Topic: topic, Format: "json",
+			Window: 1000, Every: 250, Epsilon: 0.01, Margin: 0.004, K: 1, Sample: 3, MinScore: 0.01}},
 	}
-	t.Fatal("salary ~ tax not violated within 2 minutes")
-	return nil, ""
 }
 
 func isSalaryTax(text string) bool {
@@ -133,11 +172,24 @@ func TestDemoAPI(t *testing.T) {
 			t.Errorf("values %v sent with --status-values=false", s.Values)
 		}
 	}
-	// The history survives a restart: it is in the store, read back here
-	// through a fresh view of the same monitor's store.
-	pts, err := d.m.StatusHistory("payroll", id)
-	if err != nil || len(pts) != len(v.Rule.History) {
-		t.Errorf("StatusHistory: %d points, %v", len(pts), err)
+	// The history survives a restart: a new monitor on the same state
+	// directory shows the chart and the events it had.
+	d.stopMonitor(t)
+	d.startMonitor(t)
+	if id2 := d.waitViolated(t); id2 != id {
+		t.Fatalf("rule id %s after the restart, was %s", id2, id)
+	}
+	var after struct {
+		Rule struct {
+			History []struct {
+				WindowEnd uint64 `json:"window_end"`
+			}
+		}
+		Events []struct{ Type string }
+	}
+	getJSON(t, Handler(d.m, Options{}), "/api/streams/payroll/rules/"+id, &after)
+	if len(after.Rule.History) < len(v.Rule.History) || len(after.Events) < 2 {
+		t.Errorf("after a restart: %d points (had %d), %d events", len(after.Rule.History), len(v.Rule.History), len(after.Events))
 	}
 }
 
@@ -217,6 +269,24 @@ func TestBrowser(t *testing.T) {
 	offset, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`table.samples td.offset`)))
 	if want := samples(); err != nil || len(want) == 0 || !slices.Contains(want, strings.TrimSpace(offset)) {
 		t.Errorf("offset on the page %q (%v), want one of the API's %v", offset, err, want)
+	}
+	// The page refreshes itself in place: after the next evaluation its
+	// version changes while the document stays the same (no reload) and
+	// the chart is still there.
+	version, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.odwatchTestMark = 1; document.body.dataset.version`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refreshed := false
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !refreshed; time.Sleep(200 * time.Millisecond) {
+		now, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.odwatchTestMark === 1 && document.querySelector("svg.chart polyline.error") ? document.body.dataset.version : "reloaded"`))
+		if err != nil || now == "reloaded" {
+			t.Fatalf("the page reloaded or lost its chart while refreshing (%q, %v)", now, err)
+		}
+		refreshed = now != version
+	}
+	if !refreshed {
+		t.Error("the rule page did not refresh itself within a minute of evaluations")
 	}
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {

@@ -298,8 +298,13 @@ func buildRule(src Source, name, id string, values bool) (ruleView, error) {
 			return ruleView{}, errNotFound
 		}
 		// Known from its events only: no longer tracked.
+		// Its history is what the store kept (a retired rule's is gone).
 		d, text := eventDependency(v.Events[0], id)
-		v.Rule = ruleJSON{ID: id, Text: text, Description: discovery.Describe(d), Band: bandOf(s), History: []pointJSON{}}
+		h, err := src.StatusHistory(name, id)
+		if err != nil {
+			return ruleView{}, err
+		}
+		v.Rule = ruleJSON{ID: id, Text: text, Description: discovery.Describe(d), Band: bandOf(s), History: toPoints(h)}
 	}
 	v.Columns = columns(v.Rule.Text)
 	for _, e := range v.Events {
