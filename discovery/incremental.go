@@ -639,3 +639,18 @@ func (f *incFD) rebuild() {
 		}
 	}
 }
+
+// DictColumns returns the window's rows as dictionary-coded columns, oldest
+// row first (for Encode, e.g. to sample a removal set). Codes are copied;
+// dictionaries share the strings.
+func (e *Incremental) DictColumns() []DictColumn {
+	out := make([]DictColumn, len(e.cols))
+	for i, c := range e.cols {
+		codes := make([]uint32, e.n)
+		for k := range codes {
+			codes[k] = c.codes[(e.oldest+uint32(k))&e.mask]
+		}
+		out[i] = DictColumn{Name: c.name, Dict: append([]string(nil), c.vals...), Codes: codes}
+	}
+	return out
+}

@@ -40,6 +40,13 @@ type StreamConfig struct {
 	Window   int
 	Every    int
 	Interval time.Duration
+	// DiscoverEvery, when above Every, splits the evaluation into two
+	// cadences (count windows only): every Every records the tracked
+	// dependencies are re-checked incrementally, and every DiscoverEvery
+	// records (a multiple of Every) full discovery runs on its own
+	// goroutine and never delays a check (see cadence.go). 0 (or Every)
+	// runs discovery with every evaluation.
+	DiscoverEvery int
 
 	Epsilon float64
 	// Margin is the hysteresis half-width around Epsilon; AutoMargin
@@ -287,6 +294,15 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 	}
 	if s.Interval < 0 {
 		bad("interval", "must be >= 0")
+	}
+	switch {
+	case s.DiscoverEvery < 0:
+		bad("discover-every", "must be >= 0")
+	case s.DiscoverEvery == 0 || s.DiscoverEvery == s.Every:
+	case s.Interval > 0:
+		bad("discover-every", "needs a count window (every), not interval")
+	case s.Every > 0 && s.DiscoverEvery%s.Every != 0:
+		bad("discover-every", "must be a multiple of every (%d), not %d", s.Every, s.DiscoverEvery)
 	}
 	// NaN fails every comparison: it is named explicitly.
 	if math.IsNaN(s.Epsilon) || s.Epsilon < 0 || s.Epsilon >= 1 {

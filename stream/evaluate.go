@@ -44,9 +44,12 @@ type mailbox struct {
 	replay  *evalJob
 	restore *stateRecord // a tracker state to restore before the next evaluation
 	wake    chan struct{}
+	feed    cadenceFeed // two cadences: checks and discoveries (cadence.go)
 }
 
-func newMailbox() mailbox { return mailbox{wake: make(chan struct{}, 1)} }
+func newMailbox() mailbox {
+	return mailbox{wake: make(chan struct{}, 1), feed: cadenceFeed{discWake: make(chan struct{}, 1)}}
+}
 
 // evictHold is a dispatched count window not saved yet: the store keeps
 // its records (offsets from bounds on, per partition) until the evaluation
@@ -65,6 +68,10 @@ const maxHolds = 4
 // dispatch snapshots the window (ending at record endSeq) for the
 // evaluator.
 func (s *streamRun) dispatch(endSeq uint64) {
+	if s.cfg.twoCadence() {
+		s.dispatchCheck(endSeq)
+		return
+	}
 	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq, bounds: s.win.EvictionBounds()}
 	if s.m.stateWriter != nil {
 		job.next = make(map[int32]int64, len(s.next))
@@ -161,6 +168,9 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 		}
 	}
 	rearm()
+	wait := s.startDiscoverer(ctx)
+	defer wait()
+	var chk checker
 	for {
 		select {
 		case <-ctx.Done():
@@ -181,6 +191,8 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 		s.mb.mu.Lock()
 		replay, job, restore := s.mb.replay, s.mb.pending, s.mb.restore
 		s.mb.replay, s.mb.pending, s.mb.restore = nil, nil, nil
+		checks := s.mb.feed.checks
+		s.mb.feed.checks = nil
 		s.mb.mu.Unlock()
 		if restore != nil {
 			if err := s.applyState(restore); err != nil {
@@ -192,6 +204,14 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 				continue
 			}
 			if err := s.evaluate(ctx, j); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
+		if len(checks) > 0 {
+			if err := s.runChecks(ctx, &chk, checks); err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -268,6 +288,8 @@ type evalOutcome struct {
 	// tracked, found, checked count the tracked dependencies, the minimal
 	// ones discovery found and the tracked ones the check path validated.
 	tracked, found, checked int
+	// merged: a check (two cadences) that took in a discovery's result.
+	merged bool
 	// Step durations, for the debug log and benchmarks.
 	encodeTime, discoverTime, checkTime time.Duration
 }

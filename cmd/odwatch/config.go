@@ -37,6 +37,7 @@ type streamSettings struct {
 	Exclude           []string      `yaml:"exclude"`
 	Window            int           `yaml:"window"`
 	Every             int           `yaml:"every"`
+	DiscoverEvery     int           `yaml:"discover-every"`
 	Interval          time.Duration `yaml:"interval"`
 	Epsilon           *float64      `yaml:"epsilon"`
 	Margin            *marginFlag   `yaml:"margin"`
@@ -193,6 +194,7 @@ func newRunFlags(name string) *runFlags {
 	fs.Var(&f.exclude, "exclude", "drop these columns (names or prefix.*)")
 	fs.IntVar(&st.Window, "window", 10000, "window size in records")
 	fs.IntVar(&st.Every, "every", 0, "evaluate every M records (default: the window size, tumbling)")
+	fs.IntVar(&st.DiscoverEvery, "discover-every", 0, "run full discovery every D records (a multiple of --every) on its own goroutine and re-check the tracked rules incrementally every --every records (default: discovery with every evaluation)")
 	fs.DurationVar(&st.Interval, "interval", 0, "time window: evaluate every interval over the records of the last interval (default: none, a count window)")
 	fs.Float64Var(&f.epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
 	f.margin = marginFlag(alerts.AutoMargin)
@@ -309,6 +311,7 @@ func (f *runFlags) settings() (runSettings, error) {
 		pick("exclude", func() { st.Exclude = fl.Exclude })
 		pick("window", func() { st.Window = fl.Window })
 		pick("every", func() { st.Every = fl.Every })
+		pick("discover-every", func() { st.DiscoverEvery = fl.DiscoverEvery })
 		pick("interval", func() { st.Interval = fl.Interval })
 		pick("epsilon", func() { st.Epsilon = fl.Epsilon })
 		pick("margin", func() { st.Margin = fl.Margin })
@@ -381,7 +384,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 			Name: st.Name, Topic: st.Topic, Format: st.Format,
 			SchemaFile: st.Schema, RegistryURL: st.Registry,
 			Include: st.Include, Exclude: st.Exclude,
-			Window: st.Window, Every: st.Every, Interval: st.Interval,
+			Window: st.Window, Every: st.Every, Interval: st.Interval, DiscoverEvery: st.DiscoverEvery,
 			Epsilon: eps, Margin: float64(deref(st.Margin, alerts.AutoMargin)), K: st.K, RetireAfter: st.RetireAfter,
 			MaxLevel: deref(st.MaxLevel, stream.DefaultMaxLevel), DiscoverAfter: deref(st.DiscoverAfter, stream.DefaultDiscoverAfter),
 			Sample: st.Sample, MinScore: st.MinScore,

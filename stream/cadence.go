@@ -1,0 +1,538 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+)
+
+// Two cadences (StreamConfig.DiscoverEvery > Every, count windows): every
+// Every records the tracked dependencies are re-checked incrementally
+// (discovery.Incremental: the cost is about the records that entered and
+// left), and every DiscoverEvery records full discovery runs on its own
+// goroutine, on a snapshot, so that a running discovery never delays a
+// check.
+//
+//	records  ──────┬───────┬───────┬───────┬───────┬───────┬──────▶
+//	checks         C1      C2      C3      C4      C5      C6
+//	discovery      D1 ════════════════▶    D2 ═══════════════▶
+//	merged into                            C4                      C7
+//
+// The discovery of the window ending at record S is merged into the check
+// of the window ending at S + DiscoverEvery (when the next discovery
+// starts): its minimal set, strengths and newly minimal dependencies join
+// that check's exact counts in one Tracker.Observe. Checks in between are
+// Tracker.ObserveCheck. The merge point depends on record numbers alone, so
+// a run gives the same events however long discovery takes, as long as it
+// takes less than DiscoverEvery records; one that takes longer is merged
+// into the first check after it finishes (logged), and a discovery due
+// while the previous one still runs replaces the one waiting (skipped).
+//
+// The consumer goroutine hands each check a delta of the window (the
+// values of the records that entered, the number that left), so that a
+// check costs the consumer about what changed; the evaluator goroutine
+// keeps the Incremental and applies every delta in order. Checks that
+// queue up behind a slow one are applied together and checked once (the
+// ones passed over are counted as skipped).
+
+// twoCadence reports whether the stream checks and discovers on separate
+// cadences.
+func (c *StreamConfig) twoCadence() bool {
+	return c.Interval == 0 && c.DiscoverEvery > c.Every
+}
+
+// checkJob is one check: the window's change since the previous job.
+type checkJob struct {
+	endSeq uint64
+	// reset: the checker starts over and rows are the whole window.
+	reset bool
+	evict int // rows that left the window since the previous job
+	names []string
+	// values[c][i] is column names[c] of the i-th new row; nulls likewise.
+	values [][]string
+	nulls  [][]bool
+	metas  []RowMeta
+	info   alerts.WindowInfo
+	next   map[int32]int64
+}
+
+// discoveryJob is one window to run discovery on.
+type discoveryJob struct {
+	snap   *Snapshot
+	endSeq uint64
+}
+
+// discoveryDone is a discovery's result, to be merged into the check of
+// window endSeq + DiscoverEvery.
+type discoveryDone struct {
+	endSeq  uint64
+	outcome discoveryOutcome
+	took    time.Duration
+}
+
+// cadenceFeed is the two-cadence part of the mailbox. The consumer side
+// (fed, lastSeq, lastLen) is touched by the consumer goroutine only; the
+// queues under mailbox.mu.
+type cadenceFeed struct {
+	fed     bool
+	lastSeq uint64 // arrival sequence number of the newest row handed over
+	lastLen int    // window rows after the last job
+	// resync is set by the checker when a delta does not fit its rows: the
+	// next job carries the whole window.
+	resync bool
+
+	checks   []*checkJob
+	disc     *discoveryJob
+	done     []discoveryDone
+	discWake chan struct{}
+	// beforeDiscovery, when set (by tests), runs before each discovery.
+	beforeDiscovery func(ctx context.Context, endSeq uint64)
+}
+
+// dispatchCheck is dispatch for two cadences: the window's delta to the
+// checker and, every DiscoverEvery records, a snapshot to discovery.
+func (s *streamRun) dispatchCheck(endSeq uint64) {
+	s.evalSeq = max(s.evalSeq, endSeq+1)
+	job := s.checkDelta(endSeq)
+	if s.m.stateWriter != nil {
+		job.next = make(map[int32]int64, len(s.next))
+		for p, o := range s.next {
+			job.next[p] = o
+		}
+	}
+	var dj *discoveryJob
+	if n, w := endSeq+1, uint64(s.cfg.Window); n >= w && (n-w)%uint64(s.cfg.DiscoverEvery) == 0 {
+		dj = &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq}
+	}
+	s.mb.mu.Lock()
+	s.mb.feed.checks = append(s.mb.feed.checks, job)
+	if dj != nil {
+		if old := s.mb.feed.disc; old != nil {
+			s.log.Warn("discovery skipped: the previous one is still running", "window_end", old.endSeq)
+		}
+		s.mb.feed.disc = dj
+	}
+	s.mb.mu.Unlock()
+	if dj != nil {
+		select {
+		case s.mb.feed.discWake <- struct{}{}:
+		default:
+		}
+	}
+	select {
+	case s.mb.wake <- struct{}{}:
+	default:
+	}
+}
+
+// checkDelta takes the window's change since the previous job: the rows
+// whose arrival sequence number is above the last one handed over, and the
+// number of rows that left. The whole window goes when there is no previous
+// job, the checker asked for it, or the counts do not add up (the window
+// was reset).
+func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
+	w, f := s.win, &s.mb.feed
+	s.mb.mu.Lock()
+	reset := !f.fed || f.resync
+	f.resync = false
+	s.mb.mu.Unlock()
+	at := func(i int) *rowMeta { // i-th row, oldest first
+		p := w.head + i
+		if p >= len(w.meta) {
+			p -= len(w.meta)
+		}
+		return &w.meta[p]
+	}
+	k, evict := 0, 0
+	if !reset {
+		for k < w.n && at(w.n-1-k).seq > f.lastSeq {
+			k++
+		}
+		evict = f.lastLen + k - w.n
+		reset = evict < 0 || evict > f.lastLen
+	}
+	if reset {
+		k, evict = w.n, 0
+	}
+	job := &checkJob{endSeq: endSeq, reset: reset, evict: evict, info: s.windowInfoOf(endSeq)}
+	for _, c := range w.cols {
+		vals, nulls := make([]string, k), make([]bool, k)
+		for i := 0; i < k; i++ {
+			p := w.head + w.n - k + i
+			if p >= len(w.meta) {
+				p -= len(w.meta)
+			}
+			if code := c.codes[p]; code != 0 {
+				vals[i] = c.dict[code-1]
+			} else {
+				nulls[i] = true
+			}
+		}
+		job.names = append(job.names, c.name)
+		job.values = append(job.values, vals)
+		job.nulls = append(job.nulls, nulls)
+	}
+	job.metas = make([]RowMeta, k)
+	for i := 0; i < k; i++ {
+		job.metas[i] = at(w.n - k + i).unpack()
+	}
+	f.fed, f.lastLen = true, w.n
+	if w.n > 0 {
+		f.lastSeq = at(w.n - 1).seq
+	}
+	return job
+}
+
+// windowInfoOf describes the window for events, from its metadata.
+func (s *streamRun) windowInfoOf(endSeq uint64) alerts.WindowInfo {
+	w := s.win
+	info := alerts.WindowInfo{
+		Stream: s.name, Topic: s.cfg.Topic, Records: w.n, EndSeq: endSeq,
+		StartOffsets: map[int32]int64{}, EndOffsets: map[int32]int64{},
+	}
+	for i := 0; i < w.n; i++ {
+		p := w.head + i
+		if p >= len(w.meta) {
+			p -= len(w.meta)
+		}
+		m := &w.meta[p]
+		if o, ok := info.StartOffsets[m.partition]; !ok || m.offset < o {
+			info.StartOffsets[m.partition] = m.offset
+		}
+		if o, ok := info.EndOffsets[m.partition]; !ok || m.offset > o {
+			info.EndOffsets[m.partition] = m.offset
+		}
+		if m.time != noTime {
+			t := time.Unix(0, m.time).UTC()
+			if info.StartTime.IsZero() || t.Before(info.StartTime) {
+				info.StartTime = t
+			}
+			if t.After(info.EndTime) {
+				info.EndTime = t
+			}
+		}
+	}
+	return info
+}
+
+// discoverer runs the discovery jobs until ctx is done, handing each
+// result to the checker.
+func (s *streamRun) discoverer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.mb.feed.discWake:
+		}
+		s.mb.mu.Lock()
+		job := s.mb.feed.disc
+		s.mb.feed.disc = nil
+		s.mb.mu.Unlock()
+		if job == nil {
+			continue
+		}
+		if hook := s.mb.feed.beforeDiscovery; hook != nil {
+			hook(ctx, job.endSeq)
+		}
+		start := time.Now()
+		done := discoveryDone{endSeq: job.endSeq}
+		table, err := discovery.Encode(job.snap.Columns())
+		if err != nil {
+			s.log.Error("discovery: encode", "window_end", job.endSeq, "err", err)
+			continue
+		}
+		done.outcome, err = s.env().discover(ctx, table, job.endSeq)
+		if err != nil {
+			return // ctx is done
+		}
+		done.took = time.Since(start)
+		s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(),
+			"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery))
+		s.mb.mu.Lock()
+		s.mb.feed.done = append(s.mb.feed.done, done)
+		s.mb.mu.Unlock()
+	}
+}
+
+// checker is the evaluator's state for two cadences: the incremental
+// window and the metadata of its rows (oldest first).
+type checker struct {
+	eng   *discovery.Incremental
+	col   map[string]int
+	metas []RowMeta
+	vals  []string
+	nulls []bool
+}
+
+// apply brings the checker's window to the job's. It reports false when
+// the job does not fit (rows missing): the consumer is then asked for the
+// whole window.
+func (c *checker) apply(job *checkJob) bool {
+	if job.reset || c.eng == nil {
+		if !job.reset {
+			return false
+		}
+		eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{})
+		if err != nil {
+			return false
+		}
+		c.eng, c.col, c.metas = eng, map[string]int{}, nil
+	}
+	if job.evict > len(c.metas) {
+		return false
+	}
+	c.eng.Evict(job.evict)
+	c.metas = append(c.metas[:0], c.metas[job.evict:]...)
+	idx := make([]int, len(job.names))
+	for i, name := range job.names {
+		j, ok := c.col[name]
+		if !ok {
+			j = c.eng.Column(name)
+			c.col[name] = j
+		}
+		idx[i] = j
+	}
+	width := len(c.col)
+	c.vals, c.nulls = make([]string, width), make([]bool, width)
+	for r := range job.metas {
+		for j := range c.nulls {
+			c.nulls[j] = true
+		}
+		for i, j := range idx {
+			c.vals[j], c.nulls[j] = job.values[i][r], job.nulls[i][r]
+		}
+		c.eng.Append(c.vals, c.nulls)
+	}
+	c.metas = append(c.metas, job.metas...)
+	return true
+}
+
+// removalCuts are the removal counts the tracker's verdicts turn on for a
+// window of n records: violated above eps+margin, restored at or below
+// eps-margin, held at or below floor(eps*n).
+func (s *streamRun) removalCuts(n int) []int {
+	if n == 0 {
+		return nil
+	}
+	eps, m := s.cfg.Epsilon, s.cfg.Margin
+	if m < 0 { // AutoMargin, as the tracker reads it
+		m = alerts.NoiseMargin(eps, n)
+	}
+	// largest r with r/n <= x, as the tracker compares errors
+	below := func(x float64) int {
+		r := int(math.Floor(x * float64(n)))
+		for r+1 <= n && float64(r+1)/float64(n) <= x {
+			r++
+		}
+		for r >= 0 && float64(r)/float64(n) > x {
+			r--
+		}
+		return r
+	}
+	return []int{below(eps + m), below(eps - m), int(math.Floor(eps * float64(n)))}
+}
+
+// runChecks applies the queued check jobs in order and checks the last
+// window; the earlier ones are counted as skipped.
+func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob) error {
+	for i, job := range jobs {
+		if !c.apply(job) {
+			s.mb.mu.Lock()
+			s.mb.feed.resync = true
+			s.mb.mu.Unlock()
+			c.eng = nil
+			s.log.Warn("check skipped: the window changed under the checker; resynchronizing", "window_end", job.endSeq)
+			return nil
+		}
+		if i < len(jobs)-1 {
+			s.m.metrics.evaluations.WithLabelValues(s.name, "skipped").Inc()
+		}
+	}
+	job := jobs[len(jobs)-1]
+	if s.hasTracker && job.endSeq <= s.trackerEnd {
+		return nil // evaluated and saved before a restart
+	}
+	start := time.Now()
+	out, err := s.check(ctx, c, job)
+	if err != nil {
+		return err
+	}
+	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next}, out); err != nil {
+		return err
+	}
+	d := time.Since(start)
+	if int64(d) > s.maxEval.Load() {
+		s.maxEval.Store(int64(d))
+	}
+	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
+	s.m.metrics.evaluations.WithLabelValues(s.name, out.result).Inc()
+	s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
+	s.log.Debug("check done", "window_end", job.endSeq, "records", len(c.metas), "tracked", out.tracked,
+		"discovery_merged", out.merged, "events", len(out.events), "seconds", d.Seconds())
+	return nil
+}
+
+// dueDiscovery takes the discovery results due at window endSeq (finished
+// and ending DiscoverEvery records or more before it) and returns the
+// newest; older due ones are dropped unmerged.
+func (s *streamRun) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
+	s.mb.mu.Lock()
+	defer s.mb.mu.Unlock()
+	var due discoveryDone
+	found := false
+	kept := s.mb.feed.done[:0]
+	for _, d := range s.mb.feed.done {
+		if d.endSeq+uint64(s.cfg.DiscoverEvery) <= endSeq {
+			if found {
+				s.log.Warn("discovery result superseded before it was merged", "window_end", due.endSeq)
+			}
+			due, found = d, true
+			continue
+		}
+		kept = append(kept, d)
+	}
+	s.mb.feed.done = kept
+	if found && due.endSeq+uint64(s.cfg.DiscoverEvery) < endSeq {
+		s.log.Warn("discovery merged late: it took longer than discover-every records",
+			"window_end", due.endSeq, "merged_at", endSeq, "seconds", due.took.Seconds())
+	}
+	return due, found
+}
+
+// check runs one check on the checker's window: the tracked dependencies'
+// counts (with the newly minimal ones of a due discovery), the
+// observations, the tracker and samples.
+func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*evalOutcome, error) {
+	done, merging := s.dueDiscovery(job.endSeq)
+	tracked := s.tracker.Tracked()
+	var deps []discovery.Dependency
+	for _, d := range tracked {
+		if d.Kind == discovery.KindOFD || d.Kind == discovery.KindOC {
+			deps = append(deps, d)
+		}
+	}
+	inDeps := make(map[string]bool, len(deps))
+	for _, d := range deps {
+		inDeps[alerts.DependencyID(d)] = true
+	}
+	if merging {
+		// The newly minimal ones, in discovery's order (by score).
+		for _, r := range done.outcome.results {
+			id := alerts.DependencyID(r.Dependency)
+			if r.Score < s.cfg.MinScore || !r.Reliable || inDeps[id] {
+				continue
+			}
+			if r.Kind == discovery.KindOFD || r.Kind == discovery.KindOC {
+				inDeps[id] = true
+				deps = append(deps, r.Dependency)
+			}
+		}
+	}
+	if err := c.eng.SetDependencies(deps); err != nil {
+		return nil, &stepError{"check", err}
+	}
+	n := c.eng.Len()
+	res := c.eng.Check(s.removalCuts(n))
+	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked)}
+	for _, r := range res {
+		if !r.Present {
+			continue // a column left the stream: not observed
+		}
+		o := alerts.Observation{Dependency: r.Dependency, Removals: r.Removals}
+		if n > 0 {
+			o.Error = float64(r.Removals) / float64(n)
+		}
+		if merging {
+			id := alerts.DependencyID(r.Dependency)
+			if f, ok := done.outcome.found[id]; ok {
+				o.Minimal, o.Strength, o.Score = true, f.Strength, f.Score
+			} else {
+				o.Minimal = !done.outcome.complete && dependencyLevel(r.Dependency) > done.outcome.levels
+			}
+		}
+		out.obs = append(out.obs, o)
+	}
+	if merging {
+		out.found, out.merged = len(done.outcome.found), true
+		out.events = s.tracker.Observe(out.info, out.obs)
+	} else {
+		out.events = s.tracker.ObserveCheck(out.info, out.obs)
+	}
+	out.checked = len(res)
+	s.attachCheckSamples(ctx, c, out.events)
+	return out, nil
+}
+
+// attachCheckSamples is attachSamples for a check: the window is encoded
+// from the checker's rows only when an event needs a sample.
+func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, events []alerts.Event) {
+	need := false
+	for _, ev := range events {
+		if ev.Removals > 0 && (ev.Type == alerts.EventViolated || ev.Type == alerts.EventDiscovered) {
+			need = true
+		}
+	}
+	if !need {
+		return
+	}
+	cols := c.eng.DictColumns()
+	table, err := discovery.Encode(cols)
+	if err != nil {
+		s.log.Warn("removal sample: encode", "err", err)
+		return
+	}
+	opts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
+	byName := make(map[string]int, len(cols))
+	for i, col := range cols {
+		byName[col.Name] = i
+	}
+	for i := range events {
+		ev := &events[i]
+		if ev.Removals == 0 || (ev.Type != alerts.EventViolated && ev.Type != alerts.EventDiscovered) {
+			continue
+		}
+		r, err := discovery.Validate(ctx, table, ev.Dependency, opts)
+		if err != nil {
+			if !errors.Is(err, context.Canceled) {
+				s.log.Warn("removal sample", "dependency", ev.DependencyText, "err", err)
+			}
+			continue
+		}
+		names := dependencyColumns(ev.Dependency)
+		for _, row := range r.RemovalSample {
+			if len(ev.Samples) == s.cfg.Sample || row < 0 || row >= len(c.metas) {
+				break
+			}
+			m := c.metas[row]
+			values := make(map[string]string, len(names))
+			for _, name := range names {
+				if ci, ok := byName[name]; ok {
+					if code := cols[ci].Codes[row]; code != 0 {
+						values[name] = cols[ci].Dict[code-1]
+					}
+				}
+			}
+			ev.Samples = append(ev.Samples, alerts.Sample{Topic: s.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: values})
+		}
+	}
+}
+
+// startDiscoverer starts the discovery goroutine of a two-cadence stream;
+// wait returns once it has stopped.
+func (s *streamRun) startDiscoverer(ctx context.Context) (wait func()) {
+	if !s.cfg.twoCadence() {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.discoverer(ctx)
+	}()
+	return wg.Wait
+}

@@ -1,0 +1,229 @@
+package stream
+
+import (
+	"context"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+)
+
+// cadenceRun drives one two-cadence stream offline: the test appends
+// records to the window and dispatches at the stream's boundaries, as the
+// consumer does, while the stream's evaluator runs on its own goroutine.
+type cadenceRun struct {
+	t      *testing.T
+	s      *streamRun
+	sink   *collectSink
+	cancel context.CancelFunc
+	done   chan error
+	r      *rand.Rand
+	seq    uint64
+}
+
+const (
+	cadWindow, cadEvery, cadDiscoverEvery = 400, 50, 200
+	cadFaultAt                            = 1500 // x ~ y breaks from here on
+)
+
+func newCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64)) *cadenceRun {
+	t.Helper()
+	sink := &collectSink{}
+	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{{
+		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05,
+	}}}, Options{Logger: testLogger(t), Sinks: []alerts.Sink{sink}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cadenceRun{t: t, s: m.streams[0], sink: sink, done: make(chan error, 1), r: rand.New(rand.NewPCG(9, 9))}
+	c.s.mb.feed.beforeDiscovery = beforeDiscovery
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() { c.done <- c.s.evaluator(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-c.done; err != nil {
+			t.Error(err)
+		}
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+// next appends one record: x ~ y (asc) and g -> h hold until cadFaultAt,
+// after which y is random in a third of the records. It returns the
+// record's sequence number and whether it ends a window to check.
+func (c *cadenceRun) next() (uint64, bool) {
+	var rec FlatRecord
+	x := c.r.IntN(1000)
+	y := 2 * x
+	if c.seq >= cadFaultAt && c.r.IntN(3) == 0 {
+		y = c.r.IntN(2000)
+	}
+	g := c.r.IntN(5)
+	rec.AddString("x", strconv.Itoa(x))
+	rec.AddString("y", strconv.Itoa(y))
+	rec.AddString("g", "g"+strconv.Itoa(g))
+	rec.AddString("h", "h"+strconv.Itoa(g%3))
+	rec.AddString("z", strconv.Itoa(c.r.IntN(50)))
+	seq := c.seq
+	c.s.win.Append(RowMeta{Partition: 0, Offset: int64(seq), Seq: seq, Time: time.Unix(int64(seq), 0)}, &rec)
+	c.seq++
+	return seq, c.s.countBoundary(seq) && c.s.win.Len() >= cadWindow
+}
+
+// discoveryDue reports whether the discovery of the window ending at end
+// has finished (it is waiting to be merged).
+func (c *cadenceRun) discoveryDone(end uint64) bool {
+	c.s.mb.mu.Lock()
+	defer c.s.mb.mu.Unlock()
+	for _, d := range c.s.mb.feed.done {
+		if d.endSeq == end {
+			return true
+		}
+	}
+	return false
+}
+
+// waitChecked waits until the check of the window ending at end is saved.
+func (c *cadenceRun) waitChecked(end uint64) {
+	c.t.Helper()
+	waitFor(c.t, 60*time.Second, "check of window "+strconv.FormatUint(end, 10), func() bool {
+		return c.s.evaluated.Load() >= end+1
+	})
+}
+
+func isDiscoveryEnd(end uint64) bool { return (end+1-cadWindow)%cadDiscoverEvery == 0 }
+
+// TestSlowDiscoveryNeverDelaysACheck holds a discovery run until the test
+// lets it go: meanwhile the checks of the following windows are saved one
+// after the other, and the fault is reported by a check.
+func TestSlowDiscoveryNeverDelaysACheck(t *testing.T) {
+	release := make(chan struct{})
+	var held sync.Once
+	heldAt := make(chan uint64, 1)
+	c := newCadenceRun(t, func(ctx context.Context, end uint64) {
+		if end < cadFaultAt {
+			return
+		}
+		held.Do(func() {
+			heldAt <- end
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		})
+	})
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	checked := 0
+	for c.seq < 3000 {
+		end, due := c.next()
+		if !due {
+			continue
+		}
+		c.s.dispatch(end)
+		c.waitChecked(end) // no discovery result is needed for a check
+		checked++
+	}
+	select {
+	case end := <-heldAt:
+		t.Logf("discovery of window %d held while %d checks ran", end, checked)
+	default:
+		t.Fatal("no discovery was held: the test did not exercise a slow discovery")
+	}
+	var violated *alerts.Event
+	for _, e := range c.sink.snapshot() {
+		if e.Type == alerts.EventViolated && e.DependencyText == "{}: x ~ y (asc)" {
+			violated = &e
+			break
+		}
+	}
+	if violated == nil {
+		t.Fatalf("x ~ y not reported violated while discovery was held; events: %v", eventSummary(c.sink.snapshot()))
+	}
+	if violated.Window.EndSeq >= cadFaultAt+cadWindow {
+		t.Errorf("violated at window end %d, want within a window of the fault at %d", violated.Window.EndSeq, cadFaultAt)
+	}
+}
+
+func eventSummary(evs []alerts.Event) []string {
+	var out []string
+	for _, e := range evs {
+		out = append(out, string(e.Type)+" "+e.DependencyText+" @"+strconv.FormatUint(e.Window.EndSeq, 10))
+	}
+	return out
+}
+
+// TestInterleavedCadencesMatchSequential runs the same stream twice: once
+// with every discovery finished before the next record is appended
+// (sequential), once with discoveries made slow, so that each spans several
+// checks (interleaved). The events, ids included, are the same.
+func TestInterleavedCadencesMatchSequential(t *testing.T) {
+	run := func(interleaved bool) []alerts.Event {
+		var c *cadenceRun
+		c = newCadenceRun(t, func(ctx context.Context, end uint64) {
+			if !interleaved {
+				return
+			}
+			// Finish only after two more checks ran.
+			for c.s.evaluated.Load() < end+1+2*cadEvery && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+		// One check past the last compared window: its delivery is done
+		// once the next check is saved (one goroutine does both).
+		const last = 2399
+		for c.seq < last+cadEvery+1 {
+			end, due := c.next()
+			if !due {
+				continue
+			}
+			if interleaved {
+				// Discovery has until its merge point: the check of
+				// window end + DiscoverEvery.
+				if end >= cadWindow-1+cadDiscoverEvery && isDiscoveryEnd(end) {
+					d := end - cadDiscoverEvery
+					waitFor(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
+				}
+			}
+			c.s.dispatch(end)
+			if !interleaved && isDiscoveryEnd(end) {
+				waitFor(t, 60*time.Second, "discovery", func() bool { return c.discoveryDone(end) })
+			}
+			c.waitChecked(end)
+		}
+		var out []alerts.Event
+		for _, e := range c.sink.snapshot() {
+			if e.Window.EndSeq <= last {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+	seq, inter := run(false), run(true)
+	if len(seq) == 0 {
+		t.Fatal("no events")
+	}
+	if !reflect.DeepEqual(eventSummary(seq), eventSummary(inter)) {
+		t.Fatalf("interleaved events differ:\nsequential  %v\ninterleaved %v", eventSummary(seq), eventSummary(inter))
+	}
+	for i := range seq {
+		if seq[i].ID != inter[i].ID || seq[i].ErrorNow != inter[i].ErrorNow || seq[i].ErrorBefore != inter[i].ErrorBefore {
+			t.Errorf("event %d: sequential %s (%v -> %v), interleaved %s (%v -> %v)", i,
+				seq[i].ID, seq[i].ErrorBefore, seq[i].ErrorNow, inter[i].ID, inter[i].ErrorBefore, inter[i].ErrorNow)
+		}
+	}
+	t.Logf("%d events: %v", len(seq), eventSummary(seq))
+}
