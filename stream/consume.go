@@ -229,8 +229,13 @@ func (s *streamRun) countBoundary(seq uint64) bool {
 	return n >= w && (n-w)%e == 0
 }
 
-// fetchMaxWait is how long a fetch waits on the broker for records.
-const fetchMaxWait = 250 * time.Millisecond
+// fetchMaxWait is how long a fetch waits on the broker for records;
+// fetchTimeout how much longer before a broker that does not answer (hung,
+// or a network partition) counts as unreachable.
+const (
+	fetchMaxWait = 250 * time.Millisecond
+	fetchTimeout = 5 * time.Second
+)
 
 // kafkaLogger forwards kafka-go's group logs at debug level. They are never
 // read for control flow: assignments and errors come from the group API.
@@ -546,7 +551,8 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 	defer m.health.forget(who)
 	var b backoff
 	for {
-		res, err := client.Fetch(ctx, &kafka.FetchRequest{
+		fctx, cancel := context.WithTimeout(ctx, fetchMaxWait+fetchTimeout)
+		res, err := client.Fetch(fctx, &kafka.FetchRequest{
 			Topic: tp.topic, Partition: tp.partition, Offset: offset,
 			MinBytes: 1, MaxBytes: readerMaxBytes, MaxWait: fetchMaxWait,
 		})
@@ -554,6 +560,7 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 			err = res.Error
 		}
 		if err != nil {
+			cancel()
 			if ctx.Err() != nil {
 				return
 			}
@@ -581,6 +588,7 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 		for {
 			rec, err := res.Records.ReadRecord()
 			if err != nil {
+				cancel()
 				break // end of the fetched batches (or of their readable part)
 			}
 			key, value := readBytes(rec.Key), readBytes(rec.Value)
@@ -595,6 +603,7 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 			select {
 			case out <- fetched{msg: msg}:
 			case <-ctx.Done():
+				cancel()
 				return
 			}
 		}

@@ -197,6 +197,19 @@ var consumerKeys = []int16{
 // outage and 200 after, the outage is counted, and every record is evaluated
 // with the window of a run without the outage.
 func TestBrokerOutage(t *testing.T) {
+	t.Run("connections dropped", func(t *testing.T) { testBrokerOutage(t, false) })
+	t.Run("broker hung", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("waits for request timeouts; skipped in -short")
+		}
+		testBrokerOutage(t, true)
+	})
+}
+
+// testBrokerOutage: with hang, the consumer's requests are never answered
+// (a broker stopped with SIGSTOP, a network partition) instead of having
+// their connections closed.
+func testBrokerOutage(t *testing.T, hang bool) {
 	c, err := kfake.NewCluster(brokerOptions(map[string]int{"out": 2})...)
 	if err != nil {
 		t.Fatal(err)
@@ -207,6 +220,9 @@ func TestBrokerOutage(t *testing.T) {
 	c.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		if down.Load() && slices.Contains(consumerKeys, req.Key()) {
+			if hang {
+				return nil, nil, true
+			}
 			return nil, errors.New("outage"), true
 		}
 		return nil, nil, false
