@@ -160,10 +160,11 @@ func listOrder(dc *DictColumn, idx []int32, list []string) (columnOrder, error) 
 }
 
 // temporalLayouts are the ISO 8601 / RFC 3339 forms a temporal column may
-// use: a date, or a date and a time to the minute, second or fraction of a
+// use: a month, a date, or a date and a time to the minute, second or fraction of a
 // second, with T or a space between, with or without a zone (Z or ±hh:mm).
 // A time without a zone is read as UTC.
 var temporalLayouts = [...]string{
+	"2006-01",
 	"2006-01-02",
 	"2006-01-02T15:04",
 	"2006-01-02T15:04Z07:00",
@@ -178,13 +179,10 @@ var temporalLayouts = [...]string{
 // parseTemporal reads s in one of temporalLayouts (fractional seconds are
 // accepted after the seconds by time.Parse).
 func parseTemporal(s string) (time.Time, bool) {
-	if len(s) < 10 || s[4] != '-' || s[7] != '-' || s[0] < '0' || s[0] > '9' {
+	if len(s) < 7 || s[4] != '-' || s[0] < '0' || s[0] > '9' {
 		return time.Time{}, false
 	}
 	for _, layout := range temporalLayouts {
-		if len(s) < len(layout)-6 {
-			continue
-		}
 		if t, err := time.Parse(layout, s); err == nil {
 			return t, true
 		}

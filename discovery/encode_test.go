@@ -1,7 +1,9 @@
 package discovery
 
 import (
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -185,4 +187,69 @@ func BenchmarkEncode(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/row")
+}
+
+// TestEncodeTyping: the type of a column and the order of its ranks under
+// each typing, and the errors of a bad ordinal declaration.
+func TestEncodeTyping(t *testing.T) {
+	col := func(name string, vals ...string) DictColumn {
+		c := DictColumn{Name: name}
+		for _, v := range vals {
+			if v == "" {
+				c.Codes = append(c.Codes, 0)
+				continue
+			}
+			c.Dict = append(c.Dict, v)
+			c.Codes = append(c.Codes, uint32(len(c.Dict)))
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name      string
+		col       DictColumn
+		ty        Typing
+		wantType  ColumnType
+		wantRanks []uint32
+	}{
+		{"numeric", col("n", "10", "9", ""), Typing{}, Numeric, []uint32{2, 1, 0}},
+		{"dates", col("d", "2024-02-01", "2023-12-31"), Typing{}, Temporal, []uint32{1, 0}},
+		{"months", col("d", "2024-02", "2023-12"), Typing{}, Temporal, []uint32{1, 0}},
+		// By time, not by bytes: 10:00+02:00 is 08:00Z, before 09:00Z.
+		{"zones", col("t", "2024-01-01T09:00:00Z", "2024-01-01T10:00:00+02:00", "2024-01-01 08:00:00Z"), Typing{}, Temporal, []uint32{1, 0, 0}},
+		{"fraction", col("t", "2024-01-01T00:00:00.5Z", "2024-01-01T00:00:00.25Z"), Typing{}, Temporal, []uint32{1, 0}},
+		{"minutes", col("t", "2001-01-01 00:01", "2001-01-01 00:00"), Typing{}, Temporal, []uint32{1, 0}},
+		{"mixed is text", col("t", "2024-01-01", "soon"), Typing{}, Nominal, []uint32{0, 1}},
+		{"text", col("s", "b", "a", "c"), Typing{}, Nominal, []uint32{1, 0, 2}},
+		{"order-text", col("s", "b", "a"), Typing{OrderText: true}, Ordinal, []uint32{1, 0}},
+		{"order-text dates by bytes", col("t", "2024-01-01T10:00:00+02:00", "2024-01-01T09:00:00Z"), Typing{OrderText: true}, Ordinal, []uint32{1, 0}},
+		{"ordinal by bytes", col("s", "b", "a"), Typing{Ordinal: map[string][]string{"s": nil}}, Ordinal, []uint32{1, 0}},
+		{"ordinal by list", col("s", "S", "L", "M", ""), Typing{Ordinal: map[string][]string{"s": {"S", "M", "L"}}}, Ordinal, []uint32{1, 3, 2, 0}},
+		{"numeric declared", col("n", "10", "9"), Typing{Ordinal: map[string][]string{"n": nil}}, Numeric, []uint32{1, 0}},
+	} {
+		tab, err := EncodeTyped([]DictColumn{tc.col}, tc.ty)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		c := tab.Columns[0]
+		if c.Type != tc.wantType || !slices.Equal(c.Ranks, tc.wantRanks) {
+			t.Errorf("%s: %v %v, want %v %v", tc.name, c.Type, c.Ranks, tc.wantType, tc.wantRanks)
+		}
+	}
+	for _, tc := range []struct {
+		ty   Typing
+		want []string
+	}{
+		{Typing{Ordinal: map[string][]string{"colour": nil}}, []string{`"colour"`}},
+		{Typing{Ordinal: map[string][]string{"s": {"S", "M"}}}, []string{`"s"`, `"L"`}},
+	} {
+		_, err := EncodeTyped([]DictColumn{col("s", "S", "L", "M")}, tc.ty)
+		if !errors.Is(err, ErrOrdinal) {
+			t.Fatalf("%v: err %v, want ErrOrdinal", tc.ty, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%v: error %q does not name %s on one line", tc.ty, err, w)
+			}
+		}
+	}
 }

@@ -52,9 +52,16 @@ type latNode struct {
 	// known to hold with e = 0 (only these may drive exact-only pruning).
 	ofdValid uint64
 	ofdExact uint64
-	// ocValid has bit ocBit(A,B,pol) set when X: A ~ B (pol) is valid; it is
-	// only meaningful when X: [] -> A and X: [] -> B are both invalid.
+	// ofdRel holds the A with Y: [] -> A valid and reliable for some Y
+	// included in X (X itself once its level is validated): the OFDs the
+	// reliable listing takes as implied.
+	ofdRel uint64
+	// ocValid has bit ocBit(A,B,pol) set when X: A ~ B (pol) is known
+	// valid; ocRel when some Y included in X has Y: A ~ B (pol) valid and
+	// reliable. Both are only meaningful for ordered A and B with no
+	// reliable OFD X: [] -> A or X: [] -> B.
 	ocValid []uint64
+	ocRel   []uint64
 }
 
 func ocBit(m, a, b int, pol Polarity) int { return (a*m+b)*2 + int(pol) }
@@ -63,29 +70,41 @@ func (n *latNode) hasOC(bit int) bool { return n.ocValid[bit>>6]&(1<<(bit&63)) !
 
 func (n *latNode) setOC(bit int) { n.ocValid[bit>>6] |= 1 << (bit & 63) }
 
-// found is one minimal dependency, in column indices.
+func (n *latNode) hasRelOC(bit int) bool { return n.ocRel[bit>>6]&(1<<(bit&63)) != 0 }
+
+func (n *latNode) setRelOC(bit int) { n.ocRel[bit>>6] |= 1 << (bit & 63) }
+
+// found is one minimal dependency, in column indices: of the paper's
+// minimal set (paper), of the reliable listing (reliable), or both.
 type found struct {
 	node     *latNode
 	kind     Kind
 	a, b     int
 	pol      Polarity
+	paper    bool
 	removals int
 	strength float64
 	sample   []int
 }
 
 type ofdTask struct {
-	node     *latNode
-	a        int
-	removals int
-	strength float64
-	sample   []int
+	node *latNode
+	a    int
+	// inherited: a direct subset holds it, unreliably; only its strength
+	// can make it a result.
+	inherited bool
+	removals  int
+	strength  float64
+	sample    []int
 }
 
 type ocTask struct {
-	node      *latNode
-	a, b      int
+	node *latNode
+	a, b int
+	// paper: both OFDs are invalid, as the paper's minimal set wants.
+	paper     bool
 	want      [2]bool // per polarity
+	inherited [2]bool // a direct subset holds it, unreliably
 	removals  [2]int
 	strengths [2]float64
 	samples   [2][]int
@@ -101,6 +120,7 @@ type lattice struct {
 	workers    int
 	validators []*Validator
 	pdep       []float64 // columnPdep of each column
+	unordered  uint64    // the Nominal columns, which take no part in OCs
 	found      []found
 	stats      Stats
 
@@ -173,6 +193,9 @@ func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
 	}
 	for i := range t.Columns {
 		l.pdep = append(l.pdep, columnPdep(&t.Columns[i]))
+		if !t.Columns[i].Type.Ordered() {
+			l.unordered |= 1 << i
+		}
 	}
 	err := l.run(ctx)
 	if err != nil {
@@ -233,7 +256,7 @@ func (l *lattice) withinMaxLevel(depLevel int) bool {
 // run walks the lattice; level k holds the contexts of size k.
 func (l *lattice) run(ctx context.Context) error {
 	words := (l.m*l.m*2 + 63) / 64
-	level := []*latNode{{part: FullPartition(l.t.Rows), ocValid: make([]uint64, words)}}
+	level := []*latNode{{part: FullPartition(l.t.Rows), ocValid: make([]uint64, words), ocRel: make([]uint64, words)}}
 	var prev []*latNode
 	for k := 0; len(level) > 0 && l.withinMaxLevel(k+1); k++ {
 		if err := ctx.Err(); err != nil {
@@ -246,6 +269,7 @@ func (l *lattice) run(ctx context.Context) error {
 			for _, p := range n.parents {
 				n.ofdValid |= p.ofdValid &^ n.set
 				n.ofdExact |= p.ofdExact &^ n.set
+				n.ofdRel |= p.ofdRel &^ n.set
 			}
 		}
 		level = slices.DeleteFunc(level, func(n *latNode) bool { return n.ofdValid|n.set == l.all })
@@ -278,14 +302,13 @@ func (l *lattice) run(ctx context.Context) error {
 				}
 				return false
 			})
-			for _, p := range prev {
-				p.part = nil // only two levels of partitions live at a time
-			}
 		}
 		l.level = k + 1
 		l.validated.Store(0)
 
-		// OFDs X: [] -> A.
+		// OFDs X: [] -> A: validated when no direct subset holds it (a
+		// candidate of the paper's minimal set), or when only unreliable
+		// subsets do (a candidate of the reliable listing alone).
 		var ofds []ofdTask
 		for _, n := range level {
 			n.score = n.part.Score()
@@ -294,8 +317,8 @@ func (l *lattice) run(ctx context.Context) error {
 					continue
 				}
 				l.stats.Candidates++
-				if n.ofdValid&(1<<a) == 0 {
-					ofds = append(ofds, ofdTask{node: n, a: a})
+				if n.ofdRel&(1<<a) == 0 {
+					ofds = append(ofds, ofdTask{node: n, a: a, inherited: n.ofdValid&(1<<a) != 0})
 				}
 			}
 		}
@@ -309,9 +332,9 @@ func (l *lattice) run(ctx context.Context) error {
 			col := &l.t.Columns[task.a]
 			task.removals = v.OFDRemovals(task.node.part, col, l.budget)
 			if task.removals <= l.budget {
-				task.strength = v.OFDStrength(task.node.part, col, l.pdep[task.a])
+				task.strength = l.ofdStrength(v, task.node, task.a, task.inherited)
 			}
-			if task.removals <= l.budget && l.opts.RemovalSample != 0 {
+			if task.removals <= l.budget && l.opts.RemovalSample != 0 && l.wanted(task.inherited, task.strength) {
 				task.sample = sampleOf(OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 			}
 			l.validated.Add(1)
@@ -323,41 +346,58 @@ func (l *lattice) run(ctx context.Context) error {
 		l.stats.Validations += int64(len(ofds))
 		var levelFound []found
 		for _, task := range ofds {
-			if task.removals <= l.budget {
-				task.node.ofdValid |= 1 << task.a
-				if task.removals == 0 {
-					task.node.ofdExact |= 1 << task.a
-				}
-				levelFound = append(levelFound, found{node: task.node, kind: KindOFD, a: task.a, removals: task.removals, strength: task.strength, sample: task.sample})
+			if task.removals > l.budget {
+				continue
+			}
+			n := task.node
+			n.ofdValid |= 1 << task.a
+			if task.removals == 0 {
+				n.ofdExact |= 1 << task.a
+			}
+			reliable := task.strength >= l.opts.MinStrength
+			if reliable {
+				n.ofdRel |= 1 << task.a
+			}
+			if !task.inherited || reliable {
+				levelFound = append(levelFound, found{node: n, kind: KindOFD, a: task.a, paper: !task.inherited,
+					removals: task.removals, strength: task.strength, sample: task.sample})
 			}
 		}
 
-		// OCs X: A ~ B, only where neither OFD holds.
+		// OCs X: A ~ B between ordered columns, where no reliable OFD makes
+		// them trivial. A candidate of the paper's minimal set has both OFDs
+		// invalid and no direct subset holding it; the others (an OFD holds
+		// but unreliably, or only unreliable subsets hold the OC) are
+		// candidates of the reliable listing alone.
 		var ocs []ocTask
 		if l.withinMaxLevel(k + 2) {
 			for _, n := range level {
+				skip := n.set | n.ofdRel | l.unordered
 				for a := 0; a < l.m; a++ {
-					if (n.set|n.ofdValid)&(1<<a) != 0 {
+					if skip&(1<<a) != 0 {
 						continue
 					}
 					for b := a + 1; b < l.m; b++ {
-						if (n.set|n.ofdValid)&(1<<b) != 0 {
+						if skip&(1<<b) != 0 {
 							continue
 						}
-						task := ocTask{node: n, a: a, b: b}
+						task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0}
 						for pol := Asc; pol <= Desc; pol++ {
 							l.stats.Candidates++
 							bit := ocBit(l.m, a, b, pol)
-							inherited := false
+							inherited, inheritedRel := false, false
 							for _, p := range n.parents {
-								if p.hasOC(bit) {
-									inherited = true
-									break
-								}
+								inherited = inherited || p.hasOC(bit)
+								inheritedRel = inheritedRel || p.hasRelOC(bit)
 							}
-							if inherited {
+							switch {
+							case inheritedRel:
 								n.setOC(bit)
-							} else {
+								n.setRelOC(bit)
+							case inherited:
+								n.setOC(bit)
+								task.want[pol], task.inherited[pol] = true, true
+							default:
 								task.want[pol] = true
 							}
 						}
@@ -395,12 +435,12 @@ func (l *lattice) run(ctx context.Context) error {
 			}
 			for pol := Asc; pol <= Desc; pol++ {
 				if task.want[pol] && task.removals[pol] <= l.budget {
-					task.strengths[pol] = v.OCStrength(p, a, b, pol, task.removals[pol])
+					task.strengths[pol] = l.ocStrength(v, task.node, task.a, task.b, pol, task.removals[pol], task.inherited[pol] || !task.paper)
 				}
 			}
 			if l.opts.RemovalSample != 0 {
 				for pol := Asc; pol <= Desc; pol++ {
-					if task.want[pol] && task.removals[pol] <= l.budget {
+					if task.want[pol] && task.removals[pol] <= l.budget && l.wanted(task.inherited[pol] || !task.paper, task.strengths[pol]) {
 						var rows []int
 						if l.opts.Validator == ValidatorIterative {
 							rows = OCIterativeRemovalRows(p, a, b, pol)
@@ -423,11 +463,26 @@ func (l *lattice) run(ctx context.Context) error {
 					continue
 				}
 				l.stats.Validations++
-				if task.removals[pol] <= l.budget {
-					task.node.setOC(ocBit(l.m, task.a, task.b, pol))
-					levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, removals: task.removals[pol], strength: task.strengths[pol], sample: task.samples[pol]})
+				if task.removals[pol] > l.budget {
+					continue
+				}
+				bit := ocBit(l.m, task.a, task.b, pol)
+				task.node.setOC(bit)
+				reliable := task.strengths[pol] >= l.opts.MinStrength
+				if reliable {
+					task.node.setRelOC(bit)
+				}
+				paper := task.paper && !task.inherited[pol]
+				if paper || reliable {
+					levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, paper: paper,
+						removals: task.removals[pol], strength: task.strengths[pol], sample: task.samples[pol]})
 				}
 			}
+		}
+		// The parents' partitions served the strengths (strength gains over
+		// the direct subsets); only two levels of partitions live at a time.
+		for _, p := range prev {
+			p.part = nil
 		}
 		l.found = append(l.found, levelFound...)
 		l.stats.Levels = k + 1
@@ -449,6 +504,53 @@ func (l *lattice) run(ctx context.Context) error {
 		level = l.nextLevel(alive, k, words)
 	}
 	return nil
+}
+
+// ofdStrength is the Strength of the valid X: [] -> A, X being n: its
+// chance-corrected measure less the largest of its direct subsets' (the
+// strength gain of docs/DESIGN.md), at least 0. A candidate of the reliable
+// listing alone whose measure is already below MinStrength is not a result
+// whatever its gain; the gain is then not computed.
+func (l *lattice) ofdStrength(v *Validator, n *latNode, a int, reliableOnly bool) float64 {
+	col := &l.t.Columns[a]
+	s := v.OFDStrength(n.part, col, l.pdep[a])
+	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
+		return s
+	}
+	gain := s
+	for _, p := range n.parents {
+		gain = min(gain, s-v.OFDStrength(p.part, col, l.pdep[a]))
+	}
+	return max(gain, 0)
+}
+
+// ocStrength is ofdStrength for the valid X: A ~ B (pol) with the given
+// removals: each direct subset's removals are counted exactly to measure
+// it.
+func (l *lattice) ocStrength(v *Validator, n *latNode, a, b int, pol Polarity, removals int, reliableOnly bool) float64 {
+	colA, colB := &l.t.Columns[a], &l.t.Columns[b]
+	s := v.OCStrength(n.part, colA, colB, pol, removals)
+	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
+		return s
+	}
+	gain := s
+	for _, p := range n.parents {
+		var r int
+		if l.opts.Validator == ValidatorIterative {
+			r = v.OCRemovalsIterative(p.part, colA, colB, pol, -1)
+		} else {
+			r = v.OCRemovals(p.part, colA, colB, pol, -1)
+		}
+		gain = min(gain, s-v.OCStrength(p.part, colA, colB, pol, r))
+	}
+	return max(gain, 0)
+}
+
+// wanted reports whether a valid candidate becomes a result: one of the
+// paper's minimal set candidates always does, one of the reliable listing's
+// alone only when reliable.
+func (l *lattice) wanted(reliableOnly bool, strength float64) bool {
+	return !reliableOnly || strength >= l.opts.MinStrength
 }
 
 // smallestTwo returns the two nodes with the fewest covered rows.
@@ -493,6 +595,7 @@ func (l *lattice) nextLevel(alive []*latNode, k, words int) []*latNode {
 			y.parents = append(y.parents, p)
 		}
 		y.ocValid = make([]uint64, words)
+		y.ocRel = make([]uint64, words)
 		next = append(next, y)
 	}
 	if k == 0 {
@@ -514,8 +617,7 @@ func (l *lattice) nextLevel(alive []*latNode, k, words int) []*latNode {
 	return next
 }
 
-// results converts the found dependencies to Results, sorted by score
-// descending, then by text.
+// results converts the found dependencies to Results in sortResults' order.
 func (l *lattice) results() []Result {
 	out := make([]Result, 0, len(l.found))
 	for _, f := range l.found {
@@ -547,9 +649,11 @@ func (l *lattice) results() []Result {
 	return out
 }
 
-// sortResults orders results by Score descending, then by text. Each text
-// is rendered once: rendering inside the comparison allocates O(n log n)
-// strings, seconds on the hundreds of thousands of results of a wide table.
+// sortResults puts the reliable results first, by Strength descending, and
+// then the others by Score descending; ties go by Score, then by text. Each
+// text is rendered once: rendering inside the comparison allocates
+// O(n log n) strings, seconds on the hundreds of thousands of results of a
+// wide table.
 func sortResults(rs []Result) {
 	texts := make([]string, len(rs))
 	idx := make([]int, len(rs))
@@ -558,7 +662,19 @@ func sortResults(rs []Result) {
 		idx[i] = i
 	}
 	slices.SortStableFunc(idx, func(x, y int) int {
-		if c := cmp.Compare(rs[y].Score, rs[x].Score); c != 0 {
+		rx, ry := &rs[x], &rs[y]
+		if rx.Reliable != ry.Reliable {
+			if rx.Reliable {
+				return -1
+			}
+			return 1
+		}
+		if rx.Reliable {
+			if c := cmp.Compare(ry.Strength, rx.Strength); c != 0 {
+				return c
+			}
+		}
+		if c := cmp.Compare(ry.Score, rx.Score); c != 0 {
 			return c
 		}
 		return strings.Compare(texts[x], texts[y])

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -159,6 +160,9 @@ type oracleMeasures struct {
 	score map[uint64]float64
 	ofd   map[[2]uint64]int // (X, A)
 	oc    map[[4]uint64]int // (X, A, B, pol)
+	// Strengths, once addStrengths has run.
+	ofdStrength map[[2]uint64]float64
+	ocStrength  map[[4]uint64]float64
 }
 
 func measureAll(cols [][]int, n int) *oracleMeasures {
@@ -288,4 +292,278 @@ func randomTable(rng *rand.Rand) [][]int {
 		cols[c] = col
 	}
 	return cols
+}
+
+// The strength oracle: mu+ and the OC strength read directly from
+// docs/DESIGN.md ("Strength"), over the classes of oracleClasses (singletons
+// included).
+
+// oracleMuPlus computes mu+ of X: [] -> A from the contingency of the
+// classes of X and the values of A, with docs/DESIGN.md's 10 pseudo-rows.
+func oracleMuPlus(classes [][]int, a []int, n int) float64 {
+	if n == 0 {
+		return NoStrength
+	}
+	freq := map[int]int{}
+	for _, v := range a {
+		freq[v]++
+	}
+	pdepY := 0.0
+	for _, c := range freq {
+		pdepY += float64(c) / float64(n) * float64(c) / float64(n)
+	}
+	pdepXY := 0.0
+	for _, cls := range classes {
+		inClass := map[int]int{}
+		for _, r := range cls {
+			inClass[a[r]]++
+		}
+		px := float64(len(cls)) / float64(n)
+		for _, c := range inClass {
+			py := float64(c) / float64(len(cls))
+			pdepXY += px * py * py
+		}
+	}
+	dom := len(classes)
+	if dom >= n {
+		return 0
+	}
+	// mu = 1 - observed/expected; the strength adds 10 pseudo-rows to both.
+	observed := float64(n) * (1 - pdepXY)
+	expected := float64(n) * (1 - pdepY) * float64(n-1-(dom-1)) / float64(n-1)
+	return math.Max(0, math.Min(1, 1-(math.Max(observed, 0)+10)/(math.Max(expected, 0)+10)))
+}
+
+// oracleSplitmix is splitmix64 of x, the shuffle key of docs/DESIGN.md.
+func oracleSplitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// oracleOCStrength is 1 - (removals+10) / (expected+10), where expected counts the
+// removals after B is shuffled within each class: the k-th row of a class
+// in row order takes the B of the k-th row in the order of (low 32 bits of
+// splitmix64(row), row).
+func oracleOCStrength(classes [][]int, a, b []int, pol Polarity, n, removals int) float64 {
+	if n == 0 {
+		return NoStrength
+	}
+	expected := 0
+	for _, cls := range classes {
+		perm := slices.Clone(cls)
+		slices.SortFunc(perm, func(x, y int) int {
+			hx, hy := uint32(oracleSplitmix(uint64(x))), uint32(oracleSplitmix(uint64(y)))
+			if hx != hy {
+				if hx < hy {
+					return -1
+				}
+				return 1
+			}
+			return x - y
+		})
+		type pair struct{ a, b int }
+		pairs := make([]pair, len(cls))
+		for k, r := range cls {
+			bv := b[perm[k]]
+			if pol == Desc {
+				bv = -bv
+			}
+			pairs[k] = pair{a[r], bv}
+		}
+		slices.SortFunc(pairs, func(x, y pair) int {
+			if x.a != y.a {
+				return x.a - y.a
+			}
+			return x.b - y.b
+		})
+		best := 0
+		dp := make([]int, len(pairs))
+		for i := range pairs {
+			dp[i] = 1
+			for j := 0; j < i; j++ {
+				if pairs[j].b <= pairs[i].b {
+					dp[i] = max(dp[i], dp[j]+1)
+				}
+			}
+			best = max(best, dp[i])
+		}
+		expected += len(pairs) - best
+	}
+	return math.Max(0, math.Min(1, 1-float64(removals+10)/float64(expected+10)))
+}
+
+// oracleStrengths adds every dependency's strength to om.
+func (om *oracleMeasures) addStrengths(cols [][]int) {
+	om.ofdStrength = map[[2]uint64]float64{}
+	om.ocStrength = map[[4]uint64]float64{}
+	for x := uint64(0); x < 1<<om.m; x++ {
+		var ctx []int
+		for c := 0; c < om.m; c++ {
+			if x&(1<<c) != 0 {
+				ctx = append(ctx, c)
+			}
+		}
+		classes := oracleClasses(cols, om.n, ctx)
+		for a := 0; a < om.m; a++ {
+			if x&(1<<a) != 0 {
+				continue
+			}
+			om.ofdStrength[[2]uint64{x, uint64(a)}] = oracleMuPlus(classes, cols[a], om.n)
+			for b := a + 1; b < om.m; b++ {
+				if x&(1<<b) != 0 {
+					continue
+				}
+				for pol := Asc; pol <= Desc; pol++ {
+					key := [4]uint64{x, uint64(a), uint64(b), uint64(pol)}
+					om.ocStrength[key] = oracleOCStrength(classes, cols[a], cols[b], pol, om.n, om.oc[key])
+				}
+			}
+		}
+	}
+}
+
+// listing enumerates what Discover returns at eps and minStrength with
+// only the columns marked ordered taking part in OCs, rendered as
+// "dep r=removals s=score rel=reliable" lines, sorted, with the strength of
+// each dependency by its text: the
+// minimal set of docs/DESIGN.md, each marked reliable when its strength is
+// at least minStrength, together with the reliable listing's own minimal
+// set, where only valid and reliable dependencies imply others. Both are
+// sought in the contexts the lattice searches: a context is not searched
+// when a proper subset of it has every OFD valid, or when every OFD of it
+// is valid at a proper subset (it is a near key: every dependency above is
+// an OFD that holds by chance).
+func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool) ([]string, map[string]float64) {
+	strengths := map[string]float64{}
+	if om.n == 0 {
+		return nil, strengths
+	}
+	budget := RemovalBudget(eps, om.n)
+	ofdValid := func(x uint64, a int) bool { return om.ofd[[2]uint64{x, uint64(a)}] <= budget }
+	ocValid := func(x uint64, a, b int, pol Polarity) bool {
+		return om.oc[[4]uint64{x, uint64(a), uint64(b), uint64(pol)}] <= budget
+	}
+	// The strength of a dependency is its measure less the largest measure
+	// of the same dependency in a direct subset of its context, at least 0.
+	gain := func(x uint64, s float64, sub func(uint64) float64) float64 {
+		if s <= 0 {
+			return s
+		}
+		g := s
+		for c := 0; c < om.m; c++ {
+			if x&(1<<c) != 0 {
+				g = math.Min(g, s-sub(x&^(1<<c)))
+			}
+		}
+		return math.Max(g, 0)
+	}
+	ofdStrength := func(x uint64, a int) float64 {
+		return gain(x, om.ofdStrength[[2]uint64{x, uint64(a)}], func(y uint64) float64 { return om.ofdStrength[[2]uint64{y, uint64(a)}] })
+	}
+	ocStrength := func(x uint64, a, b int, pol Polarity) float64 {
+		key := func(y uint64) [4]uint64 { return [4]uint64{y, uint64(a), uint64(b), uint64(pol)} }
+		return gain(x, om.ocStrength[key(x)], func(y uint64) float64 { return om.ocStrength[key(y)] })
+	}
+	ofdRel := func(x uint64, a int) bool {
+		return ofdValid(x, a) && ofdStrength(x, a) >= minStrength
+	}
+	ocRel := func(x uint64, a, b int, pol Polarity) bool {
+		return ocValid(x, a, b, pol) && ocStrength(x, a, b, pol) >= minStrength
+	}
+	// proper reports whether f holds at some proper subset of x.
+	proper := func(x uint64, f func(uint64) bool) bool {
+		for y := (x - 1) & x; ; y = (y - 1) & x {
+			if y != x && f(y) {
+				return true
+			}
+			if y == 0 {
+				return false
+			}
+		}
+	}
+	allValid := func(y uint64, valid func(uint64, int) bool) bool {
+		for a := 0; a < om.m; a++ {
+			if y&(1<<a) == 0 && !valid(y, a) {
+				return false
+			}
+		}
+		return true
+	}
+	searched := func(x uint64) bool {
+		if x == 0 {
+			return true
+		}
+		if proper(x, func(y uint64) bool { return allValid(y, ofdValid) }) {
+			return false
+		}
+		return !allValid(x, func(_ uint64, a int) bool {
+			return proper(x, func(y uint64) bool { return ofdValid(y, a) })
+		})
+	}
+	name := func(c int) string { return "c" + strconv.Itoa(c) }
+	seen := map[string]bool{}
+	var out []string
+	emit := func(d Dependency, removals int, score, strength float64) {
+		line := fmt.Sprintf("%s r=%d s=%.6f rel=%v", d, removals, score, strength >= minStrength)
+		strengths[d.String()] = strength
+		if !seen[line] {
+			seen[line] = true
+			out = append(out, line)
+		}
+	}
+	for x := uint64(0); x < 1<<om.m; x++ {
+		if !searched(x) {
+			continue
+		}
+		var ctx []string
+		for c := 0; c < om.m; c++ {
+			if x&(1<<c) != 0 {
+				ctx = append(ctx, name(c))
+			}
+		}
+		if ctx == nil {
+			ctx = []string{}
+		}
+		direct := func(valid func(uint64) bool) bool {
+			for c := 0; c < om.m; c++ {
+				if x&(1<<c) != 0 && valid(x&^(1<<c)) {
+					return true
+				}
+			}
+			return false
+		}
+		for a := 0; a < om.m; a++ {
+			if x&(1<<a) != 0 {
+				continue
+			}
+			key := [2]uint64{x, uint64(a)}
+			d := Dependency{Kind: KindOFD, Context: ctx, RHS: name(a)}
+			paper := ofdValid(x, a) && !direct(func(y uint64) bool { return ofdValid(y, a) })
+			rel := ofdRel(x, a) && !proper(x, func(y uint64) bool { return ofdRel(y, a) })
+			if paper || rel {
+				emit(d, om.ofd[key], om.score[x], ofdStrength(x, a))
+			}
+			for b := a + 1; b < om.m; b++ {
+				if x&(1<<b) != 0 || !ordered[a] || !ordered[b] {
+					continue
+				}
+				ofdRelSide := func(y uint64) bool { return ofdRel(y, a) || ofdRel(y, b) }
+				for pol := Asc; pol <= Desc; pol++ {
+					key := [4]uint64{x, uint64(a), uint64(b), uint64(pol)}
+					d := Dependency{Kind: KindOC, Context: ctx, Left: name(a), Right: name(b), Polarity: pol}
+					paper := ocValid(x, a, b, pol) && !ofdValid(x, a) && !ofdValid(x, b) &&
+						!direct(func(y uint64) bool { return ocValid(y, a, b, pol) })
+					rel := ocRel(x, a, b, pol) && !ofdRelSide(x) && !proper(x, ofdRelSide) &&
+						!proper(x, func(y uint64) bool { return ocRel(y, a, b, pol) })
+					if paper || rel {
+						emit(d, om.oc[key], om.score[x], ocStrength(x, a, b, pol))
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, strengths
 }

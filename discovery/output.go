@@ -258,25 +258,37 @@ func (d *Discovery) WriteJSON(w io.Writer) error {
 	return bw.Flush()
 }
 
-// WriteText writes one readable line per dependency,
+// WriteText writes one readable line per reliable dependency, strongest
+// first,
 //
-//	{zip}: [] -> city  e=0.0123  removals=517  score=0.31
+//	{zip}: [] -> city  strength=0.93  e=0.0123  removals=517  score=0.31
 //
-// (with "sample=[...]" when a removal sample was asked for), then a summary
-// line starting with "#".
-func (d *Discovery) WriteText(w io.Writer) error {
+// (with "sample=[...]" when a removal sample was asked for), then one line
+// starting with "#" that counts the dependencies that hold but are not
+// reliable, then a summary line starting with "#". With all, the line
+// counting the unreliable dependencies ends with ":" and they follow it,
+// by score.
+func (d *Discovery) WriteText(w io.Writer, all bool) error {
 	bw := bufio.NewWriter(w)
 	texts := make([]string, len(d.Dependencies))
 	width := 0
-	for i, r := range d.Dependencies {
-		texts[i] = r.Dependency.String()
-		width = max(width, len([]rune(texts[i])))
-	}
-	width = min(width, 60)
 	counts := map[Kind]int{}
+	reliable := 0
 	for i, r := range d.Dependencies {
 		counts[r.Kind]++
-		fmt.Fprintf(bw, "%-*s  e=%s  removals=%d  score=%s", width, texts[i], formatFloat(r.Error), r.Removals, formatFloat(r.Score))
+		if r.Reliable {
+			reliable++
+		}
+		texts[i] = r.Dependency.String()
+		if r.Reliable || all {
+			width = max(width, len([]rune(texts[i])))
+		}
+	}
+	width = min(width, 60)
+	line := func(i int) {
+		r := &d.Dependencies[i]
+		fmt.Fprintf(bw, "%-*s  strength=%s  e=%s  removals=%d  score=%s", width, texts[i],
+			formatStrength(r.Strength), formatFloat(r.Error), r.Removals, formatFloat(r.Score))
 		if len(r.RemovalSample) > 0 {
 			bw.WriteString("  sample=[")
 			for k, row := range r.RemovalSample {
@@ -289,13 +301,39 @@ func (d *Discovery) WriteText(w io.Writer) error {
 		}
 		bw.WriteByte('\n')
 	}
-	fmt.Fprintf(bw, "# %d dependencies (%d ofd, %d oc) on %d rows x %d columns at eps=%s; %d candidates, %d validations, %d levels, %.2fs\n",
-		len(d.Dependencies), counts[KindOFD], counts[KindOC], d.Rows, len(d.Columns), formatFloat(d.Epsilon),
+	for i, r := range d.Dependencies {
+		if r.Reliable {
+			line(i)
+		}
+	}
+	if more := len(d.Dependencies) - reliable; more > 0 {
+		fmt.Fprintf(bw, "# %d more hold but look like chance (near-key contexts, near-constant columns)", more)
+		if !all {
+			bw.WriteString("; --all lists them\n")
+		} else {
+			bw.WriteString(":\n")
+			for i, r := range d.Dependencies {
+				if !r.Reliable {
+					line(i)
+				}
+			}
+		}
+	}
+	fmt.Fprintf(bw, "# %d dependencies (%d ofd, %d oc), %d reliable, on %d rows x %d columns at eps=%s; %d candidates, %d validations, %d levels, %.2fs\n",
+		len(d.Dependencies), counts[KindOFD], counts[KindOC], reliable, d.Rows, len(d.Columns), formatFloat(d.Epsilon),
 		d.Stats.Candidates, d.Stats.Validations, d.Stats.Levels, d.Stats.Seconds)
 	if !d.Complete {
 		bw.WriteString("# incomplete: discovery stopped early; the list holds the levels completed\n")
 	}
 	return bw.Flush()
+}
+
+// formatStrength prints a strength with 2 decimals, "-" for NoStrength.
+func formatStrength(s float64) string {
+	if s < 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(s, 'f', 2, 64)
 }
 
 // formatFloat prints 4 significant digits, without trailing zeros.

@@ -62,21 +62,35 @@ func TestWriteJSON(t *testing.T) {
 func TestWriteText(t *testing.T) {
 	var buf bytes.Buffer
 	d := sampleDiscovery()
-	if err := d.WriteText(&buf); err != nil {
+	if err := d.WriteText(&buf, false); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	want := []string{
-		"{zip}: [] -> city     e=0.012  removals=12  score=0.31  sample=[3,17]",
-		"{}: sal ~ tax (desc)  e=0.05  removals=50  score=1",
-		"# 2 dependencies (1 ofd, 1 oc) on 1000 rows x 4 columns at eps=0.05; 10 candidates, 8 validations, 3 levels, 0.50s",
+		"{zip}: [] -> city  strength=0.75  e=0.012  removals=12  score=0.31  sample=[3,17]",
+		"# 1 more hold but look like chance (near-key contexts, near-constant columns); --all lists them",
+		"# 2 dependencies (1 ofd, 1 oc), 1 reliable, on 1000 rows x 4 columns at eps=0.05; 10 candidates, 8 validations, 3 levels, 0.50s",
 	}
 	if !reflect.DeepEqual(lines, want) {
 		t.Errorf("text:\n%s\nwant:\n%s", buf.String(), strings.Join(want, "\n"))
 	}
+	buf.Reset()
+	if err := d.WriteText(&buf, true); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	want = []string{
+		"{zip}: [] -> city     strength=0.75  e=0.012  removals=12  score=0.31  sample=[3,17]",
+		"# 1 more hold but look like chance (near-key contexts, near-constant columns):",
+		"{}: sal ~ tax (desc)  strength=-  e=0.05  removals=50  score=1",
+		"# 2 dependencies (1 ofd, 1 oc), 1 reliable, on 1000 rows x 4 columns at eps=0.05; 10 candidates, 8 validations, 3 levels, 0.50s",
+	}
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("text --all:\n%s\nwant:\n%s", buf.String(), strings.Join(want, "\n"))
+	}
 	d.Complete = false
 	buf.Reset()
-	d.WriteText(&buf)
+	d.WriteText(&buf, false)
 	if !strings.Contains(buf.String(), "incomplete") {
 		t.Errorf("incomplete run not flagged:\n%s", buf.String())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrUnknownColumn is returned (wrapped, naming the column) when a
@@ -132,6 +133,26 @@ func (vs *depValidator) partition(names []string) (*StrippedPartition, error) {
 	return p, nil
 }
 
+// gain turns the chance-corrected measure s of a dependency with the given
+// context into its Strength: s less the largest measure of the dependency
+// in a direct subset of the context (measure(partition of the subset)), at
+// least 0.
+func (vs *depValidator) gain(context []string, s float64, measure func(*StrippedPartition) float64) (float64, error) {
+	if s <= 0 {
+		return s, nil
+	}
+	gain := s
+	for i := range context {
+		sub := append(slices.Clone(context[:i]), context[i+1:]...)
+		q, err := vs.partition(sub)
+		if err != nil {
+			return 0, err
+		}
+		gain = min(gain, s-measure(q))
+	}
+	return max(gain, 0), nil
+}
+
 func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 	p, err := vs.partition(d.Context)
 	if err != nil {
@@ -147,7 +168,13 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 			return Result{}, err
 		}
 		res.Removals = vs.v.OFDRemovals(p, a, -1)
-		res.Strength = vs.v.OFDStrength(p, a, columnPdep(a))
+		pdep := columnPdep(a)
+		res.Strength, err = vs.gain(d.Context, vs.v.OFDStrength(p, a, pdep), func(q *StrippedPartition) float64 {
+			return vs.v.OFDStrength(q, a, pdep)
+		})
+		if err != nil {
+			return Result{}, err
+		}
 		if wantRows {
 			rows = OFDRemovalRows(p, a)
 		}
@@ -169,7 +196,18 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 				rows = OCRemovalRows(p, a, b, d.Polarity)
 			}
 		}
-		res.Strength = vs.v.OCStrength(p, a, b, d.Polarity, res.Removals)
+		res.Strength, err = vs.gain(d.Context, vs.v.OCStrength(p, a, b, d.Polarity, res.Removals), func(q *StrippedPartition) float64 {
+			var r int
+			if opts.Validator == ValidatorIterative {
+				r = vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
+			} else {
+				r = vs.v.OCRemovals(q, a, b, d.Polarity, -1)
+			}
+			return vs.v.OCStrength(q, a, b, d.Polarity, r)
+		})
+		if err != nil {
+			return Result{}, err
+		}
 	case KindListOD:
 		if len(d.LHSList) == 0 || len(d.RHSList) == 0 {
 			return Result{}, fmt.Errorf("%w: list-based OD needs columns on both sides", ErrBadDependency)

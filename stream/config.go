@@ -72,6 +72,10 @@ type StreamConfig struct {
 	// noise, not a property of the stream. Pinned and already tracked
 	// dependencies are unaffected. In [0, 1]; 0 = off.
 	MinScore float64
+	// Typing says how the window's columns are typed and ordered
+	// (discovery.EncodeTyped): which text is ordinal, or every text ordered
+	// (OrderText, the paper's rule).
+	Typing discovery.Typing
 	// MinStrength is the strength from which a dependency is reliable
 	// (discovery.Options.MinStrength); only reliable ones are newly
 	// tracked. The CLI defaults it to discovery.DefaultMinStrength. In
@@ -355,4 +359,22 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 		}
 		s.pinned = append(s.pinned, d)
 	}
+}
+
+// typingFor is Typing with the ordinal declarations of columns the window
+// does not have left out: a field that has not arrived yet is not an error
+// (a declared column's value missing from its list still is, and skips the
+// evaluation like any encoding error).
+func (s *StreamConfig) typingFor(cols []discovery.DictColumn) discovery.Typing {
+	ty := s.Typing
+	if len(ty.Ordinal) == 0 {
+		return ty
+	}
+	ty.Ordinal = make(map[string][]string, len(s.Typing.Ordinal))
+	for _, c := range cols {
+		if list, ok := s.Typing.Ordinal[c.Name]; ok {
+			ty.Ordinal[c.Name] = list
+		}
+	}
+	return ty
 }

@@ -308,7 +308,7 @@ type evalOutcome struct {
 func (e evalEnv) evaluateWindow(ctx context.Context, snap *Snapshot, endSeq uint64) (*evalOutcome, error) {
 	start := time.Now()
 	out := &evalOutcome{info: e.windowInfo(snap, endSeq), result: "ok"}
-	table, err := discovery.Encode(snap.Columns())
+	table, err := discovery.EncodeTyped(snap.Columns(), e.cfg.typingFor(snap.Columns()))
 	if err != nil {
 		return nil, &stepError{"encode", err}
 	}

@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -47,6 +48,9 @@ type streamSettings struct {
 	DiscoverAfter     *int          `yaml:"discover-after"`
 	Sample            int           `yaml:"sample"`
 	MinScore          float64       `yaml:"min-score"`
+	Ordinal           []string      `yaml:"ordinal"`
+	OrderText         bool          `yaml:"order-text"`
+	MinStrength       *float64      `yaml:"min-strength"`
 	EvaluationTimeout time.Duration `yaml:"evaluation-timeout"`
 	Pinned            []string      `yaml:"pinned"`
 }
@@ -133,6 +137,13 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
+// repeatedFlag is a string flag that may be given several times; unlike
+// listFlag it does not split on commas (an --ordinal list holds them).
+type repeatedFlag []string
+
+func (r *repeatedFlag) String() string     { return strings.Join(*r, " ") }
+func (r *repeatedFlag) Set(v string) error { *r = append(*r, v); return nil }
+
 // runFlags binds every flag of `odwatch run` to a fresh settings value.
 type runFlags struct {
 	fs      *flag.FlagSet
@@ -148,6 +159,8 @@ type runFlags struct {
 	margin        marginFlag
 	maxLevel      int
 	discoverAfter int
+	ordinal       repeatedFlag
+	minStr        float64
 	saslPass      string
 	// statusValues is --status-values (runSettings.StatusValues is nil
 	// when neither the file nor the flag sets it).
@@ -204,6 +217,9 @@ func newRunFlags(name string) *runFlags {
 	fs.IntVar(&f.maxLevel, "max-level", stream.DefaultMaxLevel, "lattice level limit: the most columns a dependency may mention (0: none)")
 	fs.IntVar(&f.discoverAfter, "discover-after", stream.DefaultDiscoverAfter, "consecutive windows a new dependency must hold (minimal and reliable) before it is discovered")
 	fs.IntVar(&st.Sample, "sample", 5, "violating records carried per event")
+	fs.Var(&f.ordinal, "ordinal", "declare a text column ordered, by the listed values lowest first (COL=v1,v2,...) or by bytes (COL); repeatable")
+	fs.BoolVar(&st.OrderText, "order-text", false, "order every text column by bytes and skip temporal typing: the paper's complete discovery")
+	fs.Float64Var(&f.minStr, "min-strength", discovery.DefaultMinStrength, "strength in [0, 1] from which a dependency is reliable (how much better than chance it holds)")
 	fs.Float64Var(&st.MinScore, "min-score", 0, "do not track newly found dependencies whose score (share of row pairs their context groups) is below this")
 	fs.DurationVar(&st.EvaluationTimeout, "evaluation-timeout", 0, "time budget of one discovery run (default: none)")
 	fs.Var(&f.pinned, "pin", "a dependency to always track, e.g. '{}: salary ~ tax (asc)' (repeatable)")
@@ -235,6 +251,9 @@ func (f *runFlags) settings() (runSettings, error) {
 	fl.Margin, fl.MaxLevel, fl.DiscoverAfter = &margin, &maxLevel, &discoverAfter
 	values := f.statusValues
 	fl.StatusValues = &values
+	fl.Ordinal = f.ordinal
+	minStrength := f.minStr
+	fl.MinStrength = &minStrength
 	// Without a config file, every flag counts (defaults included).
 	if f.config == "" {
 		return fl, nil
@@ -321,6 +340,9 @@ func (f *runFlags) settings() (runSettings, error) {
 		pick("discover-after", func() { st.DiscoverAfter = fl.DiscoverAfter })
 		pick("sample", func() { st.Sample = fl.Sample })
 		pick("min-score", func() { st.MinScore = fl.MinScore })
+		pick("ordinal", func() { st.Ordinal = fl.Ordinal })
+		pick("order-text", func() { st.OrderText = fl.OrderText })
+		pick("min-strength", func() { st.MinStrength = fl.MinStrength })
 		pick("evaluation-timeout", func() { st.EvaluationTimeout = fl.EvaluationTimeout })
 		pick("pin", func() { st.Pinned = append(st.Pinned, fl.Pinned...) })
 		if st.Epsilon == nil {
@@ -375,10 +397,24 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 	if len(list) == 0 {
 		list = []streamSettings{s.streamSettings}
 	}
-	for _, st := range list {
+	for i, st := range list {
 		eps := defaultEpsilon
 		if st.Epsilon != nil {
 			eps = *st.Epsilon
+		}
+		minStrength := discovery.DefaultMinStrength
+		if st.MinStrength != nil {
+			minStrength = *st.MinStrength
+		}
+		var ordinal ordinalFlag
+		for _, decl := range st.Ordinal {
+			if err := ordinal.Set(decl); err != nil {
+				field := "ordinal"
+				if len(s.Streams) > 0 {
+					field = fmt.Sprintf("streams[%d].ordinal", i)
+				}
+				return cfg, fmt.Errorf("%w: %s: %v", errUsage, field, err)
+			}
 		}
 		cfg.Streams = append(cfg.Streams, stream.StreamConfig{
 			Name: st.Name, Topic: st.Topic, Format: st.Format,
@@ -389,6 +425,8 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 			MaxLevel: deref(st.MaxLevel, stream.DefaultMaxLevel), DiscoverAfter: deref(st.DiscoverAfter, stream.DefaultDiscoverAfter),
 			Sample: st.Sample, MinScore: st.MinScore,
 			EvaluationTimeout: st.EvaluationTimeout, Pinned: st.Pinned,
+			Typing:      discovery.Typing{OrderText: st.OrderText, Ordinal: ordinal},
+			MinStrength: minStrength,
 		})
 	}
 	if err := cfg.Validate(); err != nil {

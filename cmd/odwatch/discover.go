@@ -30,6 +30,7 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	format := fs.String("format", "text", "output format: text or json")
 	maxLevel := fs.Int("max-level", 0, "stop the lattice at this level (columns a dependency mentions); 0 means no limit (default: no limit)")
 	removalSample := fs.Int("removal-sample", 0, "list up to K rows of a minimal removal set per dependency (text: lines of the file; json: 0-based data rows)")
+	all := fs.Bool("all", false, "also list the dependencies that hold but are not reliable (look like chance)")
 	legend := fs.Bool("legend", true, "explain the text listing in three lines under it (--legend=false for the compact form)")
 	timeout := fs.Duration("timeout", 0, "stop discovery after this long and print the levels completed; 0 means no limit (default: no limit)")
 	workers := fs.Int("workers", 0, "validation workers (default: GOMAXPROCS, the usable CPUs)")
@@ -68,6 +69,7 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Workers:       *workers,
 		Validator:     vk,
 		RemovalSample: *removalSample,
+		MinStrength:   *tf.minStrength,
 		Progress: func(p discovery.Progress) {
 			bar.set(lp.line(p, time.Since(bar.start)))
 		},
@@ -89,7 +91,7 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			d.Dependencies[i].RemovalSample[k] = in.lines.Line(row)
 		}
 	}
-	if err := d.WriteText(stdout); err != nil {
+	if err := d.WriteText(stdout, *all); err != nil {
 		return err
 	}
 	if *legend {
@@ -117,6 +119,8 @@ type inputFlags struct {
 	delimiter string
 	input     string
 	maxRows   int
+	ordinal   ordinalFlag
+	orderText bool
 
 	// lines maps the rows of the table load read to the lines of the file.
 	lines discovery.Lines
@@ -126,6 +130,46 @@ func (in *inputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&in.delimiter, "delimiter", ",", `CSV field delimiter, one character ("tab" or \t for a tab)`)
 	fs.StringVar(&in.input, "input", "auto", "input format: csv, jsonl, or auto (jsonl for .jsonl/.ndjson names, .gz stripped, and for - when it starts with '{'; csv otherwise)")
 	fs.IntVar(&in.maxRows, "max-rows", 0, "read at most N data rows; 0 means all (default: all)")
+	fs.Var(&in.ordinal, "ordinal", "declare a text column ordered, by the listed values lowest first (COL=v1,v2,...) or by bytes (COL); repeatable")
+	fs.BoolVar(&in.orderText, "order-text", false, "order every text column by bytes and skip temporal typing: the paper's complete discovery")
+}
+
+// ordinalFlag collects --ordinal COL[=v1,v2,...] declarations.
+type ordinalFlag map[string][]string
+
+func (o *ordinalFlag) String() string {
+	var parts []string
+	for col, list := range *o {
+		parts = append(parts, col+"="+strings.Join(list, ","))
+	}
+	return strings.Join(parts, " ")
+}
+
+func (o *ordinalFlag) Set(v string) error {
+	col, list, hasList := strings.Cut(v, "=")
+	if col == "" {
+		return fmt.Errorf("want COL or COL=v1,v2,..., got %q", v)
+	}
+	if *o == nil {
+		*o = ordinalFlag{}
+	}
+	if _, dup := (*o)[col]; dup {
+		return fmt.Errorf("column %q declared twice", col)
+	}
+	var values []string
+	if hasList {
+		values = strings.Split(list, ",")
+		if list == "" {
+			return fmt.Errorf("column %q: empty list (leave out = to order by bytes)", col)
+		}
+	}
+	(*o)[col] = values
+	return nil
+}
+
+// typing is the discovery.Typing the flags ask for.
+func (in *inputFlags) typing() discovery.Typing {
+	return discovery.Typing{OrderText: in.orderText, Ordinal: in.ordinal}
 }
 
 // format resolves --input for a file name.
@@ -188,16 +232,19 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 	var tab *discovery.Table
 	if format == "jsonl" {
 		var info discovery.JSONInfo
-		tab, info, err = discovery.ReadJSONLines(r, discovery.JSONOptions{MaxRows: in.maxRows, Progress: progress, Lines: &in.lines})
+		tab, info, err = discovery.ReadJSONLines(r, discovery.JSONOptions{MaxRows: in.maxRows, Progress: progress, Lines: &in.lines, Typing: in.typing()})
 		if err == nil && info.Skipped > 0 {
 			fmt.Fprintf(stderr, "odwatch: %s: ignored %d array values (only scalar fields become columns)\n", path, info.Skipped)
 		}
 	} else {
-		tab, err = discovery.ReadCSV(r, discovery.CSVOptions{Delimiter: comma, MaxRows: in.maxRows, Progress: progress, Lines: &in.lines})
+		tab, err = discovery.ReadCSV(r, discovery.CSVOptions{Delimiter: comma, MaxRows: in.maxRows, Progress: progress, Lines: &in.lines, Typing: in.typing()})
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(err, discovery.ErrOrdinal) {
+			return nil, usageErr("--ordinal: "+err.Error(), "list every value of the column, or name it without = to order it by bytes")
 		}
 		return nil, inputErr(fmt.Errorf("%s: %w", path, err), loadFix(format, err))
 	}
@@ -254,12 +301,13 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // tableFlags are the flags discover and validate share: the input, epsilon
 // and the validator, parsed with positional arguments anywhere.
 type tableFlags struct {
-	fs        *flag.FlagSet
-	stdout    io.Writer // where -h prints
-	synopsis  string
-	in        inputFlags
-	eps       *float64
-	validator *string
+	fs          *flag.FlagSet
+	stdout      io.Writer // where -h prints
+	synopsis    string
+	in          inputFlags
+	eps         *float64
+	validator   *string
+	minStrength *float64
 }
 
 // newTableFlags makes the flag set of discover or validate (synopsis and
@@ -269,6 +317,7 @@ func newTableFlags(name, synopsis, description string, stdout io.Writer, epsHelp
 	t.in.register(t.fs)
 	t.eps = t.fs.Float64("epsilon", 0.05, epsHelp)
 	t.validator = t.fs.String("validator", "lis", validatorHelp)
+	t.minStrength = t.fs.Float64("min-strength", discovery.DefaultMinStrength, "strength in [0, 1] from which a dependency is reliable (how much better than chance it holds); 0 = every dependency")
 	return t
 }
 
@@ -292,6 +341,9 @@ func (t *tableFlags) parse(args []string, nargs int, want string) (pos []string,
 	}
 	if vk, err = parseValidator(*t.validator); err != nil {
 		return nil, 0, err
+	}
+	if m := *t.minStrength; !(m >= 0 && m <= 1) {
+		return nil, 0, usageErr(fmt.Sprintf("--min-strength %v: want a value in [0, 1]", m), fmt.Sprintf("for example --min-strength %v (the default)", discovery.DefaultMinStrength))
 	}
 	return pos, vk, nil
 }

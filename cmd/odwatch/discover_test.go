@@ -42,11 +42,11 @@ func TestDiscoverCommand(t *testing.T) {
 
 	var out, errOut bytes.Buffer
 	// flags after FILE must work
-	if err := runDiscover(ctx, []string{path, "--epsilon", "0", "--removal-sample", "2"}, &out, &errOut); err != nil {
+	if err := runDiscover(ctx, []string{path, "--epsilon", "0", "--removal-sample", "2", "--all"}, &out, &errOut); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
 	text := out.String()
-	for _, want := range []string{"{id}: [] -> dept", "{}: id ~ sal (asc)", "# ", "6 rows x 4 columns at eps=0"} {
+	for _, want := range []string{"{id}: [] -> dept", "{}: id ~ sal (asc)  strength=0.17", "# 10 more hold but look like chance", "6 rows x 4 columns at eps=0"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text output lacks %q:\n%s", want, text)
 		}
@@ -79,7 +79,7 @@ func TestDiscoverCommand(t *testing.T) {
 		if _, ok := d["context"].([]any); !ok {
 			t.Errorf("context not an array in %v", d)
 		}
-		for _, k := range []string{"kind", "error", "removals", "score"} {
+		for _, k := range []string{"kind", "error", "removals", "score", "strength", "reliable"} {
 			if _, ok := d[k]; !ok {
 				t.Errorf("field %q missing in %v", k, d)
 			}
@@ -96,7 +96,7 @@ func TestDiscoverCommandJSONLines(t *testing.T) {
 {"a":3,"b":{"c":"y"}}
 `)
 	var out, errOut bytes.Buffer
-	if err := runDiscover(context.Background(), []string{path, "--epsilon", "0"}, &out, &errOut); err != nil {
+	if err := runDiscover(context.Background(), []string{path, "--epsilon", "0", "--order-text", "--min-strength", "0"}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "a ~ b.c (asc)") {
@@ -316,5 +316,60 @@ func TestLevelProgress(t *testing.T) {
 	want := "level 1 of 5: FDs 10/40 (25%, about 6s left), 0 dependencies found, 3s"
 	if got := lp.line(discovery.Progress{Level: 1, Candidates: 40, Validated: 10}, time.Second+etaAfter); got != want {
 		t.Errorf("got %s\nwant %s", got, want)
+	}
+}
+
+// TestDiscoverTyping: nominal text takes no part in OCs unless declared
+// ordinal (by list or by bytes) or --order-text orders all text; a bad
+// declaration is a one-line usage error naming the column and the value.
+func TestDiscoverTyping(t *testing.T) {
+	path := writeTemp(t, "sizes.csv", "size,price,code\nS,1,c1\nM,2,c2\nL,3,c3\nS,1,c1\nM,2,c2\nL,3,c3\nXL,4,c4\n")
+	ctx := context.Background()
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		err := runDiscover(ctx, append([]string{path, "--epsilon", "0", "--all", "--legend=false"}, args...), &out, &errOut)
+		return out.String(), err
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string // the OCs of the output
+	}{
+		{nil, nil},
+		{[]string{"--ordinal", "size=S,M,L,XL"}, []string{"{}: size ~ price (asc)"}},
+		{[]string{"--ordinal", "size=XL,L,M,S"}, []string{"{}: size ~ price (desc)"}},
+		{[]string{"--ordinal", "code"}, []string{"{}: price ~ code (asc)"}},
+		{[]string{"--ordinal", "code", "--ordinal", "size=S,M,L,XL"}, []string{"{}: price ~ code (asc)", "{}: size ~ code (asc)", "{}: size ~ price (asc)"}},
+		{[]string{"--order-text"}, []string{"{}: price ~ code (asc)"}},
+	} {
+		out, err := run(tc.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		var ocs []string
+		for _, line := range strings.Split(out, "\n") {
+			if strings.Contains(line, " ~ ") {
+				ocs = append(ocs, strings.Fields(line)[0]+" "+strings.Join(strings.Fields(line)[1:5], " "))
+			}
+		}
+		if !reflect.DeepEqual(ocs, tc.want) {
+			t.Errorf("%v: OCs %q, want %q in:\n%s", tc.args, ocs, tc.want, out)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--ordinal", "colour=red"}, []string{`"colour"`}},
+		{[]string{"--ordinal", "size=S,M,L"}, []string{`"size"`, `"XL"`}},
+	} {
+		_, err := run(tc.args...)
+		if !errors.Is(err, errUsage) {
+			t.Fatalf("%v: err %v, want a usage error", tc.args, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: error %q does not name %s", tc.args, err, w)
+			}
+		}
 	}
 }

@@ -67,7 +67,7 @@ func validate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkColumns(tab, dep); err != nil {
 		return err
 	}
-	res, err := discovery.Validate(ctx, tab, dep, discovery.Options{Epsilon: *eps, Validator: vk, RemovalSample: *sample})
+	res, err := discovery.Validate(ctx, tab, dep, discovery.Options{Epsilon: *eps, Validator: vk, RemovalSample: *sample, MinStrength: *tf.minStrength})
 	if err != nil {
 		return err // names the dependency
 	}
@@ -150,6 +150,12 @@ func writeValidation(w io.Writer, tab *discovery.Table, res discovery.Result, ep
 	fmt.Fprintf(tw, "verdict\t%s\n", verdict)
 	if res.Dependency.Kind != discovery.KindListOD {
 		fmt.Fprintf(tw, "score\t%s\n", strconv.FormatFloat(res.Score, 'g', 4, 64))
+		strength := "none (no rows)"
+		if res.Strength >= 0 {
+			strength = strconv.FormatFloat(res.Strength, 'f', 4, 64) + " (how much better than chance it holds, 0 to 1)"
+		}
+		fmt.Fprintf(tw, "strength\t%s\n", strength)
+		fmt.Fprintf(tw, "reliable\t%s\n", map[bool]string{true: "yes", false: "no"}[res.Reliable])
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -192,6 +198,8 @@ type validationJSON struct {
 	MaxRemovals   int                  `json:"max_removals"`
 	Holds         bool                 `json:"holds"`
 	Score         float64              `json:"score"`
+	Strength      *float64             `json:"strength"` // null when not computable (no rows)
+	Reliable      bool                 `json:"reliable"`
 	ViolatingRows []violatingRow       `json:"violating_rows"`
 }
 
@@ -209,8 +217,11 @@ func writeValidationJSON(w io.Writer, tab *discovery.Table, res discovery.Result
 	doc := validationJSON{
 		Dependency: res.Dependency, Text: res.Dependency.String(), Meaning: discovery.DescribeResult(res),
 		Rows: tab.Rows, Removals: res.Removals, Error: res.Error, Epsilon: eps, MaxRemovals: budget,
-		Holds: res.Removals <= budget, Score: res.Score,
+		Holds: res.Removals <= budget, Score: res.Score, Reliable: res.Reliable,
 		ViolatingRows: violatingRows(tab, res, lines),
+	}
+	if res.Strength >= 0 {
+		doc.Strength = &res.Strength
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -1,0 +1,139 @@
+package discovery
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+)
+
+// costTable is issue 7's example: repair and total are 0 in 98% of rows and
+// ordered together otherwise; noise is unrelated to both.
+func costTable(n int) *Table {
+	rng := rand.New(rand.NewPCG(1, 7))
+	b, _ := NewTableBuilder([]string{"repair", "total", "noise"})
+	for r := range n {
+		repair, total := 0, 0
+		if r%50 == 0 {
+			repair = 100 + rng.IntN(900)
+			total = repair + 50
+		}
+		b.AppendRow([][]byte{[]byte(strconv.Itoa(repair)), []byte(strconv.Itoa(total)), []byte(strconv.Itoa(rng.IntN(1000)))}, nil)
+	}
+	tab, err := b.Table(Typing{})
+	if err != nil {
+		panic(err)
+	}
+	return tab
+}
+
+func findResult(d *Discovery, text string) (Result, bool) {
+	for _, r := range d.Dependencies {
+		if r.Dependency.String() == text {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+// TestNearConstantDoesNotHideReliable: {}: [] -> total holds at eps 0.05
+// but is not reliable, so it does not keep {}: repair ~ total out; and the
+// OC is strong.
+func TestNearConstantDoesNotHideReliable(t *testing.T) {
+	tab := costTable(5000)
+	d, err := Discover(context.Background(), tab, Options{Epsilon: 0.05, MinStrength: DefaultMinStrength})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, ok := findResult(d, "{}: [] -> total")
+	if !ok || fd.Reliable || fd.Strength > 0.1 {
+		t.Errorf("{}: [] -> total: found %v, %+v; want it unreliable with strength near 0", ok, fd)
+	}
+	oc, ok := findResult(d, "{}: repair ~ total (asc)")
+	if !ok || !oc.Reliable || oc.Strength < 0.9 {
+		t.Errorf("{}: repair ~ total (asc): found %v, %+v; want it reliable and strong\n%v", ok, oc, d.Dependencies)
+	}
+	if !d.Dependencies[0].Reliable {
+		t.Errorf("first result %v not reliable", d.Dependencies[0])
+	}
+	for _, r := range d.Dependencies {
+		if r.Reliable && (r.Kind == KindOC && (r.Left == "noise" || r.Right == "noise")) {
+			t.Errorf("%s (strength %v) relates noise and is called reliable", r.Dependency, r.Strength)
+		}
+	}
+	// The paper's minimal set alone does not have the OC.
+	d0, err := Discover(context.Background(), tab, Options{Epsilon: 0.05})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := findResult(d0, "{}: repair ~ total (asc)"); ok {
+		t.Errorf("with every dependency reliable, the OC is not minimal, yet it was returned")
+	}
+}
+
+// TestShuffledRemovalsDistinct checks the OC chance model against its
+// closed form: for m distinct A and B values, a random order keeps about
+// 2*sqrt(m) - 1.77*m^(1/6) rows (Baik, Deift and Johansson).
+func TestShuffledRemovalsDistinct(t *testing.T) {
+	for _, m := range []int{1000, 10000, 100000} {
+		a := make([]int, m)
+		for i := range a {
+			a[i] = i
+		}
+		tab := tableFromInts([][]int{a, slices.Clone(a)})
+		v := NewValidator()
+		p := FullPartition(m)
+		kept := m - v.OCShuffledRemovals(p, &tab.Columns[0], &tab.Columns[1], Asc)
+		want := 2*math.Sqrt(float64(m)) - 1.77*math.Pow(float64(m), 1.0/6)
+		if math.Abs(float64(kept)-want) > 4*math.Pow(float64(m), 1.0/6) {
+			t.Errorf("m=%d: shuffle keeps %d rows, theory %.0f", m, kept, want)
+		}
+		if s := v.OCStrength(p, &tab.Columns[0], &tab.Columns[1], Asc, 0); s < 0.98 {
+			t.Errorf("m=%d: a perfect order has strength %v", m, s)
+		}
+		if s := v.OCStrength(p, &tab.Columns[0], &tab.Columns[1], Asc, m-kept); s > 0.01 {
+			t.Errorf("m=%d: an order as bad as chance has strength %v", m, s)
+		}
+	}
+}
+
+// TestStrengthEdges: no rows is NoStrength (never NaN), a key context and a
+// constant right side are 0, and a near-key context with an exact FD is
+// near 0.
+func TestStrengthEdges(t *testing.T) {
+	v := NewValidator()
+	empty := tableFromInts([][]int{{}, {}})
+	p := FullPartition(0)
+	if s := v.OFDStrength(p, &empty.Columns[1], columnPdep(&empty.Columns[1])); s != NoStrength {
+		t.Errorf("empty OFD strength %v", s)
+	}
+	if s := v.OCStrength(p, &empty.Columns[0], &empty.Columns[1], Asc, 0); s != NoStrength {
+		t.Errorf("empty OC strength %v", s)
+	}
+	n := 500
+	key, near, constant, other := make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+	for r := range n {
+		key[r], near[r] = r, r
+		if r < 4 {
+			near[r] = r / 2 // two pairs, the only classes of more than one row
+		}
+		other[r] = near[r] % 7
+	}
+	tab := tableFromInts([][]int{key, near, constant, other})
+	for _, tc := range []struct {
+		ctx, a int
+		max    float64
+	}{
+		{0, 3, 0},   // key context
+		{1, 3, 0.2}, // exact on a near key: two pairs of evidence
+		{3, 2, 0},   // constant right side
+	} {
+		part := ColumnPartition(&tab.Columns[tc.ctx])
+		s := v.OFDStrength(part, &tab.Columns[tc.a], columnPdep(&tab.Columns[tc.a]))
+		if math.IsNaN(s) || s < 0 || s > tc.max {
+			t.Errorf("c%d -> c%d: strength %v, want in [0, %v]", tc.ctx, tc.a, s, tc.max)
+		}
+	}
+}
