@@ -167,10 +167,12 @@ type Result struct {
 	Error    float64 // Removals / Rows
 	Score    float64 // sum over context classes c of |c|^2 / n^2
 	// Strength in [0,1] is how much better than chance the dependency
-	// holds: mu+ for an OFD, 1 - removals / (removals expected when B is
-	// shuffled within each context class) for an OC, clamped at 0. It is
-	// NoStrength for a table without rows, and 0 for a list-based OD
-	// (no chance model).
+	// holds (docs/DESIGN.md, "Strength"): a chance-corrected measure (mu+
+	// with pseudo-rows for an OFD; for an OC, removals against those
+	// expected when B is shuffled within each context class) less the
+	// largest measure of the same dependency in a direct subset of its
+	// context, at least 0. It is NoStrength for a table without rows, and 0
+	// for a list-based OD (no chance model).
 	Strength float64
 	// Reliable is Strength >= Options.MinStrength.
 	Reliable bool
