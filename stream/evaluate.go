@@ -332,7 +332,7 @@ func (e evalEnv) evaluateWindow(ctx context.Context, snap *Snapshot, endSeq uint
 	}
 	checkedAt := time.Now()
 
-	out.obs = observations(tracked, checked, disc, e.cfg.MinScore)
+	out.obs = observations(tracked, checked, disc, e.cfg.minScore(table.Rows))
 	out.events = e.tracker.Observe(out.info, out.obs)
 	e.attachSamples(ctx, table, snap, out.events)
 	out.tracked, out.found, out.checked = len(tracked), len(disc.found), len(deps)

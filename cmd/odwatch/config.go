@@ -47,7 +47,7 @@ type streamSettings struct {
 	MaxLevel          *int          `yaml:"max-level"`
 	DiscoverAfter     *int          `yaml:"discover-after"`
 	Sample            int           `yaml:"sample"`
-	MinScore          float64       `yaml:"min-score"`
+	MinScore          *autoShare    `yaml:"min-score"`
 	Ordinal           []string      `yaml:"ordinal"`
 	OrderText         bool          `yaml:"order-text"`
 	MinStrength       *float64      `yaml:"min-strength"`
@@ -157,6 +157,7 @@ type runFlags struct {
 	// margin, maxLevel, discoverAfter: stream keys whose zero is a value
 	// of its own (no margin, no level limit), so the file's are pointers.
 	margin        marginFlag
+	minScore      autoShare
 	maxLevel      int
 	discoverAfter int
 	ordinal       repeatedFlag
@@ -220,7 +221,8 @@ func newRunFlags(name string) *runFlags {
 	fs.Var(&f.ordinal, "ordinal", "declare a text column ordered, by the listed values lowest first (COL=v1,v2,...) or by bytes (COL); repeatable")
 	fs.BoolVar(&st.OrderText, "order-text", false, "order every text column by bytes and skip temporal typing: the paper's complete discovery")
 	fs.Float64Var(&f.minStr, "min-strength", discovery.DefaultMinStrength, "strength in [0, 1] from which a dependency is reliable (how much better than chance it holds)")
-	fs.Float64Var(&st.MinScore, "min-score", 0, "do not track newly found dependencies whose score (share of row pairs their context groups) is below this")
+	f.minScore = autoShare(stream.AutoMinScore)
+	fs.Var(&f.minScore, "min-score", minScoreHelp)
 	fs.DurationVar(&st.EvaluationTimeout, "evaluation-timeout", 0, "time budget of one discovery run (default: none)")
 	fs.Var(&f.pinned, "pin", "a dependency to always track, e.g. '{}: salary ~ tax (asc)' (repeatable)")
 	return f
@@ -249,6 +251,8 @@ func (f *runFlags) settings() (runSettings, error) {
 	fl.Epsilon = &eps
 	margin, maxLevel, discoverAfter := f.margin, f.maxLevel, f.discoverAfter
 	fl.Margin, fl.MaxLevel, fl.DiscoverAfter = &margin, &maxLevel, &discoverAfter
+	minScore := f.minScore
+	fl.MinScore = &minScore
 	values := f.statusValues
 	fl.StatusValues = &values
 	fl.Ordinal = f.ordinal
@@ -367,6 +371,9 @@ func (f *runFlags) settings() (runSettings, error) {
 		if st.DiscoverAfter == nil {
 			st.DiscoverAfter = fl.DiscoverAfter
 		}
+		if st.MinScore == nil {
+			st.MinScore = fl.MinScore
+		}
 	}
 	return base, nil
 }
@@ -423,7 +430,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 			Window: st.Window, Every: st.Every, Interval: st.Interval, DiscoverEvery: st.DiscoverEvery,
 			Epsilon: eps, Margin: float64(deref(st.Margin, alerts.AutoMargin)), K: st.K, RetireAfter: st.RetireAfter,
 			MaxLevel: deref(st.MaxLevel, stream.DefaultMaxLevel), DiscoverAfter: deref(st.DiscoverAfter, stream.DefaultDiscoverAfter),
-			Sample: st.Sample, MinScore: st.MinScore,
+			Sample: st.Sample, MinScore: float64(deref(st.MinScore, stream.AutoMinScore)),
 			EvaluationTimeout: st.EvaluationTimeout, Pinned: st.Pinned,
 			Typing:      discovery.Typing{OrderText: st.OrderText, Ordinal: ordinal},
 			MinStrength: minStrength,

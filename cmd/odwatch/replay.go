@@ -67,6 +67,28 @@ func (m *marginFlag) UnmarshalYAML(unmarshal func(any) error) error {
 	return nil
 }
 
+// autoShare is --min-score: a share in [0, 1], or "auto" (negative
+// inside).
+type autoShare float64
+
+func (a *autoShare) String() string { return (*marginFlag)(a).String() }
+
+func (a *autoShare) Set(v string) error {
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f == 1 {
+		*a = 1
+		return nil
+	}
+	return (*marginFlag)(a).Set(v)
+}
+
+// UnmarshalYAML reads the config file's min-score: a number or auto.
+func (a *autoShare) UnmarshalYAML(unmarshal func(any) error) error {
+	return (*marginFlag)(a).UnmarshalYAML(unmarshal)
+}
+
+// minScoreHelp is the help of --min-score for run and replay.
+const minScoreHelp = "do not track new dependencies whose score (share of row pairs their context groups) is below this: a share, or auto = 3/window records (a near-key context, whose records share their class with fewer than 2 others on average)"
+
 // marginHelp is the help of --margin for run and replay.
 const marginHelp = "hysteresis margin around epsilon: a share, or auto = 3 standard errors of a proportion at epsilon in a window of its size, at most epsilon/2"
 
@@ -76,6 +98,8 @@ type replayFlags struct {
 	in      inputFlags
 	cfg     stream.StreamConfig
 	margin  marginFlag
+	// minScore: auto (negative) or a share.
+	minScore autoShare
 	include listFlag
 	exclude listFlag
 	pinned  listFlag
@@ -89,7 +113,7 @@ type replayFlags struct {
 }
 
 func newReplayFlags() *replayFlags {
-	f := &replayFlags{fs: newFlagSet("replay", "[FILE] [flags]", replayDescription), margin: marginFlag(alerts.AutoMargin)}
+	f := &replayFlags{fs: newFlagSet("replay", "[FILE] [flags]", replayDescription), margin: marginFlag(alerts.AutoMargin), minScore: autoShare(stream.AutoMinScore)}
 	fs, c := f.fs, &f.cfg
 	f.in.register(fs)
 	fs.Var(&f.brokers, "brokers", "Kafka brokers to read --topic from, HOST:PORT[,HOST:PORT...] (instead of FILE)")
@@ -111,7 +135,7 @@ func newReplayFlags() *replayFlags {
 	fs.IntVar(&c.DiscoverAfter, "discover-after", stream.DefaultDiscoverAfter, "consecutive windows a new dependency must hold (minimal and reliable) before it is discovered")
 	fs.IntVar(&c.MaxLevel, "max-level", stream.DefaultMaxLevel, "lattice level limit: the most columns a dependency may mention (0: none)")
 	fs.Float64Var(&c.MinStrength, "min-strength", discovery.DefaultMinStrength, "strength in [0, 1] from which a new dependency is reliable and tracked")
-	fs.Float64Var(&c.MinScore, "min-score", 0, "do not track new dependencies whose score (share of row pairs their context groups) is below this")
+	fs.Var(&f.minScore, "min-score", minScoreHelp)
 	fs.IntVar(&c.Sample, "sample", stream.DefaultSample, "violating records carried per event")
 	fs.Var(&f.pinned, "pin", "a dependency to always track, e.g. '{}: salary ~ tax (asc)' (repeatable)")
 	fs.StringVar(&f.format, "format", "text", "output: text, or json (one event per line; the summary goes to standard error)")
@@ -134,7 +158,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageErr(fmt.Sprintf("--format %q: want text or json", f.format), "for example --format json")
 	}
 	c := f.cfg
-	c.Margin = float64(f.margin)
+	c.Margin, c.MinScore = float64(f.margin), float64(f.minScore)
 	c.Include, c.Exclude, c.Pinned = f.include, f.exclude, f.pinned
 	c.Topic = src.label
 	if c.Name == "" {
