@@ -49,9 +49,8 @@ type StreamConfig struct {
 	DiscoverEvery int
 
 	Epsilon float64
-	// Margin is the hysteresis half-width around Epsilon; AutoMargin
-	// (any negative value) derives it from the window's size
-	// (alerts.NoiseMargin).
+	// Margin is the hysteresis half-width around Epsilon; AutoMargin (-1)
+	// derives it from the window's size (alerts.NoiseMargin).
 	Margin float64
 	// DiscoverAfter is the number of consecutive windows a newly minimal
 	// dependency must be found in before it is tracked and discovered
@@ -71,8 +70,7 @@ type StreamConfig struct {
 	// dependency hold trivially in classes of one or two records; that is
 	// noise, not a property of the stream. Pinned and already tracked
 	// dependencies are unaffected. In [0, 1]; 0 = off.
-	// AutoMinScore (any negative value) is NearKeyScore of the window's
-	// size.
+	// AutoMinScore (-1) is NearKeyScore of the window's size.
 	MinScore float64
 	// Typing says how the window's columns are typed and ordered
 	// (discovery.EncodeTyped): which text is ordinal, or every text ordered
@@ -344,20 +342,14 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 	if math.IsNaN(s.Epsilon) || s.Epsilon < 0 || s.Epsilon >= 1 {
 		bad("epsilon", "must be in [0, 1)")
 	}
-	if math.IsNaN(s.Margin) || s.Margin >= 1 {
-		bad("margin", "must be in [0, 1), or negative for AutoMargin")
-	}
-	if s.Margin < 0 {
-		s.Margin = AutoMargin
+	if s.Margin != AutoMargin && !(s.Margin >= 0 && s.Margin < 1) {
+		bad("margin", "must be in [0, 1), or AutoMargin (-1)")
 	}
 	if s.DiscoverAfter < 0 {
 		bad("discover-after", "must be >= 0")
 	}
-	if math.IsNaN(s.MinScore) || s.MinScore > 1 {
-		bad("min-score", "must be in [0, 1], or negative for AutoMinScore")
-	}
-	if s.MinScore < 0 {
-		s.MinScore = AutoMinScore
+	if s.MinScore != AutoMinScore && !(s.MinScore >= 0 && s.MinScore <= 1) {
+		bad("min-score", "must be in [0, 1], or AutoMinScore (-1)")
 	}
 	if math.IsNaN(s.MinStrength) || s.MinStrength < 0 || s.MinStrength > 1 {
 		bad("min-strength", "must be in [0, 1]")

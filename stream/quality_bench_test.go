@@ -353,4 +353,3 @@ func logEvents(b *testing.B, evs [][]alerts.Event, keep func(alerts.Event) bool)
 		}
 	}
 }
-

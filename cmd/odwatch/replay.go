@@ -94,17 +94,17 @@ const marginHelp = "hysteresis margin around epsilon: a share, or auto = 3 stand
 
 // replayFlags are the flags of `odwatch replay`.
 type replayFlags struct {
-	fs      *flag.FlagSet
-	in      inputFlags
-	cfg     stream.StreamConfig
-	margin  marginFlag
+	fs     *flag.FlagSet
+	in     inputFlags
+	cfg    stream.StreamConfig
+	margin marginFlag
 	// minScore: auto (negative) or a share.
 	minScore autoShare
-	include listFlag
-	exclude listFlag
-	pinned  listFlag
-	format  string
-	log     string
+	include  listFlag
+	exclude  listFlag
+	pinned   listFlag
+	format   string
+	log      string
 
 	brokers     listFlag
 	topic       string
