@@ -612,7 +612,7 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 		return fmt.Errorf("stream %s: save evaluation: %w", s.name, err)
 	}
 	s.trackerEnd, s.hasTracker = job.endSeq, true
-	s.recordStatus(out.info, out.obs, out.events)
+	s.recordStatus(ctx, job.snap, out)
 	if !job.replay {
 		s.publishState(ctx, job.endSeq, job.next, trackerState)
 	}

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -92,12 +93,27 @@ func (b *statusBoard) get(stream string) (lastEvaluation, bool) {
 	return e, ok
 }
 
+// StatusEvent is an event as the status history keeps it: the event and,
+// since an event carries violating records for its own dependency only,
+// samples for its related dependencies (by dependency id).
+type StatusEvent struct {
+	Event          alerts.Event
+	RelatedSamples map[string][]alerts.Sample
+}
+
+// statusEventJSON is a StatusEvent in the store.
+type statusEventJSON struct {
+	Event          json.RawMessage            `json:"event"`
+	RelatedSamples map[string][]alerts.Sample `json:"related_samples,omitempty"`
+}
+
 // recordStatus is the status page's hook in an evaluation, called once it
 // is saved: it notes the window and appends the observations of the rules
-// still tracked, and the events, to the store's status history (a retired
-// rule's history is dropped). A failure costs chart points, not
-// correctness, so it is logged.
-func (s *streamRun) recordStatus(info alerts.WindowInfo, obs []alerts.Observation, events []alerts.Event) {
+// still tracked, and the events with samples for their related rules, to
+// the store's status history (a retired rule's history is dropped). A
+// failure costs chart points, not correctness, so it is logged.
+func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalOutcome) {
+	info, obs, events := out.info, out.obs, out.events
 	s.m.status.set(s.name, lastEvaluation{at: time.Now(), window: info})
 	violated := map[string]bool{}
 	for _, e := range s.tracker.Errors() {
@@ -117,7 +133,7 @@ func (s *streamRun) recordStatus(info alerts.WindowInfo, obs []alerts.Observatio
 		if _, tracked := violated[e.DependencyID]; !tracked && e.Type == alerts.EventRetired {
 			h.Drop = append(h.Drop, e.DependencyID)
 		}
-		payload, err := json.Marshal(e)
+		payload, err := s.encodeStatusEvent(ctx, out.table, snap, e)
 		if err != nil {
 			s.log.Warn("status history: encode event", "id", e.ID, "err", err)
 			continue
@@ -127,6 +143,55 @@ func (s *streamRun) recordStatus(info alerts.WindowInfo, obs []alerts.Observatio
 	if _, err := s.m.store.AppendHistory(h); err != nil {
 		s.log.Warn("status history", "window_end", info.EndSeq, "err", err)
 	}
+}
+
+// encodeStatusEvent stores e with samples of violating records for its
+// related dependencies, computed the way the event's own are (a minimal
+// removal set on the window). Events are rare, so this costs little.
+func (s *streamRun) encodeStatusEvent(ctx context.Context, table *discovery.Table, snap *Snapshot, e alerts.Event) ([]byte, error) {
+	ev, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	se := statusEventJSON{Event: ev}
+	if table != nil && snap != nil && (e.Type == alerts.EventViolated || e.Type == alerts.EventDiscovered) {
+		env := s.env()
+		opts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
+		for _, r := range e.Related {
+			if r.Removals == 0 {
+				continue
+			}
+			res, err := discovery.Validate(ctx, table, r.Dependency, opts)
+			if err != nil {
+				s.log.Warn("status history: removal sample", "dependency", r.DependencyText, "err", err)
+				continue
+			}
+			if smp := env.samples(snap, r.Dependency, res.RemovalSample); len(smp) > 0 {
+				if se.RelatedSamples == nil {
+					se.RelatedSamples = map[string][]alerts.Sample{}
+				}
+				se.RelatedSamples[r.DependencyID] = smp
+			}
+		}
+	}
+	return json.Marshal(se)
+}
+
+// decodeStatusEvent reads a stored StatusEvent.
+func decodeStatusEvent(p []byte) (StatusEvent, error) {
+	var se statusEventJSON
+	if err := json.Unmarshal(p, &se); err != nil {
+		return StatusEvent{}, err
+	}
+	if len(se.Event) == 0 {
+		se.Event = p // the first version stored the event alone
+	}
+	var out StatusEvent
+	if err := json.Unmarshal(se.Event, &out.Event); err != nil {
+		return StatusEvent{}, err
+	}
+	out.RelatedSamples = se.RelatedSamples
+	return out, nil
 }
 
 func (m *Monitor) stream(name string) (*streamRun, error) {
@@ -207,7 +272,7 @@ func (m *Monitor) StatusHistory(stream, id string) ([]state.RulePoint, error) {
 
 // StatusEvents returns the stream's stored events, oldest first (at most
 // the last statusEventRing).
-func (m *Monitor) StatusEvents(stream string) ([]alerts.Event, error) {
+func (m *Monitor) StatusEvents(stream string) ([]StatusEvent, error) {
 	if _, err := m.stream(stream); err != nil {
 		return nil, err
 	}
@@ -215,10 +280,10 @@ func (m *Monitor) StatusEvents(stream string) ([]alerts.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]alerts.Event, 0, len(payloads))
+	out := make([]StatusEvent, 0, len(payloads))
 	for _, p := range payloads {
-		var e alerts.Event
-		if err := json.Unmarshal(p, &e); err != nil {
+		e, err := decodeStatusEvent(p)
+		if err != nil {
 			return nil, fmt.Errorf("stream %s: stored event: %w", stream, err)
 		}
 		out = append(out, e)

@@ -120,12 +120,15 @@ func startDemo(t *testing.T, values bool) (*demoRun, string) {
 	return d, d.waitViolated(t)
 }
 
+// demoConfig is the stream of odwatch demo, with its default settings
+// (there, salary ~ tax turns violated as a related rule of another's
+// event).
 func demoConfig(broker, dir string) stream.Config {
 	const topic = "payroll"
 	return stream.Config{
 		Brokers: []string{broker}, Group: "status-test", StateDir: dir,
 		Streams: []stream.StreamConfig{{Name: topic, Topic: topic, Format: "json",
-			Window: 1000, Every: 250, Epsilon: 0.01, Margin: 0.004, K: 1, Sample: 3, MinScore: 0.01}},
+			Window: 2000, Every: 1000, Epsilon: 0.01, Margin: 0.004, K: 1, Sample: 3, MinScore: 0.01}},
 	}
 }
 
@@ -350,9 +353,9 @@ func TestBrowserInjection(t *testing.T) {
 	d := discovery.Dependency{Kind: discovery.KindOC, Left: evilCol, Right: "tax", Polarity: discovery.Asc}
 	src := payrollSource(t)
 	src.rules["payroll"] = append(src.rules["payroll"], stream.RuleStatus{ID: d.ID(), Text: d.String(), Dependency: d, State: alerts.StateViolated, Measured: true, Error: 0.5})
-	src.events["payroll"] = append(src.events["payroll"], alerts.Event{ID: "evil", Type: alerts.EventViolated, Stream: "payroll", DependencyID: d.ID(), Dependency: d, DependencyText: d.String(),
+	src.events["payroll"] = append(src.events["payroll"], stream.StatusEvent{Event: alerts.Event{ID: "evil", Type: alerts.EventViolated, Stream: "payroll", DependencyID: d.ID(), Dependency: d, DependencyText: d.String(),
 		Window:  alerts.WindowInfo{StartOffsets: map[int32]int64{0: 1}, EndOffsets: map[int32]int64{0: 2}},
-		Samples: []alerts.Sample{{Topic: "payroll", Offset: 7, Values: map[string]string{evilCol: evilVal, "tax": evilVal}}}})
+		Samples: []alerts.Sample{{Topic: "payroll", Offset: 7, Values: map[string]string{evilCol: evilVal, "tax": evilVal}}}}})
 	srv := httptest.NewServer(Handler(src, Options{Values: true}))
 	defer srv.Close()
 	ctx := newBrowser(t, exe)

@@ -20,8 +20,8 @@ import (
 type fakeSource struct {
 	streams []stream.StreamStatus
 	rules   map[string][]stream.RuleStatus
-	history map[string][]state.RulePoint // by rule id
-	events  map[string][]alerts.Event    // oldest first
+	history map[string][]state.RulePoint    // by rule id
+	events  map[string][]stream.StatusEvent // oldest first
 }
 
 func (f *fakeSource) StatusStreams() []stream.StreamStatus { return f.streams }
@@ -35,7 +35,9 @@ func (f *fakeSource) StatusRules(s string) ([]stream.RuleStatus, error) {
 func (f *fakeSource) StatusHistory(_, id string) ([]state.RulePoint, error) {
 	return f.history[id], nil
 }
-func (f *fakeSource) StatusEvents(s string) ([]alerts.Event, error) { return f.events[s], nil }
+func (f *fakeSource) StatusEvents(s string) ([]stream.StatusEvent, error) {
+	return f.events[s], nil
+}
 
 func mustDep(t *testing.T, text string) discovery.Dependency {
 	t.Helper()
@@ -81,7 +83,7 @@ func payrollSource(t *testing.T) *fakeSource {
 			"orders/eu": {},
 		},
 		history: map[string][]state.RulePoint{sal.ID(): hist},
-		events:  map[string][]alerts.Event{"payroll": {disc, viol}},
+		events:  map[string][]stream.StatusEvent{"payroll": {{Event: disc}, {Event: viol}}},
 	}
 }
 
@@ -229,7 +231,7 @@ func TestAPIRule(t *testing.T) {
 		})
 	}
 	// The source is not changed by redaction.
-	if src.events["payroll"][1].Samples[0].Values["tax"] != "15600" {
+	if src.events["payroll"][1].Event.Samples[0].Values["tax"] != "15600" {
 		t.Error("redaction changed the source's events")
 	}
 }
@@ -268,9 +270,9 @@ func TestInjectionRendersAsText(t *testing.T) {
 	src := payrollSource(t)
 	src.streams = append(src.streams, stream.StreamStatus{Name: evilStream, Topic: evilCol, Epsilon: 0.01})
 	src.rules[evilStream] = []stream.RuleStatus{{ID: d.ID(), Text: d.String(), Dependency: d, State: alerts.StateViolated, Measured: true, Error: 0.5}}
-	src.events[evilStream] = []alerts.Event{{ID: "e1", Type: alerts.EventViolated, Stream: evilStream, DependencyID: d.ID(), Dependency: d, DependencyText: d.String(),
+	src.events[evilStream] = []stream.StatusEvent{{Event: alerts.Event{ID: "e1", Type: alerts.EventViolated, Stream: evilStream, DependencyID: d.ID(), Dependency: d, DependencyText: d.String(),
 		Window:  alerts.WindowInfo{StartOffsets: map[int32]int64{0: 1}, EndOffsets: map[int32]int64{0: 2}},
-		Samples: []alerts.Sample{{Topic: evilCol, Offset: 7, Values: map[string]string{evilCol: evilVal, "salary": evilVal, evilVal: evilCol}}}}}
+		Samples: []alerts.Sample{{Topic: evilCol, Offset: 7, Values: map[string]string{evilCol: evilVal, "salary": evilVal, evilVal: evilCol}}}}}}
 	h := Handler(src, Options{Values: true})
 	paths := []string{"/", streamHref(evilStream), ruleHref(evilStream, d.ID())}
 	for _, p := range paths {
@@ -314,20 +316,20 @@ func TestChartGeometry(t *testing.T) {
 }
 
 // TestAPIRuleRelated: a rule that changed state as a related one of
-// another rule's event lists that event, but does not show the leading
-// rule's samples as its own; a rule known only from such an event (no
-// longer tracked) still has a page.
+// another rule's event lists that event, with the samples the status
+// history computed for it, never the leading rule's; a rule known only
+// from such an event (no longer tracked) still has a page.
 func TestAPIRuleRelated(t *testing.T) {
 	src := payrollSource(t)
 	lead, rel, gone := mustDep(t, "{}: tax_group ~ tax (asc)"), mustDep(t, "{tax_group}: [] -> perc"), mustDep(t, "{}: perc ~ tax (asc)")
-	src.events["payroll"] = append(src.events["payroll"], alerts.Event{ID: "ev-group", Type: alerts.EventViolated, Stream: "payroll",
+	src.events["payroll"] = append(src.events["payroll"], stream.StatusEvent{Event: alerts.Event{ID: "ev-group", Type: alerts.EventViolated, Stream: "payroll",
 		DependencyID: lead.ID(), Dependency: lead, DependencyText: lead.String(), ErrorNow: 0.02,
 		Window:  alerts.WindowInfo{StartOffsets: map[int32]int64{0: 1}, EndOffsets: map[int32]int64{0: 2}},
 		Samples: []alerts.Sample{{Topic: "payroll", Offset: 99, Values: map[string]string{"tax_group": "C", "tax": "1"}}},
 		Related: []alerts.Related{
 			{DependencyID: rel.ID(), Dependency: rel, DependencyText: rel.String(), ErrorNow: 0.02},
 			{DependencyID: gone.ID(), Dependency: gone, DependencyText: gone.String(), ErrorNow: 0.03},
-		}})
+		}}, RelatedSamples: map[string][]alerts.Sample{gone.ID(): {{Topic: "payroll", Offset: 77, Values: map[string]string{"perc": "250"}}}}})
 	h := Handler(src, Options{Values: true})
 	var v struct {
 		Rule    struct{ Text, Description string }
@@ -338,9 +340,13 @@ func TestAPIRuleRelated(t *testing.T) {
 	if len(v.Events) != 1 || v.Events[0].ID != "ev-group" || len(v.Samples) != 0 {
 		t.Errorf("related rule: events %+v samples %+v, want the group's event and no samples", v.Events, v.Samples)
 	}
+	v.Samples = nil
 	getJSON(t, h, "/api/streams/payroll/rules/"+gone.ID(), &v)
 	if v.Rule.Text != gone.String() || v.Rule.Description != "sorting by perc sorts tax" {
 		t.Errorf("untracked related rule: %+v", v.Rule)
+	}
+	if len(v.Samples) != 1 || v.Samples[0].Offset != 77 {
+		t.Errorf("related rule's own samples %+v, want offset 77", v.Samples)
 	}
 	_, page, _ := get(t, h, streamHref("payroll"))
 	if !strings.Contains(page, "and 2 related") || !strings.Contains(page, ruleHref("payroll", gone.ID())) {

@@ -18,7 +18,7 @@ type Source interface {
 	StatusStreams() []stream.StreamStatus
 	StatusRules(stream string) ([]stream.RuleStatus, error)
 	StatusHistory(stream, id string) ([]state.RulePoint, error)
-	StatusEvents(stream string) ([]alerts.Event, error)
+	StatusEvents(stream string) ([]stream.StatusEvent, error)
 }
 
 // errNotFound: the stream or the rule is unknown (404).
@@ -232,12 +232,22 @@ func columns(text string) []string {
 	return append(slices.Clone(d.LHSList), d.RHSList...)
 }
 
-func newestFirst(events []alerts.Event, keep func(alerts.Event) bool, limit int) []alerts.Event {
-	out := []alerts.Event{}
+// newestFirst returns the events keep accepts, newest first, at most
+// limit (all when limit <= 0).
+func newestFirst(events []stream.StatusEvent, keep func(alerts.Event) bool, limit int) []stream.StatusEvent {
+	out := []stream.StatusEvent{}
 	for i := len(events) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
-		if keep(events[i]) {
+		if keep(events[i].Event) {
 			out = append(out, events[i])
 		}
+	}
+	return out
+}
+
+func plain(events []stream.StatusEvent) []alerts.Event {
+	out := make([]alerts.Event, len(events))
+	for i := range events {
+		out[i] = events[i].Event
 	}
 	return out
 }
@@ -263,7 +273,7 @@ func buildStream(src Source, name string, values bool) (streamView, error) {
 	if err != nil {
 		return streamView{}, err
 	}
-	v.Events = newestFirst(events, func(alerts.Event) bool { return true }, timelineLen)
+	v.Events = plain(newestFirst(events, func(alerts.Event) bool { return true }, timelineLen))
 	redact(v.Events, values)
 	return v, nil
 }
@@ -277,8 +287,8 @@ func buildRule(src Source, name, id string, values bool) (ruleView, error) {
 	if err != nil {
 		return ruleView{}, err
 	}
-	v := ruleView{Version: ver, Stream: toStreamJSON(s), Values: values, Samples: []sampleJSON{},
-		Events: newestFirst(events, func(e alerts.Event) bool { return e.Involves(id) }, 0)}
+	mine := newestFirst(events, func(e alerts.Event) bool { return e.Involves(id) }, 0)
+	v := ruleView{Version: ver, Stream: toStreamJSON(s), Values: values, Samples: []sampleJSON{}, Events: plain(mine)}
 	rules, err := src.StatusRules(name)
 	if err != nil {
 		return ruleView{}, err
@@ -307,14 +317,18 @@ func buildRule(src Source, name, id string, values bool) (ruleView, error) {
 		v.Rule = ruleJSON{ID: id, Text: text, Description: discovery.Describe(d), Band: bandOf(s), History: toPoints(h)}
 	}
 	v.Columns = columns(v.Rule.Text)
-	for _, e := range v.Events {
-		// Samples are a removal set of the event's own dependency: a rule
-		// that is only related to an event has none there.
-		if len(e.Samples) == 0 || e.DependencyID != id {
+	for _, e := range mine {
+		// An event's samples are a removal set of its own dependency; a
+		// related rule's were computed for the status history.
+		samples := e.RelatedSamples[id]
+		if e.Event.DependencyID == id {
+			samples = e.Event.Samples
+		}
+		if len(samples) == 0 {
 			continue
 		}
-		v.SamplesFrom = e.ID
-		for _, smp := range e.Samples {
+		v.SamplesFrom = e.Event.ID
+		for _, smp := range samples {
 			sj := sampleJSON{Topic: smp.Topic, Partition: smp.Partition, Offset: smp.Offset}
 			if values {
 				sj.Values = smp.Values
