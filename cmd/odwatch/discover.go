@@ -107,10 +107,16 @@ func writeLegend(w io.Writer, d *discovery.Discovery, sample bool) error {
 		return nil
 	}
 	first := d.Dependencies[0]
+	measures := "e = share of rows to remove for it to hold exactly (removals = how many); score = share of row pairs its context groups together (1 for {})"
+	if first.Strength != discovery.NoStrength {
+		measures = "strength: 1 = holds perfectly, 0 = no better than chance; " + measures
+	}
+	if sample {
+		measures += "; sample = lines of the file"
+	}
 	_, err := fmt.Fprintf(w, "# how to read it: %s means %s.\n"+
 		"# X: A ~ B = within each group of equal X, sorting by A sorts B (desc: in reverse); X: [] -> A = X determines A.\n"+
-		"# e = share of rows to remove for it to hold exactly (removals = how many); score = share of row pairs its context groups together, 1 for {}%s.\n",
-		first.Dependency, discovery.DescribeResult(first), map[bool]string{true: "; sample = lines of the file", false: ""}[sample])
+		"# %s.\n", first.Dependency, discovery.DescribeResult(first), measures)
 	return err
 }
 

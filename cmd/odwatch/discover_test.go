@@ -373,3 +373,29 @@ func TestDiscoverTyping(t *testing.T) {
 		}
 	}
 }
+
+// TestDiscoverLegend: the text listing ends with at most three plain-words
+// lines, its first dependency read out; --legend=false leaves them out.
+func TestDiscoverLegend(t *testing.T) {
+	path := writeTemp(t, "small.csv", smallCSV)
+	var out, errOut bytes.Buffer
+	if err := runDiscover(context.Background(), []string{path, "--epsilon", "0"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	i := strings.Index(text, "# how to read it: ")
+	if i < 0 {
+		t.Fatalf("no legend:\n%s", text)
+	}
+	legend := strings.Split(strings.TrimSuffix(text[i:], "\n"), "\n")
+	if len(legend) > 3 || !strings.Contains(legend[0], " means ") || !strings.Contains(text[i:], "score = share of row pairs") {
+		t.Errorf("legend:\n%s", text[i:])
+	}
+	out.Reset()
+	if err := runDiscover(context.Background(), []string{path, "--epsilon", "0", "--legend=false"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "how to read it") {
+		t.Errorf("--legend=false printed the legend:\n%s", out.String())
+	}
+}
