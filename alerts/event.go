@@ -85,8 +85,12 @@ type Event struct {
 	ErrorBefore, ErrorNow float64
 	Epsilon, Margin       float64
 	Removals              int
-	Window                WindowInfo
-	Samples               []Sample
+	// Strength is the dependency's strength (discovery.Result.Strength) in
+	// the last window in which it held: how much better than chance the rule
+	// is, also when the event says it broke. 0 when unknown.
+	Strength float64
+	Window   WindowInfo
+	Samples  []Sample
 	// Related are the dependencies that made the same transition (to Type)
 	// in this window and share columns with Dependency: one cause, one
 	// event (see Tracker).
@@ -132,6 +136,7 @@ type eventJSON struct {
 	Epsilon        float64              `json:"epsilon"`
 	Margin         float64              `json:"margin"`
 	Removals       int                  `json:"removals"`
+	Strength       float64              `json:"strength"`
 	Window         windowJSON           `json:"window"`
 	Samples        []sampleJSON         `json:"samples"`
 	Related        []relatedJSON        `json:"related"`
@@ -244,7 +249,7 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 // id, type, stream, time, dependency_id, dependency (discovery's layout:
 // {kind "ofd", context, rhs} | {kind "oc", context, left, right, polarity} |
 // {kind "od", lhs, rhs}), dependency_text, error_before,
-// error_now, epsilon, margin, removals, window {topic, start_offsets,
+// error_now, epsilon, margin, removals, strength, window {topic, start_offsets,
 // end_offsets, start_time, end_time, records, end_seq} (offset maps keyed by
 // partition number as a string), samples [{topic, partition, offset,
 // values}], related [{dependency_id, dependency, dependency_text,
@@ -265,6 +270,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Epsilon:        e.Epsilon,
 		Margin:         e.Margin,
 		Removals:       e.Removals,
+		Strength:       e.Strength,
 		Window:         toWindowJSON(e.Window),
 		Samples:        toSamplesJSON(e.Samples),
 		Related:        toRelatedJSON(e.Related),
@@ -290,7 +296,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		ID: j.ID, Type: j.Type, Stream: j.Stream, Time: j.Time,
 		DependencyID: j.DependencyID, Dependency: j.Dependency, DependencyText: j.DependencyText,
 		ErrorBefore: j.ErrorBefore, ErrorNow: j.ErrorNow, Epsilon: j.Epsilon, Margin: j.Margin,
-		Removals: j.Removals,
+		Removals: j.Removals, Strength: j.Strength,
 		Window: WindowInfo{
 			Stream: j.Stream, Topic: j.Window.Topic, StartOffsets: so, EndOffsets: eo,
 			StartTime: j.Window.StartTime, EndTime: j.Window.EndTime,

@@ -30,7 +30,7 @@ func sampleEvent() Event {
 	return Event{
 		ID: EventID("payroll", id, w.EndSeq, EventViolated), Type: EventViolated, Stream: "payroll", Time: w.EndTime,
 		DependencyID: id, Dependency: d, DependencyText: d.String(),
-		ErrorBefore: 0, ErrorNow: 0.045, Epsilon: 0.03, Margin: 0.005, Removals: 9, Window: w,
+		ErrorBefore: 0, ErrorNow: 0.045, Epsilon: 0.03, Margin: 0.005, Removals: 9, Strength: 0.93, Window: w,
 		Samples: []Sample{
 			{Topic: "payroll", Partition: 0, Offset: 123, Values: map[string]string{"salary": "5000", "tax": "12500", "position": "clerk"}},
 			{Topic: "payroll", Partition: 1, Offset: 150, Values: map[string]string{"salary": "7000", "position": "clerk"}},
@@ -77,7 +77,7 @@ func TestEventJSONGolden(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"event", m, "dependency,dependency_id,dependency_text,epsilon,error_before,error_now,id,margin,related,removals,samples,stream,time,type,window"},
+		{"event", m, "dependency,dependency_id,dependency_text,epsilon,error_before,error_now,id,margin,related,removals,samples,stream,strength,time,type,window"},
 		{"related", m["related"].([]any)[0], "dependency,dependency_id,dependency_text,error_before,error_now,removals"},
 		{"dependency", m["dependency"], "context,kind,left,polarity,right"},
 		{"window", m["window"], "end_offsets,end_seq,end_time,records,start_offsets,start_time,topic"},

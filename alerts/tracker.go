@@ -661,6 +661,7 @@ func (t *Tracker) event(typ EventType, e *entry, w WindowInfo, m float64, before
 		Epsilon:        t.cfg.Epsilon,
 		Margin:         m,
 		Removals:       o.Removals,
+		Strength:       e.Strength,
 		Window:         w,
 		Samples:        samples,
 	}

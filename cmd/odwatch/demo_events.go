@@ -39,13 +39,14 @@ func (s *demoSink) Close() error { return nil }
 
 // demoEventText renders an event as a headline (clock, type, stream,
 // dependency), a line saying in plain words what changed, with the figures
-// that matter for the type, one line per related rule that changed with it,
-// and up to three sample records:
+// that matter for the type (a discovered rule: its exceptions and
+// strength), one line per related rule that changed with it, and up to
+// three sample records:
 //
 //	10:02:03 DISCOVERED payroll {}: salary ~ tax (asc)
-//	         sorting by salary sorts tax, except 2 rows (0.1%); window p0:0-1999 (2000 records)
+//	         sorting by salary sorts tax, except 2 rows (0.1%); strength 0.97; window p0:0-1999 (2000 records)
 //	10:02:03 DISCOVERED payroll {tax_group}: [] -> perc
-//	         tax_group determines perc, with no exception; window p0:0-1999 (2000 records)
+//	         tax_group determines perc, with no exception; strength 1.00; window p0:0-1999 (2000 records)
 //	10:02:09 VIOLATED   payroll {}: salary ~ tax (asc)
 //	         error 0% -> 3.1%, above epsilon 1% + margin 0.4%: 62 rows to remove; window p0:4000-5999 (2000 records)
 //	         related {salary}: [] -> tax: error 0% -> 1.4%
@@ -61,6 +62,9 @@ func demoEventText(e alerts.Event) string {
 		b.WriteString(discovery.DescribeResult(now))
 		if e.Removals == 0 {
 			b.WriteString(", with no exception")
+		}
+		if e.Strength > 0 {
+			fmt.Fprintf(&b, "; strength %.2f", e.Strength)
 		}
 	case alerts.EventViolated:
 		fmt.Fprintf(&b, "error %s -> %s, above epsilon %s + margin %s: %d rows to remove",

@@ -176,11 +176,11 @@ func TestDemoEventText(t *testing.T) {
 	dep := discovery.Dependency{Kind: discovery.KindOC, Left: "salary", Right: "tax"}
 	e := alerts.Event{
 		Type: alerts.EventDiscovered, Stream: "payroll", Time: time.Date(2026, 11, 30, 10, 2, 3, 0, time.Local),
-		Dependency: dep, DependencyText: dep.String(), ErrorNow: 0.001, Removals: 2, Epsilon: 0.01, Margin: 0.004,
+		Dependency: dep, DependencyText: dep.String(), ErrorNow: 0.001, Removals: 2, Epsilon: 0.01, Margin: 0.004, Strength: 0.97,
 		Window: alerts.WindowInfo{Topic: "payroll", StartOffsets: map[int32]int64{0: 0}, EndOffsets: map[int32]int64{0: 1999}, Records: 2000},
 	}
 	want := "10:02:03 DISCOVERED payroll {}: salary ~ tax (asc)\n" +
-		"         sorting by salary sorts tax, except 2 rows (0.1%); window p0:0-1999 (2000 records)\n"
+		"         sorting by salary sorts tax, except 2 rows (0.1%); strength 0.97; window p0:0-1999 (2000 records)\n"
 	if got := demoEventText(e); got != want {
 		t.Errorf("discovered:\n%s\nwant\n%s", got, want)
 	}
