@@ -226,13 +226,14 @@ func (e *Incremental) node(cols []int) *incNode {
 	if nd, ok := e.nodeBy[key]; ok {
 		return nd
 	}
-	nd := &incNode{key: key, cols: slices.Clone(cols), last: -1, stale: true,
-		classOf: make([]uint32, int(e.mask)+1)}
+	nd := &incNode{key: key, cols: slices.Clone(cols), last: -1, stale: true}
 	if len(cols) > 0 {
 		nd.last = cols[len(cols)-1]
+		nd.lastCol = e.cols[nd.last]
 	}
 	if len(cols) > 1 {
 		nd.parent = e.node(cols[:len(cols)-1])
+		nd.classOf = make([]uint32, int(e.mask)+1)
 	}
 	e.nodeBy[key] = nd
 	return nd
@@ -412,7 +413,7 @@ func (e *Incremental) flush() {
 		for _, o := range e.ocs {
 			if !o.stale && !o.x.stale {
 				for s := e.from; s != e.from+appliedLeft; s++ {
-					o.touch(o.x.classOf[s&e.mask], s, false)
+					o.touch(o.x.class(s&e.mask), s, false)
 				}
 			}
 		}
@@ -462,7 +463,7 @@ func (e *Incremental) flush() {
 	for _, o := range e.ocs {
 		if !o.stale && !o.x.stale {
 			for s := start; s != end; s++ {
-				o.touch(o.x.classOf[s&e.mask], s, true)
+				o.touch(o.x.class(s&e.mask), s, true)
 			}
 		}
 	}
@@ -485,7 +486,9 @@ func (e *Incremental) grow() {
 		c.codes = move(c.codes)
 	}
 	for _, nd := range e.nodes {
-		nd.classOf = move(nd.classOf)
+		if nd.classOf != nil {
+			nd.classOf = move(nd.classOf)
+		}
 	}
 	// Nodes not in e.nodes are unreachable; new ones get the new size.
 }

@@ -134,8 +134,11 @@ type incNode struct {
 	cols    []int
 	parent  *incNode
 	last    int // cols[len-1], -1 for the empty list
+	lastCol *incColumn
 	index   u64map
-	classOf []uint32 // by ring slot
+	// classOf is the class of each ring slot's row, for lists of two
+	// columns or more; the class of one column's row is its equality id.
+	classOf []uint32
 	size    []uint32 // by class
 	keys    []uint64 // by class, for index
 	free    []uint32
@@ -151,6 +154,17 @@ func (nd *incNode) reset() {
 	nd.size, nd.keys, nd.free, nd.members = nd.size[:0], nd.keys[:0], nd.free[:0], nil
 }
 
+// class is the class of the row in slot (which the node holds).
+func (nd *incNode) class(slot uint32) uint32 {
+	switch {
+	case nd.last < 0:
+		return 0
+	case nd.parent == nil:
+		return nd.lastCol.eq(nd.lastCol.codes[slot])
+	}
+	return nd.classOf[slot]
+}
+
 // classFor returns the class of the row in slot, creating it if needed.
 func (nd *incNode) classFor(cols []*incColumn, slot uint32) uint32 {
 	var c uint32
@@ -162,7 +176,7 @@ func (nd *incNode) classFor(cols []*incColumn, slot uint32) uint32 {
 		c = col.eq(col.codes[slot])
 	default:
 		col := cols[nd.last]
-		k := uint64(nd.parent.classOf[slot])<<32 | uint64(col.eq(col.codes[slot]))
+		k := uint64(nd.parent.class(slot))<<32 | uint64(col.eq(col.codes[slot]))
 		if got, ok := nd.index.get(k); ok {
 			return got
 		}
@@ -181,7 +195,9 @@ func (nd *incNode) classFor(cols []*incColumn, slot uint32) uint32 {
 
 func (nd *incNode) insert(cols []*incColumn, slot, seq uint32) {
 	c := nd.classFor(cols, slot)
-	nd.classOf[slot] = c
+	if nd.classOf != nil {
+		nd.classOf[slot] = c
+	}
 	for int(c) >= len(nd.size) {
 		nd.size = append(nd.size, 0)
 	}
@@ -195,7 +211,7 @@ func (nd *incNode) insert(cols []*incColumn, slot, seq uint32) {
 }
 
 func (nd *incNode) remove(slot uint32) {
-	c := nd.classOf[slot]
+	c := nd.class(slot)
 	nd.size[c]--
 	if nd.withMembers {
 		nd.members[c].pop()
@@ -227,8 +243,8 @@ func (f *incFD) reset() {
 
 // inserted runs after both nodes took the row in slot.
 func (f *incFD) inserted(slot uint32) {
-	cx := f.x.classOf[slot]
-	k := f.xa.size[f.xa.classOf[slot]]
+	cx := f.x.class(slot)
+	k := f.xa.size[f.xa.class(slot)]
 	for int(cx) >= len(f.largest) {
 		f.largest = append(f.largest, 0)
 		f.cc = append(f.cc, nil)
@@ -249,8 +265,8 @@ func (f *incFD) inserted(slot uint32) {
 
 // removing runs before the nodes let the row in slot go.
 func (f *incFD) removing(slot uint32) {
-	cx := f.x.classOf[slot]
-	k := f.xa.size[f.xa.classOf[slot]]
+	cx := f.x.class(slot)
+	k := f.xa.size[f.xa.class(slot)]
 	cc := f.cc[cx]
 	cc[k]--
 	cc[k-1]++

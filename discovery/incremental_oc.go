@@ -3,6 +3,7 @@ package discovery
 import (
 	"cmp"
 	"slices"
+	"sort"
 )
 
 // incOC keeps the removals of X: A ~ B, both polarities, over the classes
@@ -31,9 +32,11 @@ type incOC struct {
 
 // sortedClass is a large class's rows ordered by (label A, label B): rows
 // that left are dropped (they are older than the window's oldest row) and
-// rows that arrived (pending) merged in at the next recount.
+// rows that arrived (pending) merged in at the next recount. Only label B
+// is kept (the LNDS reads it in order); label A, needed to place a new row
+// and to find runs of equal A, is looked up from the row: 12 bytes a row.
 type sortedClass struct {
-	la, lb  []uint64
+	lb      []uint64
 	seq     []uint32
 	pending []uint32
 }
@@ -164,11 +167,11 @@ func (o *incOC) recountSorted(e *Incremental, c uint32) (asc, desc int) {
 	k := 0
 	for i, s := range sc.seq {
 		if e.alive(s) {
-			sc.la[k], sc.lb[k], sc.seq[k] = sc.la[i], sc.lb[i], s
+			sc.lb[k], sc.seq[k] = sc.lb[i], s
 			k++
 		}
 	}
-	sc.la, sc.lb, sc.seq = sc.la[:k], sc.lb[:k], sc.seq[:k]
+	sc.lb, sc.seq = sc.lb[:k], sc.seq[:k]
 	if len(sc.pending) > 0 {
 		items := e.items[:0]
 		for _, s := range sc.pending {
@@ -181,29 +184,43 @@ func (o *incOC) recountSorted(e *Incremental, c uint32) (asc, desc int) {
 		e.items = items
 		o.mergeInto(e, sc, items)
 	}
-	return o.lnds(e, sc.la, sc.lb)
+	var la []uint64
+	if o.desc {
+		la = e.la[:0]
+		for _, s := range sc.seq {
+			la = append(la, o.labelA(e, s))
+		}
+		e.la = la
+	}
+	return o.lnds(e, la, sc.lb)
 }
 
-// mergeInto merges the sorted items into sc.
+func (o *incOC) labelA(e *Incremental, seq uint32) uint64 {
+	ca := e.cols[o.a]
+	return ca.orderOf(ca.codes[seq&e.mask])
+}
+
+// mergeInto merges the sorted items into sc: each item's place is found by
+// a binary search from the previous one's, and the rows in between are
+// copied as a run.
 func (o *incOC) mergeInto(e *Incremental, sc *sortedClass, items []ocItem) {
 	n := len(sc.seq) + len(items)
-	la, lb, seq := e.la[:0], e.lb[:0], e.seq[:0]
-	la, lb, seq = slices.Grow(la, n), slices.Grow(lb, n), slices.Grow(seq, n)
+	lb, seq := slices.Grow(e.lb[:0], n), slices.Grow(e.seq[:0], n)
 	i := 0
 	for _, it := range items {
-		// Copy the run of sorted rows before it.
-		j := i
-		for j < len(sc.seq) && (sc.la[j] < it.la || (sc.la[j] == it.la && sc.lb[j] <= it.lb)) {
-			j++
-		}
-		la, lb, seq = append(la, sc.la[i:j]...), append(lb, sc.lb[i:j]...), append(seq, sc.seq[i:j]...)
+		// The first row after it in (label A, label B) order.
+		j := i + sort.Search(len(sc.seq)-i, func(m int) bool {
+			la := o.labelA(e, sc.seq[i+m])
+			return la > it.la || (la == it.la && sc.lb[i+m] > it.lb)
+		})
+		lb, seq = append(lb, sc.lb[i:j]...), append(seq, sc.seq[i:j]...)
 		i = j
-		la, lb, seq = append(la, it.la), append(lb, it.lb), append(seq, it.seq)
+		lb, seq = append(lb, it.lb), append(seq, it.seq)
 	}
-	la, lb, seq = append(la, sc.la[i:]...), append(lb, sc.lb[i:]...), append(seq, sc.seq[i:]...)
+	lb, seq = append(lb, sc.lb[i:]...), append(seq, sc.seq[i:]...)
 	// The merged rows become the class's; its old arrays the scratch.
-	e.la, e.lb, e.seq = sc.la[:0], sc.lb[:0], sc.seq[:0]
-	sc.la, sc.lb, sc.seq = la, lb, seq
+	e.lb, e.seq = sc.lb[:0], sc.seq[:0]
+	sc.lb, sc.seq = lb, seq
 }
 
 // lnds returns the removals of one class ordered by (la, lb): the rows

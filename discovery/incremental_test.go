@@ -247,7 +247,9 @@ func withSlots(e *Incremental, slots int) {
 		c.codes = make([]uint32, slots)
 	}
 	for _, nd := range e.nodes {
-		nd.classOf = make([]uint32, slots)
+		if nd.classOf != nil {
+			nd.classOf = make([]uint32, slots)
+		}
 	}
 }
 
