@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,9 @@ type Incremental struct {
 	exact     bool
 	sortedMin int
 	maxStale  int
+	// recountBudget is IncrementalOptions.RecountBudget; recountAvg the
+	// recent average of rows recounted per check (its default).
+	recountBudget, recountAvg int
 
 	// Scratch of the OC recounts.
 	items  []ocItem
@@ -88,6 +92,10 @@ type IncrementalOptions struct {
 	// MaxStale is the number of changed rows after which an OC is recounted
 	// whatever the cuts; 0 means the window's row count.
 	MaxStale int
+	// RecountBudget bounds the rows a check recounts early, in OCs whose
+	// count could still be skipped (see Check); 0 means the recent average
+	// of rows recounted per check, negative none.
+	RecountBudget int
 	// Typing types the columns as EncodeTyped does. Ordinal declarations
 	// with a list of values are not supported (NewIncremental fails).
 	Typing Typing
@@ -127,6 +135,8 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		exact:     opts.Exact,
 		sortedMin: opts.SortedMin,
 		maxStale:  opts.MaxStale,
+
+		recountBudget: opts.RecountBudget,
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin
@@ -500,21 +510,7 @@ func (e *Incremental) grow() {
 func (e *Incremental) Check(cuts []int) []IncrementalResult {
 	e.flush()
 	e.settle()
-	maxStale := e.maxStale
-	if maxStale <= 0 {
-		maxStale = e.n
-	}
-	for _, o := range e.ocs {
-		if len(o.dirty) == 0 && !o.mustRecount {
-			continue
-		}
-		if !e.exact && !o.mustRecount && o.ins+o.del <= maxStale &&
-			(!o.asc || unchangedVerdict(o.totAsc, o.ins, o.del, cuts)) &&
-			(!o.desc || unchangedVerdict(o.totDesc, o.ins, o.del, cuts)) {
-			continue
-		}
-		o.recount(e)
-	}
+	e.recountOCs(cuts)
 	out := make([]IncrementalResult, len(e.deps))
 	for i, d := range e.deps {
 		r := IncrementalResult{Dependency: d.dep, Exact: true, Present: true}
@@ -541,6 +537,78 @@ func (e *Incremental) Check(cuts []int) []IncrementalResult {
 		out[i] = r
 	}
 	return out
+}
+
+// recountOCs recounts the OCs whose verdict may have changed (forced),
+// then, within a budget of rows, the skippable ones closest to a cut
+// (early). Without the early ones, OCs recounted at the same check (all of
+// them at the first) would run out of slack at the same later check again
+// and again, and that check would cost many recounts at once; the budget
+// (IncrementalOptions.RecountBudget, by default the recent average of rows
+// recounted per check) spreads them over the checks in between.
+func (e *Incremental) recountOCs(cuts []int) {
+	maxStale := e.maxStale
+	if maxStale <= 0 {
+		maxStale = e.n
+	}
+	type early struct {
+		o     *incOC
+		slack int
+	}
+	var cands []early
+	rows := 0
+	for _, o := range e.ocs {
+		if len(o.dirty) == 0 && !o.mustRecount {
+			continue
+		}
+		if e.exact || o.mustRecount || o.ins+o.del > maxStale ||
+			(o.asc && !unchangedVerdict(o.totAsc, o.ins, o.del, cuts)) ||
+			(o.desc && !unchangedVerdict(o.totDesc, o.ins, o.del, cuts)) {
+			rows += o.dirtyRows()
+			o.recount(e)
+			continue
+		}
+		slack := math.MaxInt
+		if o.asc {
+			slack = min(slack, verdictSlack(o.totAsc, o.ins, o.del, cuts))
+		}
+		if o.desc {
+			slack = min(slack, verdictSlack(o.totDesc, o.ins, o.del, cuts))
+		}
+		cands = append(cands, early{o, slack})
+	}
+	budget := e.recountBudget
+	switch {
+	case budget == 0:
+		budget = e.recountAvg
+	case budget < 0:
+		budget = 0
+	}
+	slices.SortStableFunc(cands, func(x, y early) int { return x.slack - y.slack })
+	for _, c := range cands {
+		r := c.o.dirtyRows()
+		if rows+r > budget {
+			break
+		}
+		rows += r
+		c.o.recount(e)
+	}
+	e.recountAvg = (3*e.recountAvg + rows) / 4
+}
+
+// verdictSlack is how many more changes a count that was r, after entered
+// and left rows, can take before it may cross a cut.
+func verdictSlack(r, entered, left int, cuts []int) int {
+	lo, hi := r-left, r+entered
+	slack := math.MaxInt
+	for _, t := range cuts {
+		if hi <= t {
+			slack = min(slack, t-hi)
+		} else {
+			slack = min(slack, lo-t-1)
+		}
+	}
+	return slack
 }
 
 // unchangedVerdict reports whether a count that was r, after entered rows

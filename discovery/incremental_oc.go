@@ -96,6 +96,18 @@ func (o *incOC) touchClass(c uint32) {
 	}
 }
 
+// dirtyRows is the number of rows in the dirty classes (all of x's rows
+// when every class must be recounted): about what a recount costs.
+func (o *incOC) dirtyRows() int {
+	rows := 0
+	for _, c := range o.dirty {
+		if int(c) < len(o.x.size) {
+			rows += int(o.x.size[c])
+		}
+	}
+	return rows
+}
+
 // recount recomputes the dirty classes; the totals are exact afterwards.
 func (o *incOC) recount(e *Incremental) {
 	for _, c := range o.dirty {

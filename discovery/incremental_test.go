@@ -153,6 +153,7 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	if g.r.IntN(3) == 0 {
 		opts.MaxStale = 1 + g.r.IntN(20)
 	}
+	opts.RecountBudget = []int{-1, 0, 0, 5, 1 << 30}[g.r.IntN(5)]
 	switch g.r.IntN(4) {
 	case 0:
 		opts.Typing.OrderText = true
