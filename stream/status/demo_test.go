@@ -163,9 +163,13 @@ func TestDemoAPI(t *testing.T) {
 	if v.Rule.State != "violated" || len(v.Rule.History) < 2 || v.Rule.Band.High != 0.014 {
 		t.Errorf("rule %+v", v.Rule)
 	}
-	last := v.Rule.History[len(v.Rule.History)-1]
-	if !last.Violated || last.Error <= v.Rule.Band.High {
-		t.Errorf("last observation %+v, want violated above the band", last)
+	// The chart crosses the band: held at first, then violated above it.
+	first, crossed := v.Rule.History[0], false
+	for _, p := range v.Rule.History {
+		crossed = crossed || (p.Violated && p.Error > v.Rule.Band.High)
+	}
+	if first.Violated || first.Error > v.Rule.Band.Low || !crossed {
+		t.Errorf("history %+v, want it to start below the band and cross it", v.Rule.History)
 	}
 	if len(v.Samples) == 0 || v.Samples[0].Offset < 6000 {
 		t.Fatalf("samples %+v, want records past the clean ones", v.Samples)

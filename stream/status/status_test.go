@@ -332,9 +332,10 @@ func TestAPIRuleRelated(t *testing.T) {
 		}}, RelatedSamples: map[string][]alerts.Sample{gone.ID(): {{Topic: "payroll", Offset: 77, Values: map[string]string{"perc": "250"}}}}})
 	h := Handler(src, Options{Values: true})
 	var v struct {
-		Rule    struct{ Text, Description string }
-		Events  []struct{ ID string }
-		Samples []struct{ Offset int64 }
+		Rule        struct{ Text, Description string }
+		Events      []struct{ ID string }
+		Samples     []struct{ Offset int64 }
+		SamplesWith string `json:"samples_with"`
 	}
 	getJSON(t, h, "/api/streams/payroll/rules/"+rel.ID(), &v)
 	if len(v.Events) != 1 || v.Events[0].ID != "ev-group" || len(v.Samples) != 0 {
@@ -345,8 +346,8 @@ func TestAPIRuleRelated(t *testing.T) {
 	if v.Rule.Text != gone.String() || v.Rule.Description != "sorting by perc sorts tax" {
 		t.Errorf("untracked related rule: %+v", v.Rule)
 	}
-	if len(v.Samples) != 1 || v.Samples[0].Offset != 77 {
-		t.Errorf("related rule's own samples %+v, want offset 77", v.Samples)
+	if len(v.Samples) != 1 || v.Samples[0].Offset != 77 || v.SamplesWith != lead.String() {
+		t.Errorf("related rule's own samples %+v with %q, want offset 77 with %q", v.Samples, v.SamplesWith, lead.String())
 	}
 	_, page, _ := get(t, h, streamHref("payroll"))
 	if !strings.Contains(page, "and 2 related") || !strings.Contains(page, ruleHref("payroll", gone.ID())) {

@@ -107,7 +107,10 @@ type ruleView struct {
 	// columns, in the order the page shows the values.
 	Samples     []sampleJSON `json:"samples"`
 	SamplesFrom string       `json:"samples_from,omitempty"`
-	Columns     []string     `json:"columns"`
+	// SamplesWith is the text of that event's own rule when this rule is
+	// one of its related ones.
+	SamplesWith string   `json:"samples_with,omitempty"`
+	Columns     []string `json:"columns"`
 	// Values is false when record values are redacted (--status-values).
 	Values bool `json:"values"`
 }
@@ -328,6 +331,9 @@ func buildRule(src Source, name, id string, values bool) (ruleView, error) {
 			continue
 		}
 		v.SamplesFrom = e.Event.ID
+		if e.Event.DependencyID != id {
+			v.SamplesWith = e.Event.DependencyText
+		}
 		for _, smp := range samples {
 			sj := sampleJSON{Topic: smp.Topic, Partition: smp.Partition, Offset: smp.Offset}
 			if values {
