@@ -3,9 +3,11 @@ package discovery
 import (
 	"cmp"
 	"errors"
+	"hash/maphash"
 	"math"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // incMode is how an incremental column currently types its values, as
@@ -42,14 +44,14 @@ type incColumn struct {
 	name  string
 	codes []uint32 // by ring slot; 0 = NULL
 
-	index map[string]uint32 // value → code (codes with no row stay until settle)
-	vals  []string          // code-1 → value
-	refs  []uint32          // code-1 → rows holding it; freedRefs once freed
-	bits  []uint64          // code-1 → order bits of its number, 0 if not a number
-	ngrp  []uint32          // code-1 → id of its number, 0 if not a number
-	tgrp  []uint32          // code-1 → id of its instant, 0 if not temporal
-	free  []uint32          // codes free for reuse
-	zero  []uint32          // codes whose last row left since the last settle
+	index strIndex // value → code (codes with no row stay until settle)
+	vals  []string // code-1 → value
+	refs  []uint32 // code-1 → rows holding it; freedRefs once freed
+	bits  []uint64 // code-1 → order bits of its number, 0 if not a number
+	ngrp  []uint32 // code-1 → id of its number, 0 if not a number
+	tgrp  []uint32 // code-1 → id of its instant, 0 if not temporal
+	free  []uint32 // codes free for reuse
+	zero  []uint32 // codes whose last row left since the last settle
 
 	nums  idSpace[uint64]  // numbers (order bits) → ids
 	times idSpace[timeKey] // instants → ids
@@ -58,6 +60,7 @@ type incColumn struct {
 	nonTimeLive int // codes held by rows that are not temporal
 	nonNull     int // rows with a non-NULL value
 	temporalOK  bool
+	layout      int     // temporalLayouts index + 1 of the last date read (parseTime)
 	mode        incMode // as of the last settle
 
 	// ordered: some OC sorts by this column, so temporal and text values
@@ -138,7 +141,7 @@ func newIncColumn(name string, slots int, temporalOK bool) *incColumn {
 	return &incColumn{
 		name:       name,
 		codes:      make([]uint32, slots),
-		index:      map[string]uint32{},
+		index:      newStrIndex(),
 		temporalOK: temporalOK,
 		text:       orderList{stride: labelStride},
 		time:       orderList{stride: labelStride},
@@ -168,11 +171,11 @@ func numberBits(v string) uint64 {
 
 // intern returns the code of v, taking a reference.
 func (c *incColumn) intern(v string) uint32 {
-	if code, ok := c.index[v]; ok {
+	code, h := c.index.lookup(c.vals, v)
+	if code != 0 {
 		c.ref(code)
 		return code
 	}
-	var code uint32
 	if k := len(c.free); k > 0 {
 		code = c.free[k-1]
 		c.free = c.free[:k-1]
@@ -191,14 +194,37 @@ func (c *incColumn) intern(v string) uint32 {
 		c.ngrp[code-1] = c.nums.ref(b)
 	}
 	if b == 0 && c.temporalOK { // a number is never a date
-		if tm, ok := parseTemporal(v); ok {
+		if tm, ok := c.parseTime(v); ok {
 			c.tgrp[code-1] = c.times.ref(timeKey{tm.Unix(), int32(tm.Nanosecond())})
 		}
 	}
-	c.index[v] = code
+	c.index.insert(code, h)
 	c.text.fresh = append(c.text.fresh, code)
 	c.ref(code)
 	return code
+}
+
+// parseTime is parseTemporal trying first the layout that read the
+// column's last date: a column's dates mostly share one layout, and each
+// layout tried in vain costs a parse and an error. A string fits at most
+// one layout (any other leaves text over or lacks some), so the result is
+// parseTemporal's.
+func (c *incColumn) parseTime(v string) (time.Time, bool) {
+	if c.layout > 0 && len(v) >= 7 && v[4] == '-' && v[0] >= '0' && v[0] <= '9' {
+		if t, err := time.Parse(temporalLayouts[c.layout-1], v); err == nil {
+			return t, true
+		}
+	}
+	t, ok := parseTemporal(v)
+	if ok {
+		for i, layout := range temporalLayouts {
+			if _, err := time.Parse(layout, v); err == nil {
+				c.layout = i + 1
+				break
+			}
+		}
+	}
+	return t, ok
 }
 
 func (c *incColumn) ref(code uint32) {
@@ -265,7 +291,7 @@ func (c *incColumn) settle() (switched, relabelled bool) {
 		if c.refs[code-1] != 0 {
 			continue // held again, or already freed
 		}
-		delete(c.index, c.vals[code-1])
+		c.index.remove(code, c.vals[code-1])
 		if g := c.ngrp[code-1]; g != 0 {
 			c.nums.unref(g)
 		}
@@ -442,4 +468,96 @@ func copySkipping(out, old []uint32, from, to int, skip []int, g int) ([]uint32,
 		g++
 	}
 	return append(out, old[from:to]...), g
+}
+
+// strIndex maps a column's values to their codes: open addressing with
+// linear probing, slots holding only the code and 32 hash bits (the value
+// is read from the column's vals), and backward-shift deletion, so that a
+// window whose values keep changing leaves no tombstones (a Go map's
+// deletes kept it large and slow) and the GC scans no slot.
+type strIndex struct {
+	seed  maphash.Seed
+	slots []strSlot // power-of-two length, or nil
+	n     int
+}
+
+type strSlot struct {
+	code uint32 // 0 = empty
+	hash uint32
+}
+
+func newStrIndex() strIndex { return strIndex{seed: maphash.MakeSeed()} }
+
+func (x *strIndex) hashOf(v string) uint32 { return uint32(maphash.String(x.seed, v)) }
+
+// lookup returns the code of v (0 if absent) and its hash.
+func (x *strIndex) lookup(vals []string, v string) (code, h uint32) {
+	h = x.hashOf(v)
+	if x.n == 0 {
+		return 0, h
+	}
+	mask := uint32(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := x.slots[i]
+		if s.code == 0 {
+			return 0, h
+		}
+		if s.hash == h && vals[s.code-1] == v {
+			return s.code, h
+		}
+	}
+}
+
+// insert adds code, whose value is not in the index, with hash h.
+func (x *strIndex) insert(code, h uint32) {
+	if 2*(x.n+1) > len(x.slots) {
+		old := x.slots
+		x.slots = make([]strSlot, max(2*len(old), 16))
+		mask := uint32(len(x.slots) - 1)
+		for _, s := range old {
+			if s.code != 0 {
+				i := s.hash & mask
+				for x.slots[i].code != 0 {
+					i = (i + 1) & mask
+				}
+				x.slots[i] = s
+			}
+		}
+	}
+	mask := uint32(len(x.slots) - 1)
+	i := h & mask
+	for x.slots[i].code != 0 {
+		i = (i + 1) & mask
+	}
+	x.slots[i] = strSlot{code: code, hash: h}
+	x.n++
+}
+
+// remove deletes code, whose value is v.
+func (x *strIndex) remove(code uint32, v string) {
+	mask := uint32(len(x.slots) - 1)
+	i := x.hashOf(v) & mask
+	for x.slots[i].code != code {
+		i = (i + 1) & mask
+	}
+	x.n--
+	for j := i; ; {
+		j = (j + 1) & mask
+		s := x.slots[j]
+		if s.code == 0 {
+			break
+		}
+		// s may fill the hole at i unless its home lies cyclically in (i, j].
+		k := s.hash & mask
+		if i <= j {
+			if i < k && k <= j {
+				continue
+			}
+		} else if i < k || k <= j {
+			continue
+		}
+		x.slots[i] = s
+		i = j
+	}
+	x.slots[i] = strSlot{}
 }
