@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/sr"
 )
 
 // NewKafkaWriter returns a kafka-go Writer suited to NewKafkaSink: all
@@ -27,14 +30,34 @@ func NewKafkaWriter(brokers []string, topic string) *kafka.Writer {
 type kafkaSink struct {
 	w      *kafka.Writer
 	source string
+	// registry, subject: the Schema Registry and subject EventSchema is
+	// registered under (KafkaSchemaRegistry); schemaID once it is.
+	registry, subject string
+	mu                sync.Mutex // guards schemaID: streams send concurrently
+	schemaID          int
+}
+
+// KafkaOption configures NewKafkaSink.
+type KafkaOption func(*kafkaSink)
+
+// KafkaSchemaRegistry makes the sink register EventSchema as subject
+// (normally "<topic>-value") in the Schema Registry at url before its first
+// write (RegisterEventSchema; a failure fails the Send, which the outbox
+// retries) and write each value in the Confluent wire format: a zero byte,
+// the schema id (4 bytes, big-endian), then the JSON. Consumers then read
+// it with the standard JSON Schema deserializers.
+func KafkaSchemaRegistry(url, subject string) KafkaOption {
+	return func(s *kafkaSink) { s.registry, s.subject = url, subject }
 }
 
 // NewKafkaSink returns a sink writing each event as a CloudEvents 1.0
 // message in binary content mode to w's topic: headers ce_specversion "1.0",
 // ce_id (event id), ce_source (source, or "odwatch/<stream>" when empty),
 // ce_type "io.odwatch.dependency.<type>", ce_time (RFC 3339), ce_subject
-// (dependency id), content-type "application/json"; key = dependency id;
-// value = the event's JSON. w is configured by the caller (see
+// (dependency id), ce_dataschema (EventDataSchema), content-type
+// "application/json"; key = dependency id; value = the event's JSON
+// (prefixed with the Confluent wire format header with
+// KafkaSchemaRegistry). w is configured by the caller (see
 // NewKafkaWriter) and must not be Async: Send returns once the broker
 // acknowledged. Close closes w.
 //
@@ -47,19 +70,30 @@ type kafkaSink struct {
 // Errors that refuse every message (topic or cluster authorization, SASL,
 // an invalid topic or configuration) and errors not tied to the messages
 // are not permanent: the events wait for the sink to be fixed.
-func NewKafkaSink(w *kafka.Writer, source string) Sink {
-	return &kafkaSink{w: w, source: source}
+func NewKafkaSink(w *kafka.Writer, source string, opts ...KafkaOption) Sink {
+	s := &kafkaSink{w: w, source: source}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 func (s *kafkaSink) Send(ctx context.Context, events []Event) error {
 	if len(events) == 0 {
 		return nil
 	}
+	prefix, err := s.wirePrefix(ctx)
+	if err != nil {
+		return &SendError{Sent: 0, Err: err}
+	}
 	msgs := make([]kafka.Message, len(events))
 	for i, e := range events {
 		value, err := json.Marshal(e)
 		if err != nil {
 			return fmt.Errorf("alerts: encode event %s: %w", e.ID, err)
+		}
+		if prefix != nil {
+			value = append(slices.Clip(prefix), value...)
 		}
 		msgs[i] = kafka.Message{
 			Key:   []byte(e.DependencyID),
@@ -71,12 +105,13 @@ func (s *kafkaSink) Send(ctx context.Context, events []Event) error {
 				{Key: "ce_type", Value: []byte(ceType(e.Type))},
 				{Key: "ce_time", Value: []byte(e.Time.UTC().Format(time.RFC3339Nano))},
 				{Key: "ce_subject", Value: []byte(e.DependencyID)},
+				{Key: "ce_dataschema", Value: []byte(EventDataSchema)},
 				{Key: "content-type", Value: []byte("application/json")},
 			},
 			Time: e.Time,
 		}
 	}
-	err := s.w.WriteMessages(ctx, msgs...)
+	err = s.w.WriteMessages(ctx, msgs...)
 	if err == nil {
 		return nil
 	}
@@ -141,6 +176,24 @@ func permanentKafka(err error) bool {
 		return false
 	}
 	return true
+}
+
+// wirePrefix is the Confluent wire format header of the values (nil
+// without a registry), registering the schema the first time.
+func (s *kafkaSink) wirePrefix(ctx context.Context) ([]byte, error) {
+	if s.registry == "" {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.schemaID == 0 {
+		id, err := RegisterEventSchema(ctx, s.registry, s.subject, nil)
+		if err != nil {
+			return nil, err
+		}
+		s.schemaID = id
+	}
+	return (&sr.ConfluentHeader{}).AppendEncode(nil, s.schemaID, nil)
 }
 
 func (s *kafkaSink) Close() error {

@@ -73,6 +73,7 @@ func TestKafkaSink(t *testing.T) {
 			"ce_type":        "io.odwatch.dependency." + string(want.Type),
 			"ce_time":        "2026-11-30T01:05:00.0000005Z",
 			"ce_subject":     want.DependencyID,
+			"ce_dataschema":  EventDataSchema,
 			"content-type":   "application/json",
 		}
 		if !reflect.DeepEqual(headers, wantHeaders) {
@@ -133,7 +134,7 @@ func TestWebhookSinkRetries(t *testing.T) {
 		for h, want := range map[string]string{
 			"Content-Type": "application/json", "Ce-Specversion": "1.0", "Ce-Id": e.ID,
 			"Ce-Source": "odwatch/payroll", "Ce-Type": "io.odwatch.dependency." + string(e.Type),
-			"Ce-Subject": e.DependencyID, "Ce-Time": "2026-11-30T01:05:00.0000005Z",
+			"Ce-Subject": e.DependencyID, "Ce-Time": "2026-11-30T01:05:00.0000005Z", "Ce-Dataschema": EventDataSchema,
 		} {
 			if r.Header.Get(h) != want {
 				t.Errorf("event %d header %s = %q, want %q", i, h, r.Header.Get(h), want)

@@ -283,11 +283,14 @@ func TestTrackerHysteresis(t *testing.T) {
 			},
 		},
 	}
+	schema := eventSchemaT(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := NewTracker(tc.cfg)
 			for i, s := range tc.steps {
-				got := summary(tr.Observe(testWindow(i+1), testObs(s.obs)))
+				evs := tr.Observe(testWindow(i+1), testObs(s.obs))
+				validateEvents(t, schema, evs)
+				got := summary(evs)
 				if !slices.Equal(got, s.want) && !(len(got) == 0 && len(s.want) == 0) {
 					t.Fatalf("window %d: events %v, want %v", i+1, got, s.want)
 				}
@@ -395,6 +398,7 @@ func TestTrackerDeterministicAcrossRestore(t *testing.T) {
 }
 
 func testDeterministicAcrossRestore(t *testing.T, cfg Config, allTypes bool) {
+	schema := eventSchemaT(t)
 	for seed := uint64(1); seed <= 20; seed++ {
 		steps := randomSteps(seed, 60)
 		run := func(restoreEvery int) ([]Event, []byte) {
@@ -420,6 +424,7 @@ func testDeterministicAcrossRestore(t *testing.T, cfg Config, allTypes bool) {
 			return all, b
 		}
 		want, wantState := run(0)
+		validateEvents(t, schema, want)
 		again, againState := run(0)
 		if !reflect.DeepEqual(want, again) || string(wantState) != string(againState) {
 			t.Fatalf("seed %d: two identical runs differ", seed)

@@ -96,6 +96,11 @@ type Config struct {
 	Streams []StreamConfig
 	// EventsTopic receives dependency events as CloudEvents (optional).
 	EventsTopic string
+	// EventsRegistry, a Schema Registry URL (optional, with EventsTopic):
+	// the event schema is registered as the events topic's value subject
+	// ("<topic>-value", JSON Schema) and the values are written in the
+	// Confluent wire format, for the standard deserializers.
+	EventsRegistry string
 	// DLQTopic receives undecodable records with odwatch_* headers (optional).
 	DLQTopic string
 	// WebhookURL receives events as HTTP POSTs (optional).
@@ -224,6 +229,9 @@ func (c *Config) Validate() error {
 		c.MaxDependencyMetrics = DefaultMaxDependencyMetrics
 	}
 	c.validateGroupTimings(bad)
+	if c.EventsRegistry != "" && c.EventsTopic == "" {
+		bad("events-registry", "needs events-topic")
+	}
 	if len(c.Streams) == 0 {
 		bad("streams", "at least one stream is required")
 	}

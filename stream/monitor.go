@@ -205,7 +205,11 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		if cfg.Dialer != nil {
 			w.Transport = transportFor(cfg.Dialer)
 		}
-		m.sinks = append(m.sinks, namedSink{"kafka", alerts.NewKafkaSink(w, "")})
+		var opts []alerts.KafkaOption
+		if cfg.EventsRegistry != "" {
+			opts = append(opts, alerts.KafkaSchemaRegistry(cfg.EventsRegistry, cfg.EventsTopic+"-value"))
+		}
+		m.sinks = append(m.sinks, namedSink{"kafka", alerts.NewKafkaSink(w, "", opts...)})
 	}
 	if cfg.WebhookURL != "" {
 		// Few retries within a send: a send blocks the stream's evaluator,

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/alerts/schematest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -24,12 +27,36 @@ import (
 type collectSink struct {
 	mu     sync.Mutex
 	events []alerts.Event
+	// invalid is the first event that does not conform to the published
+	// event schema (checked at the test's cleanup).
+	invalid error
 }
 
 func (c *collectSink) Send(_ context.Context, events []alerts.Event) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.events = append(c.events, events...)
+	if c.invalid == nil {
+		c.invalid = validateEvents(events)
+	}
+	return nil
+}
+
+// validateEvents checks events against the published event schema.
+func validateEvents(events []alerts.Event) error {
+	s, err := schematest.Compile([]byte(alerts.EventSchema()))
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		if err := s.Validate(b); err != nil {
+			return fmt.Errorf("event %s %s does not conform to the event schema: %w", e.Type, e.DependencyText, err)
+		}
+	}
 	return nil
 }
 
@@ -94,6 +121,11 @@ func startMonitor(t testing.TB, cfg Config) *running {
 	t.Cleanup(func() {
 		if err := stop(); err != nil {
 			t.Errorf("Run: %v", err)
+		}
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if sink.invalid != nil {
+			t.Error(sink.invalid)
 		}
 	})
 	return &running{m: m, reg: reg, sink: sink, stop: stop}
@@ -257,6 +289,7 @@ func TestConfigValidate(t *testing.T) {
 		}},
 		{name: "min score", mutate: func(c *Config) { c.Streams[0].MinScore = 1.5 }, wantErr: "streams[0].min-score: must be in [0, 1]"},
 		{name: "min score negative", mutate: func(c *Config) { c.Streams[0].MinScore = -0.1 }, wantErr: "streams[0].min-score:"},
+		{name: "events registry without events topic", mutate: func(c *Config) { c.EventsRegistry = "http://sr:8081" }, wantErr: "events-registry: needs events-topic"},
 		{name: "min score ok", mutate: func(c *Config) { c.Streams[0].MinScore = 0.05 }},
 		{name: "duplicate name", mutate: func(c *Config) { c.Streams = append(c.Streams, c.Streams[0]) }, wantErr: "streams[1].name: duplicate"},
 	}

@@ -206,6 +206,9 @@ func replayRows(b *testing.B, name string, header []string, rows [][]string, f *
 		if err != nil {
 			b.Fatal(err)
 		}
+		if err := validateEvents(evs); err != nil {
+			b.Fatal(err)
+		}
 		if boundary {
 			out.cpu = append(out.cpu, cpuTime(b)-c0)
 			out.events = append(out.events, evs)

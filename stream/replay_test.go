@@ -34,6 +34,9 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]a
 		if err != nil {
 			t.Fatal(err)
 		}
+		if err := validateEvents(evs); err != nil {
+			t.Fatal(err)
+		}
 		all = append(all, evs...)
 	}
 	return all, r.Stats()

@@ -75,6 +75,7 @@ type runSettings struct {
 	Brokers              []string `yaml:"brokers"`
 	Group                string   `yaml:"group"`
 	EventsTopic          string   `yaml:"events-topic"`
+	EventsRegistry       string   `yaml:"events-registry"`
 	DLQTopic             string   `yaml:"dlq-topic"`
 	StateTopic           string   `yaml:"state-topic"`
 	Webhook              string   `yaml:"webhook"`
@@ -175,6 +176,7 @@ func newRunFlags(name string) *runFlags {
 	fs.Var(&f.brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...]")
 	fs.StringVar(&f.s.Group, "group", "odwatch", "Kafka consumer group")
 	fs.StringVar(&f.s.EventsTopic, "events-topic", "", "topic for dependency-change events (CloudEvents)")
+	fs.StringVar(&f.s.EventsRegistry, "events-registry", "", "Schema Registry URL: register the event schema as the events topic's value subject (JSON Schema) and write values in the Confluent wire format")
 	fs.StringVar(&f.s.DLQTopic, "dlq-topic", "", "dead-letter topic for undecodable records")
 	fs.StringVar(&f.s.StateTopic, "state-topic", "", "compacted topic holding each stream's tracked dependencies, for failover between instances")
 	fs.StringVar(&f.s.Webhook, "webhook", "", "URL to POST events to")
@@ -270,6 +272,7 @@ func (f *runFlags) settings() (runSettings, error) {
 	pick("brokers", func() { base.Brokers = fl.Brokers })
 	pick("group", func() { base.Group = fl.Group })
 	pick("events-topic", func() { base.EventsTopic = fl.EventsTopic })
+	pick("events-registry", func() { base.EventsRegistry = fl.EventsRegistry })
 	pick("dlq-topic", func() { base.DLQTopic = fl.DLQTopic })
 	pick("state-topic", func() { base.StateTopic = fl.StateTopic })
 	pick("webhook", func() { base.Webhook = fl.Webhook })
@@ -385,6 +388,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 		Brokers:              s.Brokers,
 		Group:                s.Group,
 		EventsTopic:          s.EventsTopic,
+		EventsRegistry:       s.EventsRegistry,
 		DLQTopic:             s.DLQTopic,
 		StateTopic:           s.StateTopic,
 		WebhookURL:           s.Webhook,

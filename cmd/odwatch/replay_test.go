@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/alerts/schematest"
 	"github.com/odwatch/odwatch/discovery"
 )
 
@@ -51,8 +52,15 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errOut.String())
 	}
 	salTax := alerts.DependencyID(mustParse(t, "{}: salary ~ tax (asc)"))
+	schema, err := schematest.Compile([]byte(alerts.EventSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
 	story := map[alerts.EventType]int{}
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if err := schema.Validate([]byte(line)); err != nil {
+			t.Fatalf("line %q does not conform to the event schema: %v", line, err)
+		}
 		var e alerts.Event
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("line %q: %v", line, err)
