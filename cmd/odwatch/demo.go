@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -87,6 +88,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Streams: []stream.StreamConfig{{
 			Name: topic, Topic: topic, Format: "json",
 			Window: *window, Every: *every, Epsilon: *eps, Margin: *margin, K: *k, Sample: 3, MinScore: *minScore,
+			// run's defaults: reliable rules only, found in two windows in a
+			// row, at most three columns.
+			MinStrength: discovery.DefaultMinStrength, DiscoverAfter: stream.DefaultDiscoverAfter, MaxLevel: stream.DefaultMaxLevel,
 		}},
 	}
 	if err := cfg.Validate(); err != nil {
