@@ -59,6 +59,36 @@ type checkJob struct {
 	metas  []RowMeta
 	info   alerts.WindowInfo
 	next   map[int32]int64
+	// replay: a check lost in a crash, rebuilt from the store (see
+	// evalJob.replay).
+	replay bool
+}
+
+// replayCheck turns the replay of a window lost in a crash into a check of
+// the whole window: with two cadences the lost window was a check, so it
+// is replayed as one (events and ids as the lost check would have given,
+// unless it was to take in a discovery, which is lost with the process).
+func (s *streamRun) replayCheck(j *evalJob) *checkJob {
+	snap := j.snap
+	job := &checkJob{endSeq: j.endSeq, reset: true, replay: true, info: s.env().windowInfo(snap, j.endSeq)}
+	for _, col := range snap.Columns() {
+		vals, nulls := make([]string, snap.Len()), make([]bool, snap.Len())
+		for i, code := range col.Codes {
+			if code == 0 {
+				nulls[i] = true
+			} else {
+				vals[i] = col.Dict[code-1]
+			}
+		}
+		job.names = append(job.names, col.Name)
+		job.values = append(job.values, vals)
+		job.nulls = append(job.nulls, nulls)
+	}
+	job.metas = make([]RowMeta, snap.Len())
+	for i := range job.metas {
+		job.metas[i] = snap.Meta(i)
+	}
+	return job
 }
 
 // discoveryJob is one window to run discovery on.
@@ -362,7 +392,7 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 	if err != nil {
 		return err
 	}
-	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next}, out); err != nil {
+	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay}, out); err != nil {
 		return err
 	}
 	d := time.Since(start)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/state"
 )
 
 // cadenceRun drives one two-cadence stream offline: the test appends
@@ -226,4 +227,59 @@ func TestInterleavedCadencesMatchSequential(t *testing.T) {
 		}
 	}
 	t.Logf("%d events: %v", len(seq), eventSummary(seq))
+}
+
+// TestTwoCadenceReplayIsACheck: with two cadences, the window lost in a
+// crash between its commit and its save was a check, and restore replays
+// it as one: saved at its window end, with no discovery run (a full
+// evaluation would discover the constant column's FD).
+func TestTwoCadenceReplayIsACheck(t *testing.T) {
+	sink := &collectSink{}
+	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{{
+		Topic: "rp", Window: 10, Every: 5, DiscoverEvery: 10, Epsilon: 0.01,
+	}}}, Options{Logger: testLogger(t), Sinks: []alerts.Sink{sink}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	c := &state.Commit{Stream: "rp", NextOffset: map[int32]int64{0: 17}, NextSeq: 17}
+	var rec FlatRecord
+	for o := int64(0); o < 17; o++ {
+		rec.Reset()
+		rec.AddString("a", strconv.FormatInt(o%3, 10))
+		rec.AddString("b", "const")
+		c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
+	}
+	if err := m.store.Apply(c); err != nil {
+		t.Fatal(err)
+	}
+	tracker, err := alerts.NewTracker(alerts.Config{Stream: "rp", Epsilon: 0.01}).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.store.SaveEvaluation(&state.Evaluation{Stream: "rp", WindowEnd: 9, TrackerState: tracker}); err != nil {
+		t.Fatal(err)
+	}
+	s := m.streams[0]
+	if err := s.restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.replayMissedEvaluation()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.evaluator(ctx) }()
+	waitFor(t, 30*time.Second, "replayed check saved", func() bool { return s.evaluated.Load() == 15 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range sink.snapshot() {
+		if e.Type == alerts.EventDiscovered {
+			t.Errorf("replay ran discovery: %s %s", e.Type, e.DependencyText)
+		}
+	}
 }

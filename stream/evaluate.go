@@ -203,6 +203,15 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 			if j == nil {
 				continue
 			}
+			if j.replay && s.cfg.twoCadence() {
+				if err := s.runChecks(ctx, &chk, []*checkJob{s.replayCheck(j)}); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				continue
+			}
 			if err := s.evaluate(ctx, j); err != nil {
 				if ctx.Err() != nil {
 					return nil
