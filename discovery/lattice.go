@@ -62,7 +62,15 @@ type latNode struct {
 	// reliable OFD X: [] -> A or X: [] -> B.
 	ocValid []uint64
 	ocRel   []uint64
+	// measures caches the chance-corrected measures computed at X (key
+	// measureKey), for X's own results and for the strength gains of its
+	// supersets, which share their parents; workers fill it concurrently.
+	measures sync.Map
 }
+
+// measureKey is the key of an OFD's measure in latNode.measures; an OC's
+// is its ocBit, which is never negative.
+func measureKey(a int) int { return -1 - a }
 
 func ocBit(m, a, b int, pol Polarity) int { return (a*m+b)*2 + int(pol) }
 
@@ -506,42 +514,65 @@ func (l *lattice) run(ctx context.Context) error {
 	return nil
 }
 
+// ofdMeasure is the chance-corrected measure of X: [] -> A, X being n,
+// computed once per node.
+func (l *lattice) ofdMeasure(v *Validator, n *latNode, a int) float64 {
+	if m, ok := n.measures.Load(measureKey(a)); ok {
+		return m.(float64)
+	}
+	m := v.OFDStrength(n.part, &l.t.Columns[a], l.pdep[a])
+	n.measures.Store(measureKey(a), m)
+	return m
+}
+
+// ocMeasure is the chance-corrected measure of X: A ~ B (pol), X being n,
+// computed once per node; removals < 0 means they are not known yet and
+// are counted exactly.
+func (l *lattice) ocMeasure(v *Validator, n *latNode, a, b int, pol Polarity, removals int) float64 {
+	key := ocBit(l.m, a, b, pol)
+	if m, ok := n.measures.Load(key); ok {
+		return m.(float64)
+	}
+	colA, colB := &l.t.Columns[a], &l.t.Columns[b]
+	if removals < 0 {
+		if l.opts.Validator == ValidatorIterative {
+			removals = v.OCRemovalsIterative(n.part, colA, colB, pol, -1)
+		} else {
+			removals = v.OCRemovals(n.part, colA, colB, pol, -1)
+		}
+	}
+	m := v.OCStrength(n.part, colA, colB, pol, removals)
+	n.measures.Store(key, m)
+	return m
+}
+
 // ofdStrength is the Strength of the valid X: [] -> A, X being n: its
-// chance-corrected measure less the largest of its direct subsets' (the
-// strength gain of docs/DESIGN.md), at least 0. A candidate of the reliable
-// listing alone whose measure is already below MinStrength is not a result
-// whatever its gain; the gain is then not computed.
+// measure less the largest of its direct subsets' (the strength gain of
+// docs/DESIGN.md), at least 0. A candidate of the reliable listing alone
+// whose measure is already below MinStrength is not a result whatever its
+// gain; the gain is then not computed.
 func (l *lattice) ofdStrength(v *Validator, n *latNode, a int, reliableOnly bool) float64 {
-	col := &l.t.Columns[a]
-	s := v.OFDStrength(n.part, col, l.pdep[a])
+	s := l.ofdMeasure(v, n, a)
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s
 	}
 	gain := s
 	for _, p := range n.parents {
-		gain = min(gain, s-v.OFDStrength(p.part, col, l.pdep[a]))
+		gain = min(gain, s-l.ofdMeasure(v, p, a))
 	}
 	return max(gain, 0)
 }
 
 // ocStrength is ofdStrength for the valid X: A ~ B (pol) with the given
-// removals: each direct subset's removals are counted exactly to measure
-// it.
+// removals.
 func (l *lattice) ocStrength(v *Validator, n *latNode, a, b int, pol Polarity, removals int, reliableOnly bool) float64 {
-	colA, colB := &l.t.Columns[a], &l.t.Columns[b]
-	s := v.OCStrength(n.part, colA, colB, pol, removals)
+	s := l.ocMeasure(v, n, a, b, pol, removals)
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s
 	}
 	gain := s
 	for _, p := range n.parents {
-		var r int
-		if l.opts.Validator == ValidatorIterative {
-			r = v.OCRemovalsIterative(p.part, colA, colB, pol, -1)
-		} else {
-			r = v.OCRemovals(p.part, colA, colB, pol, -1)
-		}
-		gain = min(gain, s-v.OCStrength(p.part, colA, colB, pol, r))
+		gain = min(gain, s-l.ocMeasure(v, p, a, b, pol, -1))
 	}
 	return max(gain, 0)
 }

@@ -334,39 +334,36 @@ func oracleMuPlus(classes [][]int, a []int, n int) float64 {
 	return math.Max(0, math.Min(1, 1-(math.Max(observed, 0)+10)/(math.Max(expected, 0)+10)))
 }
 
-// oracleSplitmix is splitmix64 of x, the shuffle key of docs/DESIGN.md.
-func oracleSplitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// oracleOCStrength is 1 - (removals+10) / (expected+10), where expected counts the
-// removals after B is shuffled within each class: the k-th row of a class
-// in row order takes the B of the k-th row in the order of (low 32 bits of
-// splitmix64(row), row).
+// oracleOCStrength is the OC measure 1 - (removals+10) / (expected+10),
+// where expected counts the removals after B is shuffled within each
+// class: the B values of the class's rows in row order are shuffled by
+// Fisher-Yates (for i from the last place down to 1, swap place i with
+// place next() mod (i+1)), next() being splitmix64 whose state starts at
+// the class's first row and grows by 0x9e3779b97f4a7c15 before each draw.
 func oracleOCStrength(classes [][]int, a, b []int, pol Polarity, n, removals int) float64 {
 	if n == 0 {
 		return NoStrength
 	}
 	expected := 0
 	for _, cls := range classes {
-		perm := slices.Clone(cls)
-		slices.SortFunc(perm, func(x, y int) int {
-			hx, hy := uint32(oracleSplitmix(uint64(x))), uint32(oracleSplitmix(uint64(y)))
-			if hx != hy {
-				if hx < hy {
-					return -1
-				}
-				return 1
-			}
-			return x - y
-		})
+		bs := make([]int, len(cls))
+		for k, r := range cls {
+			bs[k] = b[r]
+		}
+		state := uint64(cls[0])
+		for i := len(bs) - 1; i > 0; i-- {
+			state += 0x9e3779b97f4a7c15
+			z := state
+			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+			z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+			z ^= z >> 31
+			j := int(z % uint64(i+1))
+			bs[i], bs[j] = bs[j], bs[i]
+		}
 		type pair struct{ a, b int }
 		pairs := make([]pair, len(cls))
 		for k, r := range cls {
-			bv := b[perm[k]]
+			bv := bs[k]
 			if pol == Desc {
 				bv = -bv
 			}

@@ -119,47 +119,66 @@ func (v *Validator) OCStrength(p *StrippedPartition, a, b *Column, pol Polarity,
 	return ocStrength(p.N, removals, float64(v.OCShuffledRemovals(p, a, b, pol)))
 }
 
-// shuffleKey is the key by which a class's rows are shuffled: splitmix64 of
-// the row number, a fixed bijection that looks random, so that the
-// estimate is deterministic.
-func shuffleKey(row uint32) uint64 {
-	z := uint64(row) + 0x9e3779b97f4a7c15
+// shuffleRand is the generator of the shuffle: splitmix64, whose state
+// starts at the class's first row number, so that the estimate is
+// deterministic.
+type shuffleRand uint64
+
+func (r *shuffleRand) next() uint64 {
+	*r += 0x9e3779b97f4a7c15
+	z := uint64(*r)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
 }
 
 // OCShuffledRemovals estimates the removals of X: A ~ B (pol) expected when
-// B is shuffled within each class of X: within every class, the row at the
-// i-th place in row order takes the B of the row at the i-th place in
-// shuffleKey order, and the removals of the shuffled table are counted as
-// docs/DESIGN.md counts them (class by class, sort by (A, B), n minus the
-// longest non-decreasing run of B; B reversed for desc). One deterministic
-// shuffle is an unbiased estimate of the expectation; summed over the
-// classes, its relative spread is small wherever the expectation is large
-// enough to matter. Cost: O(|c| log |c|) per class.
+// B is shuffled within each class of X: within every class, the B values
+// of its rows in row order are shuffled by Fisher-Yates (for i from the
+// last place down to 1, swap place i with place next() mod (i+1), next
+// being shuffleRand seeded with the class's first row), the i-th row takes
+// the i-th shuffled B, and the removals of the shuffled table are counted
+// as docs/DESIGN.md counts them (class by class, sort by (A, B), n minus
+// the longest non-decreasing run of B; B reversed for desc). One
+// deterministic shuffle is an unbiased estimate of the expectation; summed
+// over the classes, its relative spread is small wherever the expectation
+// is large enough to matter. Cost: O(|c|) for the shuffle and a radix sort
+// per class.
 func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *Column, pol Polarity) int {
 	maxB := uint32(max(b.Cardinality-1, 0))
+	bitsB := rankBits(b)
+	width := rankBits(a) + bitsB
 	removals := 0
 	for i := 0; i < p.NumClasses(); i++ {
 		cls := p.Class(i)
-		perm := v.shufflePerm[:0]
+		bs := v.shuffleTails[:0]
 		for _, r := range cls {
-			perm = append(perm, shuffleKey(r)<<32|uint64(r))
+			bs = append(bs, b.Ranks[r])
 		}
-		slices.Sort(perm)
+		rng := shuffleRand(cls[0])
+		for k := len(bs) - 1; k > 0; k-- {
+			j := rng.next() % uint64(k+1)
+			bs[k], bs[j] = bs[j], bs[k]
+		}
 		keys := v.shuffleKeys[:0]
 		for k, r := range cls {
-			bRank := b.Ranks[uint32(perm[k])]
+			bRank := bs[k]
 			if pol == Desc {
 				bRank = maxB - bRank
 			}
-			keys = append(keys, uint64(a.Ranks[r])<<32|uint64(bRank))
+			keys = append(keys, uint64(a.Ranks[r])<<bitsB|uint64(bRank))
 		}
-		slices.Sort(keys)
-		tails := v.shuffleTails[:0]
+		tmp := slices.Grow(v.shufflePerm[:0], len(keys))[:len(keys)]
+		sorted := sortKeys(keys, tmp, width)
+		// sortKeys leaves the result in either buffer; keep both.
+		if &sorted[0] == &tmp[0] {
+			keys, tmp = tmp, keys
+		}
+		v.shufflePerm = tmp[:0]
+		mask := uint64(1)<<bitsB - 1
+		tails := bs[:0] // the B values are in keys now
 		for _, k := range keys {
-			x := uint32(k)
+			x := uint32(k & mask)
 			if j := upperBound(tails, x); j == len(tails) {
 				tails = append(tails, x)
 			} else {
@@ -167,7 +186,7 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *Column, pol P
 			}
 		}
 		removals += len(cls) - len(tails)
-		v.shufflePerm, v.shuffleKeys, v.shuffleTails = perm, keys, tails
+		v.shuffleKeys, v.shuffleTails = keys[:0], tails[:0]
 	}
 	return removals
 }
