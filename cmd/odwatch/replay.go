@@ -160,6 +160,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	c := f.cfg
 	c.Margin, c.MinScore = float64(f.margin), float64(f.minScore)
 	c.Include, c.Exclude, c.Pinned = f.include, f.exclude, f.pinned
+	c.Typing = f.in.typing()
 	c.Topic = src.label
 	if c.Name == "" {
 		c.Name = src.label
