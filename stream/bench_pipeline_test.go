@@ -62,6 +62,9 @@ func TestHelperBenchMonitor(t *testing.T) {
 		}()
 	}
 	sc := StreamConfig{Topic: "bench", Window: window, Every: every, Epsilon: 0.01}
+	if d := os.Getenv("ODWATCH_BENCH_DISCOVER_EVERY"); d != "" {
+		sc.DiscoverEvery = atoi("ODWATCH_BENCH_DISCOVER_EVERY") // two cadences
+	}
 	if every == 0 {
 		// No evaluation: a count window is evaluated as soon as it is
 		// full, so the baseline uses a window bounded by size whose timer
@@ -143,15 +146,18 @@ func BenchmarkPipelineIngest(b *testing.B) {
 	cases := []struct {
 		name                   string
 		records, window, every int
+		discoverEvery          int // two cadences when above every
 	}{
-		{"window100k_every20k", 600_000, 100_000, 20_000},
-		{"window100k_noeval", 600_000, 100_000, 0}, // baseline: ingest alone (every 0: no evaluation)
-		{"window1M", 1_200_000, 1_000_000, 200_000},
+		{"window100k_every20k", 600_000, 100_000, 20_000, 0},
+		{"window100k_noeval", 600_000, 100_000, 0, 0}, // baseline: ingest alone (every 0: no evaluation)
+		{"window1M", 1_200_000, 1_000_000, 200_000, 0},
+		// Checks every 1k records, discovery every 20k on its own goroutine.
+		{"window100k_every1k_discover20k", 600_000, 100_000, 1_000, 20_000},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			for range b.N {
-				res := runIngest(b, c.records, c.window, c.every)
+				res := runIngest(b, c.records, c.window, c.every, c.discoverEvery)
 				b.ReportMetric(res.RecordsPerSec, "records/s")
 				b.ReportMetric(res.EvalMean, "eval-mean-s")
 				b.ReportMetric(res.EvalMax, "eval-max-s")
@@ -165,7 +171,7 @@ func BenchmarkPipelineIngest(b *testing.B) {
 	}
 }
 
-func runIngest(b *testing.B, records, window, every int) benchResult {
+func runIngest(b *testing.B, records, window, every, discoverEvery int) benchResult {
 	b.StopTimer()
 	addr, stop, err := StartBroker(context.Background(), map[string]int{"bench": 1})
 	if err != nil {
@@ -180,6 +186,9 @@ func runIngest(b *testing.B, records, window, every int) benchResult {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperBenchMonitor$", "-test.v")
 	cmd.Env = append(os.Environ(), "ODWATCH_BENCH_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+b.TempDir(),
 		"ODWATCH_BENCH_RECORDS="+strconv.Itoa(records), "ODWATCH_BENCH_WINDOW="+strconv.Itoa(window), "ODWATCH_BENCH_EVERY="+strconv.Itoa(every))
+	if discoverEvery > 0 {
+		cmd.Env = append(cmd.Env, "ODWATCH_BENCH_DISCOVER_EVERY="+strconv.Itoa(discoverEvery))
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	b.StartTimer()

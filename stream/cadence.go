@@ -218,34 +218,43 @@ func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
 	return job
 }
 
-// windowInfoOf describes the window for events, from its metadata.
+// windowInfoOf describes the window for events, from its metadata: a
+// partition's last appended offset is its newest row (rows leave oldest
+// first), its first row from the oldest end its smallest offset; times
+// take one pass over the rows without a map (this runs on the consume
+// path at every check).
 func (s *streamRun) windowInfoOf(endSeq uint64) alerts.WindowInfo {
 	w := s.win
 	info := alerts.WindowInfo{
 		Stream: s.name, Topic: s.cfg.Topic, Records: w.n, EndSeq: endSeq,
 		StartOffsets: map[int32]int64{}, EndOffsets: map[int32]int64{},
 	}
+	pending := 0
+	for p, ps := range w.parts {
+		if ps.rows > 0 {
+			info.EndOffsets[p] = ps.last
+			pending++
+		}
+	}
+	lo, hi := int64(math.MaxInt64), int64(noTime)
 	for i := 0; i < w.n; i++ {
 		p := w.head + i
 		if p >= len(w.meta) {
 			p -= len(w.meta)
 		}
 		m := &w.meta[p]
-		if o, ok := info.StartOffsets[m.partition]; !ok || m.offset < o {
-			info.StartOffsets[m.partition] = m.offset
-		}
-		if o, ok := info.EndOffsets[m.partition]; !ok || m.offset > o {
-			info.EndOffsets[m.partition] = m.offset
+		if pending > 0 {
+			if _, ok := info.StartOffsets[m.partition]; !ok {
+				info.StartOffsets[m.partition] = m.offset
+				pending--
+			}
 		}
 		if m.time != noTime {
-			t := time.Unix(0, m.time).UTC()
-			if info.StartTime.IsZero() || t.Before(info.StartTime) {
-				info.StartTime = t
-			}
-			if t.After(info.EndTime) {
-				info.EndTime = t
-			}
+			lo, hi = min(lo, m.time), max(hi, m.time)
 		}
+	}
+	if hi != noTime {
+		info.StartTime, info.EndTime = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
 	}
 	return info
 }

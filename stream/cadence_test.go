@@ -283,3 +283,26 @@ func TestTwoCadenceReplayIsACheck(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowInfoOf: the check's window description, read from the
+// window's metadata, is the one a snapshot gives.
+func TestWindowInfoOf(t *testing.T) {
+	m := offlineMonitor(t, StreamConfig{Topic: "wi", Window: 50, Every: 10, DiscoverEvery: 20, Epsilon: 0.01})
+	s := m.streams[0]
+	r := rand.New(rand.NewPCG(3, 3))
+	next := map[int32]int64{}
+	var rec FlatRecord
+	for seq := uint64(0); seq < 137; seq++ {
+		p := int32(r.IntN(3))
+		next[p] += 1 + int64(r.IntN(3))
+		rec.Reset()
+		rec.AddString("a", "1")
+		s.win.Append(RowMeta{Partition: p, Offset: next[p], Seq: seq, Time: time.Unix(int64(seq)+int64(r.IntN(20)), 0)}, &rec)
+		if seq%7 == 0 {
+			want := s.env().windowInfo(s.win.Snapshot(), seq)
+			if got := s.windowInfoOf(seq); !reflect.DeepEqual(got, want) {
+				t.Fatalf("record %d: %+v, snapshot gives %+v", seq, got, want)
+			}
+		}
+	}
+}
