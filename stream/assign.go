@@ -39,7 +39,9 @@ func (m *Monitor) applyAssignment(a assignment) error {
 	for _, s := range m.streams {
 		parts := a[s.cfg.Topic]
 		if parts == nil {
-			if m.owned[s.cfg.Topic] {
+			// Also a window restored from the store and not assigned
+			// in this process's first generation: it is stale from now.
+			if m.owned[s.cfg.Topic] || len(s.next) > 0 || s.win.Len() > 0 {
 				if err := s.drop("topic assigned to another member"); err != nil {
 					return err
 				}

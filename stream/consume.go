@@ -290,9 +290,17 @@ func (m *Monitor) consume(ctx context.Context) error {
 		SessionTimeout:    m.cfg.SessionTimeout,
 		RebalanceTimeout:  m.cfg.RebalanceTimeout,
 		JoinGroupBackoff:  brokerBackoffBase,
-		StartOffset:       kafka.FirstOffset,
-		Logger:            kafkaLogger{m.log},
-		ErrorLogger:       kafkaLogger{m.log},
+		// kafka-go waits Timeout + RebalanceTimeout for a join. The
+		// coordinator may hold a join up to a rebalance timeout after
+		// the group's last change (a member leaving, joining or timing
+		// out); a join that gives up first leaves and joins again as a
+		// new member, which changes the group again: two members doing
+		// so kept a group from ever forming. So a join waits two
+		// rebalance timeouts (other requests one).
+		Timeout:     m.cfg.RebalanceTimeout + 5*time.Second,
+		StartOffset: kafka.FirstOffset,
+		Logger:      kafkaLogger{m.log},
+		ErrorLogger: kafkaLogger{m.log},
 	})
 	if err != nil {
 		return fmt.Errorf("consumer group: %w", err)
@@ -430,10 +438,31 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		defer t.Stop()
 		tick = t.C
 	}
-	// take hands a fetched record to its topic's merger and processes the
-	// records the merger lets go (n of them); false ends the generation
-	// (err nil: it ended or ctx is done).
-	take := func(f fetched) (n int, ok bool, err error) {
+	// release processes the records the mergers let go, until one ends a
+	// window (the batch closes there, so that the evaluation's snapshot
+	// ends at that record); the rest wait in the mergers. false ends the
+	// generation (err nil: it ended or ctx is done).
+	release := func(now time.Time) (n int, ok bool, err error) {
+		for _, g := range mergers {
+			for !m.anyDue() {
+				msg, more := g.next(now)
+				if !more {
+					break
+				}
+				if err := m.add(wctx, msg, b); err != nil {
+					if wctx.Err() != nil && errors.Is(err, wctx.Err()) {
+						return n, false, nil
+					}
+					return n, false, err
+				}
+				n++
+			}
+		}
+		return n, true, nil
+	}
+	// take hands a fetched record (or mark) to its topic's merger and
+	// releases what may go.
+	take := func(f fetched) (int, bool, error) {
 		if f.err != nil {
 			return 0, false, errors.Join(f.err, m.endGeneration(ctx, gen, b))
 		}
@@ -444,35 +473,33 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		} else {
 			g.push(f.msg, now)
 		}
-		for {
-			msg, more := g.next(now)
-			if !more {
-				return n, true, nil
-			}
-			if err := m.add(wctx, msg, b); err != nil {
-				if wctx.Err() != nil && errors.Is(err, wctx.Err()) {
-					return n, false, nil
-				}
-				return n, false, err
-			}
-			n++
+		return release(now)
+	}
+	// stop ends the generation after take or release said so.
+	stop := func(err error) error {
+		if err != nil {
+			return err
 		}
+		return end()
 	}
 	for {
-		n := 0
-		select {
-		case <-wctx.Done():
-			return end()
-		case f := <-msgs:
-			k, ok, err := take(f)
-			if !ok {
-				if err != nil {
-					return err
-				}
+		// Records held back at the last batch's window end go first.
+		n, ok, err := release(time.Now())
+		if !ok {
+			return stop(err)
+		}
+		if n == 0 {
+			select {
+			case <-wctx.Done():
 				return end()
+			case f := <-msgs:
+				k, ok, err := take(f)
+				if !ok {
+					return stop(err)
+				}
+				n += k
+			case <-tick:
 			}
-			n += k
-		case <-tick:
 		}
 		timer := time.NewTimer(maxBatchWait)
 	fill:
@@ -482,10 +509,7 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 				k, ok, err := take(f)
 				if !ok {
 					timer.Stop()
-					if err != nil {
-						return err
-					}
-					return end()
+					return stop(err)
 				}
 				n += k
 			case <-timer.C:

@@ -81,24 +81,22 @@ func (s *streamRun) publishState(ctx context.Context, end uint64, next map[int32
 }
 
 // stateToTakeOver reads the stream's state from the state topic for a
-// takeover: nil when there is no state topic, when it holds nothing for
-// the stream, or when the local store's tracker is as recent.
-func (s *streamRun) stateToTakeOver(ctx context.Context) (*stateRecord, error) {
+// takeover: nil when there is no state topic or it holds nothing for the
+// stream. adopt says whether its tracker is newer than the local store's
+// (the record's count is used either way).
+func (s *streamRun) stateToTakeOver(ctx context.Context) (rec *stateRecord, adopt bool, err error) {
 	if s.m.cfg.StateTopic == "" {
-		return nil, nil
+		return nil, false, nil
 	}
-	rec, err := readStateRecord(ctx, s.m.cfg.Brokers, s.m.cfg.Dialer, s.m.cfg.StateTopic, s.name)
+	rec, err = readStateRecord(ctx, s.m.cfg.Brokers, s.m.cfg.Dialer, s.m.cfg.StateTopic, s.name)
 	if err != nil {
-		return nil, fmt.Errorf("read the state topic %s: %w", s.m.cfg.StateTopic, err)
+		return nil, false, fmt.Errorf("read the state topic %s: %w", s.m.cfg.StateTopic, err)
 	}
 	if rec == nil {
 		s.log.Info("no state for the stream on the state topic", "topic", s.m.cfg.StateTopic)
-		return nil, nil
+		return nil, false, nil
 	}
-	if local := s.evaluated.Load(); local > rec.WindowEndSeq {
-		return nil, nil // the local store's tracker is as recent
-	}
-	return rec, nil
+	return rec, s.evaluated.Load() <= rec.WindowEndSeq, nil
 }
 
 // adoptState continues the previous owner's evaluations: the evaluator

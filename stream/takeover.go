@@ -27,12 +27,13 @@ func (m *Monitor) takeOver(ctx context.Context, client *kafka.Client, a assignme
 			continue
 		}
 		var (
-			rb  *readBack
-			rec *stateRecord
+			rb    *readBack
+			rec   *stateRecord
+			adopt bool
 		)
 		err := m.health.retryBroker(ctx, "read back "+s.cfg.Topic, func(ctx context.Context) error {
 			var err error
-			if rec, err = s.stateToTakeOver(ctx); err != nil {
+			if rec, adopt, err = s.stateToTakeOver(ctx); err != nil {
 				return err
 			}
 			rb, err = s.readBack(ctx, client, parts)
@@ -41,7 +42,7 @@ func (m *Monitor) takeOver(ctx context.Context, client *kafka.Client, a assignme
 		if err != nil {
 			return err
 		}
-		if err := s.applyTakeOver(rb, rec); err != nil {
+		if err := s.applyTakeOver(rb, rec, adopt); err != nil {
 			return err
 		}
 	}
@@ -65,6 +66,7 @@ func (s *streamRun) needsTakeover(parts map[int32]int64) bool {
 type readBack struct {
 	rows  []readRow
 	arena []byte
+	first map[int32]int64 // the partitions' first offsets
 	from  map[int32]int64
 	upTo  map[int32]int64
 }
@@ -97,7 +99,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 	if err != nil {
 		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
 	}
-	rb := &readBack{from: map[int32]int64{}, upTo: map[int32]int64{}}
+	rb := &readBack{first: map[int32]int64{}, from: map[int32]int64{}, upTo: map[int32]int64{}}
 	for _, po := range lo.Topics[topic] {
 		if po.Error != nil {
 			return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
@@ -111,7 +113,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 		if committed >= 0 {
 			upTo = min(max(committed, po.FirstOffset), po.LastOffset)
 		}
-		rb.upTo[p] = upTo
+		rb.first[p], rb.upTo[p] = po.FirstOffset, upTo
 		rb.from[p] = max(po.FirstOffset, upTo-int64(s.cfg.Window))
 	}
 	var rec FlatRecord
@@ -177,41 +179,49 @@ func readRange(ctx context.Context, client *kafka.Client, topic string, partitio
 }
 
 // applyTakeOver makes the read-back window the stream's: the stale window
-// (if any) is dropped, the state topic's tracker adopted, and the rows get
-// arrival sequence numbers that continue the previous owner's count, so
-// that the evaluations fall at the window ends an uninterrupted member
-// would have evaluated: the previous owner evaluated up to WindowEndSeq,
-// and the decodable records past the positions of that evaluation
-// (NextOffsets) come after it. The rebuilt window and the positions are
-// committed to the store at once.
-func (s *streamRun) applyTakeOver(rb *readBack, rec *stateRecord) error {
+// (if any) is dropped, the state topic's tracker adopted (when newer than
+// the store's), and the rows get arrival sequence numbers that continue
+// the stream's count, so that the evaluations fall at the window ends an
+// uninterrupted member would have evaluated. With a state record the count
+// is its window end plus the decodable records past the positions of that
+// evaluation (NextOffsets); without one it is the records since the
+// partitions' first offsets. Records outside the read-back range count by
+// their offsets. The rebuilt window and the positions are committed to the
+// store at once.
+func (s *streamRun) applyTakeOver(rb *readBack, rec *stateRecord, adopt bool) error {
 	if len(s.next) > 0 || s.win.Len() > 0 {
 		if err := s.drop("taken over from the group's committed offsets"); err != nil {
 			return err
 		}
 	}
-	// Sequence numbers never go back below the local tracker's window end.
-	next := max(s.seq, s.evaluated.Load())
 	keep := rb.rows[max(0, len(rb.rows)-s.cfg.Window):]
-	if rec != nil {
-		s.adoptState(rec)
-		after := uint64(0)
+	// since returns the read records at or past start[p], plus the
+	// unread offsets between start[p] and the read-back range.
+	since := func(start func(p int32) int64) uint64 {
+		n := uint64(0)
 		for _, r := range rb.rows {
-			if r.meta.Offset >= stateNext(rec, r.meta.Partition, rb.from[r.meta.Partition]) {
-				after++
+			if r.meta.Offset >= start(r.meta.Partition) {
+				n++
 			}
 		}
 		for p, from := range rb.from {
-			// Records past the state's positions but before the read-back
-			// range: counted by offset.
-			if n := stateNext(rec, p, from); n < from {
-				after += uint64(from - n)
+			if st := start(p); st < from {
+				n += uint64(from - st)
 			}
 		}
-		next = max(next, rec.WindowEndSeq+1+after)
-	} else {
-		next += uint64(len(keep))
+		return n
 	}
+	var next uint64
+	if rec != nil {
+		if adopt {
+			s.adoptState(rec)
+		}
+		next = rec.WindowEndSeq + 1 + since(func(p int32) int64 { return stateNext(rec, p, rb.from[p]) })
+	} else {
+		next = since(func(p int32) int64 { return rb.first[p] })
+	}
+	// Sequence numbers never go back below the local tracker's window end.
+	next = max(next, s.evaluated.Load())
 	next = max(next, uint64(len(keep)))
 	seq := next - uint64(len(keep))
 	for _, r := range keep {
