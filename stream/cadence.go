@@ -301,12 +301,20 @@ func (s *streamRun) discoverer(ctx context.Context) {
 // checker is the evaluator's state for two cadences: the incremental
 // window and the metadata of its rows (oldest first).
 type checker struct {
-	eng   *discovery.Incremental
-	col   map[string]int
+	eng *discovery.Incremental
+	col map[string]int
+	// metas[head:] are the rows' metadata, oldest first.
 	metas []RowMeta
+	head  int
 	vals  []string
 	nulls []bool
 }
+
+// rows is the number of rows in the checker's window.
+func (c *checker) rows() int { return len(c.metas) - c.head }
+
+// meta is the metadata of row i (0 = oldest).
+func (c *checker) meta(i int) RowMeta { return c.metas[c.head+i] }
 
 // apply brings the checker's window to the job's. It reports false when
 // the job does not fit (rows missing): the consumer is then asked for the
@@ -320,13 +328,17 @@ func (c *checker) apply(job *checkJob) bool {
 		if err != nil {
 			return false
 		}
-		c.eng, c.col, c.metas = eng, map[string]int{}, nil
+		c.eng, c.col, c.metas, c.head = eng, map[string]int{}, nil, 0
 	}
-	if job.evict > len(c.metas) {
+	if job.evict > c.rows() {
 		return false
 	}
 	c.eng.Evict(job.evict)
-	c.metas = append(c.metas[:0], c.metas[job.evict:]...)
+	c.head += job.evict
+	if c.head > len(c.metas)/2 {
+		c.metas = append(c.metas[:0], c.metas[c.head:]...)
+		c.head = 0
+	}
 	idx := make([]int, len(job.names))
 	for i, name := range job.names {
 		j, ok := c.col[name]
@@ -401,6 +413,7 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 	if err != nil {
 		return err
 	}
+	checked := time.Now()
 	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay}, out); err != nil {
 		return err
 	}
@@ -411,8 +424,9 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
 	s.m.metrics.evaluations.WithLabelValues(s.name, out.result).Inc()
 	s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
-	s.log.Debug("check done", "window_end", job.endSeq, "records", len(c.metas), "tracked", out.tracked,
-		"discovery_merged", out.merged, "events", len(out.events), "seconds", d.Seconds())
+	s.log.Debug("check done", "window_end", job.endSeq, "records", c.rows(), "tracked", out.tracked,
+		"discovery_merged", out.merged, "events", len(out.events), "seconds", d.Seconds(),
+		"check_s", checked.Sub(start).Seconds(), "record_s", time.Since(checked).Seconds())
 	return nil
 }
 
@@ -544,10 +558,10 @@ func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, events [
 		}
 		names := dependencyColumns(ev.Dependency)
 		for _, row := range r.RemovalSample {
-			if len(ev.Samples) == s.cfg.Sample || row < 0 || row >= len(c.metas) {
+			if len(ev.Samples) == s.cfg.Sample || row < 0 || row >= c.rows() {
 				break
 			}
-			m := c.metas[row]
+			m := c.meta(row)
 			values := make(map[string]string, len(names))
 			for _, name := range names {
 				if ci, ok := byName[name]; ok {
