@@ -121,6 +121,8 @@ func TestValidateCommand(t *testing.T) {
 		"verdict     invalid", // floor(0.1*6) = 0 removals allowed
 		"line  sal  tax",
 		"meaning     sorting by sal sorts tax, except 1 row (17%)",
+		"strength    ",
+		"reliable    no",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
@@ -153,6 +155,21 @@ func TestValidateCommand(t *testing.T) {
 	}
 	if vr := doc.ViolatingRows[0]; vr.Line != vr.Row+2 || len(vr.Values) != 2 {
 		t.Errorf("violating row: %+v", vr)
+	}
+	if doc.Strength == nil || *doc.Strength < 0 || *doc.Strength > 1 || doc.Reliable {
+		t.Errorf("json strength %v, reliable %v", doc.Strength, doc.Reliable)
+	}
+
+	// An OC on nominal text is a usage error naming the column and the fix;
+	// declared ordinal it is measured.
+	out.Reset()
+	err := runValidate(context.Background(), []string{path, "dept ~ sal"}, &out, &errOut)
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), `"dept"`) || !strings.Contains(err.Error(), "--ordinal") {
+		t.Errorf("OC on nominal text: err %v", err)
+	}
+	out.Reset()
+	if err := runValidate(context.Background(), []string{path, "dept ~ sal", "--ordinal", "dept=sales,ops,dev"}, &out, &errOut); err != nil {
+		t.Errorf("declared ordinal: %v\n%s", err, out.String())
 	}
 }
 

@@ -67,6 +67,9 @@ func validate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := checkColumns(tab, dep); err != nil {
 		return err
 	}
+	if err := checkOrdered(tab, dep); err != nil {
+		return err
+	}
 	res, err := discovery.Validate(ctx, tab, dep, discovery.Options{Epsilon: *eps, Validator: vk, RemovalSample: *sample, MinStrength: *tf.minStrength})
 	if err != nil {
 		return err // names the dependency
@@ -120,6 +123,27 @@ func checkColumns(tab *discovery.Table, dep discovery.Dependency) error {
 			fix = "did you mean " + strings.Join(near, ", ") + "?"
 		}
 		return usageErr(fmt.Sprintf("unknown column %q", n), oneLine(truncate(fix, 160)))
+	}
+	return nil
+}
+
+// checkOrdered fails for an order dependency on a column of nominal text,
+// which has no order to measure against (discover forms no such OC).
+func checkOrdered(tab *discovery.Table, dep discovery.Dependency) error {
+	var sides []string
+	switch dep.Kind {
+	case discovery.KindOC:
+		sides = []string{dep.Left, dep.Right}
+	case discovery.KindListOD:
+		sides = append(append(sides, dep.LHSList...), dep.RHSList...)
+	}
+	for _, n := range sides {
+		for _, c := range tab.Columns {
+			if c.Name == n && !c.Type.Ordered() {
+				return usageErr(fmt.Sprintf("column %q is text without an order, and an order dependency needs ordered columns", n),
+					fmt.Sprintf("declare its order with --ordinal '%s=v1,v2,...' (or --ordinal '%s' for byte order), or pass --order-text", n, n))
+			}
+		}
 	}
 	return nil
 }
