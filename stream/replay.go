@@ -15,7 +15,8 @@ import (
 // without Kafka, the store or sinks. Record i (from 0) has sequence number
 // i, so a count window is evaluated at the same records as the monitor
 // evaluates it, and the same input and configuration give the same events
-// and event ids. Time windows (Interval) are not replayed.
+// and event ids. Time windows (Interval) and two cadences (DiscoverEvery
+// above Every) are not replayed.
 type Replayer struct {
 	env   evalEnv
 	win   *Window
@@ -43,6 +44,9 @@ func NewReplayer(cfg StreamConfig, log *slog.Logger) (*Replayer, error) {
 	}
 	if cfg.Interval > 0 {
 		return nil, fmt.Errorf("interval: time windows are not replayed; use a count window")
+	}
+	if cfg.twoCadence() {
+		return nil, fmt.Errorf("discover-every: replay runs discovery on every evaluated window; leave discover-every at every")
 	}
 	if log == nil {
 		log = slog.Default()

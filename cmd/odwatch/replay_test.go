@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/alerts/schematest"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/stream"
 )
 
 func mustParse(t *testing.T, s string) discovery.Dependency {
@@ -109,5 +112,46 @@ func TestReplayUsageErrors(t *testing.T) {
 		if code != 2 || len(lines) > 3 || strings.Contains(errOut.String(), "<nil>") {
 			t.Errorf("%v: exit %d, stderr (%d lines):\n%s", args[1:], code, len(lines), errOut.String())
 		}
+	}
+}
+
+// TestReplayTopic: replay reads a topic range from a broker, bounded by
+// offsets, with the same events as the same records from a file.
+func TestReplayTopic(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	addr, stop, err := stream.StartBroker(ctx, map[string]int{"payroll": 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if err := stream.ProducePayroll(ctx, stream.PayrollOptions{Brokers: []string{addr}, Topic: "payroll", Count: 4000,
+		CleanRecords: 1500, ErrorRate: 0.05, StopErrorsAfter: 2500, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	code := run([]string{"replay", "--brokers", addr, "--topic", "payroll", "--from", "500", "--to", "3500",
+		"--window", "500", "--every", "250", "--epsilon", "0.01", "--format", "json"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "replay: 3000 records, 11 evaluations") {
+		t.Errorf("summary:\n%s", errOut.String())
+	}
+	var violated int
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var e alerts.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if e.Window.StartOffsets[0] < 500 || e.Window.EndOffsets[0] >= 3500 {
+			t.Errorf("event window %v-%v outside [500, 3500)", e.Window.StartOffsets, e.Window.EndOffsets)
+		}
+		if e.Type == alerts.EventViolated {
+			violated++
+		}
+	}
+	if violated == 0 {
+		t.Errorf("no violated event in a range with errors:\n%s", out.String())
 	}
 }
