@@ -122,6 +122,9 @@ type cadenceFeed struct {
 	discWake chan struct{}
 	// beforeDiscovery, when set (by tests), runs before each discovery.
 	beforeDiscovery func(ctx context.Context, endSeq uint64)
+	// exactChecks (tests) makes every check recount what changed, so that
+	// each observed error can be compared with a full validation.
+	exactChecks bool
 }
 
 // dispatchCheck is dispatch for two cadences: the window's delta to the
@@ -319,12 +322,12 @@ func (c *checker) meta(i int) RowMeta { return c.metas[c.head+i] }
 // apply brings the checker's window to the job's. It reports false when
 // the job does not fit (rows missing): the consumer is then asked for the
 // whole window.
-func (c *checker) apply(job *checkJob) bool {
+func (c *checker) apply(job *checkJob, exact bool) bool {
 	if job.reset || c.eng == nil {
 		if !job.reset {
 			return false
 		}
-		eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{})
+		eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact})
 		if err != nil {
 			return false
 		}
@@ -392,7 +395,7 @@ func (s *streamRun) removalCuts(n int) []int {
 // window; the earlier ones are counted as skipped.
 func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob) error {
 	for i, job := range jobs {
-		if !c.apply(job) {
+		if !c.apply(job, s.mb.feed.exactChecks) {
 			s.mb.mu.Lock()
 			s.mb.feed.resync = true
 			s.mb.mu.Unlock()

@@ -4,12 +4,14 @@ import (
 	"context"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -31,7 +33,7 @@ const (
 	cadFaultAt                            = 1500 // x ~ y breaks from here on
 )
 
-func newCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64)) *cadenceRun {
+func newCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64), exact bool) *cadenceRun {
 	t.Helper()
 	sink := &collectSink{}
 	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{{
@@ -41,7 +43,7 @@ func newCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSe
 		t.Fatal(err)
 	}
 	c := &cadenceRun{t: t, s: m.streams[0], sink: sink, done: make(chan error, 1), r: rand.New(rand.NewPCG(9, 9))}
-	c.s.mb.feed.beforeDiscovery = beforeDiscovery
+	c.s.mb.feed.beforeDiscovery, c.s.mb.feed.exactChecks = beforeDiscovery, exact
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go func() { c.done <- c.s.evaluator(ctx) }()
@@ -120,7 +122,7 @@ func TestSlowDiscoveryNeverDelaysACheck(t *testing.T) {
 			case <-ctx.Done():
 			}
 		})
-	})
+	}, false)
 	defer func() {
 		select {
 		case <-release:
@@ -182,7 +184,7 @@ func TestInterleavedCadencesMatchSequential(t *testing.T) {
 			for c.s.evaluated.Load() < end+1+2*cadEvery && ctx.Err() == nil {
 				time.Sleep(5 * time.Millisecond)
 			}
-		})
+		}, false)
 		// One check past the last compared window: its delivery is done
 		// once the next check is saved (one goroutine does both).
 		const last = 2399
@@ -305,4 +307,71 @@ func TestWindowInfoOf(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestChecksMatchFullValidation: the checker, fed deltas of the window
+// (rows in and out, fields that come and go, NULLs), observes for every
+// tracked dependency the error a full validation of the window gives, at
+// every check.
+func TestChecksMatchFullValidation(t *testing.T) {
+	c := newCadenceRun(t, nil, true)
+	r := rand.New(rand.NewPCG(5, 5))
+	compared := 0
+	for c.seq < 2200 {
+		var rec FlatRecord
+		x := r.IntN(300)
+		rec.AddString("x", strconv.Itoa(x))
+		if r.IntN(10) != 0 { // y missing (NULL) in a tenth of the records
+			y := 2 * x
+			if r.IntN(20) == 0 {
+				y = r.IntN(600)
+			}
+			rec.AddString("y", strconv.Itoa(y))
+		}
+		rec.AddString("g", "g"+strconv.Itoa(x%4))
+		if c.seq > 700 && c.seq < 1500 { // a field that comes and goes
+			rec.AddString("late", strconv.Itoa(r.IntN(3)))
+		}
+		seq := c.seq
+		c.s.win.Append(RowMeta{Partition: int32(seq % 2), Offset: int64(seq / 2), Seq: seq, Time: time.Unix(int64(seq), 0)}, &rec)
+		c.seq++
+		if !(c.s.countBoundary(seq) && c.s.win.Len() >= cadWindow) {
+			continue
+		}
+		c.s.dispatch(seq)
+		c.waitChecked(seq)
+		snap := c.s.win.Snapshot()
+		table, err := discovery.Encode(snap.Columns())
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, col := range table.Columns {
+			have[col.Name] = true
+		}
+		for _, d := range c.s.tracker.Tracked() {
+			if slices.ContainsFunc(dependencyColumns(d), func(name string) bool { return !have[name] }) {
+				continue
+			}
+			want, err := discovery.Validate(context.Background(), table, d, discovery.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pts, err := c.s.m.store.History("cad", alerts.DependencyID(d), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pts) == 0 || pts[0].WindowEnd != seq {
+				continue // tracked since this check's tracker ran
+			}
+			if pts[0].Error != want.Error {
+				t.Fatalf("window %d: %s observed with error %v, full validation %v", seq, d, pts[0].Error, want.Error)
+			}
+			compared++
+		}
+	}
+	if compared < 100 {
+		t.Fatalf("only %d observations compared", compared)
+	}
+	t.Logf("%d observations equal to a full validation", compared)
 }
