@@ -57,6 +57,9 @@ type checkJob struct {
 	values [][]string
 	nulls  [][]bool
 	metas  []RowMeta
+	// oldest is the arrival sequence number of the window's oldest row
+	// (when it has rows): the checker's oldest row must be the same one.
+	oldest uint64
 	info   alerts.WindowInfo
 	next   map[int32]int64
 	// replay: a check lost in a crash, rebuilt from the store (see
@@ -87,6 +90,9 @@ func (s *streamRun) replayCheck(j *evalJob) *checkJob {
 	job.metas = make([]RowMeta, snap.Len())
 	for i := range job.metas {
 		job.metas[i] = snap.Meta(i)
+	}
+	if len(job.metas) > 0 {
+		job.oldest = job.metas[0].Seq
 	}
 	return job
 }
@@ -217,6 +223,7 @@ func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
 	f.fed, f.lastLen = true, w.n
 	if w.n > 0 {
 		f.lastSeq = at(w.n - 1).seq
+		job.oldest = at(0).seq
 	}
 	return job
 }
@@ -363,7 +370,9 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 		c.eng.Append(c.vals, c.nulls)
 	}
 	c.metas = append(c.metas, job.metas...)
-	return true
+	// The window may have been reset and refilled (a takeover's read-back)
+	// with counts that happen to add up: then its oldest row is not ours.
+	return c.rows() == 0 || c.meta(0).Seq == job.oldest
 }
 
 // removalCuts are the removal counts the tracker's verdicts turn on for a
