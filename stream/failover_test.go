@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -247,14 +248,21 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "an outage of 3 s counted", func() bool {
-		return metricValue(t, r.reg, "odwatch_kafka_unreachable_seconds_total", nil) >= 3
+	// ODWATCH_TEST_OUTAGE lengthens the outage (e.g. 60s) for a manual run.
+	outage := 3 * time.Second
+	if d, err := time.ParseDuration(os.Getenv("ODWATCH_TEST_OUTAGE")); err == nil {
+		outage = d
+	}
+	waitFor(t, outage+30*time.Second, fmt.Sprintf("an outage of %v counted", outage), func() bool {
+		return metricValue(t, r.reg, "odwatch_kafka_unreachable_seconds_total", nil) >= outage.Seconds()
 	})
 	if r.m.Ready() {
 		t.Error("ready during the outage")
 	}
 	down.Store(false)
+	back := time.Now()
 	waitFor(t, 30*time.Second, "ready after the outage", r.m.Ready)
+	t.Logf("outage %v: ready again %v after the broker came back; %d records produced during it", outage, time.Since(back).Round(time.Millisecond), 1000)
 	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
