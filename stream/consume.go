@@ -363,6 +363,9 @@ func (m *Monitor) nextGeneration(ctx context.Context, cg *kafka.ConsumerGroup) (
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if errors.Is(err, kafka.InvalidSessionTimeout) {
+			return nil, fmt.Errorf("session-timeout %v: the broker refuses it (its group.min.session.timeout.ms and group.max.session.timeout.ms bound it): %w", m.cfg.SessionTimeout, err)
+		}
 		if permanentKafkaError(err) {
 			return nil, fmt.Errorf("consumer group %s: %w", m.cfg.Group, err)
 		}

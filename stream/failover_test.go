@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -297,4 +298,25 @@ func mapsEqual(a, b map[int32]int64) bool {
 		}
 	}
 	return true
+}
+
+// TestSessionTimeoutRefused: a session timeout the broker refuses (below its
+// group.min.session.timeout.ms, 1 s for the test broker) ends Run with an
+// error naming the setting, instead of retrying for ever.
+func TestSessionTimeoutRefused(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"st": 1})
+	m, err := NewMonitor(Config{
+		Brokers: []string{addr}, Group: "st", StateDir: t.TempDir(),
+		SessionTimeout: 500 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
+		Streams: []StreamConfig{{Topic: "st", Window: 10, Epsilon: 0.01}},
+	}, Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = m.Run(ctx)
+	if err == nil || !strings.Contains(err.Error(), "session-timeout 500ms") {
+		t.Fatalf("Run = %v, want an error naming session-timeout", err)
+	}
 }
