@@ -152,6 +152,7 @@ func (s *streamRun) dispatchCheck(endSeq uint64) {
 	s.mb.feed.checks = append(s.mb.feed.checks, job)
 	if dj != nil {
 		if old := s.mb.feed.disc; old != nil {
+			s.m.metrics.discoveries.WithLabelValues(s.name, "skipped").Inc()
 			s.log.Warn("discovery skipped: the previous one is still running", "window_end", old.endSeq)
 		}
 		s.mb.feed.disc = dj
@@ -300,6 +301,8 @@ func (s *streamRun) discoverer(ctx context.Context) {
 			return // ctx is done
 		}
 		done.took = time.Since(start)
+		s.m.metrics.discDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
+		s.m.metrics.discoveries.WithLabelValues(s.name, "ok").Inc()
 		s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(),
 			"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery))
 		s.mb.mu.Lock()
@@ -463,6 +466,7 @@ func (s *streamRun) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 	}
 	s.mb.feed.done = kept
 	if found && due.endSeq+uint64(s.cfg.DiscoverEvery) < endSeq {
+		s.m.metrics.discoveries.WithLabelValues(s.name, "late").Inc()
 		s.log.Warn("discovery merged late: it took longer than discover-every records",
 			"window_end", due.endSeq, "merged_at", endSeq, "seconds", due.took.Seconds())
 	}

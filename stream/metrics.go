@@ -19,6 +19,8 @@ import (
 //	odwatch_decode_retries_total{stream}               counter   decode attempts retried because the Schema Registry was unreachable (the pipeline waits, it does not dead-letter)
 //	odwatch_evaluation_duration_seconds{stream}        histogram time of one evaluation (encode, re-validation, discovery, persist)
 //	odwatch_evaluations_total{stream,result}           counter   evaluations by result: ok, error, skipped (a due evaluation coalesced into a later one because the previous one was still running)
+//	odwatch_discovery_duration_seconds{stream}         histogram time of one discovery on its own goroutine (two cadences: discover-every above every; the checks are evaluations)
+//	odwatch_discoveries_total{stream,result}           counter   discoveries on their own goroutine: ok, skipped (replaced while waiting by a newer one), late (merged after their merge point)
 //	odwatch_epsilon{stream}                            gauge     the stream's epsilon, for alert rules comparing with odwatch_dependency_error
 //	odwatch_consumer_lag{stream}                       gauge     records behind the partitions' high watermarks (sum over partitions, as of the last fetch)
 //	odwatch_last_evaluation_timestamp_seconds{stream}  gauge     unix time of the last successful evaluation
@@ -54,6 +56,8 @@ type metrics struct {
 	decodeRetries      *prometheus.CounterVec
 	evalDuration       *prometheus.HistogramVec
 	evaluations        *prometheus.CounterVec
+	discDuration       *prometheus.HistogramVec
+	discoveries        *prometheus.CounterVec
 	epsilon            *prometheus.GaugeVec
 	lag                *prometheus.GaugeVec
 	lastEval           *prometheus.GaugeVec
@@ -86,6 +90,13 @@ func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *bro
 	}, []string{"stream"})
 	m.collectors = append(m.collectors, m.evalDuration)
 	m.evaluations = counter("odwatch_evaluations_total", "Window evaluations, by result (ok, error, skipped).", "result")
+	m.discDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "odwatch_discovery_duration_seconds",
+		Help:    "Duration of one discovery on its own goroutine (two cadences).",
+		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+	}, []string{"stream"})
+	m.collectors = append(m.collectors, m.discDuration)
+	m.discoveries = counter("odwatch_discoveries_total", "Discoveries on their own goroutine, by result (ok, skipped, late).", "result")
 	m.epsilon = gauge("odwatch_epsilon", "Epsilon of the stream.")
 	m.lag = gauge("odwatch_consumer_lag", "Records behind the high watermark, summed over partitions.")
 	m.statePublishErrors = counter("odwatch_state_publish_errors_total", "Tracker states that could not be written to the state topic.")
