@@ -218,18 +218,36 @@ func (o *incOC) labelA(e *Incremental, seq uint32) uint64 {
 func (o *incOC) mergeInto(e *Incremental, sc *sortedClass, items []ocItem) {
 	n := len(sc.seq) + len(items)
 	lb, seq := slices.Grow(e.lb[:0], n), slices.Grow(e.seq[:0], n)
-	i := 0
-	for _, it := range items {
-		// The first row after it in (label A, label B) order.
-		j := i + sort.Search(len(sc.seq)-i, func(m int) bool {
-			la := o.labelA(e, sc.seq[i+m])
-			return la > it.la || (la == it.la && sc.lb[i+m] > it.lb)
-		})
-		lb, seq = append(lb, sc.lb[i:j]...), append(seq, sc.seq[i:j]...)
-		i = j
+	// after reports whether row m of the class comes after it.
+	after := func(m int, it ocItem) bool {
+		la := o.labelA(e, sc.seq[m])
+		return la > it.la || (la == it.la && sc.lb[m] > it.lb)
+	}
+	from := 0 // rows before from are copied
+	for k, it := range items {
+		if from == len(sc.seq) || !after(len(sc.seq)-1, it) {
+			// It and the items after it come after every row left (new
+			// rows of an increasing column do).
+			lb, seq = append(lb, sc.lb[from:]...), append(seq, sc.seq[from:]...)
+			from = len(sc.seq)
+			for _, rest := range items[k:] {
+				lb, seq = append(lb, rest.lb), append(seq, rest.seq)
+			}
+			break
+		}
+		// The first row after it (one exists): gallop from the previous
+		// item's place, then search the last step.
+		lo, hi := from, from
+		for step := 1; !after(hi, it); step *= 2 {
+			lo = hi + 1
+			hi = min(hi+step, len(sc.seq)-1)
+		}
+		j := lo + sort.Search(hi-lo, func(m int) bool { return after(lo+m, it) })
+		lb, seq = append(lb, sc.lb[from:j]...), append(seq, sc.seq[from:j]...)
+		from = j
 		lb, seq = append(lb, it.lb), append(seq, it.seq)
 	}
-	lb, seq = append(lb, sc.lb[i:]...), append(seq, sc.seq[i:]...)
+	lb, seq = append(lb, sc.lb[from:]...), append(seq, sc.seq[from:]...)
 	// The merged rows become the class's; its old arrays the scratch.
 	e.lb, e.seq = sc.lb[:0], sc.seq[:0]
 	sc.lb, sc.seq = lb, seq
