@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -177,7 +178,7 @@ type partCursor struct {
 	partition int
 	next, end int64
 	batch     kafka.RecordReader
-	value     []byte
+	value     bytes.Buffer // the current record's value, reused
 }
 
 // read returns the partition's next record, or nil once it reached end.
@@ -211,17 +212,15 @@ func (c *partCursor) read(ctx context.Context) (*TopicRecord, error) {
 			closeRecord(rec)
 			return nil, nil
 		}
-		c.value = c.value[:0]
+		c.value.Reset()
 		if rec.Value != nil {
-			b, err := io.ReadAll(rec.Value)
-			if err != nil {
+			if _, err := c.value.ReadFrom(rec.Value); err != nil {
 				closeRecord(rec)
 				return nil, fmt.Errorf("read %s/%d@%d: %w", c.topic, c.partition, rec.Offset, err)
 			}
-			c.value = append(c.value, b...)
 		}
 		closeRecord(rec)
-		return &TopicRecord{Meta: RowMeta{Partition: int32(c.partition), Offset: rec.Offset, Time: rec.Time}, Value: c.value}, nil
+		return &TopicRecord{Meta: RowMeta{Partition: int32(c.partition), Offset: rec.Offset, Time: rec.Time}, Value: c.value.Bytes()}, nil
 	}
 	return nil, nil
 }
