@@ -212,3 +212,64 @@ streams:
 		t.Errorf("stream c margin %v, want auto", c.Margin)
 	}
 }
+
+// TestRunSettingsTyping: ordinal, order-text and min-strength reach the
+// stream's configuration from the flags and from the file (a list of
+// COL[=v1,...] strings), the flags winning; a bad declaration names its
+// field.
+func TestRunSettingsTyping(t *testing.T) {
+	s, err := parseRun(t, "--brokers", "k:9092", "--state-dir", "/tmp/x", "--topic", "t", "--ordinal", "size=S,M,L", "--ordinal", "code", "--min-strength", "0.7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.monitorConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := cfg.Streams[0]
+	if st.MinStrength != 0.7 || st.Typing.OrderText || strings.Join(st.Typing.Ordinal["size"], ",") != "S,M,L" || st.Typing.Ordinal["code"] != nil {
+		t.Errorf("flags: min-strength %v, typing %+v", st.MinStrength, st.Typing)
+	}
+	if _, ok := st.Typing.Ordinal["code"]; !ok {
+		t.Errorf("flags: code not declared: %+v", st.Typing)
+	}
+
+	file := writeFile(t, "odwatch.yaml", `
+brokers: [k:9092]
+state-dir: /tmp/x
+topic: t
+order-text: true
+min-strength: 0
+ordinal: ["grade=low,mid,high"]
+`)
+	s, err = parseRun(t, "--config", file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = s.monitorConfig(); err != nil {
+		t.Fatal(err)
+	}
+	st = cfg.Streams[0]
+	if st.MinStrength != 0 || !st.Typing.OrderText || strings.Join(st.Typing.Ordinal["grade"], ",") != "low,mid,high" {
+		t.Errorf("file: min-strength %v, typing %+v", st.MinStrength, st.Typing)
+	}
+
+	s, err = parseRun(t, "--brokers", "k:9092", "--state-dir", "/tmp/x", "--topic", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = s.monitorConfig(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Streams[0].MinStrength != 0.5 {
+		t.Errorf("default min-strength %v, want 0.5", cfg.Streams[0].MinStrength)
+	}
+
+	file = writeFile(t, "bad.yaml", "brokers: [k:9092]\nstate-dir: /tmp/x\ntopic: t\nordinal: [\"=x\"]\n")
+	if s, err = parseRun(t, "--config", file); err == nil {
+		_, err = s.monitorConfig()
+	}
+	if err == nil || !strings.Contains(err.Error(), "ordinal") {
+		t.Errorf("bad ordinal: err %v, want it to name ordinal", err)
+	}
+}
