@@ -217,7 +217,17 @@ func (o *incOC) labelA(e *Incremental, seq uint32) uint64 {
 // copied as a run.
 func (o *incOC) mergeInto(e *Incremental, sc *sortedClass, items []ocItem) {
 	n := len(sc.seq) + len(items)
-	lb, seq := slices.Grow(e.lb[:0], n), slices.Grow(e.seq[:0], n)
+	// The merged rows go to the scratch arrays, which then belong to the
+	// class (its old ones become the scratch): scratch much larger than
+	// the class would leave a small class holding a large class's memory.
+	lb, seq := e.lb[:0], e.seq[:0]
+	if cap(lb) > 2*n+64 {
+		lb = nil
+	}
+	if cap(seq) > 2*n+64 {
+		seq = nil
+	}
+	lb, seq = slices.Grow(lb, n), slices.Grow(seq, n)
 	// after reports whether row m of the class comes after it.
 	after := func(m int, it ocItem) bool {
 		la := o.labelA(e, sc.seq[m])
