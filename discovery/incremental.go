@@ -564,7 +564,11 @@ func (e *Incremental) recountOCs(cuts []int) {
 		if e.exact || o.mustRecount || o.ins+o.del > maxStale ||
 			(o.asc && !unchangedVerdict(o.totAsc, o.ins, o.del, cuts)) ||
 			(o.desc && !unchangedVerdict(o.totDesc, o.ins, o.del, cuts)) {
-			rows += o.dirtyRows()
+			if !o.mustRecount {
+				// A first count (new dependency, relabel) is not a
+				// check's usual work: it does not raise the budget.
+				rows += o.dirtyRows()
+			}
 			o.recount(e)
 			continue
 		}
