@@ -14,8 +14,10 @@ var (
 	// the network's delay, for records stamped at the same time.
 	mergeGrace = 250 * time.Millisecond
 	// mergeMaxHold bounds how long a record waits for the other
-	// partitions (a slow one, or clocks apart).
-	mergeMaxHold = 2 * time.Second
+	// partitions (clocks apart, or a broker that stopped answering): a
+	// fetch's wait and time-out and a retry, so that a fetch sent just
+	// before a broker hung and left unanswered does not break the order.
+	mergeMaxHold = fetchMaxWait + fetchTimeout + time.Second
 	// mergeMaxBuffered bounds the records a merger holds back for one
 	// topic: past it (one partition far slower to fetch than the others)
 	// the oldest record goes anyway, out of the window's order rather than

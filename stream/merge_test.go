@@ -38,7 +38,7 @@ func TestMerger(t *testing.T) {
 		{"behind again after a mark", []int{0, 1},
 			[]string{"mark p1 up@300", "mark p1 behind@300", "p0@5/0", "next@400"}, ""},
 		{"a record waits at most mergeMaxHold", []int{0, 1},
-			[]string{"p0@5/0", "next@1000", "next@2010"}, "p0@5/0"},
+			[]string{"p0@5/0", "next@6000", "next@6300"}, "p0@5/0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
