@@ -3,11 +3,12 @@ package discovery
 import (
 	"cmp"
 	"errors"
-	"hash/maphash"
 	"math"
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/odwatch/odwatch/internal/codeindex"
 )
 
 // incMode is how an incremental column currently types its values, as
@@ -44,14 +45,14 @@ type incColumn struct {
 	name  string
 	codes []uint32 // by ring slot; 0 = NULL
 
-	index strIndex // value → code (codes with no row stay until settle)
-	vals  []string // code-1 → value
-	refs  []uint32 // code-1 → rows holding it; freedRefs once freed
-	bits  []uint64 // code-1 → order bits of its number, 0 if not a number
-	ngrp  []uint32 // code-1 → id of its number, 0 if not a number
-	tgrp  []uint32 // code-1 → id of its instant, 0 if not temporal
-	free  []uint32 // codes free for reuse
-	zero  []uint32 // codes whose last row left since the last settle
+	index codeindex.Index // value → code (codes with no row stay until settle)
+	vals  []string        // code-1 → value
+	refs  []uint32        // code-1 → rows holding it; freedRefs once freed
+	bits  []uint64        // code-1 → order bits of its number, 0 if not a number
+	ngrp  []uint32        // code-1 → id of its number, 0 if not a number
+	tgrp  []uint32        // code-1 → id of its instant, 0 if not temporal
+	free  []uint32        // codes free for reuse
+	zero  []uint32        // codes whose last row left since the last settle
 
 	nums  idSpace[uint64]  // numbers (order bits) → ids
 	times idSpace[timeKey] // instants → ids
@@ -141,7 +142,7 @@ func newIncColumn(name string, slots int, temporalOK bool) *incColumn {
 	return &incColumn{
 		name:       name,
 		codes:      make([]uint32, slots),
-		index:      newStrIndex(),
+		index:      codeindex.New(),
 		temporalOK: temporalOK,
 		text:       orderList{stride: labelStride},
 		time:       orderList{stride: labelStride},
@@ -171,7 +172,7 @@ func numberBits(v string) uint64 {
 
 // intern returns the code of v, taking a reference.
 func (c *incColumn) intern(v string) uint32 {
-	code, h := c.index.lookup(c.vals, v)
+	code, h := c.index.Lookup(c.vals, v)
 	if code != 0 {
 		c.ref(code)
 		return code
@@ -198,7 +199,7 @@ func (c *incColumn) intern(v string) uint32 {
 			c.tgrp[code-1] = c.times.ref(timeKey{tm.Unix(), int32(tm.Nanosecond())})
 		}
 	}
-	c.index.insert(code, h)
+	c.index.Insert(code, h)
 	c.text.fresh = append(c.text.fresh, code)
 	c.ref(code)
 	return code
@@ -291,7 +292,7 @@ func (c *incColumn) settle() (switched, relabelled bool) {
 		if c.refs[code-1] != 0 {
 			continue // held again, or already freed
 		}
-		c.index.remove(code, c.vals[code-1])
+		c.index.Remove(code, c.vals[code-1])
 		if g := c.ngrp[code-1]; g != 0 {
 			c.nums.unref(g)
 		}
@@ -468,96 +469,4 @@ func copySkipping(out, old []uint32, from, to int, skip []int, g int) ([]uint32,
 		g++
 	}
 	return append(out, old[from:to]...), g
-}
-
-// strIndex maps a column's values to their codes: open addressing with
-// linear probing, slots holding only the code and 32 hash bits (the value
-// is read from the column's vals), and backward-shift deletion, so that a
-// window whose values keep changing leaves no tombstones (a Go map's
-// deletes kept it large and slow) and the GC scans no slot.
-type strIndex struct {
-	seed  maphash.Seed
-	slots []strSlot // power-of-two length, or nil
-	n     int
-}
-
-type strSlot struct {
-	code uint32 // 0 = empty
-	hash uint32
-}
-
-func newStrIndex() strIndex { return strIndex{seed: maphash.MakeSeed()} }
-
-func (x *strIndex) hashOf(v string) uint32 { return uint32(maphash.String(x.seed, v)) }
-
-// lookup returns the code of v (0 if absent) and its hash.
-func (x *strIndex) lookup(vals []string, v string) (code, h uint32) {
-	h = x.hashOf(v)
-	if x.n == 0 {
-		return 0, h
-	}
-	mask := uint32(len(x.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := x.slots[i]
-		if s.code == 0 {
-			return 0, h
-		}
-		if s.hash == h && vals[s.code-1] == v {
-			return s.code, h
-		}
-	}
-}
-
-// insert adds code, whose value is not in the index, with hash h.
-func (x *strIndex) insert(code, h uint32) {
-	if 2*(x.n+1) > len(x.slots) {
-		old := x.slots
-		x.slots = make([]strSlot, max(2*len(old), 16))
-		mask := uint32(len(x.slots) - 1)
-		for _, s := range old {
-			if s.code != 0 {
-				i := s.hash & mask
-				for x.slots[i].code != 0 {
-					i = (i + 1) & mask
-				}
-				x.slots[i] = s
-			}
-		}
-	}
-	mask := uint32(len(x.slots) - 1)
-	i := h & mask
-	for x.slots[i].code != 0 {
-		i = (i + 1) & mask
-	}
-	x.slots[i] = strSlot{code: code, hash: h}
-	x.n++
-}
-
-// remove deletes code, whose value is v.
-func (x *strIndex) remove(code uint32, v string) {
-	mask := uint32(len(x.slots) - 1)
-	i := x.hashOf(v) & mask
-	for x.slots[i].code != code {
-		i = (i + 1) & mask
-	}
-	x.n--
-	for j := i; ; {
-		j = (j + 1) & mask
-		s := x.slots[j]
-		if s.code == 0 {
-			break
-		}
-		// s may fill the hole at i unless its home lies cyclically in (i, j].
-		k := s.hash & mask
-		if i <= j {
-			if i < k && k <= j {
-				continue
-			}
-		} else if i < k || k <= j {
-			continue
-		}
-		x.slots[i] = s
-		i = j
-	}
-	x.slots[i] = strSlot{}
 }

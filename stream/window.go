@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/codeindex"
 )
 
 // RowMeta says where a window row came from. The window keeps Time to the
@@ -57,7 +58,7 @@ type winColumn struct {
 	codes   []uint32 // ring aligned with Window.meta; 0 = NULL
 	dict    []string // code-1 → value; "" for free codes
 	refs    []uint32 // code-1 → rows holding it
-	index   valueIndex
+	index   codeindex.Index
 	free    []uint32
 	nonNull int
 }
@@ -247,7 +248,7 @@ func (w *Window) addColumn(name string) int {
 	w.cols = append(w.cols, &winColumn{
 		name:  name,
 		codes: make([]uint32, len(w.meta)),
-		index: newValueIndex(),
+		index: codeindex.New(),
 	})
 	w.colIndex[name] = len(w.cols) - 1
 	return len(w.cols) - 1
@@ -321,7 +322,7 @@ func (w *Window) dropDeadColumns() {
 
 // intern returns the code of value, taking a reference.
 func (c *winColumn) intern(value []byte) uint32 {
-	code, h := c.index.lookup(c.dict, value)
+	code, h := c.index.LookupBytes(c.dict, value)
 	if code != 0 {
 		c.refs[code-1]++
 		return code
@@ -337,7 +338,7 @@ func (c *winColumn) intern(value []byte) uint32 {
 		c.refs = append(c.refs, 1)
 		code = uint32(len(c.dict))
 	}
-	c.index.insert(code, h)
+	c.index.Insert(code, h)
 	return code
 }
 
@@ -347,7 +348,7 @@ func (c *winColumn) release(code uint32) {
 	if c.refs[code-1] > 0 {
 		return
 	}
-	c.index.remove(code, c.dict[code-1])
+	c.index.Remove(code, c.dict[code-1])
 	c.dict[code-1] = ""
 	c.free = append(c.free, code)
 }

@@ -148,7 +148,7 @@ func TestWindowDuplicateFieldLastWins(t *testing.T) {
 	}
 	w.Append(RowMeta{Offset: 2}, rec("a", "z"))
 	w.Append(RowMeta{Offset: 3}, rec("a", "z"))
-	if c := w.cols[0]; c.index.len() != 1 {
+	if c := w.cols[0]; c.index.Len() != 1 {
 		t.Fatalf("dictionary leaked: %v", c.index)
 	}
 }
@@ -192,8 +192,8 @@ func TestWindowDictionaryBounded(t *testing.T) {
 		w.Append(RowMeta{Offset: int64(i)}, rec("id", strconv.Itoa(i), "group", strconv.Itoa(i%10)))
 	}
 	for _, c := range w.cols {
-		if len(c.dict) > size+1 || c.index.len() > size {
-			t.Fatalf("column %s: dict %d, index %d after a long stream of unique values; want <= %d", c.name, len(c.dict), c.index.len(), size+1)
+		if len(c.dict) > size+1 || c.index.Len() > size {
+			t.Fatalf("column %s: dict %d, index %d after a long stream of unique values; want <= %d", c.name, len(c.dict), c.index.Len(), size+1)
 		}
 	}
 	// Snapshots squeeze out free codes: every Dict entry is used.

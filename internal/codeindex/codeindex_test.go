@@ -1,4 +1,4 @@
-package stream
+package codeindex
 
 import (
 	"math/rand/v2"
@@ -6,18 +6,21 @@ import (
 	"testing"
 )
 
-// TestValueIndexMatchesMap drives the hash index with random inserts and
+// TestIndexMatchesMap drives the hash index with random inserts and
 // removals (including long probe runs from a tiny hash space) and checks
-// every lookup against a Go map.
-func TestValueIndexMatchesMap(t *testing.T) {
+// every lookup, by string and by bytes, against a Go map.
+func TestIndexMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	x := newValueIndex()
+	x := New()
 	var dict []string
 	var free []uint32
 	want := map[string]uint32{}
 	for step := range 200_000 {
 		v := strconv.Itoa(rng.IntN(3000))
-		code, h := x.lookup(dict, []byte(v))
+		code, h := x.Lookup(dict, v)
+		if bcode, bh := x.LookupBytes(dict, []byte(v)); bcode != code || bh != h {
+			t.Fatalf("step %d: LookupBytes %q = %d, %d; Lookup = %d, %d", step, v, bcode, bh, code, h)
+		}
 		if code != want[v] {
 			t.Fatalf("step %d: lookup %q = %d, want %d", step, v, code, want[v])
 		}
@@ -30,20 +33,21 @@ func TestValueIndexMatchesMap(t *testing.T) {
 				dict = append(dict, v)
 				code = uint32(len(dict))
 			}
-			x.insert(code, h)
+			x.Insert(code, h)
 			want[v] = code
 		} else if rng.IntN(2) == 0 {
-			x.remove(code, v)
+			x.Remove(code, v)
+			x.Remove(code, v) // no longer present: ignored
 			dict[code-1] = ""
 			free = append(free, code)
 			delete(want, v)
 		}
-		if x.len() != len(want) {
-			t.Fatalf("step %d: len %d, want %d", step, x.len(), len(want))
+		if x.Len() != len(want) {
+			t.Fatalf("step %d: len %d, want %d", step, x.Len(), len(want))
 		}
 	}
 	for v, code := range want {
-		if got, _ := x.lookup(dict, []byte(v)); got != code {
+		if got, _ := x.LookupBytes(dict, []byte(v)); got != code {
 			t.Fatalf("final lookup %q = %d, want %d", v, got, code)
 		}
 	}
