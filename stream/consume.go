@@ -430,6 +430,13 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		mergers[t] = newMerger(ps)
 	}
 	for tp, off := range m.fetchStarts(a) {
+		if committed := a[tp.topic][int32(tp.partition)]; off >= 0 && off > committed {
+			// The store is ahead of the group (a crash between the
+			// store commit and the offset commit): commit its position
+			// with the first batch, or the group stays behind until a
+			// new record comes.
+			b.commits[tp] = off
+		}
 		wg.Go(func() { m.fetchPartition(fctx, client, tp, off, msgs) })
 	}
 	m.joined.Store(true)

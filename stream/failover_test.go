@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -319,4 +320,44 @@ func TestSessionTimeoutRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "session-timeout 500ms") {
 		t.Fatalf("Run = %v, want an error naming session-timeout", err)
 	}
+}
+
+// TestStoreAheadOfGroupCommits: a member restarting with a store ahead of
+// the group's committed offset (killed between its store commit and its
+// offset commit) commits the stored position although no record comes.
+func TestStoreAheadOfGroupCommits(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"ahead": 1})
+	c := Config{
+		Brokers: []string{addr}, Group: "ahead", StateDir: t.TempDir(),
+		Streams: []StreamConfig{{Topic: "ahead", Window: 100, Epsilon: 0.01}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "ahead", Count: 300, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	r := startMonitor(t, c)
+	waitFor(t, 30*time.Second, "consumed", func() bool { return committed(t, addr, "ahead", "ahead") == 300 })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	// Set the group back, as a crash before the offset commit leaves it.
+	cl := &kafka.Client{Addr: kafka.TCP(addr)}
+	res, err := cl.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: "ahead", GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{"ahead": {{Partition: 0, Offset: 200}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range res.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				t.Fatal(p.Error)
+			}
+		}
+	}
+	if got := committed(t, addr, "ahead", "ahead"); got != 200 {
+		t.Fatalf("committed %d after setting it back, want 200", got)
+	}
+	startMonitor(t, c)
+	waitFor(t, 30*time.Second, "the stored position committed", func() bool { return committed(t, addr, "ahead", "ahead") == 300 })
 }
