@@ -314,7 +314,9 @@ func (s *streamRun) discoverer(ctx context.Context) {
 // checker is the evaluator's state for two cadences: the incremental
 // window and the metadata of its rows (oldest first).
 type checker struct {
-	eng *discovery.Incremental
+	// typing is the stream's: the checks order columns as discovery does.
+	typing discovery.Typing
+	eng    *discovery.Incremental
 	col map[string]int
 	// metas[head:] are the rows' metadata, oldest first.
 	metas []RowMeta
@@ -337,7 +339,7 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 		if !job.reset {
 			return false
 		}
-		eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact})
+		eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact, Typing: c.typing})
 		if err != nil {
 			return false
 		}

@@ -35,9 +35,16 @@ const (
 
 func newCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64), exact bool) *cadenceRun {
 	t.Helper()
+	return newTypedCadenceRun(t, beforeDiscovery, exact, discovery.Typing{})
+}
+
+// newTypedCadenceRun is newCadenceRun with the stream's columns typed as
+// typing says.
+func newTypedCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64), exact bool, typing discovery.Typing, pinned ...string) *cadenceRun {
+	t.Helper()
 	sink := &collectSink{}
 	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{{
-		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05,
+		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05, Typing: typing, Pinned: pinned,
 	}}}, Options{Logger: testLogger(t), Sinks: []alerts.Sink{sink}})
 	if err != nil {
 		t.Fatal(err)
@@ -312,9 +319,19 @@ func TestWindowInfoOf(t *testing.T) {
 // TestChecksMatchFullValidation: the checker, fed deltas of the window
 // (rows in and out, fields that come and go, NULLs), observes for every
 // tracked dependency the error a full validation of the window gives, at
-// every check.
+// every check, with text typed nominal (the default) and with every column
+// ordered (order-text), where g's byte order takes part in OCs.
 func TestChecksMatchFullValidation(t *testing.T) {
-	c := newCadenceRun(t, nil, true)
+	t.Run("typed", func(t *testing.T) { checksMatchFullValidation(t, discovery.Typing{}, "{}: x ~ ts (asc)") })
+	// g ~ x is an OC on text only in order-text, where g is ordered by
+	// bytes; x ~ ts compares instants when typed and bytes in order-text.
+	t.Run("order-text", func(t *testing.T) {
+		checksMatchFullValidation(t, discovery.Typing{OrderText: true}, "{}: g ~ x (asc)", "{}: x ~ ts (asc)")
+	})
+}
+
+func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...string) {
+	c := newTypedCadenceRun(t, nil, true, typing, pinned...)
 	r := rand.New(rand.NewPCG(5, 5))
 	compared := 0
 	for c.seq < 2200 {
@@ -329,6 +346,13 @@ func TestChecksMatchFullValidation(t *testing.T) {
 			rec.AddString("y", strconv.Itoa(y))
 		}
 		rec.AddString("g", "g"+strconv.Itoa(x%4))
+		// ts follows x in time, spelled in two zones: ordered by instant
+		// (typed) x ~ ts holds; by bytes (order-text) it does not.
+		ts := time.Date(2024, 1, 1, 0, x, 0, 0, time.UTC)
+		if x%2 == 1 {
+			ts = ts.In(time.FixedZone("", 2*3600))
+		}
+		rec.AddString("ts", ts.Format(time.RFC3339))
 		if c.seq > 700 && c.seq < 1500 { // a field that comes and goes
 			rec.AddString("late", strconv.Itoa(r.IntN(3)))
 		}
@@ -341,7 +365,7 @@ func TestChecksMatchFullValidation(t *testing.T) {
 		c.s.dispatch(seq)
 		c.waitChecked(seq)
 		snap := c.s.win.Snapshot()
-		table, err := discovery.Encode(snap.Columns())
+		table, err := discovery.EncodeTyped(snap.Columns(), typing)
 		if err != nil {
 			t.Fatal(err)
 		}

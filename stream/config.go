@@ -345,6 +345,8 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 		bad("discover-every", "needs a count window (every), not interval")
 	case s.Every > 0 && s.DiscoverEvery%s.Every != 0:
 		bad("discover-every", "must be a multiple of every (%d), not %d", s.Every, s.DiscoverEvery)
+	case s.hasOrdinalList():
+		bad("discover-every", "the incremental checks order an ordinal column by bytes only; drop the value list of ordinal or discover-every")
 	}
 	// NaN fails every comparison: it is named explicitly.
 	if math.IsNaN(s.Epsilon) || s.Epsilon < 0 || s.Epsilon >= 1 {
@@ -394,6 +396,17 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 		}
 		s.pinned = append(s.pinned, d)
 	}
+}
+
+// hasOrdinalList reports whether an ordinal declaration orders a column by
+// a list of values, which the incremental checks of two cadences refuse.
+func (s *StreamConfig) hasOrdinalList() bool {
+	for _, list := range s.Typing.Ordinal {
+		if len(list) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // typingFor is Typing with the ordinal declarations of columns the window

@@ -170,7 +170,7 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 	rearm()
 	wait := s.startDiscoverer(ctx)
 	defer wait()
-	var chk checker
+	chk := checker{typing: s.cfg.Typing}
 	for {
 		select {
 		case <-ctx.Done():

@@ -290,6 +290,17 @@ func TestConfigValidate(t *testing.T) {
 		{name: "min score", mutate: func(c *Config) { c.Streams[0].MinScore = 1.5 }, wantErr: "streams[0].min-score: must be in [0, 1]"},
 		{name: "min score negative", mutate: func(c *Config) { c.Streams[0].MinScore = -0.1 }, wantErr: "streams[0].min-score:"},
 		{name: "events registry without events topic", mutate: func(c *Config) { c.EventsRegistry = "http://sr:8081" }, wantErr: "events-registry: needs events-topic"},
+		{name: "discover-every with interval", mutate: func(c *Config) {
+			c.Streams[0].Every, c.Streams[0].Interval, c.Streams[0].DiscoverEvery = 0, time.Second, 200
+		}, wantErr: "streams[0].discover-every: needs a count window"},
+		{name: "discover-every with an ordinal list", mutate: func(c *Config) {
+			c.Streams[0].Every, c.Streams[0].DiscoverEvery = 50, 100
+			c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
+		}, wantErr: "streams[0].discover-every: the incremental checks order an ordinal column by bytes only"},
+		{name: "discover-every with an ordinal by bytes", mutate: func(c *Config) {
+			c.Streams[0].Every, c.Streams[0].DiscoverEvery = 50, 100
+			c.Streams[0].Typing.Ordinal = map[string][]string{"size": nil}
+		}},
 		{name: "min score ok", mutate: func(c *Config) { c.Streams[0].MinScore = 0.05 }},
 		{name: "duplicate name", mutate: func(c *Config) { c.Streams = append(c.Streams, c.Streams[0]) }, wantErr: "streams[1].name: duplicate"},
 	}
