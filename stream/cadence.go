@@ -317,7 +317,7 @@ type checker struct {
 	// typing is the stream's: the checks order columns as discovery does.
 	typing discovery.Typing
 	eng    *discovery.Incremental
-	col map[string]int
+	col    map[string]int
 	// metas[head:] are the rows' metadata, oldest first.
 	metas []RowMeta
 	head  int
