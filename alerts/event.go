@@ -319,7 +319,7 @@ func (e Event) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %s error %.4f -> %.4f (eps %.4f, margin %.4f) removals %d window %s (%d records) id %s",
 		e.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(e.Type)), e.Stream, e.DependencyText,
-		e.ErrorBefore, e.ErrorNow, e.Epsilon, e.Margin, e.Removals, windowText(e.Window), e.Window.Records, e.ID)
+		e.ErrorBefore, e.ErrorNow, e.Epsilon, e.Margin, e.Removals, e.Window.Range(), e.Window.Records, e.ID)
 	for _, r := range e.Related {
 		fmt.Fprintf(&b, "\n    related %s error %.4f -> %.4f removals %d", r.DependencyText, r.ErrorBefore, r.ErrorNow, r.Removals)
 	}
@@ -332,7 +332,9 @@ func (e Event) Text() string {
 	return b.String()
 }
 
-func windowText(w WindowInfo) string {
+// Range is "topic p0:100-199 p1:..." for a window: each partition's first
+// and last offset, a partition with no start offset starting at its end.
+func (w WindowInfo) Range() string {
 	var b strings.Builder
 	b.WriteString(w.Topic)
 	for _, p := range slices.Sorted(maps.Keys(w.EndOffsets)) {

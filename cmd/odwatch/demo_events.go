@@ -77,7 +77,7 @@ func demoEventText(e alerts.Event) string {
 	default:
 		fmt.Fprintf(&b, "error %s -> %s", pct(e.ErrorBefore), pct(e.ErrorNow))
 	}
-	fmt.Fprintf(&b, "; window%s (%d records)\n", strings.TrimPrefix(windowRange(e.Window), e.Window.Topic), e.Window.Records)
+	fmt.Fprintf(&b, "; window%s (%d records)\n", strings.TrimPrefix(e.Window.Range(), e.Window.Topic), e.Window.Records)
 	for _, r := range e.Related {
 		fmt.Fprintf(&b, "%srelated %s: error %s -> %s\n", indent, r.DependencyText, pct(r.ErrorBefore), pct(r.ErrorNow))
 	}
@@ -90,20 +90,6 @@ func demoEventText(e alerts.Event) string {
 			fmt.Fprintf(&b, " %s=%s", k, s.Values[k])
 		}
 		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// windowRange is "topic p0:100-199 p1:..." for a window.
-func windowRange(w alerts.WindowInfo) string {
-	var b strings.Builder
-	b.WriteString(w.Topic)
-	for _, p := range slices.Sorted(maps.Keys(w.EndOffsets)) {
-		start, ok := w.StartOffsets[p]
-		if !ok {
-			start = w.EndOffsets[p]
-		}
-		fmt.Fprintf(&b, " p%d:%d-%d", p, start, w.EndOffsets[p])
 	}
 	return b.String()
 }
