@@ -435,11 +435,7 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 		return err
 	}
 	d := time.Since(start)
-	if int64(d) > s.maxEval.Load() {
-		s.maxEval.Store(int64(d))
-	}
-	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
-	s.m.metrics.evaluations.WithLabelValues(s.name, out.result).Inc()
+	s.observeEval(d, out.result)
 	s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
 	s.log.Debug("check done", "window_end", job.endSeq, "records", c.rows(), "tracked", out.tracked,
 		"discovery_merged", out.merged, "events", len(out.events), "seconds", d.Seconds(),

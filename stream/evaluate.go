@@ -550,6 +550,16 @@ func (e evalEnv) attachSamples(ctx context.Context, table *discovery.Table, snap
 	}
 }
 
+// observeEval counts an evaluation that took d and ended in result, and
+// keeps the longest evaluation's time.
+func (s *streamRun) observeEval(d time.Duration, result string) {
+	if int64(d) > s.maxEval.Load() {
+		s.maxEval.Store(int64(d))
+	}
+	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
+	s.m.metrics.evaluations.WithLabelValues(s.name, result).Inc()
+}
+
 // evaluate runs one evaluation of the monitor: evaluateWindow, then record
 // saves the tracker and its events in one synced batch and delivers them.
 func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
@@ -578,11 +588,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 		return err
 	}
 	d := time.Since(start)
-	if int64(d) > s.maxEval.Load() {
-		s.maxEval.Store(int64(d))
-	}
-	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
-	s.m.metrics.evaluations.WithLabelValues(s.name, out.result).Inc()
+	s.observeEval(d, out.result)
 	if out.result == "ok" {
 		s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
 	}
