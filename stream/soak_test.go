@@ -42,7 +42,12 @@ func committedTotal(t testing.TB, addr, group, topic string, parts int) int64 {
 // twice.
 func TestSoakKills(t *testing.T) {
 	if os.Getenv("ODWATCH_SOAK") == "" {
-		t.Skip("soak test (about 40 s); run with ODWATCH_SOAK=1. It still stalls in about 1 run in 4 (members stop consuming after the kills), under investigation")
+		// In about 1 run in 4 a topic stops: the generation after the
+		// last kills assigns it to a member that was killed (kfake's
+		// group synced 4 members, 2 of them dead, and no rebalance came
+		// in 90 s although their 2 s sessions expired). Not understood
+		// yet: kfake or the members.
+		t.Skip("soak test (about 40 s); run with ODWATCH_SOAK=1 (it stalls in about 1 run in 4, see the comment)")
 	}
 	topics := []string{"k1", "k2", "k3"}
 	const parts, perTopic, window = 2, 4000, 1000
