@@ -562,7 +562,7 @@ func components(ts []transition) [][]transition {
 	}
 	owner := map[string]int{} // column → first transition mentioning it
 	for i, c := range ts {
-		for _, col := range columnsOf(c.e.Dependency) {
+		for _, col := range c.e.Dependency.Columns() {
 			if j, ok := owner[col]; ok {
 				parent[find(i)] = find(j)
 			} else {
@@ -606,21 +606,10 @@ func strongestFirst(a, b transition) int {
 	return cmp.Or(
 		cmp.Compare(grain(b.strength()), grain(a.strength())),
 		cmp.Compare(b.e.Score, a.e.Score),
-		cmp.Compare(len(columnsOf(a.e.Dependency)), len(columnsOf(b.e.Dependency))),
+		cmp.Compare(len(a.e.Dependency.Columns()), len(b.e.Dependency.Columns())),
 		cmp.Compare(math.Abs(b.o.Error-b.before), math.Abs(a.o.Error-a.before)),
 		cmp.Compare(a.e.ID, b.e.ID),
 	)
-}
-
-// columnsOf lists the columns a dependency mentions.
-func columnsOf(d discovery.Dependency) []string {
-	switch d.Kind {
-	case discovery.KindOFD:
-		return append(slices.Clone(d.Context), d.RHS)
-	case discovery.KindOC:
-		return append(slices.Clone(d.Context), d.Left, d.Right)
-	}
-	return append(slices.Clone(d.LHSList), d.RHSList...)
 }
 
 // evictionCandidate returns the unpinned dependency not minimal in the

@@ -10,7 +10,10 @@
 // hands over (Encode).
 package discovery
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // DictColumn is a column in dictionary form, the way the stream keeps its
 // window: Codes[i] is 0 for NULL, otherwise an index+1 into Dict. Dict holds
@@ -147,6 +150,18 @@ func (d Dependency) String() string {
 		return "[" + formatNames(d.LHSList) + "] -> [" + formatNames(d.RHSList) + "]"
 	}
 	return "?"
+}
+
+// Columns lists the columns the dependency mentions, context first (for a
+// list OD, the left list then the right), in a slice of its own.
+func (d Dependency) Columns() []string {
+	switch d.Kind {
+	case KindOFD:
+		return append(slices.Clone(d.Context), d.RHS)
+	case KindOC:
+		return append(slices.Clone(d.Context), d.Left, d.Right)
+	}
+	return append(slices.Clone(d.LHSList), d.RHSList...)
 }
 
 // NoStrength is the Strength of a dependency measured on a table without

@@ -570,7 +570,7 @@ func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, events [
 			}
 			continue
 		}
-		names := dependencyColumns(ev.Dependency)
+		names := ev.Dependency.Columns()
 		for _, row := range r.RemovalSample {
 			if len(ev.Samples) == s.cfg.Sample || row < 0 || row >= c.rows() {
 				break

@@ -374,7 +374,7 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 			have[col.Name] = true
 		}
 		for _, d := range c.s.tracker.Tracked() {
-			if slices.ContainsFunc(dependencyColumns(d), func(name string) bool { return !have[name] }) {
+			if slices.ContainsFunc(d.Columns(), func(name string) bool { return !have[name] }) {
 				continue
 			}
 			want, err := discovery.Validate(context.Background(), table, d, discovery.Options{})

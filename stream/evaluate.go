@@ -231,20 +231,9 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 	}
 }
 
-// dependencyColumns lists the columns a dependency mentions.
-func dependencyColumns(d discovery.Dependency) []string {
-	switch d.Kind {
-	case discovery.KindOFD:
-		return append(append([]string(nil), d.Context...), d.RHS)
-	case discovery.KindOC:
-		return append(append([]string(nil), d.Context...), d.Left, d.Right)
-	}
-	return append(append([]string(nil), d.LHSList...), d.RHSList...)
-}
-
 // dependencyLevel is the lattice level of a dependency (FASTOD): the number
 // of columns it mentions.
-func dependencyLevel(d discovery.Dependency) int { return len(dependencyColumns(d)) }
+func dependencyLevel(d discovery.Dependency) int { return len(d.Columns()) }
 
 // newTracker is the tracker of a validated stream configuration.
 func newTracker(cfg StreamConfig) *alerts.Tracker {
@@ -414,7 +403,7 @@ func toCheck(tracked []discovery.Dependency, found map[string]discovery.Result, 
 		if _, ok := found[alerts.DependencyID(d)]; ok {
 			continue
 		}
-		if !slices.ContainsFunc(dependencyColumns(d), func(c string) bool { return !have[c] }) {
+		if !slices.ContainsFunc(d.Columns(), func(c string) bool { return !have[c] }) {
 			out = append(out, d)
 		}
 	}
@@ -517,7 +506,7 @@ func (e evalEnv) samples(snap *Snapshot, d discovery.Dependency, rows []int) []a
 	if len(rows) == 0 {
 		return nil
 	}
-	cols := dependencyColumns(d)
+	cols := d.Columns()
 	out := make([]alerts.Sample, 0, min(len(rows), e.cfg.Sample))
 	for _, row := range rows {
 		if len(out) == e.cfg.Sample || row < 0 || row >= snap.Len() {

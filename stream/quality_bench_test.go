@@ -229,7 +229,7 @@ func count(evs [][]alerts.Event, from int) map[alerts.EventType]int {
 }
 
 func names(d discovery.Dependency, cols []string) bool {
-	return slices.ContainsFunc(dependencyColumns(d), func(c string) bool { return slices.Contains(cols, c) })
+	return slices.ContainsFunc(d.Columns(), func(c string) bool { return slices.Contains(cols, c) })
 }
 
 func BenchmarkReplayQuality(b *testing.B) {

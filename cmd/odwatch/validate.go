@@ -279,15 +279,7 @@ func violatingRows(tab *discovery.Table, res discovery.Result, lines *discovery.
 
 // mentioned lists the columns a dependency names, each once, context first.
 func mentioned(d discovery.Dependency) []string {
-	var all []string
-	switch d.Kind {
-	case discovery.KindOFD:
-		all = append(append(all, d.Context...), d.RHS)
-	case discovery.KindOC:
-		all = append(append(all, d.Context...), d.Left, d.Right)
-	case discovery.KindListOD:
-		all = append(append(all, d.LHSList...), d.RHSList...)
-	}
+	all := d.Columns()
 	seen := map[string]bool{}
 	var out []string
 	for _, n := range all {

@@ -226,13 +226,7 @@ func columns(text string) []string {
 	if err != nil {
 		return nil
 	}
-	switch d.Kind {
-	case discovery.KindOFD:
-		return append(slices.Clone(d.Context), d.RHS)
-	case discovery.KindOC:
-		return append(slices.Clone(d.Context), d.Left, d.Right)
-	}
-	return append(slices.Clone(d.LHSList), d.RHSList...)
+	return d.Columns()
 }
 
 // newestFirst returns the events keep accepts, newest first, at most
