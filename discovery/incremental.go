@@ -696,16 +696,7 @@ func (f *incFD) rebuild() {
 		if f.xa.parent != nil {
 			cx = uint32(f.xa.keys[r] >> 32)
 		}
-		for int(cx) >= len(f.largest) {
-			f.largest = append(f.largest, 0)
-			f.cc = append(f.cc, nil)
-		}
-		cc := f.cc[cx]
-		for uint32(len(cc)) <= k {
-			cc = append(cc, 0)
-		}
-		cc[k]++
-		f.cc[cx] = cc
+		f.counts(cx, k)[k]++
 		f.largest[cx] = max(f.largest[cx], k)
 	}
 	for cx, m := range f.largest {

@@ -241,10 +241,9 @@ func (f *incFD) reset() {
 	f.cc, f.largest, f.removals = nil, f.largest[:0], 0
 }
 
-// inserted runs after both nodes took the row in slot.
-func (f *incFD) inserted(slot uint32) {
-	cx := f.x.class(slot)
-	k := f.xa.size[f.xa.class(slot)]
+// counts returns the count-of-counts of class cx of x, first growing
+// largest and cc to hold class cx and size k.
+func (f *incFD) counts(cx, k uint32) []uint32 {
 	for int(cx) >= len(f.largest) {
 		f.largest = append(f.largest, 0)
 		f.cc = append(f.cc, nil)
@@ -253,9 +252,17 @@ func (f *incFD) inserted(slot uint32) {
 	for uint32(len(cc)) <= k {
 		cc = append(cc, 0)
 	}
+	f.cc[cx] = cc
+	return cc
+}
+
+// inserted runs after both nodes took the row in slot.
+func (f *incFD) inserted(slot uint32) {
+	cx := f.x.class(slot)
+	k := f.xa.size[f.xa.class(slot)]
+	cc := f.counts(cx, k)
 	cc[k-1]-- // cc[0] is unused: it wraps and is never read
 	cc[k]++
-	f.cc[cx] = cc
 	if k > f.largest[cx] {
 		f.largest[cx] = k
 	} else {

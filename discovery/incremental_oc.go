@@ -52,16 +52,7 @@ func compareOCItems(x, y ocItem) int {
 }
 
 func (o *incOC) touch(c, seq uint32, entered bool) {
-	for int(c) >= len(o.isDirty) {
-		o.isDirty = append(o.isDirty, false)
-		o.remAsc = append(o.remAsc, 0)
-		o.remDesc = append(o.remDesc, 0)
-		o.big = append(o.big, nil)
-	}
-	if !o.isDirty[c] {
-		o.isDirty[c] = true
-		o.dirty = append(o.dirty, c)
-	}
+	o.touchClass(c)
 	if entered {
 		o.ins++
 		if sc := o.big[c]; sc != nil {
@@ -83,6 +74,7 @@ func (o *incOC) resetAll() {
 	o.mustRecount = true
 }
 
+// touchClass marks class c dirty, growing the per-class slices to hold it.
 func (o *incOC) touchClass(c uint32) {
 	for int(c) >= len(o.isDirty) {
 		o.isDirty = append(o.isDirty, false)
