@@ -560,7 +560,7 @@ func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, events [
 	}
 	for i := range events {
 		ev := &events[i]
-		if ev.Removals == 0 || (ev.Type != alerts.EventViolated && ev.Type != alerts.EventDiscovered) {
+		if !carriesSample(ev) {
 			continue
 		}
 		r, err := discovery.Validate(ctx, table, ev.Dependency, opts)

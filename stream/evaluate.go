@@ -518,6 +518,12 @@ func (e evalEnv) samples(snap *Snapshot, d discovery.Dependency, rows []int) []a
 	return out
 }
 
+// carriesSample says whether ev is an event that carries a sample of
+// violating records: a violated or discovered dependency with removals.
+func carriesSample(ev *alerts.Event) bool {
+	return ev.Removals != 0 && (ev.Type == alerts.EventViolated || ev.Type == alerts.EventDiscovered)
+}
+
 // attachSamples gives the events that carry violating records (violated,
 // discovered) a sample of a minimal removal set. It runs after the tracker,
 // for the few dependencies that raise an event: a removal set costs a sort
@@ -527,7 +533,7 @@ func (e evalEnv) attachSamples(ctx context.Context, table *discovery.Table, snap
 	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
 	for i := range events {
 		ev := &events[i]
-		if ev.Removals == 0 || (ev.Type != alerts.EventViolated && ev.Type != alerts.EventDiscovered) {
+		if !carriesSample(ev) {
 			continue
 		}
 		r, err := discovery.Validate(ctx, table, ev.Dependency, opts)
