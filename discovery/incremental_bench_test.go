@@ -222,38 +222,16 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		row := make([]string, len(benchFields))
-		at := make([]int, len(benchFields))
-		for i, name := range benchFields {
-			at[i] = e.Column(name)
-		}
-		vals := make([]string, len(benchFields))
-		feed := func(k int) {
-			for range k {
-				s.row(row)
-				for i, v := range row {
-					vals[at[i]] = v
-				}
-				e.Append(vals, nil)
-			}
-		}
-		feed(window)
+		f := newBenchFeed(e, s)
+		f.feed(window)
 		e.Check(benchCuts(window))
 		var times []time.Duration
 		rows := make([][]string, slide)
 		for range 20 {
-			for k := range rows {
-				s.row(row)
-				rows[k] = slices.Clone(row)
-			}
+			f.generate(rows)
 			start := time.Now()
 			e.Evict(slide)
-			for _, r := range rows {
-				for i, v := range r {
-					vals[at[i]] = v
-				}
-				e.Append(vals, nil)
-			}
+			f.append(rows)
 			e.Check(benchCuts(window))
 			times = append(times, time.Since(start))
 		}
@@ -265,6 +243,55 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 	}
 }
 
+// benchFeed hands a benchStream's rows to an Incremental, whose columns
+// may stand in another order than benchFields.
+type benchFeed struct {
+	e         *Incremental
+	s         *benchStream
+	at        []int // benchFields[i] is column at[i] of e
+	row, vals []string
+}
+
+func newBenchFeed(e *Incremental, s *benchStream) *benchFeed {
+	f := &benchFeed{e: e, s: s, at: make([]int, len(benchFields)),
+		row: make([]string, len(benchFields)), vals: make([]string, len(benchFields))}
+	for i, name := range benchFields {
+		f.at[i] = e.Column(name)
+	}
+	return f
+}
+
+// feed appends k new rows.
+func (f *benchFeed) feed(k int) {
+	for range k {
+		f.s.row(f.row)
+		f.append1(f.row)
+	}
+}
+
+// generate fills rows with new rows without appending them, so that a
+// timed slide measures only the engine.
+func (f *benchFeed) generate(rows [][]string) {
+	for k := range rows {
+		f.s.row(f.row)
+		rows[k] = slices.Clone(f.row)
+	}
+}
+
+// append appends rows made by generate.
+func (f *benchFeed) append(rows [][]string) {
+	for _, r := range rows {
+		f.append1(r)
+	}
+}
+
+func (f *benchFeed) append1(row []string) {
+	for i, v := range row {
+		f.vals[f.at[i]] = v
+	}
+	f.e.Append(f.vals, nil)
+}
+
 // benchIncremental is one BenchmarkCheck run of the incremental engine.
 func benchIncremental(b *testing.B, deps []Dependency, window, slide int, exact bool) {
 	s := newBenchStream(1)
@@ -272,22 +299,8 @@ func benchIncremental(b *testing.B, deps []Dependency, window, slide int, exact 
 	if err != nil {
 		b.Fatal(err)
 	}
-	at := make([]int, len(benchFields))
-	for i, name := range benchFields {
-		at[i] = e.Column(name)
-	}
-	row := make([]string, len(benchFields))
-	vals := make([]string, len(benchFields))
-	feed := func(k int) {
-		for range k {
-			s.row(row)
-			for i, v := range row {
-				vals[at[i]] = v
-			}
-			e.Append(vals, nil)
-		}
-	}
-	feed(window)
+	f := newBenchFeed(e, s)
+	f.feed(window)
 	e.Check(benchCuts(window))
 	var times []time.Duration
 	skipped := 0
@@ -295,19 +308,11 @@ func benchIncremental(b *testing.B, deps []Dependency, window, slide int, exact 
 	for b.Loop() {
 		b.StopTimer()
 		rows := make([][]string, slide)
-		for k := range rows {
-			s.row(row)
-			rows[k] = slices.Clone(row)
-		}
+		f.generate(rows)
 		b.StartTimer()
 		start := time.Now()
 		e.Evict(slide)
-		for _, r := range rows {
-			for i, v := range r {
-				vals[at[i]] = v
-			}
-			e.Append(vals, nil)
-		}
+		f.append(rows)
 		res := e.Check(benchCuts(e.Len()))
 		times = append(times, time.Since(start))
 		for _, r := range res {
