@@ -30,6 +30,20 @@ func buildStore(t *testing.T, dir string) {
 	}
 }
 
+// closeAndReopen closes s, which must succeed after what happened to it,
+// and checks that the store at dir opens again.
+func closeAndReopen(t *testing.T, s *Store, dir, after string) {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close after %s: %v", after, err)
+	}
+	s2, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	_ = s2.Close()
+}
+
 // zeroBytes overwrites n bytes of file at its middle with zeros.
 func zeroBytes(t *testing.T, file string, n int) {
 	t.Helper()
@@ -212,14 +226,7 @@ func TestFatalfIsAnError(t *testing.T) {
 	if _, _, err := s.Position("s"); !errors.Is(err, ErrFailed) {
 		t.Fatalf("Position after Fatalf = %v", err)
 	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("Close after Fatalf: %v", err)
-	}
-	s2, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	_ = s2.Close()
+	closeAndReopen(t, s, dir, "Fatalf")
 }
 
 // currentLog returns the highest-numbered write-ahead log of dir.
@@ -300,12 +307,5 @@ func TestScanPanicClosesIterator(t *testing.T) {
 		defer func() { _ = recover() }()
 		_ = s.ScanWindow(context.Background(), "s", func(Record) error { panic("callback bug") })
 	}()
-	if err := s.Close(); err != nil {
-		t.Fatalf("Close after a panicking scan: %v", err)
-	}
-	s2, err := Open(dir, Options{})
-	if err != nil {
-		t.Fatalf("reopen: %v", err)
-	}
-	_ = s2.Close()
+	closeAndReopen(t, s, dir, "a panicking scan")
 }
