@@ -31,6 +31,22 @@ func TestDemoCtrlCStopsFast(t *testing.T) {
 		}
 	}
 	start := time.Now()
+	stopDemo(t, cancel, done)
+	took := time.Since(start)
+	t.Logf("demo stopped %v after Ctrl-C", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Errorf("demo stopped %v after Ctrl-C, want within 2 s", took)
+	}
+	if strings.Contains(errOut.String(), "level=WARN") || strings.Contains(errOut.String(), "level=ERROR") {
+		t.Errorf("warnings on Ctrl-C:\n%s", errOut.String())
+	}
+}
+
+// stopDemo cancels a running demo (as Ctrl-C does) and waits up to 30 s for
+// runDemo, started in a goroutine that sends its result on done, to return
+// without an error.
+func stopDemo(t *testing.T, cancel context.CancelFunc, done <-chan error) {
+	t.Helper()
 	cancel()
 	select {
 	case err := <-done:
@@ -39,13 +55,5 @@ func TestDemoCtrlCStopsFast(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("demo did not stop within 30 s of Ctrl-C")
-	}
-	took := time.Since(start)
-	t.Logf("demo stopped %v after Ctrl-C", took.Round(time.Millisecond))
-	if took > 2*time.Second {
-		t.Errorf("demo stopped %v after Ctrl-C, want within 2 s", took)
-	}
-	if strings.Contains(errOut.String(), "level=WARN") || strings.Contains(errOut.String(), "level=ERROR") {
-		t.Errorf("warnings on Ctrl-C:\n%s", errOut.String())
 	}
 }

@@ -124,15 +124,7 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 	if r.end < stopAfter {
 		t.Errorf("restored at window end offset %d, before the errors stopped at %d", r.end, stopAfter)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("demo returned %v after Ctrl-C", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("demo did not stop within 30 s of cancellation")
-	}
+	stopDemo(t, cancel, done)
 	if !strings.Contains(out.String(), "DISCOVERED") {
 		t.Errorf("no discovered events printed")
 	}
