@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/odwatch/odwatch/internal/codeindex"
+	"github.com/odwatch/odwatch/discovery/codeindex"
 )
 
 // incMode is how an incremental column currently types its values, as

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/discovery"
-	"github.com/odwatch/odwatch/internal/codeindex"
+	"github.com/odwatch/odwatch/discovery/codeindex"
 )
 
 // RowMeta says where a window row came from. The window keeps Time to the
