@@ -197,6 +197,28 @@ func measureAll(cols [][]int, n int) *oracleMeasures {
 
 // minimal enumerates docs/DESIGN.md's minimal AOD set at eps, rendered as
 // "dep removals score" lines, sorted.
+// oracleContext names the columns of the context bit set x ("c0", "c1", ...).
+func oracleContext(x uint64, m int) []string {
+	var ctx []string
+	for c := 0; c < m; c++ {
+		if x&(1<<c) != 0 {
+			ctx = append(ctx, "c"+strconv.Itoa(c))
+		}
+	}
+	return ctx
+}
+
+// anyDirectSubset reports whether valid holds for a context of x with one
+// of its m columns removed.
+func anyDirectSubset(x uint64, m int, valid func(uint64) bool) bool {
+	for c := 0; c < m; c++ {
+		if x&(1<<c) != 0 && valid(x&^(1<<c)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (om *oracleMeasures) minimal(eps float64) []string {
 	if om.n == 0 {
 		return nil
@@ -209,20 +231,8 @@ func (om *oracleMeasures) minimal(eps float64) []string {
 	name := func(c int) string { return "c" + strconv.Itoa(c) }
 	var out []string
 	for x := uint64(0); x < 1<<om.m; x++ {
-		var ctx []string
-		for c := 0; c < om.m; c++ {
-			if x&(1<<c) != 0 {
-				ctx = append(ctx, name(c))
-			}
-		}
-		subsets := func(valid func(uint64) bool) bool {
-			for c := 0; c < om.m; c++ {
-				if x&(1<<c) != 0 && valid(x&^(1<<c)) {
-					return true
-				}
-			}
-			return false
-		}
+		ctx := oracleContext(x, om.m)
+		subsets := func(valid func(uint64) bool) bool { return anyDirectSubset(x, om.m, valid) }
 		for a := 0; a < om.m; a++ {
 			if x&(1<<a) != 0 {
 				continue
@@ -514,23 +524,11 @@ func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool) ([]s
 		if !searched(x) {
 			continue
 		}
-		var ctx []string
-		for c := 0; c < om.m; c++ {
-			if x&(1<<c) != 0 {
-				ctx = append(ctx, name(c))
-			}
-		}
+		ctx := oracleContext(x, om.m)
 		if ctx == nil {
 			ctx = []string{}
 		}
-		direct := func(valid func(uint64) bool) bool {
-			for c := 0; c < om.m; c++ {
-				if x&(1<<c) != 0 && valid(x&^(1<<c)) {
-					return true
-				}
-			}
-			return false
-		}
+		direct := func(valid func(uint64) bool) bool { return anyDirectSubset(x, om.m, valid) }
 		for a := 0; a < om.m; a++ {
 			if x&(1<<a) != 0 {
 				continue
