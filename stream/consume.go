@@ -401,141 +401,180 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		return err
 	}
 	m.balancer.setOwned(topics)
-	b := newBatch()
-	end := func() error {
-		err := m.endGeneration(ctx, gen, b)
-		<-gctx.Done()
-		return err
-	}
+	g := &generation{m: m, ctx: ctx, gctx: gctx, wctx: wctx, gen: gen, b: newBatch()}
 	if err := m.takeOver(wctx, client, a); err != nil {
 		if wctx.Err() != nil {
-			return end()
+			return g.end()
 		}
 		return err
 	}
+	stopFetch := g.startFetchers(client, a)
+	defer stopFetch()
+	m.joined.Store(true)
+	defer m.joined.Store(false)
+	return g.consume()
+}
 
-	msgs := make(chan fetched, maxBatch)
-	fctx, stopFetch := context.WithCancel(wctx)
+// generation is the state of one generation's consumption (runGeneration):
+// its open batch, its topics' mergers and the channel its partition
+// fetchers send to. Only runGeneration's goroutine touches it.
+type generation struct {
+	m *Monitor
+	// ctx is the monitor's; gctx ends with the generation; wctx ends with
+	// either.
+	ctx, gctx, wctx context.Context
+	gen             *kafka.Generation
+	b               *batch
+	mergers         map[string]*merger
+	msgs            chan fetched
+}
+
+// end makes the open batch durable and committed, then waits for the
+// generation's end (so that the commit precedes the LeaveGroup).
+func (g *generation) end() error {
+	err := g.m.endGeneration(g.ctx, g.gen, g.b)
+	<-g.gctx.Done()
+	return err
+}
+
+// startFetchers makes a merger per assigned topic and starts a fetcher per
+// partition from its start offset; the returned func stops them and waits.
+func (g *generation) startFetchers(client *kafka.Client, a assignment) (stop func()) {
+	g.msgs = make(chan fetched, maxBatch)
+	fctx, stopFetch := context.WithCancel(g.wctx)
 	var wg sync.WaitGroup
-	defer func() {
-		stopFetch()
-		wg.Wait()
-	}()
-	mergers := map[string]*merger{}
+	g.mergers = map[string]*merger{}
 	for t, parts := range a {
 		var ps []int
 		for p := range parts {
 			ps = append(ps, int(p))
 		}
-		mergers[t] = newMerger(ps)
+		g.mergers[t] = newMerger(ps)
 	}
-	for tp, off := range m.fetchStarts(a) {
+	for tp, off := range g.m.fetchStarts(a) {
 		if committed := a[tp.topic][int32(tp.partition)]; off >= 0 && off > committed {
 			// The store is ahead of the group (a crash between the
 			// store commit and the offset commit): commit its position
 			// with the first batch, or the group stays behind until a
 			// new record comes.
-			b.commits[tp] = off
+			g.b.commits[tp] = off
 		}
-		wg.Go(func() { m.fetchPartition(fctx, client, tp, off, msgs) })
+		wg.Go(func() { g.m.fetchPartition(fctx, client, tp, off, g.msgs) })
 	}
-	m.joined.Store(true)
-	defer m.joined.Store(false)
+	return func() {
+		stopFetch()
+		wg.Wait()
+	}
+}
 
+// release processes the records the mergers let go, until one ends a
+// window (the batch closes there, so that the evaluation's snapshot ends at
+// that record); the rest wait in the mergers. false ends the generation
+// (err nil: it ended or ctx is done).
+func (g *generation) release(now time.Time) (n int, ok bool, err error) {
+	for _, mg := range g.mergers {
+		for !g.m.anyDue() {
+			msg, more := mg.next(now)
+			if !more {
+				break
+			}
+			if err := g.m.add(g.wctx, msg, g.b); err != nil {
+				if g.wctx.Err() != nil && errors.Is(err, g.wctx.Err()) {
+					return n, false, nil
+				}
+				return n, false, err
+			}
+			n++
+		}
+	}
+	return n, true, nil
+}
+
+// take hands a fetched record (or mark) to its topic's merger and releases
+// what may go.
+func (g *generation) take(f fetched) (int, bool, error) {
+	if f.err != nil {
+		return 0, false, errors.Join(f.err, g.m.endGeneration(g.ctx, g.gen, g.b))
+	}
+	mg := g.mergers[f.msg.Topic]
+	now := time.Now()
+	if f.mark {
+		mg.mark(f.msg.Partition, f.caughtUp, now)
+	} else {
+		mg.push(f.msg, now)
+	}
+	return g.release(now)
+}
+
+// stop ends the generation after take or release said so.
+func (g *generation) stop(err error) error {
+	if err != nil {
+		return err
+	}
+	return g.end()
+}
+
+// consume fills batches from the fetched records, up to maxBatch records or
+// maxBatchWait, and flushes each, until the generation ends.
+func (g *generation) consume() error {
 	var tick <-chan time.Time
-	if iv := m.minInterval(); iv > 0 {
+	if iv := g.m.minInterval(); iv > 0 {
 		t := time.NewTicker(min(iv/4, time.Second))
 		defer t.Stop()
 		tick = t.C
 	}
-	// release processes the records the mergers let go, until one ends a
-	// window (the batch closes there, so that the evaluation's snapshot
-	// ends at that record); the rest wait in the mergers. false ends the
-	// generation (err nil: it ended or ctx is done).
-	release := func(now time.Time) (n int, ok bool, err error) {
-		for _, g := range mergers {
-			for !m.anyDue() {
-				msg, more := g.next(now)
-				if !more {
-					break
-				}
-				if err := m.add(wctx, msg, b); err != nil {
-					if wctx.Err() != nil && errors.Is(err, wctx.Err()) {
-						return n, false, nil
-					}
-					return n, false, err
-				}
-				n++
-			}
-		}
-		return n, true, nil
-	}
-	// take hands a fetched record (or mark) to its topic's merger and
-	// releases what may go.
-	take := func(f fetched) (int, bool, error) {
-		if f.err != nil {
-			return 0, false, errors.Join(f.err, m.endGeneration(ctx, gen, b))
-		}
-		g := mergers[f.msg.Topic]
-		now := time.Now()
-		if f.mark {
-			g.mark(f.msg.Partition, f.caughtUp, now)
-		} else {
-			g.push(f.msg, now)
-		}
-		return release(now)
-	}
-	// stop ends the generation after take or release said so.
-	stop := func(err error) error {
-		if err != nil {
-			return err
-		}
-		return end()
-	}
 	for {
 		// Records held back at the last batch's window end go first.
-		n, ok, err := release(time.Now())
+		n, ok, err := g.release(time.Now())
 		if !ok {
-			return stop(err)
+			return g.stop(err)
 		}
 		if n == 0 {
 			select {
-			case <-wctx.Done():
-				return end()
-			case f := <-msgs:
-				k, ok, err := take(f)
+			case <-g.wctx.Done():
+				return g.end()
+			case f := <-g.msgs:
+				k, ok, err := g.take(f)
 				if !ok {
-					return stop(err)
+					return g.stop(err)
 				}
 				n += k
 			case <-tick:
 			}
 		}
-		timer := time.NewTimer(maxBatchWait)
-	fill:
-		for n > 0 && n < maxBatch && !m.anyDue() {
-			select {
-			case f := <-msgs:
-				k, ok, err := take(f)
-				if !ok {
-					timer.Stop()
-					return stop(err)
-				}
-				n += k
-			case <-timer.C:
-				break fill
-			case <-wctx.Done():
-				break fill
-			}
+		if ok, err := g.fill(n); !ok {
+			return g.stop(err)
 		}
-		timer.Stop()
-		if err := m.flush(wctx, gen, b); err != nil {
-			if wctx.Err() != nil {
-				return end()
+		if err := g.m.flush(g.wctx, g.gen, g.b); err != nil {
+			if g.wctx.Err() != nil {
+				return g.end()
 			}
 			return err
 		}
 	}
+}
+
+// fill adds fetched records to a batch holding n until it is full, a
+// window is due, maxBatchWait passes or the generation ends; false (with
+// take's error) ends the generation.
+func (g *generation) fill(n int) (bool, error) {
+	timer := time.NewTimer(maxBatchWait)
+	defer timer.Stop()
+	for n > 0 && n < maxBatch && !g.m.anyDue() {
+		select {
+		case f := <-g.msgs:
+			k, ok, err := g.take(f)
+			if !ok {
+				return false, err
+			}
+			n += k
+		case <-timer.C:
+			return true, nil
+		case <-g.wctx.Done():
+			return true, nil
+		}
+	}
+	return true, nil
 }
 
 // endGeneration makes the open batch durable and commits it when the
