@@ -374,8 +374,41 @@ func (t *Tracker) observe(w WindowInfo, obs []Observation, discovery bool) []Eve
 	}
 	t.observed, t.lastSeq = true, w.EndSeq
 
-	byID := make(map[string]int, len(obs))
-	ids := make([]string, len(obs))
+	ids, byID := indexObservations(obs)
+	m := t.margin(w.Records)
+	t.lastMargin = m
+	var events []Event
+	var changes []transition
+	for _, id := range t.sortedIDs() {
+		e := t.entries[id]
+		i, ok := byID[id]
+		var retire bool
+		if !ok {
+			retire = t.absent(e)
+		} else {
+			var change *transition
+			change, retire = t.step(e, obs[i], w.EndSeq, w.Records, m, discovery)
+			if change != nil {
+				changes = append(changes, *change)
+			}
+		}
+		if retire {
+			events = append(events, t.retire(e, w, m))
+		}
+	}
+	events = append(events, t.grouped(changes, w, m)...)
+	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.DependencyID, b.DependencyID) })
+	if !discovery {
+		return events
+	}
+	return append(events, t.admit(w, m, obs, ids, byID)...)
+}
+
+// indexObservations gives each observation's dependency id and, per id, the
+// first observation of it.
+func indexObservations(obs []Observation) (ids []string, byID map[string]int) {
+	byID = make(map[string]int, len(obs))
+	ids = make([]string, len(obs))
 	for i, o := range obs {
 		id := DependencyID(o.Dependency)
 		ids[i] = id
@@ -383,92 +416,86 @@ func (t *Tracker) observe(w WindowInfo, obs []Observation, discovery bool) []Eve
 			byID[id] = i
 		}
 	}
+	return ids, byID
+}
 
-	eps, m, k := t.cfg.Epsilon, t.margin(w.Records), t.cfg.K
-	t.lastMargin = m
+// absent counts a window without an observation of e; it reports whether
+// e is to be retired (rule (a)).
+func (t *Tracker) absent(e *entry) bool {
+	e.Absent++
+	e.Streak = 0
+	return !e.Pinned && e.Absent >= t.cfg.RetireAfter
+}
+
+// step applies one observation to its entry: measurements, strength, then
+// the entry's state rules. It returns the state change, if any, and whether
+// the entry is to be retired.
+func (t *Tracker) step(e *entry, o Observation, endSeq uint64, records int, m float64, discovery bool) (*transition, bool) {
+	e.Absent = 0
+	if discovery && o.Minimal {
+		e.LastMinimalSeq, e.LastMinimalError = endSeq, o.Error
+	}
+	prev := o.Error
+	if e.Measured {
+		prev = e.LastError
+	}
+	e.LastError, e.LastRemovals, e.Measured = o.Error, o.Removals, true
+	if discovery && t.holds(o, records) {
+		e.Strength, e.Score = o.Strength, o.Score
+	}
+	switch e.State {
+	case StateHolding:
+		if t.crossed(e, o.Error > t.cfg.Epsilon+m, prev) {
+			e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows = StateViolated, 0, 0, 0
+			return &transition{EventViolated, e, e.ErrorBefore, o, o.Samples}, false
+		}
+		switch {
+		case !discovery:
+		case t.holds(o, records) && !o.Minimal:
+			e.HeldNonMinimal++
+		default:
+			e.HeldNonMinimal = 0
+		}
+		return nil, !e.Pinned && e.HeldNonMinimal >= t.cfg.RetireAfter
+	case StateViolated:
+		if t.crossed(e, o.Error <= t.cfg.Epsilon-m, prev) {
+			e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows = StateHolding, 0, 0, 0
+			return &transition{EventRestored, e, e.ErrorBefore, o, nil}, false
+		}
+		switch {
+		case !discovery:
+		case o.Minimal:
+			e.ViolatedWindows = 0
+		default:
+			e.ViolatedWindows++
+		}
+		return nil, !e.Pinned && t.cfg.RetireViolatedAfter > 0 && e.ViolatedWindows >= t.cfg.RetireViolatedAfter
+	}
+	return nil, false
+}
+
+// crossed counts a window beyond the state's threshold towards the K in a
+// row that change the state, remembering the error before the first of
+// them; a window within it resets the count. It reports whether the state
+// changes now.
+func (t *Tracker) crossed(e *entry, beyond bool, prev float64) bool {
+	if !beyond {
+		e.Streak = 0
+		return false
+	}
+	if e.Streak == 0 {
+		e.ErrorBefore = prev
+	}
+	e.Streak++
+	return e.Streak >= t.cfg.K
+}
+
+// admit moves newly minimal dependencies through candidacy: one minimal in
+// DiscoverAfter windows in a row is tracked (evicting one when MaxTracked
+// is reached) with a discovered event; a candidate not minimal in this
+// window starts over.
+func (t *Tracker) admit(w WindowInfo, m float64, obs []Observation, ids []string, byID map[string]int) []Event {
 	var events []Event
-	var changes []transition
-	for _, id := range t.sortedIDs() {
-		e := t.entries[id]
-		i, ok := byID[id]
-		if !ok {
-			e.Absent++
-			e.Streak = 0
-			if !e.Pinned && e.Absent >= t.cfg.RetireAfter {
-				events = append(events, t.retire(e, w, m))
-			}
-			continue
-		}
-		o := obs[i]
-		e.Absent = 0
-		if discovery && o.Minimal {
-			e.LastMinimalSeq, e.LastMinimalError = w.EndSeq, o.Error
-		}
-		prev := o.Error
-		if e.Measured {
-			prev = e.LastError
-		}
-		e.LastError, e.LastRemovals, e.Measured = o.Error, o.Removals, true
-		if discovery && t.holds(o, w.Records) {
-			e.Strength, e.Score = o.Strength, o.Score
-		}
-		switch e.State {
-		case StateHolding:
-			if o.Error > eps+m {
-				if e.Streak == 0 {
-					e.ErrorBefore = prev
-				}
-				e.Streak++
-				if e.Streak >= k {
-					changes = append(changes, transition{EventViolated, e, e.ErrorBefore, o, o.Samples})
-					e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows = StateViolated, 0, 0, 0
-					continue
-				}
-			} else {
-				e.Streak = 0
-			}
-			switch {
-			case !discovery:
-			case t.holds(o, w.Records) && !o.Minimal:
-				e.HeldNonMinimal++
-			default:
-				e.HeldNonMinimal = 0
-			}
-			if !e.Pinned && e.HeldNonMinimal >= t.cfg.RetireAfter {
-				events = append(events, t.retire(e, w, m))
-			}
-		case StateViolated:
-			if o.Error <= eps-m {
-				if e.Streak == 0 {
-					e.ErrorBefore = prev
-				}
-				e.Streak++
-				if e.Streak >= k {
-					changes = append(changes, transition{EventRestored, e, e.ErrorBefore, o, nil})
-					e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows = StateHolding, 0, 0, 0
-					continue
-				}
-			} else {
-				e.Streak = 0
-			}
-			switch {
-			case !discovery:
-			case o.Minimal:
-				e.ViolatedWindows = 0
-			default:
-				e.ViolatedWindows++
-			}
-			if !e.Pinned && t.cfg.RetireViolatedAfter > 0 && e.ViolatedWindows >= t.cfg.RetireViolatedAfter {
-				events = append(events, t.retire(e, w, m))
-			}
-		}
-	}
-	events = append(events, t.grouped(changes, w, m)...)
-	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.DependencyID, b.DependencyID) })
-
-	if !discovery {
-		return events
-	}
 	seen := make(map[string]bool, len(obs))
 	for i, o := range obs {
 		id := ids[i]
