@@ -52,8 +52,18 @@ func (s *demoSink) Close() error { return nil }
 //	         related {salary}: [] -> tax: error 0% -> 1.4%
 //	         e.g. payroll/0@4123 perc=0.250 salary=5000 tax=12500
 func demoEventText(e alerts.Event) string {
+	return eventText(e, fmt.Sprintf("%s %-10s %s %s", e.Time.Local().Format("15:04:05"), eventType(e), e.Stream, e.DependencyText))
+}
+
+// eventType is the event's type as a headline shows it.
+func eventType(e alerts.Event) string { return strings.ToUpper(string(e.Type)) }
+
+// eventText is demoEventText under the given headline (the demo's has its
+// clock; a replay's says where in its input it was).
+func eventText(e alerts.Event, headline string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %-10s %s %s\n", e.Time.Local().Format("15:04:05"), strings.ToUpper(string(e.Type)), e.Stream, e.DependencyText)
+	b.WriteString(headline)
+	b.WriteByte('\n')
 	now := discovery.Result{Dependency: e.Dependency, Removals: e.Removals, Error: e.ErrorNow}
 	const indent = "         "
 	b.WriteString(indent)

@@ -400,10 +400,23 @@ func parseBound(name, v string) (stream.TopicBound, error) {
 	return stream.TopicBound{Time: t}, nil
 }
 
-// eventPrinter writes events as text (alerts.Event.Text) or JSON Lines.
+// eventPrinter writes events as text (the demo's plain-words lines, see
+// eventText) or JSON Lines.
 type eventPrinter struct {
 	w    *bufio.Writer
 	json bool
+}
+
+// replayHeadline is an event's headline in a replay: where in the input it
+// came (the time of the window's last record, or, for a file, whose records
+// carry no time, how many records had been read), its type, stream and
+// dependency.
+func replayHeadline(e alerts.Event) string {
+	at := e.Window.EndTime.UTC().Format(time.RFC3339)
+	if e.Window.EndTime.IsZero() {
+		at = fmt.Sprintf("after record %d:", e.Window.EndSeq+1)
+	}
+	return fmt.Sprintf("%s %s %s %s", at, eventType(e), e.Stream, e.DependencyText)
 }
 
 func (p *eventPrinter) print(evs []alerts.Event) error {
@@ -414,10 +427,10 @@ func (p *eventPrinter) print(evs []alerts.Event) error {
 				return err
 			}
 			p.w.Write(b)
-		} else {
-			p.w.WriteString(e.Text())
-		}
-		if err := p.w.WriteByte('\n'); err != nil {
+			if err := p.w.WriteByte('\n'); err != nil {
+				return err
+			}
+		} else if _, err := p.w.WriteString(eventText(e, replayHeadline(e))); err != nil {
 			return err
 		}
 	}
