@@ -206,3 +206,31 @@ func humanCount(n int) string {
 	}
 	return fmt.Sprint(n)
 }
+
+// BenchmarkDiscoverLiterature runs full discovery at eps 0.05 with the
+// default MinStrength on the literature's tables (../../shared/data/bench),
+// cut at a level where one run takes seconds: the lattice's own work
+// (inheritance, partitions, candidates, pruning, next level) on wide
+// tables rather than the validators on long ones.
+func BenchmarkDiscoverLiterature(b *testing.B) {
+	for _, bc := range []struct {
+		file     string
+		maxLevel int
+	}{{"bench/abalone.csv", 0}, {"bench/letter.csv", 4}, {"bench/adult.csv", 4}, {"bench/ncvoter-1k.csv", 5}, {"bench/hepatitis.csv", 4}} {
+		b.Run(fmt.Sprintf("%s/level=%d", filepath.Base(bc.file), bc.maxLevel), func(b *testing.B) {
+			tab := loadCSV(b, bc.file)
+			var d *Discovery
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				var err error
+				d, err = Discover(context.Background(), tab, Options{Epsilon: 0.05, MaxLevel: bc.maxLevel, MinStrength: DefaultMinStrength})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/discovery")
+			b.ReportMetric(float64(len(d.Dependencies)), "deps")
+			b.ReportMetric(float64(d.Stats.Validations), "validations")
+		})
+	}
+}
