@@ -124,6 +124,7 @@ type lattice struct {
 	opts       Options
 	m          int
 	all        uint64
+	ocWords    int // words of a node's OC bit sets (ocBit < m*m*2)
 	budget     int
 	workers    int
 	validators []*Validator
@@ -181,6 +182,22 @@ func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
 		d.Stats.Seconds = time.Since(start).Seconds()
 		return d, nil
 	}
+	l := newLattice(t, opts)
+	err := l.run(ctx)
+	if err != nil {
+		d.Complete = false
+		err = fmt.Errorf("discovery stopped after %d complete levels: %w", l.stats.Levels, err)
+	}
+	d.Dependencies = l.results()
+	l.stats.Seconds = time.Since(start).Seconds()
+	d.Stats = l.stats
+	return d, err
+}
+
+// newLattice returns the state of a Discover run on t, a checked table
+// with rows and at most 64 columns.
+func newLattice(t *Table, opts Options) *lattice {
+	m := len(t.Columns)
 	workers := opts.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -190,6 +207,7 @@ func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
 		opts:    opts,
 		m:       m,
 		all:     uint64(1)<<m - 1,
+		ocWords: (m*m*2 + 63) / 64,
 		budget:  RemovalBudget(opts.Epsilon, t.Rows),
 		workers: workers,
 	}
@@ -205,15 +223,7 @@ func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
 			l.unordered |= 1 << i
 		}
 	}
-	err := l.run(ctx)
-	if err != nil {
-		d.Complete = false
-		err = fmt.Errorf("discovery stopped after %d complete levels: %w", l.stats.Levels, err)
-	}
-	d.Dependencies = l.results()
-	l.stats.Seconds = time.Since(start).Seconds()
-	d.Stats = l.stats
-	return d, err
+	return l
 }
 
 // parallel runs fn(validator, i) for i in [0, n) on the worker pool.
@@ -261,257 +271,379 @@ func (l *lattice) withinMaxLevel(depLevel int) bool {
 	return l.opts.MaxLevel <= 0 || depLevel <= l.opts.MaxLevel
 }
 
-// run walks the lattice; level k holds the contexts of size k.
+// run walks the lattice level by level, level k holding the contexts of
+// size k, in FASTOD's steps: inherit the direct subsets' validity, build
+// the partitions, compute the dependencies, prune, generate the next level.
 func (l *lattice) run(ctx context.Context) error {
-	words := (l.m*l.m*2 + 63) / 64
-	level := []*latNode{{part: FullPartition(l.t.Rows), ocValid: make([]uint64, words), ocRel: make([]uint64, words)}}
+	level := []*latNode{l.newNode(nil, FullPartition(l.t.Rows))}
 	var prev []*latNode
 	for k := 0; len(level) > 0 && l.withinMaxLevel(k+1); k++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// Validity inherited from the direct subsets; a context where every
-		// OFD already holds has no minimal dependency and no alive superset,
-		// so it is dropped before its partition is built.
-		for _, n := range level {
-			for _, p := range n.parents {
-				n.ofdValid |= p.ofdValid &^ n.set
-				n.ofdExact |= p.ofdExact &^ n.set
-				n.ofdRel |= p.ofdRel &^ n.set
-			}
-		}
-		level = slices.DeleteFunc(level, func(n *latNode) bool { return n.ofdValid|n.set == l.all })
-		// Partitions of this level from the previous one.
+		level = l.inherit(level)
 		if k > 0 {
-			err := l.parallel(ctx, len(level), func(v *Validator, i int) {
-				n := level[i]
-				if k == 1 {
-					n.part = ColumnPartition(&l.t.Columns[n.cols[0]])
-				} else {
-					// Any two direct subsets span X; the two with the fewest
-					// covered rows make the cheapest product.
-					p, q := smallestTwo(n.parents)
-					n.part = v.Product(p.part, q.part)
-				}
-				n.part.bySize = classesBySize(n.part, nil)
-			})
-			if err != nil {
+			if err := l.buildPartitions(ctx, level, k); err != nil {
 				return err
 			}
-			// X\{C} -> C exactly iff both have the same stripped partition
-			// (a refinement that keeps the covered rows and the number of
-			// classes splits nothing): then nothing at X or above is minimal.
-			level = slices.DeleteFunc(level, func(n *latNode) bool {
-				for c, p := range n.parents {
-					if p.part.Covered() == n.part.Covered() && p.part.NumClasses() == n.part.NumClasses() {
-						p.ofdExact |= 1 << n.cols[c]
-						return true
-					}
-				}
-				return false
-			})
+			level = dropExactlyDetermined(level)
 		}
-		l.level = k + 1
-		l.validated.Store(0)
-
-		// OFDs X: [] -> A: validated when no direct subset holds it (a
-		// candidate of the paper's minimal set), or when only unreliable
-		// subsets do (a candidate of the reliable listing alone).
-		var ofds []ofdTask
-		for _, n := range level {
-			n.score = n.part.Score()
-			for a := 0; a < l.m; a++ {
-				if n.set&(1<<a) != 0 {
-					continue
-				}
-				l.stats.Candidates++
-				if n.ofdRel&(1<<a) == 0 {
-					ofds = append(ofds, ofdTask{node: n, a: a, inherited: n.ofdValid&(1<<a) != 0})
-				}
-			}
-		}
-		l.levelCands = int64(len(ofds))
-		l.progress(true)
-		// Largest partitions first, so that no worker is left with a big
-		// task at the end of the level while the others idle.
-		slices.SortStableFunc(ofds, func(x, y ofdTask) int { return y.node.part.Covered() - x.node.part.Covered() })
-		err := l.parallel(ctx, len(ofds), func(v *Validator, i int) {
-			task := &ofds[i]
-			col := &l.t.Columns[task.a]
-			task.removals = v.OFDRemovals(task.node.part, col, l.budget)
-			if task.removals <= l.budget {
-				task.strength = l.ofdStrength(v, task.node, task.a, task.inherited)
-			}
-			if task.removals <= l.budget && l.opts.RemovalSample != 0 && l.wanted(task.inherited, task.strength) {
-				task.sample = sampleOf(OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
-			}
-			l.validated.Add(1)
-			l.progress(false)
-		})
+		levelFound, err := l.computeODs(ctx, level, k)
 		if err != nil {
 			return err
 		}
-		l.stats.Validations += int64(len(ofds))
-		var levelFound []found
-		for _, task := range ofds {
-			if task.removals > l.budget {
-				continue
-			}
-			n := task.node
-			n.ofdValid |= 1 << task.a
-			if task.removals == 0 {
-				n.ofdExact |= 1 << task.a
-			}
-			reliable := task.strength >= l.opts.MinStrength
-			if reliable {
-				n.ofdRel |= 1 << task.a
-			}
-			if !task.inherited || reliable {
-				levelFound = append(levelFound, found{node: n, kind: KindOFD, a: task.a, paper: !task.inherited,
-					removals: task.removals, strength: task.strength, sample: task.sample})
-			}
-		}
-
-		// OCs X: A ~ B between ordered columns, where no reliable OFD makes
-		// them trivial. A candidate of the paper's minimal set has both OFDs
-		// invalid and no direct subset holding it; the others (an OFD holds
-		// but unreliably, or only unreliable subsets hold the OC) are
-		// candidates of the reliable listing alone.
-		var ocs []ocTask
-		if l.withinMaxLevel(k + 2) {
-			for _, n := range level {
-				skip := n.set | n.ofdRel | l.unordered
-				for a := 0; a < l.m; a++ {
-					if skip&(1<<a) != 0 {
-						continue
-					}
-					for b := a + 1; b < l.m; b++ {
-						if skip&(1<<b) != 0 {
-							continue
-						}
-						task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0}
-						for pol := Asc; pol <= Desc; pol++ {
-							l.stats.Candidates++
-							bit := ocBit(l.m, a, b, pol)
-							inherited, inheritedRel := false, false
-							for _, p := range n.parents {
-								inherited = inherited || p.hasOC(bit)
-								inheritedRel = inheritedRel || p.hasRelOC(bit)
-							}
-							switch {
-							case inheritedRel:
-								n.setOC(bit)
-								n.setRelOC(bit)
-							case inherited:
-								n.setOC(bit)
-								task.want[pol], task.inherited[pol] = true, true
-							default:
-								task.want[pol] = true
-							}
-						}
-						if task.want[Asc] || task.want[Desc] {
-							ocs = append(ocs, task)
-						}
-					}
-				}
-			}
-		}
-		l.levelCands += int64(len(ocs))
-		slices.SortStableFunc(ocs, func(x, y ocTask) int { return y.node.part.Covered() - x.node.part.Covered() })
-		err = l.parallel(ctx, len(ocs), func(v *Validator, i int) {
-			task := &ocs[i]
-			a, b := &l.t.Columns[task.a], &l.t.Columns[task.b]
-			p := task.node.part
-			for pol := Asc; pol <= Desc; pol++ {
-				task.removals[pol] = l.budget + 1
-			}
-			switch {
-			case l.opts.Validator == ValidatorIterative:
-				for pol := Asc; pol <= Desc; pol++ {
-					if task.want[pol] {
-						task.removals[pol] = v.OCRemovalsIterative(p, a, b, pol, l.budget)
-					}
-				}
-			case task.want[Asc] && task.want[Desc]:
-				task.removals[Asc], task.removals[Desc] = v.OCRemovalsBoth(p, a, b, l.budget)
-			default:
-				pol := Asc
-				if task.want[Desc] {
-					pol = Desc
-				}
-				task.removals[pol] = v.OCRemovals(p, a, b, pol, l.budget)
-			}
-			for pol := Asc; pol <= Desc; pol++ {
-				if task.want[pol] && task.removals[pol] <= l.budget {
-					task.strengths[pol] = l.ocStrength(v, task.node, task.a, task.b, pol, task.removals[pol], task.inherited[pol] || !task.paper)
-				}
-			}
-			if l.opts.RemovalSample != 0 {
-				for pol := Asc; pol <= Desc; pol++ {
-					if task.want[pol] && task.removals[pol] <= l.budget && l.wanted(task.inherited[pol] || !task.paper, task.strengths[pol]) {
-						var rows []int
-						if l.opts.Validator == ValidatorIterative {
-							rows = OCIterativeRemovalRows(p, a, b, pol)
-						} else {
-							rows = OCRemovalRows(p, a, b, pol)
-						}
-						task.samples[pol] = sampleOf(rows, l.opts.RemovalSample)
-					}
-				}
-			}
-			l.validated.Add(1)
-			l.progress(false)
-		})
-		if err != nil {
-			return err
-		}
-		for _, task := range ocs {
-			for pol := Asc; pol <= Desc; pol++ {
-				if !task.want[pol] {
-					continue
-				}
-				l.stats.Validations++
-				if task.removals[pol] > l.budget {
-					continue
-				}
-				bit := ocBit(l.m, task.a, task.b, pol)
-				task.node.setOC(bit)
-				reliable := task.strengths[pol] >= l.opts.MinStrength
-				if reliable {
-					task.node.setRelOC(bit)
-				}
-				paper := task.paper && !task.inherited[pol]
-				if paper || reliable {
-					levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, paper: paper,
-						removals: task.removals[pol], strength: task.strengths[pol], sample: task.samples[pol]})
-				}
-			}
-		}
-		// The parents' partitions served the strengths (strength gains over
-		// the direct subsets); only two levels of partitions live at a time.
-		for _, p := range prev {
-			p.part = nil
-		}
+		retire(prev)
 		l.found = append(l.found, levelFound...)
 		l.stats.Levels = k + 1
 		l.progress(true)
+		prev = level
+		level = l.nextLevel(l.prune(level, k), k)
+	}
+	return nil
+}
 
-		// Next level: contexts all of whose direct subsets are alive.
-		var alive []*latNode
-		if l.withinMaxLevel(k + 2) {
-			for _, n := range level {
-				if n.ofdValid|n.set != l.all {
-					alive = append(alive, n)
+// newNode returns the context cols, with its OC bit sets allocated.
+func (l *lattice) newNode(cols []int, part *StrippedPartition) *latNode {
+	n := &latNode{cols: cols, part: part, ocValid: make([]uint64, l.ocWords), ocRel: make([]uint64, l.ocWords)}
+	for _, c := range cols {
+		n.set |= 1 << c
+	}
+	return n
+}
+
+// inherit ORs into each node of level the OFD validity of its direct
+// subsets (valid, exact and reliable, less the node's own columns), which
+// is monotone under growing the context, and drops the nodes where every
+// OFD already holds: they have no minimal dependency and no alive superset,
+// so they go before their partition is built. It reads the parents' ofd
+// bits and writes the nodes'.
+func (l *lattice) inherit(level []*latNode) []*latNode {
+	for _, n := range level {
+		for _, p := range n.parents {
+			n.ofdValid |= p.ofdValid &^ n.set
+			n.ofdExact |= p.ofdExact &^ n.set
+			n.ofdRel |= p.ofdRel &^ n.set
+		}
+	}
+	return slices.DeleteFunc(level, func(n *latNode) bool { return n.ofdValid|n.set == l.all })
+}
+
+// buildPartitions sets the partition of each node of level k >= 1: a
+// column's own at level 1, the product of two direct subsets' above (any
+// two span X; the two with the fewest covered rows make the cheapest
+// product). It reads the parents' partitions and writes the nodes'.
+func (l *lattice) buildPartitions(ctx context.Context, level []*latNode, k int) error {
+	return l.parallel(ctx, len(level), func(v *Validator, i int) {
+		n := level[i]
+		if k == 1 {
+			n.part = ColumnPartition(&l.t.Columns[n.cols[0]])
+		} else {
+			p, q := smallestTwo(n.parents)
+			n.part = v.Product(p.part, q.part)
+		}
+		n.part.bySize = classesBySize(n.part, nil)
+	})
+}
+
+// dropExactlyDetermined drops the nodes X with X\{C}: [] -> C exactly for
+// some C, which holds iff both have the same stripped partition (a
+// refinement that keeps the covered rows and the number of classes splits
+// nothing): then nothing at X or above is minimal. It reads the nodes' and
+// parents' partitions and marks the exact OFD on the parent.
+func dropExactlyDetermined(level []*latNode) []*latNode {
+	return slices.DeleteFunc(level, func(n *latNode) bool {
+		for c, p := range n.parents {
+			if p.part.Covered() == n.part.Covered() && p.part.NumClasses() == n.part.NumClasses() {
+				p.ofdExact |= 1 << n.cols[c]
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// computeODs decides every candidate dependency whose context is a node of
+// level k (FASTOD's computeODs): the OFDs first, since a context's OC
+// candidates depend on which of its OFDs hold reliably, then the OCs. It
+// reads the nodes' partitions and inherited validity and the parents'
+// measures; it writes the nodes' scores and validity bits, the Stats and
+// the progress counters, and returns the dependencies found, which count
+// only once the whole level is done.
+func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]found, error) {
+	l.level = k + 1
+	l.validated.Store(0)
+	for _, n := range level {
+		n.score = n.part.Score()
+	}
+	ofds := l.ofdCandidates(level)
+	l.levelCands = int64(len(ofds))
+	l.progress(true)
+	if err := l.validateOFDs(ctx, ofds); err != nil {
+		return nil, err
+	}
+	levelFound := l.recordOFDs(ofds, nil)
+	var ocs []ocTask
+	if l.withinMaxLevel(k + 2) {
+		ocs = l.ocCandidates(level)
+	}
+	l.levelCands += int64(len(ocs))
+	if err := l.validateOCs(ctx, ocs); err != nil {
+		return nil, err
+	}
+	return l.recordOCs(ocs, levelFound), nil
+}
+
+// ofdCandidates returns the OFDs X: [] -> A of level to validate: those no
+// direct subset holds (candidates of the paper's minimal set), and those
+// only unreliable subsets hold (candidates of the reliable listing alone,
+// marked inherited). The OFDs a reliable subset holds are decided without
+// validation. It counts every OFD in Stats.Candidates.
+func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
+	var ofds []ofdTask
+	for _, n := range level {
+		for a := 0; a < l.m; a++ {
+			if n.set&(1<<a) != 0 {
+				continue
+			}
+			l.stats.Candidates++
+			if n.ofdRel&(1<<a) == 0 {
+				ofds = append(ofds, ofdTask{node: n, a: a, inherited: n.ofdValid&(1<<a) != 0})
+			}
+		}
+	}
+	return ofds
+}
+
+// validateOFDs runs validateOFD on every task on the worker pool, largest
+// partitions first (it reorders ofds), so that no worker is left with a
+// big task at the end of the level while the others idle.
+func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
+	slices.SortStableFunc(ofds, func(x, y ofdTask) int { return y.node.part.Covered() - x.node.part.Covered() })
+	return l.parallel(ctx, len(ofds), func(v *Validator, i int) {
+		l.validateOFD(v, &ofds[i])
+		l.validated.Add(1)
+		l.progress(false)
+	})
+}
+
+// validateOFD sets the task's removals (above the budget when invalid) and,
+// when valid, its strength and, when it is a result, its removal sample.
+func (l *lattice) validateOFD(v *Validator, task *ofdTask) {
+	col := &l.t.Columns[task.a]
+	task.removals = v.OFDRemovals(task.node.part, col, l.budget)
+	if task.removals > l.budget {
+		return
+	}
+	task.strength = l.ofdStrength(v, task.node, task.a, task.inherited)
+	if l.opts.RemovalSample != 0 && l.wanted(task.inherited, task.strength) {
+		task.sample = sampleOf(OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
+	}
+}
+
+// recordOFDs counts the validations of ofds, sets the ofd bits of the
+// valid ones' nodes and appends to levelFound those that are results: of
+// the paper's minimal set when not inherited, of the reliable listing when
+// reliable.
+func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
+	l.stats.Validations += int64(len(ofds))
+	for _, task := range ofds {
+		if task.removals > l.budget {
+			continue
+		}
+		n := task.node
+		n.ofdValid |= 1 << task.a
+		if task.removals == 0 {
+			n.ofdExact |= 1 << task.a
+		}
+		reliable := task.strength >= l.opts.MinStrength
+		if reliable {
+			n.ofdRel |= 1 << task.a
+		}
+		if !task.inherited || reliable {
+			levelFound = append(levelFound, found{node: n, kind: KindOFD, a: task.a, paper: !task.inherited,
+				removals: task.removals, strength: task.strength, sample: task.sample})
+		}
+	}
+	return levelFound
+}
+
+// ocCandidates returns the OCs X: A ~ B of level to validate, between
+// ordered columns where no reliable OFD X: [] -> A or X: [] -> B makes them
+// trivial, one task per pair for both polarities (see ocCandidate). It
+// reads the nodes' OFD bits after recordOFDs.
+func (l *lattice) ocCandidates(level []*latNode) []ocTask {
+	var ocs []ocTask
+	for _, n := range level {
+		skip := n.set | n.ofdRel | l.unordered
+		for a := 0; a < l.m; a++ {
+			if skip&(1<<a) != 0 {
+				continue
+			}
+			for b := a + 1; b < l.m; b++ {
+				if skip&(1<<b) != 0 {
+					continue
+				}
+				if task := l.ocCandidate(n, a, b); task.want[Asc] || task.want[Desc] {
+					ocs = append(ocs, task)
 				}
 			}
 		}
-		for _, p := range prev {
-			p.parents = nil // let the level before go
-		}
-		prev = level
-		level = l.nextLevel(alive, k, words)
 	}
-	return nil
+	return ocs
+}
+
+// ocCandidate decides by inheritance what it can of X: A ~ B, X being n,
+// in each polarity, and says in the task which polarities want validating.
+// A candidate of the paper's minimal set has both OFDs invalid and no
+// direct subset holding it; the others (an OFD holds but unreliably, or
+// only unreliable subsets hold the OC) are candidates of the reliable
+// listing alone. An OC a reliable subset holds is valid and reliable
+// without validation. It reads the parents' OC bits, writes n's and
+// counts both polarities in Stats.Candidates.
+func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
+	task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0}
+	for pol := Asc; pol <= Desc; pol++ {
+		l.stats.Candidates++
+		bit := ocBit(l.m, a, b, pol)
+		inherited, inheritedRel := false, false
+		for _, p := range n.parents {
+			inherited = inherited || p.hasOC(bit)
+			inheritedRel = inheritedRel || p.hasRelOC(bit)
+		}
+		switch {
+		case inheritedRel:
+			n.setOC(bit)
+			n.setRelOC(bit)
+		case inherited:
+			n.setOC(bit)
+			task.want[pol], task.inherited[pol] = true, true
+		default:
+			task.want[pol] = true
+		}
+	}
+	return task
+}
+
+// validateOCs runs validateOC on every task on the worker pool, largest
+// partitions first (it reorders ocs).
+func (l *lattice) validateOCs(ctx context.Context, ocs []ocTask) error {
+	slices.SortStableFunc(ocs, func(x, y ocTask) int { return y.node.part.Covered() - x.node.part.Covered() })
+	return l.parallel(ctx, len(ocs), func(v *Validator, i int) {
+		l.validateOC(v, &ocs[i])
+		l.validated.Add(1)
+		l.progress(false)
+	})
+}
+
+// validateOC sets the task's removals in each wanted polarity (above the
+// budget when invalid or not wanted), and for the valid ones their
+// strength and, when they are results, their removal sample.
+func (l *lattice) validateOC(v *Validator, task *ocTask) {
+	l.ocRemovals(v, task)
+	for pol := Asc; pol <= Desc; pol++ {
+		if task.want[pol] && task.removals[pol] <= l.budget {
+			task.strengths[pol] = l.ocStrength(v, task.node, task.a, task.b, pol, task.removals[pol], task.inherited[pol] || !task.paper)
+		}
+	}
+	if l.opts.RemovalSample == 0 {
+		return
+	}
+	a, b, p := &l.t.Columns[task.a], &l.t.Columns[task.b], task.node.part
+	for pol := Asc; pol <= Desc; pol++ {
+		if task.want[pol] && task.removals[pol] <= l.budget && l.wanted(task.inherited[pol] || !task.paper, task.strengths[pol]) {
+			var rows []int
+			if l.opts.Validator == ValidatorIterative {
+				rows = OCIterativeRemovalRows(p, a, b, pol)
+			} else {
+				rows = OCRemovalRows(p, a, b, pol)
+			}
+			task.samples[pol] = sampleOf(rows, l.opts.RemovalSample)
+		}
+	}
+}
+
+// ocRemovals sets the task's removals in the wanted polarities with the
+// chosen validator, both polarities in one pass when both are wanted, and
+// budget+1 in the others.
+func (l *lattice) ocRemovals(v *Validator, task *ocTask) {
+	a, b, p := &l.t.Columns[task.a], &l.t.Columns[task.b], task.node.part
+	for pol := Asc; pol <= Desc; pol++ {
+		task.removals[pol] = l.budget + 1
+	}
+	switch {
+	case l.opts.Validator == ValidatorIterative:
+		for pol := Asc; pol <= Desc; pol++ {
+			if task.want[pol] {
+				task.removals[pol] = v.OCRemovalsIterative(p, a, b, pol, l.budget)
+			}
+		}
+	case task.want[Asc] && task.want[Desc]:
+		task.removals[Asc], task.removals[Desc] = v.OCRemovalsBoth(p, a, b, l.budget)
+	default:
+		pol := Asc
+		if task.want[Desc] {
+			pol = Desc
+		}
+		task.removals[pol] = v.OCRemovals(p, a, b, pol, l.budget)
+	}
+}
+
+// recordOCs counts the validations of ocs, sets the OC bits of the valid
+// ones' nodes and appends to levelFound those that are results (as
+// recordOFDs).
+func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
+	for _, task := range ocs {
+		for pol := Asc; pol <= Desc; pol++ {
+			if !task.want[pol] {
+				continue
+			}
+			l.stats.Validations++
+			if task.removals[pol] > l.budget {
+				continue
+			}
+			bit := ocBit(l.m, task.a, task.b, pol)
+			task.node.setOC(bit)
+			reliable := task.strengths[pol] >= l.opts.MinStrength
+			if reliable {
+				task.node.setRelOC(bit)
+			}
+			paper := task.paper && !task.inherited[pol]
+			if paper || reliable {
+				levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, paper: paper,
+					removals: task.removals[pol], strength: task.strengths[pol], sample: task.samples[pol]})
+			}
+		}
+	}
+	return levelFound
+}
+
+// retire lets go what the previous level held once the current one is
+// computed: its partitions served the strength gains of its children (only
+// two levels of partitions live at a time), its parents links their
+// inheritance.
+func retire(level []*latNode) {
+	for _, n := range level {
+		n.part = nil
+		n.parents = nil
+	}
+}
+
+// prune returns the nodes of level k that may have minimal dependencies
+// in their supersets (FASTOD's prune): those where some OFD X: [] -> A
+// still fails once computeODs has run; none when level k+2 is beyond
+// MaxLevel (the next level's dependencies would be beyond it too). It
+// reads the nodes' ofdValid.
+func (l *lattice) prune(level []*latNode, k int) []*latNode {
+	if !l.withinMaxLevel(k + 2) {
+		return nil
+	}
+	var alive []*latNode
+	for _, n := range level {
+		if n.ofdValid|n.set != l.all {
+			alive = append(alive, n)
+		}
+	}
+	return alive
 }
 
 // ofdMeasure is the chance-corrected measure of X: [] -> A, X being n,
@@ -602,9 +734,12 @@ func smallestTwo(nodes []*latNode) (*latNode, *latNode) {
 }
 
 // nextLevel generates the contexts of size k+1 from the alive ones of size
-// k (apriori: every direct subset must be alive), skipping those with a
-// parent X\{C} where X\{C}: [] -> C is known to hold exactly.
-func (l *lattice) nextLevel(alive []*latNode, k, words int) []*latNode {
+// k (FASTOD's calculateNextLevel; apriori: every direct subset must be
+// alive), skipping those with a parent X\{C} where X\{C}: [] -> C is known
+// to hold exactly. alive must be in lexicographic order of cols, as the
+// levels it generates are: joins happen within the blocks sharing the
+// first k-1 columns.
+func (l *lattice) nextLevel(alive []*latNode, k int) []*latNode {
 	if len(alive) == 0 {
 		return nil
 	}
@@ -614,19 +749,20 @@ func (l *lattice) nextLevel(alive []*latNode, k, words int) []*latNode {
 	}
 	var next []*latNode
 	add := func(cols []int) {
-		y := &latNode{cols: cols}
+		var set uint64
 		for _, c := range cols {
-			y.set |= 1 << c
+			set |= 1 << c
 		}
+		var parents []*latNode
 		for _, c := range cols {
-			p, ok := bySet[y.set&^(1<<c)]
+			p, ok := bySet[set&^(1<<c)]
 			if !ok || p.ofdExact&(1<<c) != 0 {
 				return
 			}
-			y.parents = append(y.parents, p)
+			parents = append(parents, p)
 		}
-		y.ocValid = make([]uint64, words)
-		y.ocRel = make([]uint64, words)
+		y := l.newNode(cols, nil)
+		y.parents = parents
 		next = append(next, y)
 	}
 	if k == 0 {
@@ -635,8 +771,6 @@ func (l *lattice) nextLevel(alive []*latNode, k, words int) []*latNode {
 		}
 		return next
 	}
-	// alive is in lexicographic order of cols (generation keeps it so);
-	// joins happen within blocks sharing the first k-1 columns.
 	for i := 0; i < len(alive); i++ {
 		for j := i + 1; j < len(alive) && slices.Equal(alive[i].cols[:k-1], alive[j].cols[:k-1]); j++ {
 			cols := make([]int, k+1)
