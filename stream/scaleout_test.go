@@ -3,10 +3,14 @@ package stream
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
 )
 
 // ownedBy maps each member to the topics it owns now.
@@ -246,4 +250,135 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 			len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
 	}
 	t.Logf("%d events, equal", len(want))
+}
+
+// produceTimed writes n payroll records to topic (round robin over its
+// partitions) whose record times are start + i·step, so that they span
+// n·step of event time however fast they are written.
+func produceTimed(t *testing.T, addr, topic string, from, n int, start time.Time, step time.Duration) {
+	t.Helper()
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.RoundRobin{}, BatchSize: 1000,
+		BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	g := &payrollGen{rng: rand.New(rand.NewSource(int64(from)))}
+	var msgs []kafka.Message
+	for i := from; i < from+n; i++ {
+		msgs = append(msgs, kafka.Message{Value: slices.Clone(g.next(false)), Time: start.Add(time.Duration(i) * step)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTimeWindowReadBack: the read-back of a time window reads the last
+// interval before the committed offsets, not Window records per
+// partition: 1000 records 10 ms apart on three partitions, an interval of
+// 1 s, so 101 records (the newest one's time minus 1 s, inclusive).
+func TestTimeWindowReadBack(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"twr": 3})
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	produceTimed(t, addr, "twr", 0, 1000, start, 10*time.Millisecond)
+	m, err := NewMonitor(Config{
+		Brokers: []string{addr}, Group: "twr", StateDir: t.TempDir(),
+		Streams: []StreamConfig{{Topic: "twr", Window: 100000, Interval: time.Second, Epsilon: 0.01}},
+	}, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name     string
+		upTo     int64 // committed offset of each partition
+		from, to int   // the records (by index) expected back
+	}{
+		// Round robin: record i is at offset i/3 of its partition.
+		{"all consumed", 334, 899, 1000},
+		{"consumed up to record 599", 200, 499, 600},
+		{"nothing consumed", 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := map[int32]int64{}
+			for p := range int32(3) {
+				parts[p] = min(tc.upTo, int64(1000-p+2)/3)
+			}
+			rb, err := m.streams[0].readBack(ctx, client, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []time.Duration
+			for _, r := range rb.rows {
+				got = append(got, r.meta.Time.Sub(start))
+			}
+			var want []time.Duration
+			for i := tc.from; i < tc.to; i++ {
+				want = append(want, time.Duration(i)*10*time.Millisecond)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("read back %d records %v…; want the %d of the last interval %v…", len(got), got[:min(3, len(got))], len(want), want[:min(3, len(want))])
+			}
+		})
+	}
+}
+
+// TestTimeWindowTakeoverMatchesSingleMember hands a time-window stream
+// (records 10 ms apart over six intervals of record time, an interval of
+// 1 s) from one member to another, and checks that the rebuilt window
+// equals the window of one uninterrupted member on the same records: the
+// records of the last second, in the window's order, with the same
+// sequence numbers. The records are there before the members start, so
+// that the uninterrupted member merges its partitions' backlogs by time
+// (records stamped long before they arrive, fetched live, would be merged
+// in arrival order).
+func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
+	addr := startTestBroker(t, map[string]int{"tw": 3})
+	cfg := func(group string) Config {
+		return Config{
+			Brokers: []string{addr}, Group: group, StateDir: t.TempDir(),
+			Streams: []StreamConfig{{Topic: "tw", Window: 100000, Interval: time.Second, Epsilon: 0.01}},
+		}
+	}
+	produceTimed(t, addr, "tw", 0, 600, time.Now().Add(-time.Minute), 10*time.Millisecond)
+	ref := startMonitor(t, cfg("tw-ref"))
+	a := startMonitor(t, cfg("tw"))
+	waitFor(t, 60*time.Second, "both consumed 600", func() bool {
+		return committedTotal(t, addr, "tw-ref", "tw", 3) == 600 && committedTotal(t, addr, "tw", "tw", 3) == 600
+	})
+	b := startMonitor(t, cfg("tw"))
+	waitFor(t, 30*time.Second, "second member joined", b.m.Ready)
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
+		return slices.Equal(b.m.balancer.topics(), []string{"tw"}) && b.m.Ready() &&
+			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "tw"}) > 0
+	})
+	for _, r := range []*running{b, ref} {
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The in-memory windows, the monitors stopped (the store may keep
+	// older records, for an evaluation not saved yet).
+	rows := func(r *running) []string {
+		snap := r.m.streams[0].win.Snapshot()
+		var keys []string
+		for i := range snap.Len() {
+			m := snap.Meta(i)
+			keys = append(keys, fmt.Sprintf("%d/%d/seq%d", m.Partition, m.Offset, m.Seq))
+		}
+		return keys
+	}
+	got, want := rows(b), rows(ref)
+	if len(want) != 101 {
+		t.Errorf("one member's window holds %d records, want the 101 of the last second", len(want))
+	}
+	if !slices.Equal(got, want) || b.m.streams[0].seq != ref.m.streams[0].seq {
+		t.Errorf("window after the takeover %d records %v seq %d; one member's %d %v seq %d",
+			len(got), got[:min(3, len(got))], b.m.streams[0].seq, len(want), want[:min(3, len(want))], ref.m.streams[0].seq)
+	}
 }

@@ -85,10 +85,11 @@ func windowOrder(a, b RowMeta) int {
 
 // readBack reads, for each partition, the Window records before the
 // group's committed offset (any of them may be among the last Window of the
-// stream), decodes them (undecodable ones are skipped: the member that
-// consumed them first counted and dead-lettered them), orders them and
-// keeps the last Window. A partition without a committed offset starts at
-// its first offset.
+// stream) — for a time window only those of the last Interval (see
+// intervalStarts) —, decodes them (undecodable ones are skipped: the member
+// that consumed them first counted and dead-lettered them) and orders them;
+// applyTakeOver keeps the last Window. A partition without a committed
+// offset starts at its first offset.
 func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts map[int32]int64) (*readBack, error) {
 	topic := s.cfg.Topic
 	var reqs []kafka.OffsetRequest
@@ -116,6 +117,11 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 		rb.first[p], rb.upTo[p] = po.FirstOffset, upTo
 		rb.from[p] = max(po.FirstOffset, upTo-int64(s.cfg.Window))
 	}
+	if s.cfg.Interval > 0 {
+		if err := s.intervalStarts(ctx, client, rb); err != nil {
+			return nil, err
+		}
+	}
 	var rec FlatRecord
 	for p, upTo := range rb.upTo {
 		err := readRange(ctx, client, topic, int(p), rb.from[p], upTo, func(r *kafka.Record) error {
@@ -138,6 +144,63 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 	slices.SortFunc(rb.rows, func(a, b readRow) int { return windowOrder(a.meta, b.meta) })
 	s.log.Info("window read back from kafka", "records", len(rb.rows), "from", fmt.Sprint(rb.from), "to", fmt.Sprint(rb.upTo))
 	return rb, nil
+}
+
+// intervalStarts narrows the read-back range of a time window to its last
+// Interval. The window ends at the newest record time before the committed
+// offsets, taken from the partitions' last records (record times rise
+// within a partition as a rule); per partition, the records before the
+// first one at or after that time minus Interval (ListOffsets by
+// timestamp) are all older, so none of them is in the window. A record out
+// of time order can only make the range larger than needed: the window's
+// own eviction drops what is too old.
+func (s *streamRun) intervalStarts(ctx context.Context, client *kafka.Client, rb *readBack) error {
+	topic := s.cfg.Topic
+	var newest time.Time
+	for p, upTo := range rb.upTo {
+		if upTo <= rb.from[p] {
+			continue
+		}
+		err := readRange(ctx, client, topic, int(p), upTo-1, upTo, func(r *kafka.Record) error {
+			readBytes(r.Value)
+			if r.Time.After(newest) {
+				newest = r.Time
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if newest.IsZero() {
+		return nil
+	}
+	cutoff := newest.Add(-s.cfg.Interval)
+	var reqs []kafka.OffsetRequest
+	for p := range rb.upTo {
+		reqs = append(reqs, kafka.TimeOffsetOf(int(p), cutoff))
+	}
+	lo, err := client.ListOffsets(ctx, &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{topic: reqs}})
+	if err != nil {
+		return fmt.Errorf("offsets of %s at %v: %w", topic, cutoff, err)
+	}
+	for _, po := range lo.Topics[topic] {
+		if po.Error != nil {
+			return fmt.Errorf("offsets of %s/%d at %v: %w", topic, po.Partition, cutoff, po.Error)
+		}
+		p := int32(po.Partition)
+		upTo, ok := rb.upTo[p]
+		if !ok {
+			continue
+		}
+		for off := range po.Offsets { // one: the first offset at or after cutoff
+			if off < 0 {
+				off = upTo // every record is older
+			}
+			rb.from[p] = max(rb.from[p], min(off, upTo))
+		}
+	}
+	return nil
 }
 
 // readRange calls fn with the records of a partition in [from, upTo).
