@@ -235,10 +235,11 @@ func newRunFlags(name string) *runFlags {
 var singleStreamFlags = map[string]bool{"name": true, "topic": true, "schema": true}
 
 // settings merges the config file (if any) with the flags that were set on
-// the command line, flags winning, and returns the final settings.
+// the command line, flags winning, and returns the final settings. Without
+// a config file every flag counts, defaults included; with one, the flags
+// set override the file's keys (globalOverrides, streamOverrides) and the
+// keys neither sets take the flag defaults (fileDefaults, streamDefaults).
 func (f *runFlags) settings() (runSettings, error) {
-	set := map[string]bool{}
-	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	base := runSettings{}
 	if f.config != "" {
 		var err error
@@ -246,6 +247,37 @@ func (f *runFlags) settings() (runSettings, error) {
 			return base, err
 		}
 	}
+	fl := f.flagSettings()
+	if f.config == "" {
+		return fl, nil
+	}
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	for _, o := range globalOverrides() {
+		if set[o.name] {
+			o.apply(&base, &fl)
+		}
+	}
+	fileDefaults(&base, &fl, set)
+	streams, err := fileStreams(&base, set, f.config)
+	if err != nil {
+		return base, err
+	}
+	for _, st := range streams {
+		for _, o := range streamOverrides() {
+			if set[o.name] {
+				o.apply(st, &fl.streamSettings)
+			}
+		}
+		streamDefaults(st, &fl.streamSettings)
+	}
+	return base, nil
+}
+
+// flagSettings returns the settings the flags give, defaults included: f.s
+// with the values of the flags that do not bind to it directly (lists, and
+// the keys whose zero is a value of its own, pointers in the file).
+func (f *runFlags) flagSettings() runSettings {
 	fl := f.s
 	fl.Brokers = f.brokers
 	fl.Include, fl.Exclude, fl.Pinned = f.include, f.exclude, f.pinned
@@ -260,125 +292,152 @@ func (f *runFlags) settings() (runSettings, error) {
 	fl.Ordinal = f.ordinal
 	minStrength := f.minStr
 	fl.MinStrength = &minStrength
-	// Without a config file, every flag counts (defaults included).
-	if f.config == "" {
-		return fl, nil
-	}
-	pick := func(name string, apply func()) {
-		if set[name] {
-			apply()
-		}
-	}
-	pick("brokers", func() { base.Brokers = fl.Brokers })
-	pick("group", func() { base.Group = fl.Group })
-	pick("events-topic", func() { base.EventsTopic = fl.EventsTopic })
-	pick("events-registry", func() { base.EventsRegistry = fl.EventsRegistry })
-	pick("dlq-topic", func() { base.DLQTopic = fl.DLQTopic })
-	pick("state-topic", func() { base.StateTopic = fl.StateTopic })
-	pick("webhook", func() { base.Webhook = fl.Webhook })
-	pick("state-dir", func() { base.StateDir = fl.StateDir })
-	pick("rebuild-state", func() { base.RebuildState = fl.RebuildState })
-	pick("metrics-addr", func() { base.MetricsAddr = fl.MetricsAddr })
-	pick("web-config-file", func() { base.WebConfigFile = fl.WebConfigFile })
-	pick("status-values", func() { base.StatusValues = fl.StatusValues })
-	pick("log-level", func() { base.LogLevel = fl.LogLevel })
-	pick("log-format", func() { base.LogFormat = fl.LogFormat })
-	pick("max-dependency-metrics", func() { base.MaxDependencyMetrics = fl.MaxDependencyMetrics })
-	pick("session-timeout", func() { base.SessionTimeout = fl.SessionTimeout })
-	pick("heartbeat-interval", func() { base.HeartbeatInterval = fl.HeartbeatInterval })
-	pick("rebalance-timeout", func() { base.RebalanceTimeout = fl.RebalanceTimeout })
-	pick("tls", func() { base.TLS.Enabled = fl.TLS.Enabled })
-	pick("tls-ca", func() { base.TLS.CA = fl.TLS.CA })
-	pick("tls-cert", func() { base.TLS.Cert = fl.TLS.Cert })
-	pick("tls-key", func() { base.TLS.Key = fl.TLS.Key })
-	pick("tls-insecure-skip-verify", func() { base.TLS.InsecureSkipVerify = fl.TLS.InsecureSkipVerify })
-	pick("sasl-mechanism", func() { base.SASL.Mechanism = fl.SASL.Mechanism })
-	pick("sasl-username", func() { base.SASL.Username = fl.SASL.Username })
-	pick("sasl-password-file", func() { base.SASL.PasswordFile = fl.SASL.PasswordFile })
-	// Keys the file left out take the flag defaults.
-	if base.Group == "" {
-		base.Group = fl.Group
-	}
-	if base.MetricsAddr == "" && !set["metrics-addr"] {
-		base.MetricsAddr = fl.MetricsAddr
-	}
-	if base.LogLevel == "" {
-		base.LogLevel = fl.LogLevel
-	}
-	if base.LogFormat == "" {
-		base.LogFormat = fl.LogFormat
-	}
-	if base.MaxDependencyMetrics == 0 {
-		base.MaxDependencyMetrics = fl.MaxDependencyMetrics
-	}
+	return fl
+}
 
-	streams := []*streamSettings{&base.streamSettings}
-	if len(base.Streams) > 0 {
-		if base.Topic != "" {
-			return base, fmt.Errorf("config %s: topic: set either top-level stream keys or streams:, not both", f.config)
-		}
-		streams = streams[:0]
-		for i := range base.Streams {
-			streams = append(streams, &base.Streams[i])
-		}
-		for name := range singleStreamFlags {
-			if set[name] {
-				return base, fmt.Errorf("%w: --%s names one stream but the config file has %d streams", errUsage, name, len(streams))
-			}
+// override is how one flag, when set on the command line, replaces the
+// config file's key in dst with its value in fl (the flagSettings).
+type override[T any] struct {
+	name  string
+	apply func(dst, fl *T)
+}
+
+// globalOverrides are the overrides of the keys that are not per stream.
+func globalOverrides() []override[runSettings] {
+	return []override[runSettings]{
+		{"brokers", func(s, fl *runSettings) { s.Brokers = fl.Brokers }},
+		{"group", func(s, fl *runSettings) { s.Group = fl.Group }},
+		{"events-topic", func(s, fl *runSettings) { s.EventsTopic = fl.EventsTopic }},
+		{"events-registry", func(s, fl *runSettings) { s.EventsRegistry = fl.EventsRegistry }},
+		{"dlq-topic", func(s, fl *runSettings) { s.DLQTopic = fl.DLQTopic }},
+		{"state-topic", func(s, fl *runSettings) { s.StateTopic = fl.StateTopic }},
+		{"webhook", func(s, fl *runSettings) { s.Webhook = fl.Webhook }},
+		{"state-dir", func(s, fl *runSettings) { s.StateDir = fl.StateDir }},
+		{"rebuild-state", func(s, fl *runSettings) { s.RebuildState = fl.RebuildState }},
+		{"metrics-addr", func(s, fl *runSettings) { s.MetricsAddr = fl.MetricsAddr }},
+		{"web-config-file", func(s, fl *runSettings) { s.WebConfigFile = fl.WebConfigFile }},
+		{"status-values", func(s, fl *runSettings) { s.StatusValues = fl.StatusValues }},
+		{"log-level", func(s, fl *runSettings) { s.LogLevel = fl.LogLevel }},
+		{"log-format", func(s, fl *runSettings) { s.LogFormat = fl.LogFormat }},
+		{"max-dependency-metrics", func(s, fl *runSettings) { s.MaxDependencyMetrics = fl.MaxDependencyMetrics }},
+		{"session-timeout", func(s, fl *runSettings) { s.SessionTimeout = fl.SessionTimeout }},
+		{"heartbeat-interval", func(s, fl *runSettings) { s.HeartbeatInterval = fl.HeartbeatInterval }},
+		{"rebalance-timeout", func(s, fl *runSettings) { s.RebalanceTimeout = fl.RebalanceTimeout }},
+		{"tls", func(s, fl *runSettings) { s.TLS.Enabled = fl.TLS.Enabled }},
+		{"tls-ca", func(s, fl *runSettings) { s.TLS.CA = fl.TLS.CA }},
+		{"tls-cert", func(s, fl *runSettings) { s.TLS.Cert = fl.TLS.Cert }},
+		{"tls-key", func(s, fl *runSettings) { s.TLS.Key = fl.TLS.Key }},
+		{"tls-insecure-skip-verify", func(s, fl *runSettings) { s.TLS.InsecureSkipVerify = fl.TLS.InsecureSkipVerify }},
+		{"sasl-mechanism", func(s, fl *runSettings) { s.SASL.Mechanism = fl.SASL.Mechanism }},
+		{"sasl-username", func(s, fl *runSettings) { s.SASL.Username = fl.SASL.Username }},
+		{"sasl-password-file", func(s, fl *runSettings) { s.SASL.PasswordFile = fl.SASL.PasswordFile }},
+	}
+}
+
+// streamOverrides are the overrides of the stream keys, applied to every
+// stream of the file; --pin adds to the file's pinned list.
+func streamOverrides() []override[streamSettings] {
+	return []override[streamSettings]{
+		{"name", func(st, fl *streamSettings) { st.Name = fl.Name }},
+		{"topic", func(st, fl *streamSettings) { st.Topic = fl.Topic }},
+		{"format", func(st, fl *streamSettings) { st.Format = fl.Format }},
+		{"schema", func(st, fl *streamSettings) { st.Schema = fl.Schema }},
+		{"registry", func(st, fl *streamSettings) { st.Registry = fl.Registry }},
+		{"include", func(st, fl *streamSettings) { st.Include = fl.Include }},
+		{"exclude", func(st, fl *streamSettings) { st.Exclude = fl.Exclude }},
+		{"window", func(st, fl *streamSettings) { st.Window = fl.Window }},
+		{"every", func(st, fl *streamSettings) { st.Every = fl.Every }},
+		{"discover-every", func(st, fl *streamSettings) { st.DiscoverEvery = fl.DiscoverEvery }},
+		{"interval", func(st, fl *streamSettings) { st.Interval = fl.Interval }},
+		{"epsilon", func(st, fl *streamSettings) { st.Epsilon = fl.Epsilon }},
+		{"margin", func(st, fl *streamSettings) { st.Margin = fl.Margin }},
+		{"k", func(st, fl *streamSettings) { st.K = fl.K }},
+		{"retire-after", func(st, fl *streamSettings) { st.RetireAfter = fl.RetireAfter }},
+		{"max-level", func(st, fl *streamSettings) { st.MaxLevel = fl.MaxLevel }},
+		{"discover-after", func(st, fl *streamSettings) { st.DiscoverAfter = fl.DiscoverAfter }},
+		{"sample", func(st, fl *streamSettings) { st.Sample = fl.Sample }},
+		{"min-score", func(st, fl *streamSettings) { st.MinScore = fl.MinScore }},
+		{"ordinal", func(st, fl *streamSettings) { st.Ordinal = fl.Ordinal }},
+		{"order-text", func(st, fl *streamSettings) { st.OrderText = fl.OrderText }},
+		{"min-strength", func(st, fl *streamSettings) { st.MinStrength = fl.MinStrength }},
+		{"evaluation-timeout", func(st, fl *streamSettings) { st.EvaluationTimeout = fl.EvaluationTimeout }},
+		{"pin", func(st, fl *streamSettings) { st.Pinned = append(st.Pinned, fl.Pinned...) }},
+	}
+}
+
+// fileDefaults gives the global keys the file left out (and no flag set)
+// the flag defaults in fl.
+func fileDefaults(s, fl *runSettings, set map[string]bool) {
+	if s.Group == "" {
+		s.Group = fl.Group
+	}
+	if s.MetricsAddr == "" && !set["metrics-addr"] {
+		s.MetricsAddr = fl.MetricsAddr
+	}
+	if s.LogLevel == "" {
+		s.LogLevel = fl.LogLevel
+	}
+	if s.LogFormat == "" {
+		s.LogFormat = fl.LogFormat
+	}
+	if s.MaxDependencyMetrics == 0 {
+		s.MaxDependencyMetrics = fl.MaxDependencyMetrics
+	}
+}
+
+// fileStreams returns the streams of the config file at path: its
+// `streams:` list, or its top-level stream keys when it has none. Setting
+// both, or a flag that names one stream (singleStreamFlags) over a list,
+// is an error.
+func fileStreams(s *runSettings, set map[string]bool, path string) ([]*streamSettings, error) {
+	if len(s.Streams) == 0 {
+		return []*streamSettings{&s.streamSettings}, nil
+	}
+	if s.Topic != "" {
+		return nil, fmt.Errorf("config %s: topic: set either top-level stream keys or streams:, not both", path)
+	}
+	var streams []*streamSettings
+	for i := range s.Streams {
+		streams = append(streams, &s.Streams[i])
+	}
+	for name := range singleStreamFlags {
+		if set[name] {
+			return nil, fmt.Errorf("%w: --%s names one stream but the config file has %d streams", errUsage, name, len(streams))
 		}
 	}
-	for _, st := range streams {
-		pick("name", func() { st.Name = fl.Name })
-		pick("topic", func() { st.Topic = fl.Topic })
-		pick("format", func() { st.Format = fl.Format })
-		pick("schema", func() { st.Schema = fl.Schema })
-		pick("registry", func() { st.Registry = fl.Registry })
-		pick("include", func() { st.Include = fl.Include })
-		pick("exclude", func() { st.Exclude = fl.Exclude })
-		pick("window", func() { st.Window = fl.Window })
-		pick("every", func() { st.Every = fl.Every })
-		pick("discover-every", func() { st.DiscoverEvery = fl.DiscoverEvery })
-		pick("interval", func() { st.Interval = fl.Interval })
-		pick("epsilon", func() { st.Epsilon = fl.Epsilon })
-		pick("margin", func() { st.Margin = fl.Margin })
-		pick("k", func() { st.K = fl.K })
-		pick("retire-after", func() { st.RetireAfter = fl.RetireAfter })
-		pick("max-level", func() { st.MaxLevel = fl.MaxLevel })
-		pick("discover-after", func() { st.DiscoverAfter = fl.DiscoverAfter })
-		pick("sample", func() { st.Sample = fl.Sample })
-		pick("min-score", func() { st.MinScore = fl.MinScore })
-		pick("ordinal", func() { st.Ordinal = fl.Ordinal })
-		pick("order-text", func() { st.OrderText = fl.OrderText })
-		pick("min-strength", func() { st.MinStrength = fl.MinStrength })
-		pick("evaluation-timeout", func() { st.EvaluationTimeout = fl.EvaluationTimeout })
-		pick("pin", func() { st.Pinned = append(st.Pinned, fl.Pinned...) })
-		if st.Epsilon == nil {
-			e := defaultEpsilon
-			st.Epsilon = &e
-		}
-		if st.Format == "" {
-			st.Format = fl.Format
-		}
-		if st.Window == 0 && st.Interval == 0 {
-			st.Window = fl.Window
-		}
-		if st.Sample == 0 {
-			st.Sample = fl.Sample
-		}
-		if st.Margin == nil {
-			st.Margin = fl.Margin
-		}
-		if st.MaxLevel == nil {
-			st.MaxLevel = fl.MaxLevel
-		}
-		if st.DiscoverAfter == nil {
-			st.DiscoverAfter = fl.DiscoverAfter
-		}
-		if st.MinScore == nil {
-			st.MinScore = fl.MinScore
-		}
+	return streams, nil
+}
+
+// streamDefaults gives the stream keys the file left out (and no flag
+// set) the flag defaults in fl: epsilon defaultEpsilon, and the flags'
+// format, window (unless the stream has an interval), sample, margin,
+// max-level, discover-after and min-score.
+func streamDefaults(st, fl *streamSettings) {
+	if st.Epsilon == nil {
+		e := defaultEpsilon
+		st.Epsilon = &e
 	}
-	return base, nil
+	if st.Format == "" {
+		st.Format = fl.Format
+	}
+	if st.Window == 0 && st.Interval == 0 {
+		st.Window = fl.Window
+	}
+	if st.Sample == 0 {
+		st.Sample = fl.Sample
+	}
+	if st.Margin == nil {
+		st.Margin = fl.Margin
+	}
+	if st.MaxLevel == nil {
+		st.MaxLevel = fl.MaxLevel
+	}
+	if st.DiscoverAfter == nil {
+		st.DiscoverAfter = fl.DiscoverAfter
+	}
+	if st.MinScore == nil {
+		st.MinScore = fl.MinScore
+	}
 }
 
 // monitorConfig turns settings into the stream package's configuration and

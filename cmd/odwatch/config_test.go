@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,5 +272,55 @@ ordinal: ["grade=low,mid,high"]
 	}
 	if err == nil || !strings.Contains(err.Error(), "ordinal") {
 		t.Errorf("bad ordinal: err %v, want it to name ordinal", err)
+	}
+}
+
+// TestRunFlagsAllOverrideTheFile: every flag of `odwatch run` but --config
+// has exactly one override of a config file key (a flag missing there
+// would be silently ignored whenever --config is given), and every
+// override names a flag.
+func TestRunFlagsAllOverrideTheFile(t *testing.T) {
+	f := newRunFlags("run")
+	overrides := map[string]int{}
+	for _, o := range globalOverrides() {
+		overrides[o.name]++
+	}
+	for _, o := range streamOverrides() {
+		overrides[o.name]++
+	}
+	f.fs.VisitAll(func(fl *flag.Flag) {
+		if fl.Name != "config" && overrides[fl.Name] != 1 {
+			t.Errorf("--%s has %d overrides of the config file, want 1", fl.Name, overrides[fl.Name])
+		}
+	})
+	for name := range overrides {
+		if f.fs.Lookup(name) == nil {
+			t.Errorf("override %q names no flag", name)
+		}
+	}
+}
+
+// TestRunSettingsFileStreams: the file's streams are its streams: list or
+// its top-level stream keys, not both; a flag naming one stream does not
+// apply to a list; flags left unset keep the file's keys and fill the
+// missing ones with the flag defaults.
+func TestRunSettingsFileStreams(t *testing.T) {
+	_, err := parseRun(t, "--config", writeFile(t, "c.yaml", "topic: a\nstreams:\n - topic: b\n"))
+	if err == nil || !strings.Contains(err.Error(), "topic: set either") {
+		t.Errorf("top-level topic and streams: err %v, want one naming topic", err)
+	}
+	_, err = parseRun(t, "--config", writeFile(t, "c.yaml", "streams:\n - topic: b\n"), "--schema", "s.avsc")
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--schema") {
+		t.Errorf("--schema over a streams list: err %v, want a usage error naming --schema", err)
+	}
+	s, err := parseRun(t, "--config", writeFile(t, "c.yaml", "topic: a\nwindow: 7\nformat: avro\nlog-level: debug\n"), "--sample", "9", "--metrics-addr", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Topic != "a" || s.Window != 7 || s.Format != "avro" || s.Sample != 9 || *s.Epsilon != defaultEpsilon || s.K != 0 {
+		t.Errorf("stream = %+v, want the file's topic, window and format, --sample 9, default epsilon, k unset", s.streamSettings)
+	}
+	if s.LogLevel != "debug" || s.LogFormat != "text" || s.Group != "odwatch" || s.MetricsAddr != "" {
+		t.Errorf("log %q %q group %q metrics %q, want the file's level, the default format and group, --metrics-addr empty", s.LogLevel, s.LogFormat, s.Group, s.MetricsAddr)
 	}
 }
