@@ -1,8 +1,8 @@
 package discovery
 
 import (
+	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,9 +62,11 @@ type Incremental struct {
 	exact     bool
 	sortedMin int
 	maxStale  int
-	// recountBudget is IncrementalOptions.RecountBudget; recountAvg the
-	// recent average of rows recounted per check (its default).
-	recountBudget, recountAvg int
+	// recountBudget is IncrementalOptions.RecountBudget; credit the rows
+	// early recounts may still read (see recountOCs); entered and left
+	// count the rows applied to the structures since the last check.
+	recountBudget, credit int
+	entered, left         int
 
 	// Scratch of the OC recounts.
 	items  []ocItem
@@ -92,9 +94,10 @@ type IncrementalOptions struct {
 	// MaxStale is the number of changed rows after which an OC is recounted
 	// whatever the cuts; 0 means the window's row count.
 	MaxStale int
-	// RecountBudget bounds the rows a check recounts early, in OCs whose
-	// count could still be skipped (see Check); 0 means the recent average
-	// of rows recounted per check, negative none.
+	// RecountBudget is the rows of early recounts a check adds to the
+	// credit, in OCs whose count could still be skipped (see recountOCs);
+	// 0 means the rows the skippable OCs need per check to be recounted
+	// before they are forced, negative no early recounts.
 	RecountBudget int
 	// Typing types the columns as EncodeTyped does. Ordinal declarations
 	// with a list of values are not supported (NewIncremental fails).
@@ -103,7 +106,7 @@ type IncrementalOptions struct {
 
 // DefaultSortedMin is IncrementalOptions.SortedMin's default: below it, a
 // class is cheaper to sort again than to keep sorted.
-const DefaultSortedMin = 512
+const DefaultSortedMin = 16
 
 // initialSlots is the ring's first capacity (a power of two).
 const initialSlots = 1024
@@ -477,6 +480,8 @@ func (e *Incremental) flush() {
 			}
 		}
 	}
+	e.left += int(appliedLeft)
+	e.entered += int(end - start)
 	e.from, e.to = e.oldest, end
 }
 
@@ -540,79 +545,111 @@ func (e *Incremental) Check(cuts []int) []IncrementalResult {
 }
 
 // recountOCs recounts the OCs whose verdict may have changed (forced),
-// then, within a budget of rows, the skippable ones closest to a cut
-// (early). Without the early ones, OCs recounted at the same check (all of
-// them at the first) would run out of slack at the same later check again
-// and again, and that check would cost many recounts at once; the budget
-// (IncrementalOptions.RecountBudget, by default the recent average of rows
-// recounted per check) spreads them over the checks in between.
+// then, within a credit of rows, the skippable ones closest to being
+// forced (early). Without the early ones, OCs recounted at the same check
+// (all of them at the first) would run out of slack at the same later
+// check again and again, and that check would cost many recounts at once.
+//
+// An OC that was recounted k checks before it would be forced again (at
+// the rates rows entered and left at this check), reading r rows, costs
+// about r/k rows a check. The credit grows at each check by the sum of
+// that over the OCs (IncrementalOptions.RecountBudget replaces the sum),
+// less the rows of the forced recounts, and the early recounts spend it,
+// earliest forced first: the recounts of a check add up to about the
+// average, instead of coming in waves.
 func (e *Incremental) recountOCs(cuts []int) {
-	maxStale := e.maxStale
-	if maxStale <= 0 {
-		maxStale = e.n
-	}
+	sl := e.slide(cuts)
 	type early struct {
-		o     *incOC
-		slack int
+		o            *incOC
+		left, period int // checks it can still skip, of period after a recount
+		rows         int // rows a recount reads
 	}
 	var cands []early
-	rows := 0
+	rate, forced := 0, 0
 	for _, o := range e.ocs {
+		rate += o.lastRows / max(sl.period(o), 1)
 		if len(o.dirty) == 0 && !o.mustRecount {
 			continue
 		}
-		if e.exact || o.mustRecount || o.ins+o.del > maxStale ||
+		if e.exact || o.mustRecount || o.ins+o.del > sl.maxStale ||
 			(o.asc && !unchangedVerdict(o.totAsc, o.ins, o.del, cuts)) ||
 			(o.desc && !unchangedVerdict(o.totDesc, o.ins, o.del, cuts)) {
-			if !o.mustRecount {
-				// A first count (new dependency, relabel) is not a
-				// check's usual work: it does not raise the budget.
-				rows += o.dirtyRows()
-			}
-			o.recount(e)
+			forced += e.recount(o, sl)
 			continue
 		}
-		slack := math.MaxInt
-		if o.asc {
-			slack = min(slack, verdictSlack(o.totAsc, o.ins, o.del, cuts))
-		}
-		if o.desc {
-			slack = min(slack, verdictSlack(o.totDesc, o.ins, o.del, cuts))
-		}
-		cands = append(cands, early{o, slack})
+		cands = append(cands, early{o: o, left: sl.checksLeft(o), period: sl.period(o), rows: o.dirtyRows()})
 	}
-	budget := e.recountBudget
 	switch {
-	case budget == 0:
-		budget = e.recountAvg
-	case budget < 0:
-		budget = 0
+	case e.recountBudget > 0:
+		rate = e.recountBudget
+	case e.recountBudget < 0:
+		rate, cands = 0, nil
 	}
-	slices.SortStableFunc(cands, func(x, y early) int { return x.slack - y.slack })
-	for _, c := range cands {
-		r := c.o.dirtyRows()
-		if rows+r > budget {
-			break
-		}
-		rows += r
-		c.o.recount(e)
+	rate += rate / 4 // headroom, or the OCs forced later than the others starve
+	e.credit = max(e.credit+rate-forced, -rate)
+	// Least of its period left first: recounting an OC early wastes that
+	// share of its period.
+	slices.SortStableFunc(cands, func(x, y early) int {
+		return cmp.Compare(x.left*(y.period+1), y.left*(x.period+1))
+	})
+	for len(cands) > 0 && e.credit > 0 {
+		e.credit -= e.recount(cands[0].o, sl)
+		cands = cands[1:]
 	}
-	e.recountAvg = (3*e.recountAvg + rows) / 4
+	if len(cands) == 0 {
+		e.credit = min(e.credit, 0) // no credit saved up for OCs not dirty yet
+	}
 }
 
-// verdictSlack is how many more changes a count that was r, after entered
-// and left rows, can take before it may cross a cut.
-func verdictSlack(r, entered, left int, cuts []int) int {
-	lo, hi := r-left, r+entered
-	slack := math.MaxInt
-	for _, t := range cuts {
-		if hi <= t {
-			slack = min(slack, t-hi)
-		} else {
-			slack = min(slack, lo-t-1)
+// slide is what a check's recounts are scheduled by: the cuts, MaxStale,
+// and the rows that entered and left since the last check.
+type slide struct {
+	cuts          []int
+	maxStale      int
+	entered, left int
+}
+
+// slide returns the check's slide and starts counting the next one.
+func (e *Incremental) slide(cuts []int) slide {
+	sl := slide{cuts: cuts, maxStale: e.maxStale, entered: max(e.entered, 1), left: max(e.left, 1)}
+	if sl.maxStale <= 0 {
+		sl.maxStale = e.n
+	}
+	e.entered, e.left = 0, 0
+	return sl
+}
+
+// recount recounts o and returns the rows it read.
+func (e *Incremental) recount(o *incOC, sl slide) int {
+	rows := o.dirtyRows()
+	o.recount(e)
+	o.lastRows = rows
+	return rows
+}
+
+// checksLeft is how many more checks like this one o can skip: each adds
+// sl.entered to its rows entered and sl.left to its rows left.
+func (sl slide) checksLeft(o *incOC) int { return sl.skippable(o, o.ins, o.del) }
+
+// period is how many checks like this one o can skip after a recount.
+func (sl slide) period(o *incOC) int { return sl.skippable(o, 0, 0) }
+
+func (sl slide) skippable(o *incOC, ins, del int) int {
+	k := (sl.maxStale - (ins + del)) / (sl.entered + sl.left)
+	for p, r := range [2]int{o.totAsc, o.totDesc} {
+		if p == 0 && !o.asc || p == 1 && !o.desc {
+			continue
+		}
+		lo, hi := r-del, r+ins
+		for _, t := range sl.cuts {
+			if hi <= t {
+				k = min(k, (t-hi)/sl.entered)
+			} else {
+				k = min(k, (lo-t-1)/sl.left)
+			}
 		}
 	}
-	return slack
+	return max(k, 0)
 }
 
 // unchangedVerdict reports whether a count that was r, after entered rows

@@ -27,6 +27,7 @@ type incOC struct {
 	big         []*sortedClass // by class; nil for a small class
 	ins, del    int            // rows that entered/left x's classes since the totals were exact
 	mustRecount bool           // labels or classes changed under the totals: recount before use
+	lastRows    int            // rows the last recount read (see recountOCs)
 	stale       bool
 }
 
