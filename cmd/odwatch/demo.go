@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,50 +21,84 @@ the status page and Prometheus metrics. Ctrl-C stops it.
 
 Exit status: 0 stopped, 1 failure, 2 usage error.`
 
-// runDemo is `odwatch demo`: an in-process Kafka broker, the payroll stream
-// of the paper's running example (clean at first, then with data-entry
-// errors), and the monitor on it, printing events as they happen.
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("demo", "[flags]", demoHelp)
-	metricsAddr := fs.String("metrics-addr", "127.0.0.1:9464", "address for the status page (/, /api/), /metrics, /healthz and /readyz; empty turns them off")
-	webConfig := fs.String("web-config-file", "", "exporter-toolkit web config file (TLS, basic auth) for everything on --metrics-addr")
-	statusValues := fs.Bool("status-values", true, "show sampled records' values on the status page; false shows topic, partition and offset only")
-	window := fs.Int("window", 2000, "window size in records")
-	every := fs.Int("every", 1000, "evaluate every M records")
-	eps := fs.Float64("epsilon", 0.01, "error threshold")
+// The demo's topics on its in-process broker.
+const demoTopic, demoEventsTopic = "payroll", "odwatch-events"
+
+// demoFlags binds the flags of `odwatch demo`.
+type demoFlags struct {
+	fs           *flag.FlagSet
+	metricsAddr  string
+	webConfig    string
+	statusValues bool
+	window       int
+	every        int
+	eps          float64
+	margin       float64
+	k            int
+	minScore     float64
+	rate         float64
+	clean        int
+	errRate      float64
+	stopAfter    int
+	count        int
+	duration     time.Duration
+	stateDir     string
+	seed         int64
+	logLevel     string
+}
+
+func newDemoFlags() *demoFlags {
+	f := &demoFlags{fs: newFlagSet("demo", "[flags]", demoHelp)}
+	fs := f.fs
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "127.0.0.1:9464", "address for the status page (/, /api/), /metrics, /healthz and /readyz; empty turns them off")
+	fs.StringVar(&f.webConfig, "web-config-file", "", "exporter-toolkit web config file (TLS, basic auth) for everything on --metrics-addr")
+	fs.BoolVar(&f.statusValues, "status-values", true, "show sampled records' values on the status page; false shows topic, partition and offset only")
+	fs.IntVar(&f.window, "window", 2000, "window size in records")
+	fs.IntVar(&f.every, "every", 1000, "evaluate every M records")
+	fs.Float64Var(&f.eps, "epsilon", 0.01, "error threshold")
 	// A margin keeps the near-threshold dependencies that appear once errors
 	// start from flapping between violated and restored on every window.
-	margin := fs.Float64("margin", 0.004, "hysteresis margin around epsilon")
-	k := fs.Int("k", 1, "consecutive windows beyond the margin before violated/restored")
+	fs.Float64Var(&f.margin, "margin", 0.004, "hysteresis margin around epsilon")
+	fs.IntVar(&f.k, "k", 1, "consecutive windows beyond the margin before violated/restored")
 	// Dependencies whose context is nearly a key ({salary}: experience ~ tax)
 	// hold trivially in small classes; they would drown the interesting ones.
-	minScore := fs.Float64("min-score", 0.01, "do not track newly found dependencies with a lower score")
-	rate := fs.Float64("rate", 1000, "payroll records per second; 0 produces as fast as possible")
-	clean := fs.Int("clean", 6000, "clean records before data-entry errors start")
-	errRate := fs.Float64("error-rate", 0.03, "share of records with a data-entry error after --clean")
-	stopAfter := fs.Int("stop-errors-after", 0, "records after which the errors stop again; 0 never stops them")
-	count := fs.Int("count", 0, "stop producing after this many records; 0 never stops")
-	duration := fs.Duration("duration", 0, "stop the demo after this long; 0 runs until Ctrl-C")
-	stateDir := fs.String("state-dir", "", "state directory; empty uses a temporary one, removed at exit")
-	seed := fs.Int64("seed", 0, "random seed of the generator; 0 takes one from the clock")
-	logLevel := fs.String("log-level", "warn", "debug|info|warn|error")
-	pos, err := parseArgs(fs, args, stdout)
+	fs.Float64Var(&f.minScore, "min-score", 0.01, "do not track newly found dependencies with a lower score")
+	fs.Float64Var(&f.rate, "rate", 1000, "payroll records per second; 0 produces as fast as possible")
+	fs.IntVar(&f.clean, "clean", 6000, "clean records before data-entry errors start")
+	fs.Float64Var(&f.errRate, "error-rate", 0.03, "share of records with a data-entry error after --clean")
+	fs.IntVar(&f.stopAfter, "stop-errors-after", 0, "records after which the errors stop again; 0 never stops them")
+	fs.IntVar(&f.count, "count", 0, "stop producing after this many records; 0 never stops")
+	fs.DurationVar(&f.duration, "duration", 0, "stop the demo after this long; 0 runs until Ctrl-C")
+	fs.StringVar(&f.stateDir, "state-dir", "", "state directory; empty uses a temporary one, removed at exit")
+	fs.Int64Var(&f.seed, "seed", 0, "random seed of the generator; 0 takes one from the clock")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "debug|info|warn|error")
+	return f
+}
+
+// runDemo is `odwatch demo`: an in-process Kafka broker, the payroll stream
+// of the paper's running example (clean at first, then with data-entry
+// errors), and the monitor on it, printing events as they happen. It
+// starts the broker, the monitor and its web server, tells the story
+// (demoFlags.story) and shuts them down in the reverse order.
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f := newDemoFlags()
+	pos, err := parseArgs(f.fs, args, stdout)
 	if err != nil {
 		return err
 	}
 	if err := wantNoArgs(pos); err != nil {
 		return err
 	}
-	logger, err := newLogger(stderr, *logLevel, "text")
+	logger, err := newLogger(stderr, f.logLevel, "text")
 	if err != nil {
 		return err
 	}
-	if *duration > 0 {
+	if f.duration > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *duration)
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	dir := *stateDir
+	dir := f.stateDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "odwatch-demo-"); err != nil {
 			return err
@@ -71,28 +106,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer os.RemoveAll(dir)
 	}
 
-	const topic, eventsTopic = "payroll", "odwatch-events"
 	// The broker outlives the monitor: it stops after Run returned, so
 	// that a Ctrl-C lets the monitor commit and leave its group cleanly.
-	addr, stopBroker, err := stream.StartBroker(context.WithoutCancel(ctx), map[string]int{topic: 1, eventsTopic: 1})
+	addr, stopBroker, err := stream.StartBroker(context.WithoutCancel(ctx), map[string]int{demoTopic: 1, demoEventsTopic: 1})
 	if err != nil {
 		return fmt.Errorf("start in-process broker: %w", err)
 	}
 	defer stopBroker()
-
-	cfg := stream.Config{
-		Brokers:     []string{addr},
-		Group:       "odwatch-demo",
-		EventsTopic: eventsTopic,
-		StateDir:    dir,
-		Streams: []stream.StreamConfig{{
-			Name: topic, Topic: topic, Format: "json",
-			Window: *window, Every: *every, Epsilon: *eps, Margin: *margin, K: *k, Sample: 3, MinScore: *minScore,
-			// run's defaults: reliable rules only, found in two windows in a
-			// row, at most three columns.
-			MinStrength: discovery.DefaultMinStrength, DiscoverAfter: stream.DefaultDiscoverAfter, MaxLevel: stream.DefaultMaxLevel,
-		}},
-	}
+	cfg := f.monitorConfig(addr, dir)
 	if err := cfg.Validate(); err != nil {
 		return configErr(err)
 	}
@@ -106,46 +127,81 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer m.Close() // releases the store when Run is not reached; a no-op after Run
-	webAddr, stopServing, err := serveWeb(webSettings{Addr: *metricsAddr, ConfigFile: *webConfig},
-		webHandler(m, reg, *statusValues, logger), logger)
+	webAddr, stopServing, err := serveWeb(webSettings{Addr: f.metricsAddr, ConfigFile: f.webConfig},
+		webHandler(m, reg, f.statusValues, logger), logger)
 	if err != nil {
 		return err
 	}
 	defer stopServing()
 
-	fmt.Fprintf(stdout, "odwatch demo: in-process Kafka at %s, topic %q, events topic %q\n", addr, topic, eventsTopic)
-	fmt.Fprintf(stdout, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", *clean, *errRate*100)
-	fmt.Fprintf(stdout, "  window %d records, evaluated every %d, epsilon %g (margin %g)\n", *window, *every, *eps, *margin)
-	if *metricsAddr != "" {
+	f.printIntro(stdout, addr, webAddr)
+	runErr, genErr := f.story(ctx, m, addr)
+	if genErr != nil {
+		return fmt.Errorf("payroll generator: %w", genErr)
+	}
+	fmt.Fprintln(stdout, "odwatch demo: stopped")
+	return runErr
+}
+
+// monitorConfig is the monitor's configuration for the payroll topic on
+// the broker at addr, with its state in dir.
+func (f *demoFlags) monitorConfig(addr, dir string) stream.Config {
+	return stream.Config{
+		Brokers:     []string{addr},
+		Group:       "odwatch-demo",
+		EventsTopic: demoEventsTopic,
+		StateDir:    dir,
+		Streams: []stream.StreamConfig{{
+			Name: demoTopic, Topic: demoTopic, Format: "json",
+			Window: f.window, Every: f.every, Epsilon: f.eps, Margin: f.margin, K: f.k, Sample: 3, MinScore: f.minScore,
+			// run's defaults: reliable rules only, found in two windows in a
+			// row, at most three columns.
+			MinStrength: discovery.DefaultMinStrength, DiscoverAfter: stream.DefaultDiscoverAfter, MaxLevel: stream.DefaultMaxLevel,
+		}},
+	}
+}
+
+// printIntro tells what the demo runs: the broker at addr, the stream,
+// and where the status page is (webAddr) when it is served.
+func (f *demoFlags) printIntro(w io.Writer, addr, webAddr string) {
+	fmt.Fprintf(w, "odwatch demo: in-process Kafka at %s, topic %q, events topic %q\n", addr, demoTopic, demoEventsTopic)
+	fmt.Fprintf(w, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", f.clean, f.errRate*100)
+	fmt.Fprintf(w, "  window %d records, evaluated every %d, epsilon %g (margin %g)\n", f.window, f.every, f.eps, f.margin)
+	if f.metricsAddr != "" {
 		tls := ""
-		if *webConfig != "" {
+		if f.webConfig != "" {
 			tls = " (https:// when the web config sets TLS)"
 		}
-		fmt.Fprintf(stdout, "  open http://%s/ for the status page%s; metrics at /metrics. Ctrl-C stops.\n\n", webAddr, tls)
+		fmt.Fprintf(w, "  open http://%s/ for the status page%s; metrics at /metrics. Ctrl-C stops.\n\n", webAddr, tls)
 	}
+}
 
-	if *seed == 0 {
-		*seed = time.Now().UnixNano()
+// story produces the payroll stream to the broker at addr while m watches
+// it, until ctx ends or the monitor stops; the generator stops with the
+// monitor, so that a monitor that fails does not leave the demo waiting
+// for Ctrl-C. It returns the monitor's error (nil when ctx ended it) and
+// the generator's (nil when it was stopped).
+func (f *demoFlags) story(ctx context.Context, m *stream.Monitor, addr string) (runErr, genErr error) {
+	seed := f.seed
+	if seed == 0 {
+		seed = time.Now().UnixNano()
 	}
-	// The generator stops with the monitor: a monitor that fails must not
-	// leave the demo waiting for Ctrl-C.
 	genCtx, stopGen := context.WithCancel(ctx)
 	defer stopGen()
-	genErr := make(chan error, 1)
+	genDone := make(chan error, 1)
 	go func() {
-		genErr <- stream.ProducePayroll(genCtx, stream.PayrollOptions{
-			Brokers: []string{addr}, Topic: topic, Rate: *rate, Count: *count,
-			CleanRecords: *clean, ErrorRate: *errRate, StopErrorsAfter: *stopAfter, Seed: *seed,
+		genDone <- stream.ProducePayroll(genCtx, stream.PayrollOptions{
+			Brokers: []string{addr}, Topic: demoTopic, Rate: f.rate, Count: f.count,
+			CleanRecords: f.clean, ErrorRate: f.errRate, StopErrorsAfter: f.stopAfter, Seed: seed,
 		})
 	}()
-	runErr := m.Run(ctx)
+	runErr = m.Run(ctx)
 	stopGen()
-	if err := <-genErr; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("payroll generator: %w", err)
+	if err := <-genDone; err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return runErr, err
 	}
 	if runErr != nil && ctx.Err() != nil && (errors.Is(runErr, context.Canceled) || errors.Is(runErr, context.DeadlineExceeded)) {
 		runErr = nil
 	}
-	fmt.Fprintln(stdout, "odwatch demo: stopped")
-	return runErr
+	return runErr, nil
 }

@@ -185,3 +185,31 @@ func TestDemoEventText(t *testing.T) {
 		t.Errorf("violated:\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestDemoConfigAndIntro: the demo's flags, defaults or set, give a valid
+// monitor configuration for the payroll topic, and the intro names the
+// broker, the stream's settings and the status page only when served.
+func TestDemoConfigAndIntro(t *testing.T) {
+	for _, args := range [][]string{nil, {"--window", "500", "--every", "250", "--epsilon", "0.05", "--margin", "0", "--metrics-addr", ""}} {
+		f := newDemoFlags()
+		if err := f.fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		cfg := f.monitorConfig("127.0.0.1:1", t.TempDir())
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		if st := cfg.Streams[0]; st.Topic != demoTopic || st.Window != f.window || st.Every != f.every || st.Epsilon != f.eps || cfg.EventsTopic != demoEventsTopic {
+			t.Errorf("%q: config %+v", args, cfg)
+		}
+		var out strings.Builder
+		f.printIntro(&out, "127.0.0.1:1", "127.0.0.1:2")
+		intro := out.String()
+		if !strings.Contains(intro, "in-process Kafka at 127.0.0.1:1") || !strings.Contains(intro, "window "+strconv.Itoa(f.window)+" records") {
+			t.Errorf("%q: intro %q", args, intro)
+		}
+		if served := strings.Contains(intro, "http://127.0.0.1:2/"); served != (f.metricsAddr != "") {
+			t.Errorf("%q: intro %q names the status page: %v", args, intro, served)
+		}
+	}
+}
