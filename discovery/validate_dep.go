@@ -153,87 +153,127 @@ func (vs *depValidator) gain(context []string, s float64, measure func(*Stripped
 	return max(gain, 0), nil
 }
 
+// validate measures d as Validate documents: the partition of its context,
+// the measure of its kind (measureOFD, measureOC, measureListOD), then what
+// they share: the error, reliability and removal sample.
 func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 	p, err := vs.partition(d.Context)
 	if err != nil {
 		return Result{}, err
 	}
 	res := Result{Dependency: d, Score: p.Score()}
-	var rows []int
 	wantRows := opts.RemovalSample != 0
+	var m measure
 	switch d.Kind {
 	case KindOFD:
-		a, err := vs.column(d.RHS)
-		if err != nil {
-			return Result{}, err
-		}
-		res.Removals = vs.v.OFDRemovals(p, a, -1)
-		pdep := columnPdep(a)
-		res.Strength, err = vs.gain(d.Context, vs.v.OFDStrength(p, a, pdep), func(q *StrippedPartition) float64 {
-			return vs.v.OFDStrength(q, a, pdep)
-		})
-		if err != nil {
-			return Result{}, err
-		}
-		if wantRows {
-			rows = OFDRemovalRows(p, a)
-		}
+		m, err = vs.measureOFD(p, d, wantRows)
 	case KindOC:
-		a, err := vs.column(d.Left)
-		if err != nil {
-			return Result{}, err
-		}
-		b, err := vs.column(d.Right)
-		if err != nil {
-			return Result{}, err
-		}
-		if opts.Validator == ValidatorIterative {
-			rows = OCIterativeRemovalRows(p, a, b, d.Polarity)
-			res.Removals = len(rows)
-		} else {
-			res.Removals = vs.v.OCRemovals(p, a, b, d.Polarity, -1)
-			if wantRows {
-				rows = OCRemovalRows(p, a, b, d.Polarity)
-			}
-		}
-		res.Strength, err = vs.gain(d.Context, vs.v.OCStrength(p, a, b, d.Polarity, res.Removals), func(q *StrippedPartition) float64 {
-			var r int
-			if opts.Validator == ValidatorIterative {
-				r = vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
-			} else {
-				r = vs.v.OCRemovals(q, a, b, d.Polarity, -1)
-			}
-			return vs.v.OCStrength(q, a, b, d.Polarity, r)
-		})
-		if err != nil {
-			return Result{}, err
-		}
+		m, err = vs.measureOC(p, d, opts.Validator, wantRows)
 	case KindListOD:
-		if len(d.LHSList) == 0 || len(d.RHSList) == 0 {
-			return Result{}, fmt.Errorf("%w: list-based OD needs columns on both sides", ErrBadDependency)
-		}
-		lhs, err := vs.columns(d.LHSList)
-		if err != nil {
-			return Result{}, err
-		}
-		rhs, err := vs.columns(d.RHSList)
-		if err != nil {
-			return Result{}, err
-		}
-		rows = ListODRemovalRows(p, lhs, rhs)
-		res.Removals = len(rows)
-		if vs.t.Rows == 0 {
-			res.Strength = NoStrength
-		}
+		m, err = vs.measureListOD(p, d)
 	default:
-		return Result{}, fmt.Errorf("%w: kind %v", ErrBadDependency, d.Kind)
+		err = fmt.Errorf("%w: kind %v", ErrBadDependency, d.Kind)
 	}
+	if err != nil {
+		return Result{}, err
+	}
+	res.Removals, res.Strength = m.removals, m.strength
 	if vs.t.Rows > 0 {
 		res.Error = float64(res.Removals) / float64(vs.t.Rows)
 	}
 	res.Reliable = res.Strength >= opts.MinStrength
 	if wantRows {
-		res.RemovalSample = sampleOf(rows, opts.RemovalSample)
+		res.RemovalSample = sampleOf(m.rows, opts.RemovalSample)
 	}
 	return res, nil
+}
+
+// measure is what validating one dependency in its context's partition
+// gives: the size of a minimal removal set, the Strength, and the rows of
+// that set when they were asked for or are how it is counted.
+type measure struct {
+	removals int
+	strength float64
+	rows     []int
+}
+
+// measureOFD measures the OFD d in p, its context's partition: g3, and the
+// strength gain of the chance-corrected measure over the direct subsets.
+func (vs *depValidator) measureOFD(p *StrippedPartition, d Dependency, wantRows bool) (measure, error) {
+	var m measure
+	a, err := vs.column(d.RHS)
+	if err != nil {
+		return m, err
+	}
+	m.removals = vs.v.OFDRemovals(p, a, -1)
+	pdep := columnPdep(a)
+	m.strength, err = vs.gain(d.Context, vs.v.OFDStrength(p, a, pdep), func(q *StrippedPartition) float64 {
+		return vs.v.OFDStrength(q, a, pdep)
+	})
+	if err != nil {
+		return m, err
+	}
+	if wantRows {
+		m.rows = OFDRemovalRows(p, a)
+	}
+	return m, nil
+}
+
+// measureOC measures the OC d in p, its context's partition, with the
+// given validator (LNDS, or the iterative baseline, which counts by
+// listing its rows), and the strength gain over the direct subsets,
+// measured with the same validator.
+func (vs *depValidator) measureOC(p *StrippedPartition, d Dependency, validator ValidatorKind, wantRows bool) (measure, error) {
+	var m measure
+	a, err := vs.column(d.Left)
+	if err != nil {
+		return m, err
+	}
+	b, err := vs.column(d.Right)
+	if err != nil {
+		return m, err
+	}
+	if validator == ValidatorIterative {
+		m.rows = OCIterativeRemovalRows(p, a, b, d.Polarity)
+		m.removals = len(m.rows)
+	} else {
+		m.removals = vs.v.OCRemovals(p, a, b, d.Polarity, -1)
+		if wantRows {
+			m.rows = OCRemovalRows(p, a, b, d.Polarity)
+		}
+	}
+	m.strength, err = vs.gain(d.Context, vs.v.OCStrength(p, a, b, d.Polarity, m.removals), func(q *StrippedPartition) float64 {
+		var r int
+		if validator == ValidatorIterative {
+			r = vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
+		} else {
+			r = vs.v.OCRemovals(q, a, b, d.Polarity, -1)
+		}
+		return vs.v.OCStrength(q, a, b, d.Polarity, r)
+	})
+	return m, err
+}
+
+// measureListOD measures the list-based OD d in p, its context's
+// partition, by listing a minimal removal set; it has no strength measure
+// (0, or NoStrength on an empty table).
+func (vs *depValidator) measureListOD(p *StrippedPartition, d Dependency) (measure, error) {
+	var m measure
+	if len(d.LHSList) == 0 || len(d.RHSList) == 0 {
+		return m, fmt.Errorf("%w: list-based OD needs columns on both sides", ErrBadDependency)
+	}
+	lhs, err := vs.columns(d.LHSList)
+	if err != nil {
+		return m, err
+	}
+	rhs, err := vs.columns(d.RHSList)
+	if err != nil {
+		return m, err
+	}
+	m.rows = ListODRemovalRows(p, lhs, rhs)
+	m.removals = len(m.rows)
+	if vs.t.Rows == 0 {
+		m.strength = NoStrength
+	}
+	return m, nil
 }

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -384,5 +385,86 @@ func TestSmallBClassesAgree(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestValidateMatchesOracle judges each kind's measure of Validate against
+// the oracle on random small tables, for every dependency of every
+// context: g3 and LNDS removals, the strength gain over the direct
+// subsets, Error, Reliable, and a removal sample of the asked size whose
+// removal leaves an OC swap-free.
+func TestValidateMatchesOracle(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 2021))
+	ctx := context.Background()
+	const minStrength = 0.3
+	for i := range 60 {
+		cols := strengthTable(rng)
+		tab := tableFromInts(cols)
+		n, m := tab.Rows, len(cols)
+		if n == 0 {
+			continue
+		}
+		om := measureAll(cols, n)
+		om.addStrengths(cols)
+		// gain is the Strength of docs/DESIGN.md from the oracle's measures.
+		gain := func(x uint64, measure func(y uint64) float64) float64 {
+			s := measure(x)
+			if s <= 0 {
+				return s
+			}
+			g := s
+			for c := range m {
+				if x&(1<<c) != 0 {
+					g = min(g, s-measure(x&^(1<<c)))
+				}
+			}
+			return max(g, 0)
+		}
+		sample := 1 + i%3
+		opts := Options{MinStrength: minStrength, RemovalSample: sample}
+		check := func(d Dependency, removals int, strength float64) Result {
+			t.Helper()
+			r, err := Validate(ctx, tab, d, opts)
+			if err != nil {
+				t.Fatalf("table %d: %s: %v", i, d, err)
+			}
+			if r.Removals != removals || math.Abs(r.Strength-strength) > 1e-9 || r.Error != float64(removals)/float64(n) ||
+				r.Reliable != (r.Strength >= minStrength) || len(r.RemovalSample) != min(sample, removals) {
+				t.Fatalf("table %d: %s: removals %d strength %v error %v reliable %v sample %v, want removals %d strength %v",
+					i, d, r.Removals, r.Strength, r.Error, r.Reliable, r.RemovalSample, removals, strength)
+			}
+			return r
+		}
+		for x := uint64(0); x < 1<<m; x++ {
+			names := oracleContext(x, m)
+			var ctxCols []int
+			for c := range m {
+				if x&(1<<c) != 0 {
+					ctxCols = append(ctxCols, c)
+				}
+			}
+			classes := oracleClasses(cols, n, ctxCols)
+			for a := range m {
+				if x&(1<<a) != 0 {
+					continue
+				}
+				name := func(c int) string { return tab.Columns[c].Name }
+				check(Dependency{Kind: KindOFD, Context: names, RHS: name(a)}, om.ofd[[2]uint64{x, uint64(a)}],
+					gain(x, func(y uint64) float64 { return om.ofdStrength[[2]uint64{y, uint64(a)}] }))
+				for b := a + 1; b < m; b++ {
+					if x&(1<<b) != 0 {
+						continue
+					}
+					for pol := Asc; pol <= Desc; pol++ {
+						key := func(y uint64) [4]uint64 { return [4]uint64{y, uint64(a), uint64(b), uint64(pol)} }
+						r := check(Dependency{Kind: KindOC, Context: names, Left: name(a), Right: name(b), Polarity: pol}, om.oc[key(x)],
+							gain(x, func(y uint64) float64 { return om.ocStrength[key(y)] }))
+						if r.Removals <= sample && !swapFreeAfter(classes, cols[a], cols[b], pol, r.RemovalSample) {
+							t.Fatalf("table %d: %s: removing %v leaves a swap", i, r.Dependency, r.RemovalSample)
+						}
+					}
+				}
+			}
+		}
 	}
 }
