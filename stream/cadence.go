@@ -531,18 +531,18 @@ func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*eval
 		out.events = s.tracker.ObserveCheck(out.info, out.obs)
 	}
 	out.checked = len(res)
-	s.attachCheckSamples(ctx, c, out.events)
+	s.attachCheckSamples(ctx, c, out)
 	return out, nil
 }
 
 // attachCheckSamples is attachSamples for a check: the window is encoded
-// from the checker's rows only when an event needs a sample.
-func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, events []alerts.Event) {
+// from the checker's rows only when an event needs a sample. The samples
+// of the events' related dependencies, which the status history keeps
+// (encodeStatusEvent), are taken on the same table into out.related.
+func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, out *evalOutcome) {
 	need := false
-	for _, ev := range events {
-		if ev.Removals > 0 && (ev.Type == alerts.EventViolated || ev.Type == alerts.EventDiscovered) {
-			need = true
-		}
+	for i := range out.events {
+		need = need || carriesSample(&out.events[i])
 	}
 	if !need {
 		return
@@ -558,21 +558,18 @@ func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, events [
 	for i, col := range cols {
 		byName[col.Name] = i
 	}
-	for i := range events {
-		ev := &events[i]
-		if !carriesSample(ev) {
-			continue
-		}
-		r, err := discovery.Validate(ctx, table, ev.Dependency, opts)
+	sample := func(d discovery.Dependency, text string) []alerts.Sample {
+		r, err := discovery.Validate(ctx, table, d, opts)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
-				s.log.Warn("removal sample", "dependency", ev.DependencyText, "err", err)
+				s.log.Warn("removal sample", "dependency", text, "err", err)
 			}
-			continue
+			return nil
 		}
-		names := ev.Dependency.Columns()
+		var out []alerts.Sample
+		names := d.Columns()
 		for _, row := range r.RemovalSample {
-			if len(ev.Samples) == s.cfg.Sample || row < 0 || row >= c.rows() {
+			if len(out) == s.cfg.Sample || row < 0 || row >= c.rows() {
 				break
 			}
 			m := c.meta(row)
@@ -584,7 +581,29 @@ func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, events [
 					}
 				}
 			}
-			ev.Samples = append(ev.Samples, alerts.Sample{Topic: s.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: values})
+			out = append(out, alerts.Sample{Topic: s.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: values})
+		}
+		return out
+	}
+	for i := range out.events {
+		ev := &out.events[i]
+		if !carriesSample(ev) {
+			continue
+		}
+		ev.Samples = sample(ev.Dependency, ev.DependencyText)
+		for _, r := range ev.Related {
+			if r.Removals == 0 {
+				continue
+			}
+			if smp := sample(r.Dependency, r.DependencyText); len(smp) > 0 {
+				if out.related == nil {
+					out.related = map[string]map[string][]alerts.Sample{}
+				}
+				if out.related[ev.ID] == nil {
+					out.related[ev.ID] = map[string][]alerts.Sample{}
+				}
+				out.related[ev.ID][r.DependencyID] = smp
+			}
 		}
 	}
 }

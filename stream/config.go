@@ -44,8 +44,11 @@ type StreamConfig struct {
 	// cadences (count windows only): every Every records the tracked
 	// dependencies are re-checked incrementally, and every DiscoverEvery
 	// records (a multiple of Every) full discovery runs on its own
-	// goroutine and never delays a check (see cadence.go). 0 (or Every)
-	// runs discovery with every evaluation.
+	// goroutine and never delays a check (see cadence.go). Every runs
+	// discovery with every evaluation. 0 means the window size rounded up
+	// to a multiple of Every (so a tumbling window runs discovery at every
+	// evaluation), or Every for a time window (Interval) or an ordinal
+	// value list (Typing), which the incremental checks do not support.
 	DiscoverEvery int
 
 	Epsilon float64
@@ -340,7 +343,9 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 	switch {
 	case s.DiscoverEvery < 0:
 		bad("discover-every", "must be >= 0")
-	case s.DiscoverEvery == 0 || s.DiscoverEvery == s.Every:
+	case s.DiscoverEvery == 0:
+		s.DiscoverEvery = s.defaultDiscoverEvery()
+	case s.DiscoverEvery == s.Every:
 	case s.Interval > 0:
 		bad("discover-every", "needs a count window (every), not interval")
 	case s.Every > 0 && s.DiscoverEvery%s.Every != 0:
@@ -396,6 +401,19 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 		}
 		s.pinned = append(s.pinned, d)
 	}
+}
+
+// defaultDiscoverEvery is DiscoverEvery when left 0: the window size,
+// rounded up to a multiple of Every, so that a check runs every Every
+// records and discovery about once per window. A time window (Interval)
+// and an ordinal value list, which the incremental checks do not support,
+// run discovery at every evaluation (Every) instead of failing a
+// configuration that never mentioned discover-every.
+func (s *StreamConfig) defaultDiscoverEvery() int {
+	if s.Interval > 0 || s.hasOrdinalList() || s.Every <= 0 || s.Window <= 0 {
+		return s.Every
+	}
+	return (s.Window + s.Every - 1) / s.Every * s.Every
 }
 
 // hasOrdinalList reports whether an ordinal declaration orders a column by

@@ -288,6 +288,10 @@ type evalOutcome struct {
 	tracked, found, checked int
 	// merged: a check (two cadences) that took in a discovery's result.
 	merged bool
+	// related: a check's samples of its events' related dependencies, by
+	// event id and dependency id (the status history's; a full evaluation
+	// takes them from table).
+	related map[string]map[string][]alerts.Sample
 	// Step durations, for the debug log and benchmarks.
 	encodeTime, discoverTime, checkTime time.Duration
 }

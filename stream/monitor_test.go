@@ -301,6 +301,23 @@ func TestConfigValidate(t *testing.T) {
 			c.Streams[0].Every, c.Streams[0].DiscoverEvery = 50, 100
 			c.Streams[0].Typing.Ordinal = map[string][]string{"size": nil}
 		}},
+		{name: "discover-every default: the window, rounded up to a multiple of every", mutate: func(c *Config) {
+			c.Streams[0].Window, c.Streams[0].Every = 100, 30
+		}, check: wantDiscoverEvery(120)},
+		{name: "discover-every default of a tumbling window", mutate: func(c *Config) {
+			c.Streams[0].Window, c.Streams[0].Every = 100, 0
+		}, check: wantDiscoverEvery(100)},
+		{name: "discover-every default with interval", mutate: func(c *Config) {
+			c.Streams[0].Window, c.Streams[0].Every, c.Streams[0].Interval = 100, 0, time.Second
+		}, check: wantDiscoverEvery(100)},
+		{name: "discover-every default with an ordinal list", mutate: func(c *Config) {
+			c.Streams[0].Window, c.Streams[0].Every = 100, 50
+			c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
+		}, check: wantDiscoverEvery(50)},
+		{name: "discover-every = every with an ordinal list", mutate: func(c *Config) {
+			c.Streams[0].Window, c.Streams[0].Every, c.Streams[0].DiscoverEvery = 100, 50, 50
+			c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
+		}, check: wantDiscoverEvery(50)},
 		{name: "min score ok", mutate: func(c *Config) { c.Streams[0].MinScore = 0.05 }},
 		{name: "duplicate name", mutate: func(c *Config) { c.Streams = append(c.Streams, c.Streams[0]) }, wantErr: "streams[1].name: duplicate"},
 	}
@@ -324,6 +341,21 @@ func TestConfigValidate(t *testing.T) {
 				t.Fatalf("Validate error = %v, want it to contain %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// wantDiscoverEvery checks a validated stream's discover-every and, above
+// every, that it has two cadences.
+func wantDiscoverEvery(d int) func(t *testing.T, c Config) {
+	return func(t *testing.T, c Config) {
+		t.Helper()
+		s := c.Streams[0]
+		if s.DiscoverEvery != d {
+			t.Errorf("discover-every %d, want %d", s.DiscoverEvery, d)
+		}
+		if two := s.Interval == 0 && d > s.Every; s.twoCadence() != two {
+			t.Errorf("two cadences %v, want %v", s.twoCadence(), two)
+		}
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // i, so a count window is evaluated at the same records as the monitor
 // evaluates it, and the same input and configuration give the same events
 // and event ids. Time windows (Interval) and two cadences (DiscoverEvery
-// above Every) are not replayed.
+// above Every) are not replayed: a replay runs discovery at every
+// evaluation (DiscoverEvery 0 means Every here, not the window size).
 type Replayer struct {
 	env   evalEnv
 	win   *Window
@@ -39,6 +40,9 @@ type ReplayStats struct {
 // label, it names the records' topic in events) and returns a replayer.
 // Discovery uses every core: nothing else runs beside it.
 func NewReplayer(cfg StreamConfig, log *slog.Logger) (*Replayer, error) {
+	if cfg.DiscoverEvery == 0 {
+		cfg.DiscoverEvery = cfg.Every // one cadence: discovery at every evaluation
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -180,7 +180,9 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 	cfg := func(group string) Config {
 		return Config{
 			Brokers: []string{addr}, Group: group, StateDir: t.TempDir(), StateTopic: group + "-state",
-			Streams: []StreamConfig{{Topic: "eq", Window: window, Every: every, Epsilon: 0.02}},
+			// Discovery at every evaluation: with two cadences a
+			// discovery pending at the takeover is not carried over.
+			Streams: []StreamConfig{{Topic: "eq", Window: window, Every: every, DiscoverEvery: every, Epsilon: 0.02}},
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

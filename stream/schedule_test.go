@@ -43,7 +43,9 @@ func TestFullWindowsOnly(t *testing.T) {
 	addr := startTestBroker(t, map[string]int{"full": 1})
 	r := startMonitor(t, Config{
 		Brokers: []string{addr}, Group: "full", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
-		Streams: []StreamConfig{{Topic: "full", Window: 400, Every: 150, Epsilon: 0.01}},
+		// Discovery at every evaluation, so that the first full window
+		// already raises events.
+		Streams: []StreamConfig{{Topic: "full", Window: 400, Every: 150, DiscoverEvery: 150, Epsilon: 0.01}},
 	})
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -133,7 +133,7 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 		if _, tracked := violated[e.DependencyID]; !tracked && e.Type == alerts.EventRetired {
 			h.Drop = append(h.Drop, e.DependencyID)
 		}
-		payload, err := s.encodeStatusEvent(ctx, out.table, snap, e)
+		payload, err := s.encodeStatusEvent(ctx, out, snap, e)
 		if err != nil {
 			s.log.Warn("status history: encode event", "id", e.ID, "err", err)
 			continue
@@ -147,14 +147,15 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 
 // encodeStatusEvent stores e with samples of violating records for its
 // related dependencies, computed the way the event's own are (a minimal
-// removal set on the window). Events are rare, so this costs little.
-func (s *streamRun) encodeStatusEvent(ctx context.Context, table *discovery.Table, snap *Snapshot, e alerts.Event) ([]byte, error) {
+// removal set on the window; a check took them already, into
+// out.related). Events are rare, so this costs little.
+func (s *streamRun) encodeStatusEvent(ctx context.Context, out *evalOutcome, snap *Snapshot, e alerts.Event) ([]byte, error) {
 	ev, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
-	se := statusEventJSON{Event: ev}
-	if table != nil && snap != nil && (e.Type == alerts.EventViolated || e.Type == alerts.EventDiscovered) {
+	se := statusEventJSON{Event: ev, RelatedSamples: out.related[e.ID]}
+	if table := out.table; table != nil && snap != nil && (e.Type == alerts.EventViolated || e.Type == alerts.EventDiscovered) {
 		env := s.env()
 		opts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
 		for _, r := range e.Related {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,6 +120,8 @@ func TestRunSettingsErrorsNameTheField(t *testing.T) {
 		{name: "bad session-timeout", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--session-timeout", "-1s"}, want: "session-timeout"},
 		{name: "heartbeat above session", file: "brokers: [a:1]\nstate-dir: /x\ntopic: t\nheartbeat-interval: 10s\n", want: "heartbeat-interval"},
 		{name: "bad rebalance-timeout", file: "brokers: [a:1]\nstate-dir: /x\ntopic: t\nrebalance-timeout: -5s\n", want: "rebalance-timeout"},
+		{name: "discover-every with interval", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--interval", "1m", "--discover-every", "20000"}, want: "discover-every"},
+		{name: "discover-every with an ordinal list", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--every", "1000", "--discover-every", "5000", "--ordinal", "size=S,M,L"}, want: "discover-every"},
 		{name: "cert without key", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls-cert", "/c.pem"}, want: "tls-cert"},
 	}
 	for _, tc := range tests {
@@ -322,5 +325,42 @@ func TestRunSettingsFileStreams(t *testing.T) {
 	}
 	if s.LogLevel != "debug" || s.LogFormat != "text" || s.Group != "odwatch" || s.MetricsAddr != "" {
 		t.Errorf("log %q %q group %q metrics %q, want the file's level, the default format and group, --metrics-addr empty", s.LogLevel, s.LogFormat, s.Group, s.MetricsAddr)
+	}
+}
+
+// TestRunSettingsDiscoverEveryDefault: discover-every defaults to the
+// window (rounded up to a multiple of every); a time window or an ordinal
+// value list, which the incremental checks do not support, runs discovery
+// at every evaluation instead of failing a config that never named
+// discover-every.
+func TestRunSettingsDiscoverEveryDefault(t *testing.T) {
+	base := []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--window", "10000"}
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{name: "sliding", args: []string{"--every", "1000"}, want: 10000},
+		{name: "every not dividing the window", args: []string{"--every", "3000"}, want: 12000},
+		{name: "tumbling", want: 10000},
+		{name: "explicit", args: []string{"--every", "1000", "--discover-every", "2000"}, want: 2000},
+		{name: "interval", args: []string{"--interval", "1m"}, want: 10000},
+		{name: "ordinal list", args: []string{"--every", "1000", "--ordinal", "size=S,M,L"}, want: 1000},
+		{name: "ordinal by bytes", args: []string{"--every", "1000", "--ordinal", "size"}, want: 10000},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := parseRun(t, append(slices.Clone(base), tc.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := s.monitorConfig()
+			if err != nil {
+				t.Fatalf("a config that does not set discover-every: %v", err)
+			}
+			if got := cfg.Streams[0].DiscoverEvery; got != tc.want {
+				t.Errorf("discover-every %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -134,7 +134,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer stopServing()
 
-	f.printIntro(stdout, addr, webAddr)
+	f.printIntro(stdout, addr, webAddr, cfg.Streams[0].DiscoverEvery)
 	runErr, genErr := f.story(ctx, m, addr)
 	if genErr != nil {
 		return fmt.Errorf("payroll generator: %w", genErr)
@@ -161,12 +161,14 @@ func (f *demoFlags) monitorConfig(addr, dir string) stream.Config {
 	}
 }
 
-// printIntro tells what the demo runs: the broker at addr, the stream,
-// and where the status page is (webAddr) when it is served.
-func (f *demoFlags) printIntro(w io.Writer, addr, webAddr string) {
+// printIntro tells what the demo runs: the broker at addr, the stream
+// (discovering every discoverEvery records), and where the status page is
+// (webAddr) when it is served.
+func (f *demoFlags) printIntro(w io.Writer, addr, webAddr string, discoverEvery int) {
 	fmt.Fprintf(w, "odwatch demo: in-process Kafka at %s, topic %q, events topic %q\n", addr, demoTopic, demoEventsTopic)
 	fmt.Fprintf(w, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", f.clean, f.errRate*100)
-	fmt.Fprintf(w, "  window %d records, evaluated every %d, epsilon %g (margin %g)\n", f.window, f.every, f.eps, f.margin)
+	fmt.Fprintf(w, "  window %d records, rules checked every %d and discovered every %d, epsilon %g (margin %g)\n",
+		f.window, f.every, discoverEvery, f.eps, f.margin)
 	if f.metricsAddr != "" {
 		tls := ""
 		if f.webConfig != "" {

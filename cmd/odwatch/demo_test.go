@@ -203,9 +203,10 @@ func TestDemoConfigAndIntro(t *testing.T) {
 			t.Errorf("%q: config %+v", args, cfg)
 		}
 		var out strings.Builder
-		f.printIntro(&out, "127.0.0.1:1", "127.0.0.1:2")
+		f.printIntro(&out, "127.0.0.1:1", "127.0.0.1:2", cfg.Streams[0].DiscoverEvery)
 		intro := out.String()
-		if !strings.Contains(intro, "in-process Kafka at 127.0.0.1:1") || !strings.Contains(intro, "window "+strconv.Itoa(f.window)+" records") {
+		if !strings.Contains(intro, "in-process Kafka at 127.0.0.1:1") || !strings.Contains(intro, "window "+strconv.Itoa(f.window)+" records") ||
+			!strings.Contains(intro, "discovered every "+strconv.Itoa(cfg.Streams[0].DiscoverEvery)) {
 			t.Errorf("%q: intro %q", args, intro)
 		}
 		if served := strings.Contains(intro, "http://127.0.0.1:2/"); served != (f.metricsAddr != "") {

@@ -159,7 +159,14 @@ func TestDemoAPI(t *testing.T) {
 			Values map[string]string
 		}
 	}
-	getJSON(t, h, "/api/streams/payroll/rules/"+id, &v)
+	// The tracker turns violated before the evaluation's events reach the
+	// status history (after the save): wait for the samples.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		getJSON(t, h, "/api/streams/payroll/rules/"+id, &v)
+		if len(v.Samples) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if v.Rule.State != "violated" || len(v.Rule.History) < 2 || v.Rule.Band.High != 0.014 {
 		t.Errorf("rule %+v", v.Rule)
 	}
