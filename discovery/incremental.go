@@ -284,49 +284,75 @@ func (e *Incremental) oc(ctx []int, a, b int, desc bool) *incOC {
 	return o
 }
 
-// prune drops the state no dependency uses any more and orders the rest.
+// prune drops the state no dependency uses any more and orders the rest:
+// it finds what the dependencies use (used), drops the rest from the
+// indexes (dropUnused), and rebuilds the ordered lists the checks walk
+// (listFDs, listOCs, listNodes).
 func (e *Incremental) prune() {
-	usedFD := map[*incFD]bool{}
-	usedOC := map[*incOC]bool{}
-	usedNode := map[*incNode]bool{}
-	var mark func(nd *incNode)
-	mark = func(nd *incNode) {
-		for ; nd != nil && !usedNode[nd]; nd = nd.parent {
-			usedNode[nd] = true
+	u := e.used()
+	e.dropUnused(u)
+	e.listFDs()
+	members := e.listOCs()
+	e.listNodes(members)
+}
+
+// incUse is what the tracked dependencies use: their FDs, their OCs with
+// the polarities tracked of each, and the nodes of both with all their
+// ancestors.
+type incUse struct {
+	fds   map[*incFD]bool
+	ocs   map[*incOC][2]bool // asc, desc
+	nodes map[*incNode]bool
+}
+
+// used returns what e.deps use.
+func (e *Incremental) used() incUse {
+	u := incUse{fds: map[*incFD]bool{}, ocs: map[*incOC][2]bool{}, nodes: map[*incNode]bool{}}
+	mark := func(nd *incNode) {
+		for ; nd != nil && !u.nodes[nd]; nd = nd.parent {
+			u.nodes[nd] = true
 		}
 	}
-	pol := map[*incOC][2]bool{}
 	for _, d := range e.deps {
 		if d.fd != nil {
-			usedFD[d.fd] = true
+			u.fds[d.fd] = true
 			mark(d.fd.x)
 			mark(d.fd.xa)
 		}
 		if d.oc != nil {
-			usedOC[d.oc] = true
 			mark(d.oc.x)
-			p := pol[d.oc]
+			p := u.ocs[d.oc]
 			p[boolIndex(d.desc)] = true
-			pol[d.oc] = p
+			u.ocs[d.oc] = p
 		}
 	}
+	return u
+}
+
+// dropUnused deletes from fdBy, ocBy and nodeBy what u does not hold, and
+// sets each OC's polarities to the tracked ones.
+func (e *Incremental) dropUnused(u incUse) {
 	for k, f := range e.fdBy {
-		if !usedFD[f] {
+		if !u.fds[f] {
 			delete(e.fdBy, k)
 		}
 	}
 	for k, o := range e.ocBy {
-		if !usedOC[o] {
+		if pol, ok := u.ocs[o]; !ok {
 			delete(e.ocBy, k)
 		} else {
-			o.asc, o.desc = pol[o][0], pol[o][1]
+			o.asc, o.desc = pol[0], pol[1]
 		}
 	}
 	for k, nd := range e.nodeBy {
-		if !usedNode[nd] {
+		if !u.nodes[nd] {
 			delete(e.nodeBy, k)
 		}
 	}
+}
+
+// listFDs rebuilds e.fds from fdBy, by the key of X ∪ {A}.
+func (e *Incremental) listFDs() {
 	e.fds = e.fds[:0]
 	for _, f := range e.fdBy {
 		e.fds = append(e.fds, f)
@@ -334,6 +360,12 @@ func (e *Incremental) prune() {
 	slices.SortFunc(e.fds, func(x, y *incFD) int {
 		return strings.Compare(x.xa.key, y.xa.key)
 	})
+}
+
+// listOCs rebuilds e.ocs from ocBy, by context and columns, marks ordered
+// exactly the columns an OC compares, and returns the OCs' contexts: the
+// nodes that keep their classes' members.
+func (e *Incremental) listOCs() map[*incNode]bool {
 	e.ocs = e.ocs[:0]
 	ordered := make([]bool, len(e.cols))
 	members := map[*incNode]bool{}
@@ -345,6 +377,18 @@ func (e *Incremental) prune() {
 	for i, c := range e.cols {
 		c.ordered = ordered[i]
 	}
+	slices.SortFunc(e.ocs, func(x, y *incOC) int {
+		return strings.Compare(x.x.key+"|"+strconv.Itoa(x.a)+"~"+strconv.Itoa(x.b),
+			y.x.key+"|"+strconv.Itoa(y.a)+"~"+strconv.Itoa(y.b))
+	})
+	return members
+}
+
+// listNodes rebuilds e.nodes from nodeBy, parents (shorter lists) first
+// and then by key, giving each node the FDs whose X ∪ {A} it is (e.fds
+// must be listed) and keeping members at exactly the nodes in members; a
+// node that starts keeping them is stale.
+func (e *Incremental) listNodes(members map[*incNode]bool) {
 	e.nodes = e.nodes[:0]
 	fdsOf := map[*incNode][]*incFD{}
 	for _, f := range e.fds {
@@ -361,16 +405,11 @@ func (e *Incremental) prune() {
 		}
 		e.nodes = append(e.nodes, nd)
 	}
-	// Deterministic order, parents (shorter lists) first.
 	slices.SortFunc(e.nodes, func(x, y *incNode) int {
 		if len(x.cols) != len(y.cols) {
 			return len(x.cols) - len(y.cols)
 		}
 		return strings.Compare(x.key, y.key)
-	})
-	slices.SortFunc(e.ocs, func(x, y *incOC) int {
-		return strings.Compare(x.x.key+"|"+strconv.Itoa(x.a)+"~"+strconv.Itoa(x.b),
-			y.x.key+"|"+strconv.Itoa(y.a)+"~"+strconv.Itoa(y.b))
 	})
 }
 
