@@ -21,7 +21,8 @@ import (
 )
 
 // TestHelperMember is a monitor process that a test kills: it runs the
-// Config in ODWATCH_MEMBER_CONFIG (JSON) and only runs when re-executed.
+// Config in ODWATCH_MEMBER_CONFIG (JSON), with the Kafka client id in
+// ODWATCH_MEMBER_CLIENT_ID when set, and only runs when re-executed.
 func TestHelperMember(t *testing.T) {
 	raw := os.Getenv("ODWATCH_MEMBER_CONFIG")
 	if raw == "" {
@@ -30,6 +31,11 @@ func TestHelperMember(t *testing.T) {
 	var cfg Config
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		t.Fatal(err)
+	}
+	if id := os.Getenv("ODWATCH_MEMBER_CLIENT_ID"); id != "" {
+		d := *kafka.DefaultDialer
+		d.ClientID = id
+		cfg.Dialer = &d
 	}
 	m, err := NewMonitor(cfg, Options{Logger: testLogger(t)})
 	if err != nil {
@@ -47,12 +53,19 @@ func TestHelperMember(t *testing.T) {
 // with SIGKILL (no leave-group, no commit).
 func startMember(t *testing.T, cfg Config) (kill func()) {
 	t.Helper()
+	return startMemberAs(t, cfg, "")
+}
+
+// startMemberAs is startMember with the child's Kafka client id (the
+// broker shows it as the member's ClientID); "" keeps kafka-go's default.
+func startMemberAs(t *testing.T, cfg Config, clientID string) (kill func()) {
+	t.Helper()
 	raw, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMember$", "-test.v")
-	cmd.Env = append(os.Environ(), "ODWATCH_MEMBER_CONFIG="+string(raw))
+	cmd.Env = append(os.Environ(), "ODWATCH_MEMBER_CONFIG="+string(raw), "ODWATCH_MEMBER_CLIENT_ID="+clientID)
 	if testing.Verbose() {
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	}
