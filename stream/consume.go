@@ -296,7 +296,16 @@ func (m *Monitor) consume(ctx context.Context) error {
 		// out); a join that gives up first leaves and joins again as a
 		// new member, which changes the group again: two members doing
 		// so kept a group from ever forming. So a join waits two
-		// rebalance timeouts (other requests one).
+		// rebalance timeouts (other requests one). kafka-go has one
+		// Timeout for every request, so a heartbeat, a commit and the
+		// LeaveGroup also wait up to RebalanceTimeout + 5 s, longer
+		// than the session: a member cut off from the coordinator alone
+		// (its partitions' leaders still reachable) keeps its
+		// generation up to HeartbeatInterval + that after its last
+		// heartbeat, while the group gives its topics away after
+		// SessionTimeout. With one broker (a hung or unreachable one)
+		// it fetches nothing meanwhile: /readyz is 503 from the first
+		// failed fetch.
 		Timeout:     m.cfg.RebalanceTimeout + 5*time.Second,
 		StartOffset: kafka.FirstOffset,
 		Logger:      kafkaLogger{m.log},
