@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/odwatch/odwatch/discovery/codeindex"
@@ -82,9 +83,14 @@ func compareTimeKeys(x, y timeKey) int {
 }
 
 // idSpace gives equal keys one dense id, reference counted by the codes
-// holding it.
+// holding it. Its index is an open-addressing table with linear probing
+// and backward-shift deletion, as codeindex's: over a sliding window every
+// key is eventually deleted, and a Go map's tombstones made lookups and
+// deletes a tenth of a check.
 type idSpace[K comparable] struct {
-	ids   map[K]uint32
+	hash  func(K) uint64
+	slots []idSlot // power-of-two length, or nil
+	n     int
 	keys  []K      // id-1 → key
 	refs  []uint32 // id-1 → codes
 	free  []uint32
@@ -92,12 +98,91 @@ type idSpace[K comparable] struct {
 	gone  []uint32 // ids freed by the last settle
 }
 
-func (s *idSpace[K]) ref(k K) uint32 {
-	if s.ids == nil {
-		s.ids = map[K]uint32{}
+type idSlot struct {
+	id, hash uint32 // id 0 = empty
+}
+
+func hashBits(k uint64) uint64 { return k * 0x9E3779B97F4A7C15 }
+
+func hashTime(k timeKey) uint64 {
+	return hashBits(uint64(k.sec)*0xBF58476D1CE4E5B9 ^ uint64(k.nsec))
+}
+
+// find returns k's id (0 if absent) and its hash.
+func (s *idSpace[K]) find(k K) (id, h uint32) {
+	h = uint32(s.hash(k) >> 32)
+	if s.n == 0 {
+		return 0, h
 	}
-	id, ok := s.ids[k]
-	if !ok {
+	mask := uint32(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := s.slots[i]
+		if sl.id == 0 {
+			return 0, h
+		}
+		if sl.hash == h && s.keys[sl.id-1] == k {
+			return sl.id, h
+		}
+	}
+}
+
+func (s *idSpace[K]) insert(id, h uint32) {
+	if 2*(s.n+1) > len(s.slots) {
+		old := s.slots
+		s.slots = make([]idSlot, max(2*len(old), 16))
+		mask := uint32(len(s.slots) - 1)
+		for _, sl := range old {
+			if sl.id != 0 {
+				i := sl.hash & mask
+				for s.slots[i].id != 0 {
+					i = (i + 1) & mask
+				}
+				s.slots[i] = sl
+			}
+		}
+	}
+	mask := uint32(len(s.slots) - 1)
+	i := h & mask
+	for s.slots[i].id != 0 {
+		i = (i + 1) & mask
+	}
+	s.slots[i] = idSlot{id: id, hash: h}
+	s.n++
+}
+
+// remove deletes id (present, with key k) from the index.
+func (s *idSpace[K]) remove(id uint32, k K) {
+	mask := uint32(len(s.slots) - 1)
+	i := uint32(s.hash(k)>>32) & mask
+	for s.slots[i].id != id {
+		i = (i + 1) & mask
+	}
+	s.n--
+	for j := i; ; {
+		j = (j + 1) & mask
+		sl := s.slots[j]
+		if sl.id == 0 {
+			break
+		}
+		// sl may move to the hole at i unless its home slot lies
+		// cyclically in (i, j].
+		home := sl.hash & mask
+		if i <= j {
+			if i < home && home <= j {
+				continue
+			}
+		} else if i < home || home <= j {
+			continue
+		}
+		s.slots[i] = sl
+		i = j
+	}
+	s.slots[i] = idSlot{}
+}
+
+func (s *idSpace[K]) ref(k K) uint32 {
+	id, h := s.find(k)
+	if id == 0 {
 		if n := len(s.free); n > 0 {
 			id = s.free[n-1]
 			s.free = s.free[:n-1]
@@ -107,7 +192,7 @@ func (s *idSpace[K]) ref(k K) uint32 {
 			s.refs = append(s.refs, 0)
 			id = uint32(len(s.keys))
 		}
-		s.ids[k] = id
+		s.insert(id, h)
 		s.fresh = append(s.fresh, id)
 	}
 	s.refs[id-1]++
@@ -117,7 +202,7 @@ func (s *idSpace[K]) ref(k K) uint32 {
 func (s *idSpace[K]) unref(id uint32) {
 	s.refs[id-1]--
 	if s.refs[id-1] == 0 {
-		delete(s.ids, s.keys[id-1])
+		s.remove(id, s.keys[id-1])
 		s.free = append(s.free, id)
 		s.gone = append(s.gone, id)
 	}
@@ -144,6 +229,8 @@ func newIncColumn(name string, slots int, temporalOK bool) *incColumn {
 		codes:      make([]uint32, slots),
 		index:      codeindex.New(),
 		temporalOK: temporalOK,
+		nums:       idSpace[uint64]{hash: hashBits},
+		times:      idSpace[timeKey]{hash: hashTime},
 		text:       orderList{stride: labelStride},
 		time:       orderList{stride: labelStride},
 	}
@@ -153,6 +240,9 @@ func newIncColumn(name string, slots int, temporalOK bool) *incColumn {
 // order is the numbers' order, -0 and +0 alike, never 0), or 0 when v is
 // not a number in EncodeTyped's sense (NaN counts as text).
 func numberBits(v string) uint64 {
+	if !mayBeNumber(v) {
+		return 0 // spares ParseFloat's error, which allocates
+	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil && errors.Is(err, strconv.ErrRange) {
 		err = nil
@@ -168,6 +258,22 @@ func numberBits(v string) uint64 {
 		return ^b
 	}
 	return b | 1<<63
+}
+
+// floatLetters are the bytes other than digits that can appear in a
+// number ParseFloat accepts: signs, point, underscore, hexadecimal digits
+// and exponents, the 0x prefix, and the letters of inf, infinity and nan.
+const floatLetters = "+-._abcdefABCDEFpPxXiInNtTyY"
+
+// mayBeNumber is false when v has a byte no number has (a timestamp's
+// colon, a word's letters), so that ParseFloat cannot accept it.
+func mayBeNumber(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; (b < '0' || b > '9') && strings.IndexByte(floatLetters, b) < 0 {
+			return false
+		}
+	}
+	return len(v) > 0
 }
 
 // intern returns the code of v, taking a reference.
