@@ -69,10 +69,13 @@ type Incremental struct {
 	entered, left         int
 
 	// Scratch of the OC recounts.
-	items  []ocItem
-	la, lb []uint64
-	seq    []uint32
-	tails  []uint64
+	items    []ocPair
+	la, lb   []uint64
+	mla, mlb []uint64 // merged pairs (see mergeSorted)
+	// scratchSlack is how much larger than twice the merged pairs the
+	// scratch may be and still become a class's (defaultScratchSlack).
+	scratchSlack int
+	tails        []uint64
 }
 
 type incDep struct {
@@ -108,6 +111,9 @@ type IncrementalOptions struct {
 // class is cheaper to sort again than to keep sorted.
 const DefaultSortedMin = 16
 
+// defaultScratchSlack is Incremental.scratchSlack's value.
+const defaultScratchSlack = 64
+
 // initialSlots is the ring's first capacity (a power of two).
 const initialSlots = 1024
 
@@ -140,6 +146,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		maxStale:  opts.MaxStale,
 
 		recountBudget: opts.RecountBudget,
+		scratchSlack:  defaultScratchSlack,
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin
@@ -465,7 +472,7 @@ func (e *Incremental) flush() {
 		for _, o := range e.ocs {
 			if !o.stale && !o.x.stale {
 				for s := e.from; s != e.from+appliedLeft; s++ {
-					o.touch(o.x.class(s&e.mask), s, false)
+					o.touch(e, o.x.class(s&e.mask), s, false)
 				}
 			}
 		}
@@ -515,7 +522,7 @@ func (e *Incremental) flush() {
 	for _, o := range e.ocs {
 		if !o.stale && !o.x.stale {
 			for s := start; s != end; s++ {
-				o.touch(o.x.class(s&e.mask), s, true)
+				o.touch(e, o.x.class(s&e.mask), s, true)
 			}
 		}
 	}

@@ -1,9 +1,7 @@
 package discovery
 
 import (
-	"cmp"
 	"slices"
-	"sort"
 )
 
 // incOC keeps the removals of X: A ~ B, both polarities, over the classes
@@ -31,36 +29,53 @@ type incOC struct {
 	stale       bool
 }
 
-// sortedClass is a large class's rows ordered by (label A, label B): rows
-// that left are dropped (they are older than the window's oldest row) and
-// rows that arrived (pending) merged in at the next recount. Only label B
-// is kept (the LNDS reads it in order); label A, needed to place a new row
-// and to find runs of equal A, is looked up from the row: 12 bytes a row.
+// sortedClass is a large class's rows as (label A, label B) pairs in
+// order. Rows that arrived since the last recount (pending, by row) and
+// the pairs of merged rows that left (dead, taken as they leave, while
+// their codes are still the window's) are merged in and out at the next
+// recount: the rows with seq before merged were merged, the later ones
+// are pending. Equal pairs are interchangeable, so the pairs are all a
+// recount needs: 16 bytes a row, and nothing looked up per merged row.
 type sortedClass struct {
-	lb      []uint64
-	seq     []uint32
+	la, lb  []uint64
+	merged  uint32
 	pending []uint32
+	dead    []ocPair
 }
 
-// ocItem is one row of a class being recounted.
-type ocItem struct {
-	la, lb uint64
-	seq    uint32
+// ocPair is a row's labels of A and B.
+type ocPair struct{ la, lb uint64 }
+
+func comparePairs(x, y ocPair) int {
+	switch {
+	case x.la != y.la:
+		if x.la < y.la {
+			return -1
+		}
+		return 1
+	case x.lb < y.lb:
+		return -1
+	case x.lb > y.lb:
+		return 1
+	}
+	return 0
 }
 
-func compareOCItems(x, y ocItem) int {
-	return cmp.Or(cmp.Compare(x.la, y.la), cmp.Compare(x.lb, y.lb))
-}
+func pairBelow(x, y ocPair) bool { return x.la < y.la || x.la == y.la && x.lb < y.lb }
 
-func (o *incOC) touch(c, seq uint32, entered bool) {
+func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 	o.touchClass(c)
+	sc := o.big[c]
 	if entered {
 		o.ins++
-		if sc := o.big[c]; sc != nil {
+		if sc != nil {
 			sc.pending = append(sc.pending, seq)
 		}
-	} else {
-		o.del++
+		return
+	}
+	o.del++
+	if sc != nil && int32(seq-sc.merged) < 0 {
+		sc.dead = append(sc.dead, o.pair(e, seq))
 	}
 }
 
@@ -129,26 +144,18 @@ func (o *incOC) recount(e *Incremental) {
 	o.ins, o.del, o.mustRecount = 0, 0, false
 }
 
-func (o *incOC) item(e *Incremental, seq uint32) ocItem {
+func (o *incOC) pair(e *Incremental, seq uint32) ocPair {
 	slot := seq & e.mask
 	ca, cb := e.cols[o.a], e.cols[o.b]
-	return ocItem{la: ca.orderOf(ca.codes[slot]), lb: cb.orderOf(cb.codes[slot]), seq: seq}
+	return ocPair{la: ca.orderOf(ca.codes[slot]), lb: cb.orderOf(cb.codes[slot])}
 }
 
 func (o *incOC) recountSmall(e *Incremental, c uint32) (asc, desc int) {
 	items := e.items[:0]
 	for _, s := range o.x.members[c].live() {
-		items = append(items, o.item(e, s))
+		items = append(items, o.pair(e, s))
 	}
-	if len(items) <= 16 {
-		for i := 1; i < len(items); i++ {
-			for j := i; j > 0 && compareOCItems(items[j], items[j-1]) < 0; j-- {
-				items[j], items[j-1] = items[j-1], items[j]
-			}
-		}
-	} else {
-		slices.SortFunc(items, compareOCItems)
-	}
+	sortPairs(items)
 	e.items = items
 	la, lb := e.la[:0], e.lb[:0]
 	for _, it := range items {
@@ -159,7 +166,54 @@ func (o *incOC) recountSmall(e *Incremental, c uint32) (asc, desc int) {
 	return o.lnds(e, la, lb)
 }
 
-// recountSorted brings the sorted rows of class c up to date (building
+// sortPairs sorts pairs: a quicksort with a median-of-three pivot, and
+// insertion sort for short ranges (a specialised sort: slices.SortFunc
+// calling a comparison was half of a recount's time).
+func sortPairs(ps []ocPair) {
+	for len(ps) > 16 {
+		m := len(ps) / 2
+		last := len(ps) - 1
+		if pairBelow(ps[m], ps[0]) {
+			ps[m], ps[0] = ps[0], ps[m]
+		}
+		if pairBelow(ps[last], ps[0]) {
+			ps[last], ps[0] = ps[0], ps[last]
+		}
+		if pairBelow(ps[last], ps[m]) {
+			ps[last], ps[m] = ps[m], ps[last]
+		}
+		pivot := ps[m]
+		i, j := 0, last
+		for i <= j {
+			for pairBelow(ps[i], pivot) {
+				i++
+			}
+			for pairBelow(pivot, ps[j]) {
+				j--
+			}
+			if i <= j {
+				ps[i], ps[j] = ps[j], ps[i]
+				i++
+				j--
+			}
+		}
+		// Recurse into the smaller side, loop on the larger.
+		if j+1 < len(ps)-i {
+			sortPairs(ps[:j+1])
+			ps = ps[i:]
+		} else {
+			sortPairs(ps[i:])
+			ps = ps[:j+1]
+		}
+	}
+	for i := 1; i < len(ps); i++ {
+		for j := i; j > 0 && pairBelow(ps[j], ps[j-1]); j-- {
+			ps[j], ps[j-1] = ps[j-1], ps[j]
+		}
+	}
+}
+
+// recountSorted brings the sorted pairs of class c up to date (building
 // them from the member list the first time) and counts on them.
 func (o *incOC) recountSorted(e *Incremental, c uint32) (asc, desc int) {
 	sc := o.big[c]
@@ -168,92 +222,86 @@ func (o *incOC) recountSorted(e *Incremental, c uint32) (asc, desc int) {
 		o.big[c] = sc
 		sc.pending = append(sc.pending, o.x.members[c].live()...)
 	}
-	// Drop the rows that left: they are older than the window.
-	k := 0
-	for i, s := range sc.seq {
-		if e.alive(s) {
-			sc.lb[k], sc.seq[k] = sc.lb[i], s
-			k++
-		}
-	}
-	sc.lb, sc.seq = sc.lb[:k], sc.seq[:k]
-	if len(sc.pending) > 0 {
+	if len(sc.pending) > 0 || len(sc.dead) > 0 {
 		items := e.items[:0]
 		for _, s := range sc.pending {
 			if e.alive(s) {
-				items = append(items, o.item(e, s))
+				items = append(items, o.pair(e, s))
 			}
 		}
-		sc.pending = sc.pending[:0]
-		slices.SortFunc(items, compareOCItems)
+		sortPairs(items)
+		sortPairs(sc.dead)
 		e.items = items
-		o.mergeInto(e, sc, items)
+		e.mergeSorted(sc, items, sc.dead)
+		sc.pending, sc.dead = sc.pending[:0], sc.dead[:0]
 	}
-	var la []uint64
-	if o.desc {
-		la = e.la[:0]
-		for _, s := range sc.seq {
-			la = append(la, o.labelA(e, s))
-		}
-		e.la = la
-	}
-	return o.lnds(e, la, sc.lb)
+	sc.merged = e.to
+	return o.lnds(e, sc.la, sc.lb)
 }
 
-func (o *incOC) labelA(e *Incremental, seq uint32) uint64 {
-	ca := e.cols[o.a]
-	return ca.orderOf(ca.codes[seq&e.mask])
-}
-
-// mergeInto merges the sorted items into sc: each item's place is found by
-// a binary search from the previous one's, and the rows in between are
-// copied as a run.
-func (o *incOC) mergeInto(e *Incremental, sc *sortedClass, items []ocItem) {
-	n := len(sc.seq) + len(items)
-	// The merged rows go to the scratch arrays, which then belong to the
-	// class (its old ones become the scratch): scratch much larger than
-	// the class would leave a small class holding a large class's memory.
-	lb, seq := e.lb[:0], e.seq[:0]
-	if cap(lb) > 2*n+64 {
-		lb = nil
-	}
-	if cap(seq) > 2*n+64 {
-		seq = nil
-	}
-	lb, seq = slices.Grow(lb, n), slices.Grow(seq, n)
-	// after reports whether row m of the class comes after it.
-	after := func(m int, it ocItem) bool {
-		la := o.labelA(e, sc.seq[m])
-		return la > it.la || (la == it.la && sc.lb[m] > it.lb)
-	}
-	from := 0 // rows before from are copied
-	for k, it := range items {
-		if from == len(sc.seq) || !after(len(sc.seq)-1, it) {
-			// It and the items after it come after every row left (new
-			// rows of an increasing column do).
-			lb, seq = append(lb, sc.lb[from:]...), append(seq, sc.seq[from:]...)
-			from = len(sc.seq)
-			for _, rest := range items[k:] {
-				lb, seq = append(lb, rest.lb), append(seq, rest.seq)
-			}
-			break
+// mergeSorted rebuilds sc's pairs without the pairs of dead and with
+// those of items (both sorted): each is placed by galloping from the
+// previous one's place, and the pairs in between are copied as a run.
+func (e *Incremental) mergeSorted(sc *sortedClass, items, dead []ocPair) {
+	n := len(sc.la) - len(dead) + len(items)
+	la, lb := slices.Grow(e.mla[:0], n), slices.Grow(e.mlb[:0], n)
+	from, i, d := 0, 0, 0
+	for i < len(items) || d < len(dead) {
+		gone := d < len(dead) && (i == len(items) || comparePairs(dead[d], items[i]) <= 0)
+		p := ocPair{}
+		if gone {
+			p = dead[d]
+		} else {
+			p = items[i]
 		}
-		// The first row after it (one exists): gallop from the previous
-		// item's place, then search the last step.
-		lo, hi := from, from
-		for step := 1; !after(hi, it); step *= 2 {
-			lo = hi + 1
-			hi = min(hi+step, len(sc.seq)-1)
-		}
-		j := lo + sort.Search(hi-lo, func(m int) bool { return after(lo+m, it) })
-		lb, seq = append(lb, sc.lb[from:j]...), append(seq, sc.seq[from:j]...)
+		j := gallopPairs(sc.la, sc.lb, from, p)
+		la, lb = append(la, sc.la[from:j]...), append(lb, sc.lb[from:j]...)
 		from = j
-		lb, seq = append(lb, it.lb), append(seq, it.seq)
+		if gone {
+			if j == len(sc.la) || sc.la[j] != p.la || sc.lb[j] != p.lb {
+				panic("discovery: internal error: a row that left an OC class is not in its sorted pairs")
+			}
+			from++
+			d++
+		} else {
+			la, lb = append(la, p.la), append(lb, p.lb)
+			i++
+		}
 	}
-	lb, seq = append(lb, sc.lb[from:]...), append(seq, sc.seq[from:]...)
-	// The merged rows become the class's; its old arrays the scratch.
-	e.lb, e.seq = sc.lb[:0], sc.seq[:0]
-	sc.lb, sc.seq = lb, seq
+	la, lb = append(la, sc.la[from:]...), append(lb, sc.lb[from:]...)
+	if cap(la) <= 2*len(la)+e.scratchSlack {
+		// The merged pairs become the class's, its old arrays the scratch.
+		e.mla, e.mlb = sc.la[:0], sc.lb[:0]
+		sc.la, sc.lb = la, lb
+		return
+	}
+	// Scratch much larger than the class: the class keeps its own arrays
+	// rather than a larger class's memory.
+	sc.la, sc.lb = append(sc.la[:0], la...), append(sc.lb[:0], lb...)
+	e.mla, e.mlb = la[:0], lb[:0]
+}
+
+// gallopPairs returns the first index from from on whose pair is not
+// below p, galloping from from and then searching the last step.
+func gallopPairs(la, lb []uint64, from int, p ocPair) int {
+	below := func(j int) bool { return la[j] < p.la || la[j] == p.la && lb[j] < p.lb }
+	if from == len(la) || !below(from) {
+		return from
+	}
+	lo, hi := from, from+1 // below(lo); the answer is in (lo, hi]
+	for step := 1; hi < len(la) && below(hi); step *= 2 {
+		lo, hi = hi, hi+step
+	}
+	hi = min(hi, len(la))
+	for lo+1 < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if below(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
 }
 
 // lnds returns the removals of one class ordered by (la, lb): the rows
