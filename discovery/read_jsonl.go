@@ -57,49 +57,13 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInf
 		return nil, info, err
 	}
 	defer closeIn()
-	br, ok := in.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReaderSize(in, 1<<16)
-	}
-
-	b, _ := NewTableBuilder(nil)
-	f := Flattener{MaxDepth: opts.MaxDepth}
-	var row []uint32 // codes of the current record, by column
-	var long []byte  // a line longer than br's buffer
-	emit := func(name, value []byte, null bool) {
-		col, ok := b.Column(string(name))
-		if !ok {
-			// The name is new; a JSON key may be "", which AddColumn
-			// refuses but a record can legitimately hold.
-			col = b.addColumnUnchecked(string(name))
-			row = append(row, 0)
-		}
-		if null {
-			row[col] = 0
-			return
-		}
-		row[col] = b.Code(col, value)
-	}
-
-	for line := 1; ; line++ {
-		if opts.MaxRows > 0 && b.rows >= opts.MaxRows {
-			break
-		}
-		data, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			long = append(long[:0], data...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				data, err = br.ReadSlice('\n')
-				long = append(long, data...)
-			}
-			data = long
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, info, fmt.Errorf("line %d: reading input: %w", line, err)
-		}
-		atEOF := err != nil
-		if line == 1 {
-			data = bytes.TrimPrefix(data, []byte("\uFEFF")) // a byte order mark
+	lines := newLineReader(in)
+	recs := newJSONRecords(opts.MaxDepth)
+	b := recs.b
+	for opts.MaxRows <= 0 || b.rows < opts.MaxRows {
+		data, atEOF, err := lines.next()
+		if err != nil {
+			return nil, info, err
 		}
 		if len(bytes.TrimSpace(data)) == 0 {
 			if atEOF {
@@ -108,17 +72,13 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInf
 			info.BlankLines++
 			continue
 		}
-		clear(row)
-		st, ferr := f.Flatten(data, emit)
-		if ferr != nil {
-			return nil, info, &InputError{Line: line, Err: ferr}
-		}
-		info.Skipped += st.Ignored
-		if err := b.AppendCodes(row); err != nil {
-			return nil, info, &InputError{Line: line, Err: err}
+		skipped, err := recs.add(data)
+		info.Skipped += skipped
+		if err != nil {
+			return nil, info, &InputError{Line: lines.line, Err: err}
 		}
 		if opts.Lines != nil {
-			opts.Lines.add(b.rows-1, line)
+			opts.Lines.add(b.rows-1, lines.line)
 		}
 		if opts.Progress != nil && b.rows%progressEvery == 0 {
 			opts.Progress(b.rows)
@@ -131,4 +91,87 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInf
 		opts.Progress(b.rows)
 	}
 	return b, info, nil
+}
+
+// lineReader reads the lines of an input, however long, numbering them
+// from 1 and dropping a byte order mark at the start.
+type lineReader struct {
+	br   *bufio.Reader
+	long []byte // a line longer than br's buffer
+	line int    // the number of the line last returned
+}
+
+func newLineReader(in io.Reader) *lineReader {
+	br, ok := in.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(in, 1<<16)
+	}
+	return &lineReader{br: br}
+}
+
+// next returns the next line with its newline, valid until the next call,
+// and whether it is the last one (then possibly empty). A read error names
+// the line.
+func (lr *lineReader) next() (data []byte, atEOF bool, err error) {
+	lr.line++
+	data, err = lr.br.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		lr.long = append(lr.long[:0], data...)
+		for errors.Is(err, bufio.ErrBufferFull) {
+			data, err = lr.br.ReadSlice('\n')
+			lr.long = append(lr.long, data...)
+		}
+		data = lr.long
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, false, fmt.Errorf("line %d: reading input: %w", lr.line, err)
+	}
+	if lr.line == 1 {
+		data = bytes.TrimPrefix(data, []byte("\uFEFF")) // a byte order mark
+	}
+	return data, err != nil, nil
+}
+
+// jsonRecords appends JSON objects to a TableBuilder as rows: each field
+// of the flattened object sets its column's code, a new name adding a
+// column, and the fields a record lacks are NULL.
+type jsonRecords struct {
+	b    *TableBuilder
+	f    Flattener
+	row  []uint32                            // codes of the current record, by column
+	emit func(name, value []byte, null bool) // set, bound once
+}
+
+func newJSONRecords(maxDepth int) *jsonRecords {
+	b, _ := NewTableBuilder(nil)
+	r := &jsonRecords{b: b, f: Flattener{MaxDepth: maxDepth}}
+	r.emit = r.set
+	return r
+}
+
+// set is the Flattener's emit: one field of the current record.
+func (r *jsonRecords) set(name, value []byte, null bool) {
+	col, ok := r.b.Column(string(name))
+	if !ok {
+		// The name is new; a JSON key may be "", which AddColumn
+		// refuses but a record can legitimately hold.
+		col = r.b.addColumnUnchecked(string(name))
+		r.row = append(r.row, 0)
+	}
+	if null {
+		r.row[col] = 0
+		return
+	}
+	r.row[col] = r.b.Code(col, value)
+}
+
+// add appends the record data, one JSON object, as a row, and returns the
+// number of values it ignored (arrays).
+func (r *jsonRecords) add(data []byte) (ignored int, err error) {
+	clear(r.row)
+	st, err := r.f.Flatten(data, r.emit)
+	if err != nil {
+		return 0, err
+	}
+	return st.Ignored, r.b.AppendCodes(r.row)
 }
