@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -26,7 +27,7 @@ import (
 // maxBatchWait, or at an evaluation boundary of a stream, so that the
 // snapshot of a window end is taken right after the batch that completes it.
 const (
-	maxBatch     = 2000
+	maxBatch     = 16384
 	maxBatchWait = 50 * time.Millisecond
 	// readerMaxBytes is the fetch size. A larger record still comes back
 	// alone (brokers return the first batch whatever its size, KIP-74), so
@@ -245,15 +246,26 @@ func (l kafkaLogger) Printf(format string, args ...any) {
 	l.log.Debug("kafka group: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
 
-// fetched is a record of an assigned partition; or, with mark, whether the
-// partition's last fetch reached its high watermark (msg carries only the
-// topic and partition); or the permanent error that stopped its fetcher.
+// fetched is records of an assigned partition, in offset order; or, with
+// mark, whether the partition's last fetch reached its high watermark; or
+// the permanent error that stopped its fetcher.
 type fetched struct {
-	msg      kafka.Message
+	tp       topicPartition
+	msgs     []kafka.Message
 	err      error
 	mark     bool
 	caughtUp bool
 }
+
+// Fetchers hand records over in chunks of up to fetchChunk (one channel
+// send per chunk, not per record), their keys and values copied into slabs
+// of fetchSlab bytes shared by the chunk's records; at most fetchQueue
+// chunks wait in the channel.
+const (
+	fetchChunk = 1024
+	fetchSlab  = 128 << 10
+	fetchQueue = 16
+)
 
 type topicPartition struct {
 	topic     string
@@ -449,7 +461,7 @@ func (g *generation) end() error {
 // startFetchers makes a merger per assigned topic and starts a fetcher per
 // partition from its start offset; the returned func stops them and waits.
 func (g *generation) startFetchers(client *kafka.Client, a assignment) (stop func()) {
-	g.msgs = make(chan fetched, maxBatch)
+	g.msgs = make(chan fetched, fetchQueue)
 	fctx, stopFetch := context.WithCancel(g.wctx)
 	var wg sync.WaitGroup
 	g.mergers = map[string]*merger{}
@@ -499,18 +511,18 @@ func (g *generation) release(now time.Time) (n int, ok bool, err error) {
 	return n, true, nil
 }
 
-// take hands a fetched record (or mark) to its topic's merger and releases
-// what may go.
+// take hands fetched records (or a mark) to their topic's merger and
+// releases what may go.
 func (g *generation) take(f fetched) (int, bool, error) {
 	if f.err != nil {
 		return 0, false, errors.Join(f.err, g.m.endGeneration(g.ctx, g.gen, g.b))
 	}
-	mg := g.mergers[f.msg.Topic]
+	mg := g.mergers[f.tp.topic]
 	now := time.Now()
 	if f.mark {
-		mg.mark(f.msg.Partition, f.caughtUp, now)
+		mg.mark(f.tp.partition, f.caughtUp, now)
 	} else {
-		mg.push(f.msg, now)
+		mg.push(f.tp.partition, f.msgs, now)
 	}
 	return g.release(now)
 }
@@ -667,37 +679,100 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 		}
 		b.reset()
 		m.health.ok(who)
-		for {
-			rec, err := res.Records.ReadRecord()
-			if err != nil {
-				cancel()
-				break // end of the fetched batches (or of their readable part)
-			}
-			key, value := readBytes(rec.Key), readBytes(rec.Value)
-			if rec.Offset < offset {
-				continue // a batch may start before the offset asked for
-			}
-			offset = rec.Offset + 1
-			msg := kafka.Message{
-				Topic: tp.topic, Partition: tp.partition, Offset: rec.Offset, HighWaterMark: res.HighWatermark,
-				Key: key, Value: value, Headers: rec.Headers, Time: rec.Time,
-			}
-			select {
-			case out <- fetched{msg: msg}:
-			case <-ctx.Done():
-				cancel()
-				return
-			}
+		next, ok := sendFetched(ctx, tp, res, offset, out)
+		cancel()
+		if !ok {
+			return
 		}
+		offset = next
 		// A fetch from kafka.FirstOffset that returned nothing found an
 		// empty partition.
 		caughtUp := offset >= res.HighWatermark || offset < 0
-		mark := fetched{msg: kafka.Message{Topic: tp.topic, Partition: tp.partition}, mark: true, caughtUp: caughtUp}
 		select {
-		case out <- mark:
+		case out <- fetched{tp: tp, mark: true, caughtUp: caughtUp}:
 		case <-ctx.Done():
 			return
 		}
+	}
+}
+
+// sendFetched sends the records of a fetch response at or past offset to
+// out in chunks (fetchChunk), and returns the offset to fetch next; false
+// when ctx ended first.
+func sendFetched(ctx context.Context, tp topicPartition, res *kafka.FetchResponse, offset int64, out chan<- fetched) (int64, bool) {
+	var (
+		chunk []kafka.Message
+		slab  slab
+	)
+	send := func() bool {
+		if len(chunk) == 0 {
+			return true
+		}
+		select {
+		case out <- fetched{tp: tp, msgs: chunk}:
+			chunk = nil
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	for {
+		rec, err := res.Records.ReadRecord()
+		if err != nil {
+			break // end of the fetched batches (or of their readable part)
+		}
+		if rec.Offset < offset {
+			closeBytes(rec.Key)
+			closeBytes(rec.Value)
+			continue // a batch may start before the offset asked for
+		}
+		offset = rec.Offset + 1
+		if chunk == nil {
+			chunk = make([]kafka.Message, 0, fetchChunk)
+		}
+		chunk = append(chunk, kafka.Message{
+			Topic: tp.topic, Partition: tp.partition, Offset: rec.Offset, HighWaterMark: res.HighWatermark,
+			Key: slab.read(rec.Key), Value: slab.read(rec.Value), Headers: rec.Headers, Time: rec.Time,
+		})
+		if len(chunk) == fetchChunk && !send() {
+			return offset, false
+		}
+	}
+	return offset, send()
+}
+
+// slab copies records' keys and values into shared buffers of fetchSlab
+// bytes: one allocation per slab rather than per key or value. A slab is
+// never written again where a returned slice points.
+type slab struct{ buf []byte }
+
+// read reads and closes a record's key or value (nil stays nil; unreadable
+// reads as nil).
+func (s *slab) read(b kafka.Bytes) []byte {
+	if b == nil {
+		return nil
+	}
+	defer b.Close()
+	n := b.Len()
+	if n == 0 {
+		return []byte{}
+	}
+	if cap(s.buf)-len(s.buf) < n {
+		s.buf = make([]byte, 0, max(fetchSlab, n))
+	}
+	from := len(s.buf)
+	v := s.buf[from : from+n : from+n]
+	if _, err := io.ReadFull(b, v); err != nil {
+		return nil
+	}
+	s.buf = s.buf[:from+n]
+	return v
+}
+
+// closeBytes closes a record's key or value without reading it.
+func closeBytes(b kafka.Bytes) {
+	if b != nil {
+		_ = b.Close()
 	}
 }
 
@@ -734,7 +809,7 @@ func (m *Monitor) anyDue() bool {
 }
 
 // add processes one fetched message for every stream on its topic.
-func (m *Monitor) add(ctx context.Context, msg kafka.Message, b *batch) error {
+func (m *Monitor) add(ctx context.Context, msg *kafka.Message, b *batch) error {
 	for _, s := range m.byTopic[msg.Topic] {
 		if err := s.add(ctx, msg, &b.dlq); err != nil {
 			return err
@@ -748,7 +823,7 @@ func (m *Monitor) add(ctx context.Context, msg kafka.Message, b *batch) error {
 // add appends msg to the window and the open batch. A record interrupted
 // by ctx (a decode waiting for the registry) leaves no trace: it is fetched
 // again.
-func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Message) error {
+func (s *streamRun) add(ctx context.Context, msg *kafka.Message, dlq *[]kafka.Message) error {
 	p := int32(msg.Partition)
 	if next, known := s.next[p]; known && msg.Offset < next {
 		s.consumed.Inc()
@@ -791,7 +866,7 @@ func (s *streamRun) add(ctx context.Context, msg kafka.Message, dlq *[]kafka.Mes
 // (a retryable DecodeError: the record is not at fault) it waits and tries
 // again, with capped exponential backoff, rather than dead-lettering good
 // records: consumption pauses, the lag grows, and it resumes by itself.
-func (s *streamRun) decode(ctx context.Context, msg kafka.Message) error {
+func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := s.dec.Decode(ctx, msg.Value, &s.rec)
@@ -814,7 +889,7 @@ func (s *streamRun) decode(ctx context.Context, msg kafka.Message) error {
 }
 
 // reject counts, logs and dead-letters an undecodable record.
-func (s *streamRun) reject(msg kafka.Message, de *DecodeError, dlq *[]kafka.Message) {
+func (s *streamRun) reject(msg *kafka.Message, de *DecodeError, dlq *[]kafka.Message) {
 	s.m.metrics.rejected.WithLabelValues(s.name, de.Reason).Inc()
 	if s.rejectLog.allow(time.Now()) {
 		s.log.Warn("record rejected", "partition", msg.Partition, "offset", msg.Offset,

@@ -32,33 +32,38 @@ var (
 // live records stamped alike are ordered alike by every member. Records of
 // one partition keep their offset order.
 //
-// Transitions, per partition: push(record) queues it and clears caughtUp;
-// mark(caughtUp, at) records what the partition's last fetch said and when
-// it came back. next(now) pops the smallest head r when every partition
-// with nothing queued is caught up as of a fetch that came back at least
-// mergeGrace after r's time; or when r waited mergeMaxHold; or when more
-// than mergeMaxBuffered records wait.
+// Transitions, per partition: push(records) queues them and clears
+// caughtUp; mark(caughtUp, at) records what the partition's last fetch said
+// and when it came back. next(now) pops the smallest head r when every
+// partition with nothing queued is caught up as of a fetch that came back at
+// least mergeGrace after r's time; or when r waited mergeMaxHold; or when
+// more than mergeMaxBuffered records wait.
+//
+// Records are queued in the chunks the fetchers hand over and popped in
+// place: a record is never copied, and a chunk is dropped whole once popped.
 type merger struct {
 	parts    map[int]*mergeQueue
+	queues   []*mergeQueue // parts' values, for next's scans
 	buffered int
 }
 
 type mergeQueue struct {
-	msgs     []mergeItem
+	chunks   []mergeChunk // oldest first; the head is chunks[0].msgs[head]
 	head     int
 	caughtUp bool
 	markedAt time.Time
 }
 
-type mergeItem struct {
-	msg kafka.Message
-	at  time.Time // when it was pushed
+// mergeChunk is records of one partition in offset order, pushed at at.
+type mergeChunk struct {
+	msgs []kafka.Message
+	at   time.Time
 }
 
 func newMerger(partitions []int) *merger {
 	g := &merger{parts: make(map[int]*mergeQueue, len(partitions))}
 	for _, p := range partitions {
-		g.parts[p] = &mergeQueue{}
+		g.queue(p)
 	}
 	return g
 }
@@ -68,16 +73,24 @@ func (g *merger) queue(p int) *mergeQueue {
 	if q == nil {
 		q = &mergeQueue{}
 		g.parts[p] = q
+		g.queues = append(g.queues, q)
 	}
 	return q
 }
 
-// push queues a fetched record of its partition, fetched at now.
-func (g *merger) push(msg kafka.Message, now time.Time) {
-	q := g.queue(msg.Partition)
-	q.msgs = append(q.msgs, mergeItem{msg, now})
+// empty reports whether q holds no record.
+func (q *mergeQueue) empty() bool { return len(q.chunks) == 0 }
+
+// push queues records of partition p (in offset order), fetched at now.
+// The merger keeps msgs: the caller must not modify them afterwards.
+func (g *merger) push(p int, msgs []kafka.Message, now time.Time) {
+	if len(msgs) == 0 {
+		return
+	}
+	q := g.queue(p)
+	q.chunks = append(q.chunks, mergeChunk{msgs, now})
 	q.caughtUp = false
-	g.buffered++
+	g.buffered += len(msgs)
 }
 
 // mark records whether partition p's last fetch, back at now, reached its
@@ -88,29 +101,37 @@ func (g *merger) mark(p int, caughtUp bool, now time.Time) {
 }
 
 // next returns the next record in the window's order, if one may go at now.
-func (g *merger) next(now time.Time) (kafka.Message, bool) {
-	var best *mergeQueue
-	for _, q := range g.parts {
-		if q.head < len(q.msgs) && (best == nil || mergeBefore(&q.msgs[q.head].msg, &best.msgs[best.head].msg)) {
-			best = q
+// The record stays valid after later calls (the merger never reuses it).
+func (g *merger) next(now time.Time) (*kafka.Message, bool) {
+	var (
+		best *mergeQueue
+		msg  *kafka.Message
+	)
+	for _, q := range g.queues {
+		if q.empty() {
+			continue
+		}
+		if h := &q.chunks[0].msgs[q.head]; best == nil || mergeBefore(h, msg) {
+			best, msg = q, h
 		}
 	}
 	if best == nil {
-		return kafka.Message{}, false
+		return nil, false
 	}
-	it := &best.msgs[best.head]
-	if g.buffered <= mergeMaxBuffered && now.Sub(it.at) < mergeMaxHold {
-		for _, q := range g.parts {
-			if q.head == len(q.msgs) && (!q.caughtUp || q.markedAt.Before(it.msg.Time.Add(mergeGrace))) {
-				return kafka.Message{}, false // it may get an older record yet
+	if g.buffered <= mergeMaxBuffered && now.Sub(best.chunks[0].at) < mergeMaxHold {
+		for _, q := range g.queues {
+			if q.empty() && (!q.caughtUp || q.markedAt.Before(msg.Time.Add(mergeGrace))) {
+				return nil, false // it may get an older record yet
 			}
 		}
 	}
-	msg := it.msg
-	*it = mergeItem{}
 	best.head++
-	if best.head == len(best.msgs) {
-		best.msgs, best.head = best.msgs[:0], 0
+	if best.head == len(best.chunks[0].msgs) {
+		best.chunks[0] = mergeChunk{}
+		best.chunks, best.head = best.chunks[1:], 0
+		if len(best.chunks) == 0 {
+			best.chunks = nil
+		}
 	}
 	g.buffered--
 	return msg, true

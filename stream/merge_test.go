@@ -69,7 +69,7 @@ func TestMerger(t *testing.T) {
 					if _, err := fmt.Sscanf(st, "p%d@%d/%d", &p, &tm, &off); err != nil {
 						t.Fatalf("bad step %q", st)
 					}
-					g.push(kafka.Message{Partition: p, Time: ms(tm), Offset: off}, ms(tm))
+					g.push(p, []kafka.Message{{Partition: p, Time: ms(tm), Offset: off}}, ms(tm))
 				}
 			}
 			if s := strings.Join(got, " "); s != tt.want {
@@ -86,14 +86,22 @@ func TestMergerMaxBuffered(t *testing.T) {
 	mergeMaxBuffered = 3
 	now := time.Unix(1000, 0)
 	g := newMerger([]int{0, 1})
-	for i := range 3 {
-		g.push(kafka.Message{Partition: 0, Offset: int64(i), Time: now}, now)
-	}
+	g.push(0, []kafka.Message{{Partition: 0, Offset: 0, Time: now}, {Partition: 0, Offset: 1, Time: now}}, now)
+	g.push(0, []kafka.Message{{Partition: 0, Offset: 2, Time: now}}, now)
 	if _, ok := g.next(now); ok {
 		t.Fatal("released at the bound")
 	}
-	g.push(kafka.Message{Partition: 0, Offset: 3, Time: now}, now)
-	if msg, ok := g.next(now); !ok || msg.Offset != 0 {
-		t.Fatalf("past the bound: got %v %v, want offset 0", msg.Offset, ok)
+	g.push(0, []kafka.Message{{Partition: 0, Offset: 3, Time: now}}, now)
+	for want := range int64(4) {
+		if msg, ok := g.next(now); !ok || msg.Offset != want {
+			t.Fatalf("past the bound: got %v %v, want offset %d", msg, ok, want)
+		}
+		if want == 0 {
+			// Back at the bound: the rest waits for partition 1.
+			if _, ok := g.next(now); ok {
+				t.Fatal("released at the bound after one went")
+			}
+			g.push(1, []kafka.Message{{Partition: 1, Offset: 0, Time: now.Add(time.Hour)}}, now)
+		}
 	}
 }

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# ingest-vs-kcat.sh measures odwatch's ingest rate against kcat (librdkafka)
+# on the same broker, in one run: it starts the in-process broker of the demo
+# as a process of its own (scripts/kfake), produces RECORDS payroll JSON
+# records to a topic of PARTITIONS partitions with kcat (lz4 batches), then,
+# ROUNDS times, times kcat consuming them all and `odwatch run` consuming them
+# all with evaluations off (a window larger than the topic), and prints each
+# round's rates and their ratio, with the load average.
+#
+#   scripts/ingest-vs-kcat.sh                 # 1M records, 3 partitions, 3 rounds
+#   RECORDS=200000 ROUNDS=1 scripts/ingest-vs-kcat.sh
+#
+# odwatch's time runs from the process start to the moment its
+# odwatch_records_consumed_total reaches RECORDS (polled every 20 ms), so it
+# includes opening the store and joining the group; "from first" starts at
+# the first consumed record instead. kcat's time is the whole `kcat -C -e`
+# printing every value to a pipe that counts them.
+# Needs kcat (Debian: apt-get install -y kcat), curl and Go.
+set -euo pipefail
+
+RECORDS=${RECORDS:-1000000}
+PARTITIONS=${PARTITIONS:-3}
+ROUNDS=${ROUNDS:-3}
+METRICS_PORT=${METRICS_PORT:-19464}
+
+if ! command -v kcat >/dev/null 2>&1; then
+	echo "ingest-vs-kcat: kcat is missing; install it (Debian/Ubuntu: apt-get install -y kcat) and run again" >&2
+	exit 2
+fi
+for tool in curl go awk; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		echo "ingest-vs-kcat: $tool is missing" >&2
+		exit 2
+	fi
+done
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d -t ingest-vs-kcat.XXXXXX)
+pids=()
+cleanup() {
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+
+echo "building odwatch and scripts/kfake ..." >&2
+(cd "$root" && go build -o "$work/odwatch" ./cmd/odwatch && go build -o "$work/kfake" ./scripts/kfake)
+
+"$work/kfake" -topic "bench:$PARTITIONS" >"$work/kfake.out" 2>"$work/kfake.err" &
+pids+=($!)
+for _ in $(seq 100); do
+	[ -s "$work/kfake.out" ] && break
+	sleep 0.1
+done
+broker=$(head -n1 "$work/kfake.out")
+if [ -z "$broker" ]; then
+	echo "ingest-vs-kcat: the broker did not start:" >&2
+	cat "$work/kfake.err" >&2
+	exit 1
+fi
+
+# The payroll stream of `odwatch demo` (position, experience, salary,
+# tax_group, perc, tax), clean.
+awk -v n="$RECORDS" 'BEGIN {
+	srand(3)
+	split("clerk analyst engineer manager director", pos, " ")
+	split("20000 35000 50000 70000 95000", base, " ")
+	for (i = 0; i < n; i++) {
+		p = int(rand() * 5) + 1
+		ex = int(rand() * 31)
+		salary = base[p] + ex * 1000 + int(rand() * 100) * 100
+		if (salary < 30000) { g = "A"; perc = 10 }
+		else if (salary < 50000) { g = "B"; perc = 20 }
+		else if (salary < 80000) { g = "C"; perc = 25 }
+		else if (salary < 120000) { g = "D"; perc = 30 }
+		else { g = "E"; perc = 40 }
+		printf "{\"position\":\"%s\",\"experience\":%d,\"salary\":%d,\"tax_group\":\"%s\",\"perc\":%d,\"tax\":%d}\n", pos[p], ex, salary, g, perc, perc * salary / 100
+	}
+}' >"$work/payroll.jsonl"
+t0=$(now)
+kcat -P -b "$broker" -t bench -z lz4 -X linger.ms=50 -X batch.num.messages=10000 <"$work/payroll.jsonl"
+echo "produced $RECORDS records ($(du -m "$work/payroll.jsonl" | cut -f1) MB) to $PARTITIONS partitions in $(awk -v a="$t0" -v b="$(now)" 'BEGIN{printf "%.1f", b-a}') s (kcat, lz4)" >&2
+rm -f "$work/payroll.jsonl"
+
+consumed() {
+	{ curl -fs "http://127.0.0.1:$METRICS_PORT/metrics" 2>/dev/null || true; } |
+		awk '/^odwatch_records_consumed_total[{ ]/ {s += $NF} END {printf "%d", s}'
+}
+
+printf "%-5s %-10s %-12s %-12s %-16s %-8s %s\n" round kcat_s kcat_rec/s odwatch_s odwatch_rec/s ratio "odwatch from first record (s, rec/s, ratio); load average"
+for round in $(seq "$ROUNDS"); do
+	t0=$(now)
+	got=$(kcat -C -b "$broker" -t bench -o beginning -e -q | wc -l)
+	tk=$(awk -v a="$t0" -v b="$(now)" 'BEGIN{print b-a}')
+	if [ "$got" -ne "$RECORDS" ]; then
+		echo "ingest-vs-kcat: kcat consumed $got records, want $RECORDS" >&2
+		exit 1
+	fi
+
+	rm -rf "$work/state"
+	t0=$(now)
+	"$work/odwatch" run --brokers "$broker" --topic bench --group "bench-$round" --window $((2 * RECORDS)) \
+		--state-dir "$work/state" --metrics-addr "127.0.0.1:$METRICS_PORT" --log-level warn 2>"$work/odwatch.err" &
+	pid=$!
+	pids+=($pid)
+	first=""
+	while :; do
+		c=$(consumed)
+		c=${c:-0}
+		if [ -z "$first" ] && [ "$c" -gt 0 ]; then first=$(now); fi
+		[ "$c" -ge "$RECORDS" ] && break
+		if ! kill -0 "$pid" 2>/dev/null; then
+			echo "ingest-vs-kcat: odwatch stopped:" >&2
+			cat "$work/odwatch.err" >&2
+			exit 1
+		fi
+		sleep 0.02
+	done
+	t1=$(now)
+	kill -INT "$pid"
+	wait "$pid" || true
+	awk -v r="$round" -v n="$RECORDS" -v tk="$tk" -v t0="$t0" -v tf="$first" -v t1="$t1" -v load="$(cut -d' ' -f1-3 /proc/loadavg)" 'BEGIN {
+		to = t1 - t0; tff = t1 - tf
+		printf "%-5d %-10.2f %-12.0f %-12.2f %-16.0f %-8.2f %.2f s, %.0f, %.2f; load %s\n", r, tk, n / tk, to, n / to, tk / to, tff, n / tff, tk / tff, load
+	}'
+done

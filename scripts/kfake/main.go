@@ -1,0 +1,58 @@
+// Command kfake runs the in-process Kafka broker of odwatch's demo and tests
+// (franz-go's kfake, through stream.StartBroker) as a standalone process, for
+// scripts that compare odwatch with other Kafka clients on the same broker
+// (scripts/ingest-vs-kcat.sh). It prints the broker's address on the first
+// line of stdout and runs until SIGINT or SIGTERM. Development tool only: it
+// keeps everything in memory.
+//
+//	go run ./scripts/kfake -topic bench:3
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/odwatch/odwatch/stream"
+)
+
+type topicsFlag map[string]int
+
+func (t topicsFlag) String() string { return fmt.Sprint(map[string]int(t)) }
+
+func (t topicsFlag) Set(v string) error {
+	name, parts, ok := strings.Cut(v, ":")
+	n := 1
+	if ok {
+		var err error
+		if n, err = strconv.Atoi(parts); err != nil || n < 1 {
+			return fmt.Errorf("topic %q: want NAME or NAME:PARTITIONS with PARTITIONS >= 1", v)
+		}
+	}
+	if name == "" {
+		return fmt.Errorf("topic %q: empty name", v)
+	}
+	t[name] = n
+	return nil
+}
+
+func main() {
+	topics := topicsFlag{}
+	flag.Var(topics, "topic", "topic to create, NAME[:PARTITIONS] (repeatable)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	addr, stopBroker, err := stream.StartBroker(ctx, topics)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kfake:", err)
+		os.Exit(1)
+	}
+	defer stopBroker()
+	fmt.Println(addr)
+	<-ctx.Done()
+}
