@@ -237,79 +237,101 @@ func (f *replayFlags) replayFile(ctx context.Context, path string, add func(stre
 	if err != nil {
 		return 0, err
 	}
-	var r io.Reader = os.Stdin
-	if path != "-" {
-		file, err := os.Open(path)
-		if err != nil {
-			return 0, inputErr(err, "check the path; FILE may also be - for standard input")
-		}
-		defer file.Close()
-		r = file
-		if strings.HasSuffix(strings.ToLower(path), ".gz") {
-			gz, err := gzip.NewReader(file)
-			if err != nil {
-				return 0, inputErr(fmt.Errorf("%s: %w", path, err), "give a gzip file, or one without .gz")
-			}
-			defer gz.Close()
-			r = gz
-		}
+	r, closeInput, err := openReplayInput(path)
+	if err != nil {
+		return 0, err
+	}
+	defer closeInput()
+	if format == "jsonl" {
+		return f.replayJSONLines(ctx, r, path, add)
+	}
+	return 0, f.replayCSV(r, comma, path, add)
+}
+
+// openReplayInput opens path (- for standard input), gunzipping a .gz
+// file; closeInput closes what it opened.
+func openReplayInput(path string) (r io.Reader, closeInput func(), err error) {
+	if path == "-" {
+		return os.Stdin, func() {}, nil
+	}
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, nil, inputErr(err, "check the path; FILE may also be - for standard input")
+	}
+	if !strings.HasSuffix(strings.ToLower(path), ".gz") {
+		return file, func() { file.Close() }, nil
+	}
+	gz, err := gzip.NewReader(file)
+	if err != nil {
+		file.Close()
+		return nil, nil, inputErr(fmt.Errorf("%s: %w", path, err), "give a gzip file, or one without .gz")
+	}
+	return gz, func() { gz.Close(); file.Close() }, nil
+}
+
+// replayJSONLines feeds the JSON objects of r, one a line (blank lines
+// skipped), decoded as the stream decodes them; undecodable ones are
+// skipped and counted.
+func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path string, add func(stream.RowMeta, *stream.FlatRecord) error) (skipped int, err error) {
+	dec, err := stream.NewDecoder(stream.DecoderConfig{Format: stream.FormatJSON, Include: f.include, Exclude: f.exclude})
+	if err != nil {
+		return 0, err
 	}
 	var rec stream.FlatRecord
 	n := 0
-	limit := func() bool { n++; return f.in.maxRows > 0 && n > f.in.maxRows }
-	if format == "jsonl" {
-		dec, err := stream.NewDecoder(stream.DecoderConfig{Format: stream.FormatJSON, Include: f.include, Exclude: f.exclude})
-		if err != nil {
-			return 0, err
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1<<16), stream.DefaultMaxRecordBytes)
+	for line := int64(1); sc.Scan(); line++ {
+		b := sc.Bytes()
+		if len(strings.TrimSpace(string(b))) == 0 {
+			continue
 		}
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 0, 1<<16), stream.DefaultMaxRecordBytes)
-		for line := int64(1); sc.Scan(); line++ {
-			b := sc.Bytes()
-			if len(strings.TrimSpace(string(b))) == 0 {
+		if n++; f.in.maxRows > 0 && n > f.in.maxRows {
+			break
+		}
+		if err := dec.Decode(ctx, b, &rec); err != nil {
+			var de *stream.DecodeError
+			if errors.As(err, &de) {
+				skipped++
 				continue
 			}
-			if limit() {
-				break
-			}
-			if err := dec.Decode(ctx, b, &rec); err != nil {
-				var de *stream.DecodeError
-				if errors.As(err, &de) {
-					skipped++
-					continue
-				}
-				return skipped, err
-			}
-			if err := add(stream.RowMeta{Offset: line}, &rec); err != nil {
-				return skipped, err
-			}
+			return skipped, err
 		}
-		if err := sc.Err(); err != nil {
-			return skipped, inputErr(fmt.Errorf("%s: %w", path, err), "each line must be one JSON object")
+		if err := add(stream.RowMeta{Offset: line}, &rec); err != nil {
+			return skipped, err
 		}
-		return skipped, nil
 	}
+	if err := sc.Err(); err != nil {
+		return skipped, inputErr(fmt.Errorf("%s: %w", path, err), "each line must be one JSON object")
+	}
+	return skipped, nil
+}
+
+// replayCSV feeds the rows of the CSV r (its first line the header), with
+// the columns --include/--exclude select; an empty cell is NULL.
+func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(stream.RowMeta, *stream.FlatRecord) error) error {
 	cr := csv.NewReader(r)
 	cr.Comma, cr.ReuseRecord, cr.FieldsPerRecord = comma, true, -1
 	header, err := cr.Read()
 	if err != nil {
-		return 0, inputErr(fmt.Errorf("%s: header: %w", path, err), "a CSV file starts with a header line naming the columns")
+		return inputErr(fmt.Errorf("%s: header: %w", path, err), "a CSV file starts with a header line naming the columns")
 	}
 	header = slices.Clone(header)
 	keep := make([]bool, len(header))
 	for i, h := range header {
 		keep[i] = selected(h, f.include, f.exclude)
 	}
-	for {
+	var rec stream.FlatRecord
+	for n := 1; ; n++ {
 		row, err := cr.Read()
 		if errors.Is(err, io.EOF) {
-			return 0, nil
+			return nil
 		}
 		if err != nil {
-			return 0, inputErr(fmt.Errorf("%s: %w", path, err), "fix the CSV line, or set --delimiter")
+			return inputErr(fmt.Errorf("%s: %w", path, err), "fix the CSV line, or set --delimiter")
 		}
-		if limit() {
-			return 0, nil
+		if f.in.maxRows > 0 && n > f.in.maxRows {
+			return nil
 		}
 		line, _ := cr.FieldPos(0)
 		rec.Reset()
@@ -319,7 +341,7 @@ func (f *replayFlags) replayFile(ctx context.Context, path string, add func(stre
 			}
 		}
 		if err := add(stream.RowMeta{Offset: int64(line)}, &rec); err != nil {
-			return 0, err
+			return err
 		}
 	}
 }
