@@ -37,7 +37,10 @@
 // group consumed past this member's store (a takeover, or a lost state
 // dir), the member rebuilds the whole window before fetching anything new:
 // the last Window records across partitions up to the group's committed
-// offsets, in the window's order (record time, partition, offset). With
+// offsets (for a time window, only the records of the last Interval: each
+// partition is read from its first offset at or after the newest record
+// time minus Interval, looked up by timestamp), in the window's order
+// (record time, partition, offset). With
 // Config.StateTopic set, every evaluation also publishes the stream's
 // tracker state there (a compacted topic, key = stream name), and such a
 // member, when the topic holds a newer tracker state than its own store (a
