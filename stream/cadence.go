@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,15 @@ import (
 // keeps the Incremental and applies every delta in order. Checks that
 // queue up behind a slow one are applied together and checked once (the
 // ones passed over are counted as skipped).
+//
+// Crashes: the store keeps the records of the window a discovery started
+// on until the check that merges it is saved (an evictHold ending there),
+// so it holds up to Window + DiscoverEvery records besides the batches not
+// yet checked. A restart (restoreCadence) dispatches again, from those
+// records, every check after the last saved one and every discovery not
+// merged yet; a re-run discovery is never skipped and the check it merges
+// into waits for it, so the merge falls where it did in the uninterrupted
+// run.
 
 // twoCadence reports whether the stream checks and discovers on separate
 // cadences.
@@ -62,45 +72,20 @@ type checkJob struct {
 	oldest uint64
 	info   alerts.WindowInfo
 	next   map[int32]int64
-	// replay: a check lost in a crash, rebuilt from the store (see
-	// evalJob.replay).
+	// replay: a check lost in a crash, dispatched again by restore
+	// (restoreCadence): it is checked on its own (never coalesced) and not
+	// published to the state topic (see evalJob.replay).
 	replay bool
-}
-
-// replayCheck turns the replay of a window lost in a crash into a check of
-// the whole window: with two cadences the lost window was a check, so it
-// is replayed as one (events and ids as the lost check would have given,
-// unless it was to take in a discovery, which is lost with the process).
-func (s *streamRun) replayCheck(j *evalJob) *checkJob {
-	snap := j.snap
-	job := &checkJob{endSeq: j.endSeq, reset: true, replay: true, info: s.env().windowInfo(snap, j.endSeq)}
-	for _, col := range snap.Columns() {
-		vals, nulls := make([]string, snap.Len()), make([]bool, snap.Len())
-		for i, code := range col.Codes {
-			if code == 0 {
-				nulls[i] = true
-			} else {
-				vals[i] = col.Dict[code-1]
-			}
-		}
-		job.names = append(job.names, col.Name)
-		job.values = append(job.values, vals)
-		job.nulls = append(job.nulls, nulls)
-	}
-	job.metas = make([]RowMeta, snap.Len())
-	for i := range job.metas {
-		job.metas[i] = snap.Meta(i)
-	}
-	if len(job.metas) > 0 {
-		job.oldest = job.metas[0].Seq
-	}
-	return job
 }
 
 // discoveryJob is one window to run discovery on.
 type discoveryJob struct {
 	snap   *Snapshot
 	endSeq uint64
+	// rerun: a discovery lost in a crash (or a restart), run again from
+	// the records the store kept for it; it is never skipped, and the
+	// check it merges into waits for it (see restoreCadence).
+	rerun bool
 }
 
 // discoveryDone is a discovery's result, to be merged into the check of
@@ -122,51 +107,119 @@ type cadenceFeed struct {
 	// next job carries the whole window.
 	resync bool
 
-	checks   []*checkJob
-	disc     *discoveryJob
+	checks []*checkJob
+	// discs are the discoveries waiting to run, oldest first: at most one
+	// live one (a newer one replaces it) after the re-runs.
+	discs    []*discoveryJob
 	done     []discoveryDone
 	discWake chan struct{}
+	// discDone is signalled when a discovery ends (waitMerge).
+	discDone chan struct{}
+	// rerun are the window ends of discoveries the check at end +
+	// DiscoverEvery waits for: the re-run ones (and with inOrder all),
+	// until they are merged.
+	rerun map[uint64]bool
 	// beforeDiscovery, when set (by tests), runs before each discovery.
 	beforeDiscovery func(ctx context.Context, endSeq uint64)
 	// exactChecks (tests) makes every check recount what changed, so that
 	// each observed error can be compared with a full validation.
 	exactChecks bool
+	// inOrder (tests) makes every check of a queue run (none coalesced),
+	// every discovery run (none skipped) and every merge wait for its
+	// discovery, so that a run's events do not depend on the machine's
+	// load.
+	inOrder bool
+}
+
+// newCadenceFeed returns an empty feed.
+func newCadenceFeed() cadenceFeed {
+	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), rerun: map[uint64]bool{}}
 }
 
 // dispatchCheck is dispatch for two cadences: the window's delta to the
 // checker and, every DiscoverEvery records, a snapshot to discovery.
-func (s *streamRun) dispatchCheck(endSeq uint64) {
+// replay marks a check lost in a crash, dispatched by restore.
+func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 	s.evalSeq = max(s.evalSeq, endSeq+1)
 	job := s.checkDelta(endSeq)
+	job.replay = replay
 	if s.m.stateWriter != nil {
 		job.next = make(map[int32]int64, len(s.next))
 		for p, o := range s.next {
 			job.next[p] = o
 		}
 	}
-	var dj *discoveryJob
-	if n, w := endSeq+1, uint64(s.cfg.Window); n >= w && (n-w)%uint64(s.cfg.DiscoverEvery) == 0 {
-		dj = &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq}
-	}
 	s.mb.mu.Lock()
 	s.mb.feed.checks = append(s.mb.feed.checks, job)
-	if dj != nil {
-		if old := s.mb.feed.disc; old != nil {
-			s.m.metrics.discoveries.WithLabelValues(s.name, "skipped").Inc()
-			s.log.Warn("discovery skipped: the previous one is still running", "window_end", old.endSeq)
-		}
-		s.mb.feed.disc = dj
-	}
 	s.mb.mu.Unlock()
-	if dj != nil {
-		select {
-		case s.mb.feed.discWake <- struct{}{}:
-		default:
-		}
+	if s.discoveryPoint(endSeq) {
+		s.dispatchDiscovery(endSeq, replay)
 	}
 	select {
 	case s.mb.wake <- struct{}{}:
 	default:
+	}
+}
+
+// discoveryPoint reports whether the check of the window ending at endSeq
+// also starts a discovery: the first full window, then every DiscoverEvery
+// records.
+func (s *streamRun) discoveryPoint(endSeq uint64) bool {
+	n, w := endSeq+1, uint64(s.cfg.Window)
+	return n >= w && (n-w)%uint64(s.cfg.DiscoverEvery) == 0
+}
+
+// dispatchDiscovery hands the window (ending at endSeq) to discovery, and
+// keeps its records in the store until the check that merges its result
+// (endSeq + DiscoverEvery) is saved, so that a restart can run it again
+// (rerun). A live discovery due while the previous live one still waits
+// replaces it (skipped); a rerun is never skipped.
+func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
+	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun}
+	if len(s.holds) == maxHolds {
+		s.holds = slices.Delete(s.holds, 0, 1)
+	}
+	s.holds = append(s.holds, evictHold{end: endSeq + uint64(s.cfg.DiscoverEvery), bounds: s.win.EvictionBounds()})
+	f := &s.mb.feed
+	s.mb.mu.Lock()
+	if n := len(f.discs); !rerun && !f.inOrder && n > 0 && !f.discs[n-1].rerun {
+		s.m.metrics.discoveries.WithLabelValues(s.name, "skipped").Inc()
+		s.log.Warn("discovery skipped: the previous one is still running", "window_end", f.discs[n-1].endSeq)
+		delete(f.rerun, f.discs[n-1].endSeq)
+		f.discs = f.discs[:n-1]
+	}
+	f.discs = append(f.discs, dj)
+	if rerun || f.inOrder {
+		f.rerun[endSeq] = true
+	}
+	s.mb.mu.Unlock()
+	select {
+	case f.discWake <- struct{}{}:
+	default:
+	}
+}
+
+// restoreCadence is restore's step for two cadences, called with the
+// window as it stood after the record endSeq (restore appends the stored
+// records in arrival order). What a crash lost is dispatched again from
+// the records the store kept (dispatchDiscovery's holds): every check
+// after the last saved one (replayed, none coalesced), and every discovery
+// whose result is not merged yet (the last one started at or before the
+// saved check, and any started after it), each merged at its own point.
+// The events and ids are then those of an uninterrupted run; the first
+// replayed check counts every dependency exactly, where the uninterrupted
+// run may have kept a skipped one's last exact count (the errors an event
+// carries may differ, not its type, window or id).
+func (s *streamRun) restoreCadence(endSeq uint64) {
+	if !s.countBoundary(endSeq) || s.win.Len() < s.cfg.Window {
+		return
+	}
+	saved := s.hasTracker && endSeq <= s.trackerEnd
+	switch {
+	case !saved:
+		s.dispatchCheck(endSeq, true)
+	case s.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > s.trackerEnd:
+		s.dispatchDiscovery(endSeq, true)
 	}
 }
 
@@ -279,35 +332,90 @@ func (s *streamRun) discoverer(ctx context.Context) {
 			return
 		case <-s.mb.feed.discWake:
 		}
+		for {
+			s.mb.mu.Lock()
+			var job *discoveryJob
+			if len(s.mb.feed.discs) > 0 {
+				job = s.mb.feed.discs[0]
+				s.mb.feed.discs = s.mb.feed.discs[1:]
+			}
+			s.mb.mu.Unlock()
+			if job == nil {
+				break
+			}
+			if !s.discover(ctx, job) {
+				return // ctx is done
+			}
+		}
+	}
+}
+
+// discover runs one discovery job and hands its result to the checker; it
+// reports false when ctx is done.
+func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
+	defer func() {
+		select {
+		case s.mb.feed.discDone <- struct{}{}:
+		default:
+		}
+	}()
+	if hook := s.mb.feed.beforeDiscovery; hook != nil {
+		hook(ctx, job.endSeq)
+	}
+	start := time.Now()
+	done := discoveryDone{endSeq: job.endSeq}
+	table, err := discovery.Encode(job.snap.Columns())
+	if err != nil {
+		s.log.Error("discovery: encode", "window_end", job.endSeq, "err", err)
 		s.mb.mu.Lock()
-		job := s.mb.feed.disc
-		s.mb.feed.disc = nil
+		delete(s.mb.feed.rerun, job.endSeq) // nothing to wait for
 		s.mb.mu.Unlock()
-		if job == nil {
-			continue
-		}
-		if hook := s.mb.feed.beforeDiscovery; hook != nil {
-			hook(ctx, job.endSeq)
-		}
-		start := time.Now()
-		done := discoveryDone{endSeq: job.endSeq}
-		table, err := discovery.Encode(job.snap.Columns())
-		if err != nil {
-			s.log.Error("discovery: encode", "window_end", job.endSeq, "err", err)
-			continue
-		}
-		done.outcome, err = s.env().discover(ctx, table, job.endSeq)
-		if err != nil {
-			return // ctx is done
-		}
-		done.took = time.Since(start)
-		s.m.metrics.discDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
-		s.m.metrics.discoveries.WithLabelValues(s.name, "ok").Inc()
-		s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(),
-			"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery))
+		return true
+	}
+	done.outcome, err = s.env().discover(ctx, table, job.endSeq)
+	if err != nil {
+		return false
+	}
+	done.took = time.Since(start)
+	s.m.metrics.discDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
+	s.m.metrics.discoveries.WithLabelValues(s.name, "ok").Inc()
+	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(),
+		"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery), "rerun", job.rerun)
+	s.mb.mu.Lock()
+	s.mb.feed.done = append(s.mb.feed.done, done)
+	s.mb.mu.Unlock()
+	return true
+}
+
+// waitMerge waits, before the check of the window ending at endSeq, for
+// the discovery that check merges when it was re-run after a restart (or,
+// with inOrder, whenever it is running): the uninterrupted run merged it
+// there. It returns ctx's error.
+func (s *streamRun) waitMerge(ctx context.Context, endSeq uint64) error {
+	d := uint64(s.cfg.DiscoverEvery)
+	if endSeq < d {
+		return nil
+	}
+	start := endSeq - d
+	f := &s.mb.feed
+	for {
 		s.mb.mu.Lock()
-		s.mb.feed.done = append(s.mb.feed.done, done)
+		wait := f.rerun[start]
+		if wait && slices.ContainsFunc(f.done, func(d discoveryDone) bool { return d.endSeq == start }) {
+			wait = false
+		}
+		if !wait {
+			delete(f.rerun, start)
+		}
 		s.mb.mu.Unlock()
+		if !wait {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-f.discDone:
+		}
 	}
 }
 
@@ -406,7 +514,8 @@ func (s *streamRun) removalCuts(n int) []int {
 }
 
 // runChecks applies the queued check jobs in order and checks the last
-// window; the earlier ones are counted as skipped.
+// window; the earlier ones are counted as skipped, except replayed ones
+// (and all with inOrder), which are checked each.
 func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob) error {
 	for i, job := range jobs {
 		if !c.apply(job, s.mb.feed.exactChecks) {
@@ -417,13 +526,26 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 			s.log.Warn("check skipped: the window changed under the checker; resynchronizing", "window_end", job.endSeq)
 			return nil
 		}
-		if i < len(jobs)-1 {
+		if i < len(jobs)-1 && !job.replay && !s.mb.feed.inOrder {
 			s.m.metrics.evaluations.WithLabelValues(s.name, "skipped").Inc()
+			continue
+		}
+		if err := s.runCheck(ctx, c, job); err != nil {
+			return err
 		}
 	}
-	job := jobs[len(jobs)-1]
+	return nil
+}
+
+// runCheck checks the checker's window (job's), after the discovery it
+// merges when that one must be waited for (waitMerge), and records the
+// outcome.
+func (s *streamRun) runCheck(ctx context.Context, c *checker, job *checkJob) error {
 	if s.hasTracker && job.endSeq <= s.trackerEnd {
 		return nil // evaluated and saved before a restart
+	}
+	if err := s.waitMerge(ctx, job.endSeq); err != nil {
+		return err
 	}
 	start := time.Now()
 	out, err := s.check(ctx, c, job)
@@ -454,6 +576,7 @@ func (s *streamRun) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 	kept := s.mb.feed.done[:0]
 	for _, d := range s.mb.feed.done {
 		if d.endSeq+uint64(s.cfg.DiscoverEvery) <= endSeq {
+			delete(s.mb.feed.rerun, d.endSeq)
 			if found {
 				s.log.Warn("discovery result superseded before it was merged", "window_end", due.endSeq)
 			}

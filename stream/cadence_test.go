@@ -240,8 +240,9 @@ func TestInterleavedCadencesMatchSequential(t *testing.T) {
 
 // TestTwoCadenceReplayIsACheck: with two cadences, the window lost in a
 // crash between its commit and its save was a check, and restore replays
-// it as one: saved at its window end, with no discovery run (a full
-// evaluation would discover the constant column's FD).
+// it as one: saved at its window end, with no discovery merged (the
+// discovery of window 9, run again, merges at 19; a full evaluation would
+// discover the constant column's FD at once).
 func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	sink := &collectSink{}
 	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{{
@@ -398,4 +399,75 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 		t.Fatalf("only %d observations compared", compared)
 	}
 	t.Logf("%d observations equal to a full validation", compared)
+}
+
+// TestRestoreCadence: with two cadences, restore dispatches again every
+// check after the saved one (none coalesced) and every discovery not merged
+// yet, from the records the store kept, and keeps the records of each such
+// discovery's window in the store until its merge is saved.
+func TestRestoreCadence(t *testing.T) {
+	const window, every, discoverEvery = 10, 5, 10 // checks at 9, 14, 19, 24; discoveries at 9, 19
+	tests := []struct {
+		name        string
+		from, next  int64 // stored records: offsets (= seqs) from..next-1
+		saved       int64 // window end of the saved check, -1 for none
+		checks      []uint64
+		discoveries []uint64
+		keepFrom    int64 // the first record the next commit keeps
+	}{
+		{"discovery running at the crash, checks after it lost", 0, 27, 14, []uint64{19, 24}, []uint64{9, 19}, 0},
+		{"merge saved, the next discovery lost", 10, 27, 19, []uint64{24}, []uint64{19}, 10},
+		{"nothing saved yet", 0, 17, -1, []uint64{9, 14}, []uint64{9}, 0},
+		{"discovery window not in the store", 12, 27, 14, []uint64{24}, nil, 17},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := offlineMonitor(t, StreamConfig{Topic: "rc", Window: window, Every: every, DiscoverEvery: discoverEvery, Epsilon: 0.01})
+			c := &state.Commit{Stream: "rc", NextOffset: map[int32]int64{0: tt.next}, NextSeq: uint64(tt.next)}
+			var rec FlatRecord
+			for o := tt.from; o < tt.next; o++ {
+				rec.Reset()
+				rec.AddString("a", strconv.FormatInt(o%3, 10))
+				c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
+			}
+			if err := m.store.Apply(c); err != nil {
+				t.Fatal(err)
+			}
+			s := m.streams[0]
+			if tt.saved >= 0 {
+				tracker, err := alerts.NewTracker(alerts.Config{Stream: "rc", Epsilon: 0.01}).MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := m.store.SaveEvaluation(&state.Evaluation{Stream: "rc", WindowEnd: uint64(tt.saved), TrackerState: tracker}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.restore(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			var checks, discs []uint64
+			for _, j := range s.mb.feed.checks {
+				if !j.replay {
+					t.Errorf("check %d not marked replayed", j.endSeq)
+				}
+				checks = append(checks, j.endSeq)
+			}
+			for _, d := range s.mb.feed.discs {
+				if !d.rerun || !s.mb.feed.rerun[d.endSeq] || d.snap.Len() != window || d.snap.Meta(window-1).Seq != d.endSeq {
+					t.Errorf("discovery %d: rerun %v, awaited %v, %d rows", d.endSeq, d.rerun, s.mb.feed.rerun[d.endSeq], d.snap.Len())
+				}
+				discs = append(discs, d.endSeq)
+			}
+			if !slices.Equal(checks, tt.checks) || !slices.Equal(discs, tt.discoveries) {
+				t.Fatalf("dispatched checks %v and discoveries %v, want %v and %v", checks, discs, tt.checks, tt.discoveries)
+			}
+			if len(checks) > 0 && !s.mb.feed.checks[0].reset {
+				t.Error("the first replayed check does not carry the whole window")
+			}
+			if b := s.evictionBounds(); b[0] != tt.keepFrom {
+				t.Errorf("the next commit keeps records from %d, want %d", b[0], tt.keepFrom)
+			}
+		})
+	}
 }

@@ -176,6 +176,10 @@ func (s *streamRun) restore(ctx context.Context) error {
 			return fmt.Errorf("stream %s: window record %d/%d: %w", s.name, r.meta.Partition, r.meta.Offset, err)
 		}
 		s.win.Append(r.meta, &s.rec)
+		if s.cfg.twoCadence() {
+			s.restoreCadence(r.meta.Seq)
+			continue
+		}
 		if replayable && r.meta.Seq == replayEnd && s.win.Len() >= s.cfg.Window {
 			s.replay = &evalJob{snap: s.win.Snapshot(), endSeq: replayEnd, bounds: s.win.EvictionBounds(), replay: true}
 		}

@@ -48,7 +48,7 @@ type mailbox struct {
 }
 
 func newMailbox() mailbox {
-	return mailbox{wake: make(chan struct{}, 1), feed: cadenceFeed{discWake: make(chan struct{}, 1)}}
+	return mailbox{wake: make(chan struct{}, 1), feed: newCadenceFeed()}
 }
 
 // evictHold is a dispatched count window not saved yet: the store keeps
@@ -69,7 +69,7 @@ const maxHolds = 4
 // evaluator.
 func (s *streamRun) dispatch(endSeq uint64) {
 	if s.cfg.twoCadence() {
-		s.dispatchCheck(endSeq)
+		s.dispatchCheck(endSeq, false)
 		return
 	}
 	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq, bounds: s.win.EvictionBounds()}
@@ -201,15 +201,6 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 		}
 		for _, j := range []*evalJob{replay, job} {
 			if j == nil {
-				continue
-			}
-			if j.replay && s.cfg.twoCadence() {
-				if err := s.runChecks(ctx, &chk, []*checkJob{s.replayCheck(j)}); err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
-					return err
-				}
 				continue
 			}
 			if err := s.evaluate(ctx, j); err != nil {

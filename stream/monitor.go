@@ -18,7 +18,18 @@
 // window end, type) repeat instead of multiplying. The records of a count
 // window handed to the evaluator stay in the store until its evaluation is
 // saved, so that a restart rebuilds and replays the last one a crash
-// interrupted. An evaluation saves the
+// interrupted. With two cadences (cadence.go), the records of the window a
+// discovery started on stay until the check that merges its result is
+// saved; a restart runs again every check after the last saved one (each
+// on its own, none coalesced) and every discovery not merged yet, and the
+// check that merges a re-run discovery waits for it: a crash anywhere
+// between a check and a merge (discovery running, or done and waiting)
+// gives the events and ids of an uninterrupted run, none twice, provided
+// the uninterrupted run skipped no check (coalesced under load) and merged
+// no discovery late. Only the errors an event carries may differ: after a
+// restart every count is exact at the first check, where the uninterrupted
+// run may have kept the last exact count of a dependency whose verdict
+// could not change (discovery.Incremental's skip). An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
 // sent again on a timer (5 s, doubling up to a minute), after the next

@@ -96,11 +96,21 @@ type running struct {
 // startMonitor starts a monitor; the test's cleanup stops it.
 func startMonitor(t testing.TB, cfg Config) *running {
 	t.Helper()
+	return startMonitorWith(t, cfg, nil)
+}
+
+// startMonitorWith is startMonitor with prepare, when not nil, called on
+// the monitor before it runs (test hooks).
+func startMonitorWith(t testing.TB, cfg Config, prepare func(*Monitor)) *running {
+	t.Helper()
 	reg := prometheus.NewRegistry()
 	sink := &collectSink{}
 	m, err := NewMonitor(cfg, Options{Logger: testLogger(t), Registerer: reg, Sinks: []alerts.Sink{sink}})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
+	}
+	if prepare != nil {
+		prepare(m)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

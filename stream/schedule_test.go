@@ -147,7 +147,8 @@ func TestReplayMissedEvaluation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := offlineMonitor(t, StreamConfig{Topic: "rp", Window: window, Every: every, Epsilon: 0.01})
+			// One cadence (restoreCadence replays two).
+			m := offlineMonitor(t, StreamConfig{Topic: "rp", Window: window, Every: every, DiscoverEvery: every, Epsilon: 0.01})
 			c := &state.Commit{Stream: "rp", NextOffset: map[int32]int64{0: tt.next}, NextSeq: uint64(tt.next)}
 			var rec FlatRecord
 			for o := tt.from; o < tt.next; o++ {
