@@ -94,8 +94,9 @@ type IncrementalOptions struct {
 	// SortedMin is the class size from which an OC keeps the class's rows
 	// sorted between checks; 0 means DefaultSortedMin.
 	SortedMin int
-	// MaxStale is the number of changed rows after which an OC is recounted
-	// whatever the cuts; 0 means the window's row count.
+	// MaxStale bounds the number of changed rows after which an OC is
+	// recounted whatever the cuts (the OCs' limits are spread over
+	// [MaxStale/2, MaxStale]); 0 means the window's row count.
 	MaxStale int
 	// RecountBudget is the rows of early recounts a check adds to the
 	// credit, in OCs whose count could still be skipped (see recountOCs);
@@ -612,12 +613,16 @@ func (e *Incremental) recountOCs(cuts []int) {
 	}
 	var cands []early
 	rate, forced := 0, 0
-	for _, o := range e.ocs {
-		rate += o.lastRows / max(sl.period(o), 1)
+	for i, o := range e.ocs {
+		// The OCs' stale limits spread over [MaxStale/2, MaxStale], or
+		// those counted together (all at the first check) would all reach
+		// it at the same later check.
+		o.staleLimit = sl.maxStale - sl.maxStale/2*i/len(e.ocs)
+		rate += o.lastRows / (sl.period(o) + 1)
 		if len(o.dirty) == 0 && !o.mustRecount {
 			continue
 		}
-		if e.exact || o.mustRecount || o.ins+o.del > sl.maxStale ||
+		if e.exact || o.mustRecount || o.ins+o.del > o.staleLimit ||
 			(o.asc && !unchangedVerdict(o.totAsc, o.ins, o.del, cuts)) ||
 			(o.desc && !unchangedVerdict(o.totDesc, o.ins, o.del, cuts)) {
 			forced += e.recount(o, sl)
@@ -681,7 +686,7 @@ func (sl slide) checksLeft(o *incOC) int { return sl.skippable(o, o.ins, o.del) 
 func (sl slide) period(o *incOC) int { return sl.skippable(o, 0, 0) }
 
 func (sl slide) skippable(o *incOC, ins, del int) int {
-	k := (sl.maxStale - (ins + del)) / (sl.entered + sl.left)
+	k := (o.staleLimit - (ins + del)) / (sl.entered + sl.left)
 	for p, r := range [2]int{o.totAsc, o.totDesc} {
 		if p == 0 && !o.asc || p == 1 && !o.desc {
 			continue

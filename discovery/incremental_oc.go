@@ -26,6 +26,7 @@ type incOC struct {
 	ins, del    int            // rows that entered/left x's classes since the totals were exact
 	mustRecount bool           // labels or classes changed under the totals: recount before use
 	lastRows    int            // rows the last recount read (see recountOCs)
+	staleLimit  int            // changed rows after which it is recounted whatever the cuts
 	stale       bool
 }
 
