@@ -505,23 +505,24 @@ func (l *orderList) merge(live func(uint32) bool, compare func(x, y uint32) int)
 		return false
 	}
 	old := l.sorted
-	pos := func(id uint32) int {
-		i, _ := slices.BinarySearchFunc(old, id, compare)
-		return i
-	}
+	// Both lists sorted, each id is placed by galloping from the previous
+	// one's place (new instants of a time column all go at the end).
+	slices.SortFunc(gone, compare)
 	goneAt := make([]int, len(gone))
+	at := 0
 	for i, id := range gone {
-		goneAt[i] = pos(id)
+		at = gallopIDs(old, at, id, compare)
+		goneAt[i] = at
 	}
-	slices.Sort(goneAt)
 	slices.SortFunc(ins, compare)
 	out := slices.Grow(l.spare[:0], len(old)+len(ins))
 	narrow := false
 	g, from := 0, 0
+	at = 0
 	for i := 0; i < len(ins); {
-		at := pos(ins[i])
+		at = gallopIDs(old, at, ins[i], compare)
 		j := i + 1
-		for j < len(ins) && pos(ins[j]) == at {
+		for j < len(ins) && (at == len(old) || compare(ins[j], old[at]) < 0) {
 			j++
 		}
 		out, g = copySkipping(out, old, from, at, goneAt, g)
@@ -563,6 +564,21 @@ func (l *orderList) merge(live func(uint32) bool, compare func(x, y uint32) int)
 		return true
 	}
 	return false
+}
+
+// gallopIDs returns the first index from from on whose id is not below
+// id (as slices.BinarySearchFunc would on ids[from:]), galloping from from.
+func gallopIDs(ids []uint32, from int, id uint32, compare func(x, y uint32) int) int {
+	if from == len(ids) || compare(ids[from], id) >= 0 {
+		return from
+	}
+	lo, hi := from, from+1 // ids[lo] below id; the answer is in (lo, hi]
+	for step := 1; hi < len(ids) && compare(ids[hi], id) < 0; step *= 2 {
+		lo, hi = hi, hi+step
+	}
+	hi = min(hi, len(ids))
+	i, _ := slices.BinarySearchFunc(ids[lo+1:hi], id, compare)
+	return lo + 1 + i
 }
 
 // copySkipping appends old[from:to] to out except the positions listed in
