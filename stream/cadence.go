@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,11 @@ import (
 // records, every check after the last saved one and every discovery not
 // merged yet; a re-run discovery is never skipped and the check it merges
 // into waits for it, so the merge falls where it did in the uninterrupted
-// run.
+// run. What a check reports for a dependency it skipped (its last exact
+// count) depends on the checker's history, so the checker starts its
+// engine over on its own rows at the check after each discovery starts
+// (freshAt); a restart builds it on the same window and counts the saved
+// checks since, and so reports the same counts as the uninterrupted run.
 
 // twoCadence reports whether the stream checks and discovers on separate
 // cadences.
@@ -76,6 +81,10 @@ type checkJob struct {
 	// (restoreCadence): it is checked on its own (never coalesced) and not
 	// published to the state topic (see evalJob.replay).
 	replay bool
+	// saved: a check saved before a restart, dispatched again by restore
+	// so that the checker counts its window as the uninterrupted run did
+	// (its skip bookkeeping); it is not observed.
+	saved bool
 }
 
 // discoveryJob is one window to run discovery on.
@@ -205,21 +214,36 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
 // the records the store kept (dispatchDiscovery's holds): every check
 // after the last saved one (replayed, none coalesced), and every discovery
 // whose result is not merged yet (the last one started at or before the
-// saved check, and any started after it), each merged at its own point.
-// The events and ids are then those of an uninterrupted run; the first
-// replayed check counts every dependency exactly, where the uninterrupted
-// run may have kept a skipped one's last exact count (the errors an event
-// carries may differ, not its type, window or id).
+// saved check, and any started after it), each merged at its own point;
+// and the saved checks since the checker's last fresh start (freshAt),
+// counted but not observed, so that the checker reports what the
+// uninterrupted one did, the counts a check skipped included. The events,
+// ids and errors are then those of an uninterrupted run.
 func (s *streamRun) restoreCadence(endSeq uint64) {
 	if !s.countBoundary(endSeq) || s.win.Len() < s.cfg.Window {
 		return
 	}
-	saved := s.hasTracker && endSeq <= s.trackerEnd
-	switch {
-	case !saved:
+	if !s.hasTracker || endSeq > s.trackerEnd {
 		s.dispatchCheck(endSeq, true)
-	case s.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > s.trackerEnd:
+		return
+	}
+	if s.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > s.trackerEnd {
 		s.dispatchDiscovery(endSeq, true)
+	}
+	// The saved checks since the checker's last fresh start are counted
+	// again, not observed.
+	e, d, w := uint64(s.cfg.Every), uint64(s.cfg.DiscoverEvery), uint64(s.cfg.Window)
+	if s.trackerEnd+1 < w {
+		return
+	}
+	lastStart := w - 1 + (s.trackerEnd+1-w)/d*d
+	if endSeq >= lastStart+e {
+		s.evalSeq = max(s.evalSeq, endSeq+1)
+		job := s.checkDelta(endSeq)
+		job.saved = true
+		s.mb.mu.Lock()
+		s.mb.feed.checks = append(s.mb.feed.checks, job)
+		s.mb.mu.Unlock()
 	}
 }
 
@@ -443,17 +467,14 @@ func (c *checker) meta(i int) RowMeta { return c.metas[c.head+i] }
 // the job does not fit (rows missing): the consumer is then asked for the
 // whole window.
 func (c *checker) apply(job *checkJob, exact bool) bool {
-	if job.reset || c.eng == nil {
-		if !job.reset {
+	if job.reset {
+		if err := c.build(job.names, job.values, job.nulls, exact); err != nil {
 			return false
 		}
-		eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact, Typing: c.typing})
-		if err != nil {
-			return false
-		}
-		c.eng, c.col, c.metas, c.head = eng, map[string]int{}, nil, 0
+		c.metas, c.head = append([]RowMeta(nil), job.metas...), 0
+		return c.rows() == 0 || c.meta(0).Seq == job.oldest
 	}
-	if job.evict > c.rows() {
+	if c.eng == nil || job.evict > c.rows() {
 		return false
 	}
 	c.eng.Evict(job.evict)
@@ -462,30 +483,91 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 		c.metas = append(c.metas[:0], c.metas[c.head:]...)
 		c.head = 0
 	}
-	idx := make([]int, len(job.names))
-	for i, name := range job.names {
-		j, ok := c.col[name]
-		if !ok {
-			j = c.eng.Column(name)
-			c.col[name] = j
-		}
-		idx[i] = j
-	}
-	width := len(c.col)
-	c.vals, c.nulls = make([]string, width), make([]bool, width)
-	for r := range job.metas {
-		for j := range c.nulls {
-			c.nulls[j] = true
-		}
-		for i, j := range idx {
-			c.vals[j], c.nulls[j] = job.values[i][r], job.nulls[i][r]
-		}
-		c.eng.Append(c.vals, c.nulls)
-	}
+	c.append(job.names, job.values, job.nulls)
 	c.metas = append(c.metas, job.metas...)
 	// The window may have been reset and refilled (a takeover's read-back)
 	// with counts that happen to add up: then its oldest row is not ours.
 	return c.rows() == 0 || c.meta(0).Seq == job.oldest
+}
+
+// build starts the checker's Incremental over again with the rows given by
+// columns (names[i]'s values and nulls), in a canonical way: the columns
+// that have a value, in name order. A fresh engine's counts and
+// bookkeeping depend on its rows alone, so a restart that builds one on
+// the same window (restoreCadence) continues exactly as the uninterrupted
+// run does after its own build (rebuild).
+func (c *checker) build(names []string, values [][]string, nulls [][]bool, exact bool) error {
+	eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact, Typing: c.typing})
+	if err != nil {
+		return err
+	}
+	c.eng, c.col = eng, map[string]int{}
+	c.append(names, values, nulls)
+	return nil
+}
+
+// append appends the rows given by columns to the engine. A column the
+// engine does not know is added when it has a value in these rows, new
+// ones in name order, so that the engine's columns depend on the rows
+// alone (not on which columns the window's mirror remembers).
+func (c *checker) append(names []string, values [][]string, nulls [][]bool) {
+	var fresh []int
+	for i, name := range names {
+		if _, ok := c.col[name]; !ok && slices.Contains(nulls[i], false) {
+			fresh = append(fresh, i)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b int) int { return strings.Compare(names[a], names[b]) })
+	for _, i := range fresh {
+		c.col[names[i]] = c.eng.Column(names[i])
+	}
+	// The engine may know more columns (a dependency's that has no value
+	// yet): Append takes the ones past values as NULL.
+	idx, width := make([]int, len(names)), 0
+	for i, name := range names {
+		j, ok := c.col[name]
+		if !ok {
+			j = -1
+		}
+		idx[i], width = j, max(width, j+1)
+	}
+	c.vals, c.nulls = make([]string, width), make([]bool, width)
+	rows := 0
+	if len(values) > 0 {
+		rows = len(values[0])
+	}
+	for r := range rows {
+		for j := range c.nulls {
+			c.nulls[j] = true
+		}
+		for i, j := range idx {
+			if j >= 0 {
+				c.vals[j], c.nulls[j] = values[i][r], nulls[i][r]
+			}
+		}
+		c.eng.Append(c.vals, c.nulls)
+	}
+}
+
+// rebuild builds the checker's engine again on its own rows (build): the
+// uninterrupted run's counterpart of a restart's build, at the check
+// after each discovery starts (freshAt).
+func (c *checker) rebuild(exact bool) error {
+	cols := c.eng.DictColumns()
+	names := make([]string, len(cols))
+	values, nulls := make([][]string, len(cols)), make([][]bool, len(cols))
+	for i, col := range cols {
+		names[i] = col.Name
+		values[i], nulls[i] = make([]string, len(col.Codes)), make([]bool, len(col.Codes))
+		for r, code := range col.Codes {
+			if code == 0 {
+				nulls[i][r] = true
+			} else {
+				values[i][r] = col.Dict[code-1]
+			}
+		}
+	}
+	return c.build(names, values, nulls, exact)
 }
 
 // removalCuts are the removal counts the tracker's verdicts turn on for a
@@ -518,7 +600,7 @@ func (s *streamRun) removalCuts(n int) []int {
 // (and all with inOrder), which are checked each.
 func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob) error {
 	for i, job := range jobs {
-		if !c.apply(job, s.mb.feed.exactChecks) {
+		if !s.applyJob(c, job) {
 			s.mb.mu.Lock()
 			s.mb.feed.resync = true
 			s.mb.mu.Unlock()
@@ -526,15 +608,41 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 			s.log.Warn("check skipped: the window changed under the checker; resynchronizing", "window_end", job.endSeq)
 			return nil
 		}
-		if i < len(jobs)-1 && !job.replay && !s.mb.feed.inOrder {
+		switch {
+		case job.saved:
+			if _, err := s.count(c, checkable(s.tracker.Tracked())); err != nil {
+				s.log.Warn("recount of a saved check", "window_end", job.endSeq, "err", err)
+			}
+		case i < len(jobs)-1 && !job.replay && !s.mb.feed.inOrder:
 			s.m.metrics.evaluations.WithLabelValues(s.name, "skipped").Inc()
-			continue
-		}
-		if err := s.runCheck(ctx, c, job); err != nil {
-			return err
+		default:
+			if err := s.runCheck(ctx, c, job); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// applyJob brings the checker to job's window (apply), and starts its
+// engine over where freshAt says; false: the job did not fit.
+func (s *streamRun) applyJob(c *checker, job *checkJob) bool {
+	exact := s.mb.feed.exactChecks
+	ok := c.apply(job, exact)
+	if ok && s.freshAt(job.endSeq) && !job.reset {
+		ok = c.rebuild(exact) == nil
+	}
+	return ok
+}
+
+// freshAt reports whether the checker starts its engine over (rebuild) at
+// the check of the window ending at endSeq: the one after each discovery
+// starts. From there its counts, and the ones it keeps while skipping,
+// depend on the windows since alone, which a restart can replay
+// (restoreCadence).
+func (s *streamRun) freshAt(endSeq uint64) bool {
+	e := uint64(s.cfg.Every)
+	return endSeq >= e && s.discoveryPoint(endSeq-e)
 }
 
 // runCheck checks the checker's window (job's), after the discovery it
@@ -600,12 +708,7 @@ func (s *streamRun) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*evalOutcome, error) {
 	done, merging := s.dueDiscovery(job.endSeq)
 	tracked := s.tracker.Tracked()
-	var deps []discovery.Dependency
-	for _, d := range tracked {
-		if d.Kind == discovery.KindOFD || d.Kind == discovery.KindOC {
-			deps = append(deps, d)
-		}
-	}
+	deps := checkable(tracked)
 	inDeps := make(map[string]bool, len(deps))
 	for _, d := range deps {
 		inDeps[alerts.DependencyID(d)] = true
@@ -623,11 +726,11 @@ func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*eval
 			}
 		}
 	}
-	if err := c.eng.SetDependencies(deps); err != nil {
-		return nil, &stepError{"check", err}
+	res, err := s.count(c, deps)
+	if err != nil {
+		return nil, err
 	}
 	n := c.eng.Len()
-	res := c.eng.Check(s.removalCuts(n))
 	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked)}
 	for _, r := range res {
 		if !r.Present {
@@ -656,6 +759,25 @@ func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*eval
 	out.checked = len(res)
 	s.attachCheckSamples(ctx, c, out)
 	return out, nil
+}
+
+// checkable are the dependencies of tracked a check counts: OFDs and OCs.
+func checkable(tracked []discovery.Dependency) []discovery.Dependency {
+	var deps []discovery.Dependency
+	for _, d := range tracked {
+		if d.Kind == discovery.KindOFD || d.Kind == discovery.KindOC {
+			deps = append(deps, d)
+		}
+	}
+	return deps
+}
+
+// count brings the checker's counts of deps up to date on its window.
+func (s *streamRun) count(c *checker, deps []discovery.Dependency) ([]discovery.IncrementalResult, error) {
+	if err := c.eng.SetDependencies(deps); err != nil {
+		return nil, &stepError{"check", err}
+	}
+	return c.eng.Check(s.removalCuts(c.eng.Len())), nil
 }
 
 // attachCheckSamples is attachSamples for a check: the window is encoded
