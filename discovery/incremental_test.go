@@ -373,3 +373,35 @@ func TestSortPairs(t *testing.T) {
 		}
 	}
 }
+
+// TestU64MapMatchesMap drives the nodes' class index through random puts
+// and deletes over a small key range against a map.
+func TestU64MapMatchesMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	var m u64map
+	model := map[uint64]uint32{}
+	for i := 0; i < 50000; i++ {
+		k := uint64(r.IntN(300)) << uint(r.IntN(2)*32) // keys like (class<<32 | id)
+		if _, ok := model[k]; ok {
+			m.del(k)
+			delete(model, k)
+		} else {
+			v := uint32(r.IntN(1000))
+			m.put(k, v)
+			model[k] = v
+		}
+		if m.n != len(model) {
+			t.Fatalf("step %d: %d keys, want %d", i, m.n, len(model))
+		}
+		if i%97 == 0 {
+			for k, v := range model {
+				if got, ok := m.get(k); !ok || got != v {
+					t.Fatalf("step %d: key %d: got %d %v, want %d", i, k, got, ok, v)
+				}
+			}
+			if _, ok := m.get(1 << 63); ok {
+				t.Fatalf("step %d: a key never put is found", i)
+			}
+		}
+	}
+}
