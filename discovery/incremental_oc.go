@@ -308,9 +308,26 @@ func gallopPairs(la, lb []uint64, from int, p ocPair) int {
 // lnds returns the removals of one class ordered by (la, lb): the rows
 // outside a longest non-decreasing subsequence of lb (asc), and, reading
 // each run of equal la backwards, of a longest non-increasing one (desc).
+//
+// Within a run of equal la the values pushed only grow (lb ascending, or
+// its complement read backwards), so each one's place among the tails is
+// after the previous one's: it is searched galloping from there, and a
+// long run (a column with few values) costs a step or two a row instead of
+// a binary search of all the tails.
 func (o *incOC) lnds(e *Incremental, la, lb []uint64) (asc, desc int) {
 	if o.asc {
-		asc = len(lb) - lndsLen64(&e.tails, lb)
+		t := e.tails[:0]
+		for i := 0; i < len(la); {
+			at := -1 // place of the run's previous value; -1: none yet
+			for ; i < len(la); i++ {
+				if at >= 0 && la[i] != la[i-1] {
+					break
+				}
+				t, at = pushTailFrom(t, lb[i], at+1)
+			}
+		}
+		e.tails = t
+		asc = len(lb) - len(t)
 	}
 	if o.desc {
 		t := e.tails[:0]
@@ -319,8 +336,9 @@ func (o *incOC) lnds(e *Incremental, la, lb []uint64) (asc, desc int) {
 			for j < len(la) && la[j] == la[i] {
 				j++
 			}
+			at := -1
 			for k := j - 1; k >= i; k-- {
-				t = pushTail64(t, ^lb[k])
+				t, at = pushTailFrom(t, ^lb[k], at+1)
 			}
 			i = j
 		}
@@ -330,24 +348,24 @@ func (o *incOC) lnds(e *Incremental, la, lb []uint64) (asc, desc int) {
 	return asc, desc
 }
 
-// lndsLen64 is the length of a longest non-decreasing subsequence of xs.
-func lndsLen64(buf *[]uint64, xs []uint64) int {
-	t := (*buf)[:0]
-	for _, x := range xs {
-		t = pushTail64(t, x)
-	}
-	*buf = t
-	return len(t)
-}
-
-// pushTail64 is one patience-sorting step: x replaces the first tail above
-// it, or extends the tails.
-func pushTail64(t []uint64, x uint64) []uint64 {
+// pushTailFrom is one patience-sorting step: x replaces the first tail
+// above it, or extends the tails, knowing no tail before from is above x.
+// It returns the tails and x's place.
+func pushTailFrom(t []uint64, x uint64, from int) ([]uint64, int) {
 	n := len(t)
 	if n == 0 || t[n-1] <= x {
-		return append(t, x)
+		return append(t, x), n
 	}
-	lo, hi := 0, n-1 // t[hi] > x
+	// t[n-1] > x: the first tail above x is in [from, n-1]. After a
+	// run's first value, gallop to bracket it; the first searches all.
+	lo, hi := from, n-1
+	if from > 0 {
+		hi = from
+		for step := 1; t[hi] <= x; step *= 2 {
+			lo = hi + 1
+			hi = min(hi+step, n-1)
+		}
+	}
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if t[mid] > x {
@@ -357,5 +375,5 @@ func pushTail64(t []uint64, x uint64) []uint64 {
 		}
 	}
 	t[lo] = x
-	return t
+	return t, lo
 }
