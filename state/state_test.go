@@ -618,3 +618,43 @@ func TestMetrics(t *testing.T) {
 	}
 	_ = s.Close()
 }
+
+// TestApplyNoSyncWait: a commit applied without waiting is readable at
+// once, durable after wait (kept across a reopen), and one applied after it
+// in the same way follows it; an invalid commit applies nothing.
+func TestApplyNoSyncWait(t *testing.T) {
+	dir := t.TempDir()
+	s := openTest(t, dir)
+	wait1, err := s.ApplyNoSyncWait(&Commit{Stream: "s", Records: mkRecords("s", 0, 0, 3, 0), NextOffset: map[int32]int64{0: 3}, NextSeq: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait2, err := s.ApplyNoSyncWait(&Commit{Stream: "s", Records: mkRecords("s", 0, 3, 5, 3), NextOffset: map[int32]int64{0: 5}, NextSeq: 5,
+		EvictBelow: map[int32]int64{0: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keysOf(scanAll(t, s, "s")); !reflect.DeepEqual(got, []key{{0, 1}, {0, 2}, {0, 3}, {0, 4}}) {
+		t.Errorf("before the waits: %v", got)
+	}
+	if _, err := s.ApplyNoSyncWait(&Commit{Stream: "s", Records: []Record{{Partition: -1}}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("invalid commit: %v, want ErrInvalid", err)
+	}
+	if err := wait2(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait1(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTest(t, dir)
+	next, seq, err := s.Position("s")
+	if err != nil || next[0] != 5 || seq != 5 {
+		t.Errorf("after a reopen: position %v %d %v, want 0:5 and 5", next, seq, err)
+	}
+	if got := keysOf(scanAll(t, s, "s")); !reflect.DeepEqual(got, []key{{0, 1}, {0, 2}, {0, 3}, {0, 4}}) {
+		t.Errorf("after a reopen: %v", got)
+	}
+}

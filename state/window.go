@@ -90,39 +90,82 @@ func (s *Store) Apply(c *Commit) error {
 		return err
 	}
 	defer release()
-	b := s.db.NewBatch()
+	b, err := s.applyBatch(c)
+	if err != nil {
+		return err
+	}
 	defer b.Close()
+	return s.commit(b, "apply", c.Stream)
+}
 
+// ApplyNoSyncWait writes c as Apply does but returns once c is applied
+// (readable), before the write-ahead log holding it is synced. wait blocks
+// until it is: nothing of c is durable before wait returns nil. The log is
+// written in commit order, so a synced commit made after ApplyNoSyncWait
+// returned (Apply, SaveEvaluation, or a wait) makes c durable too. wait
+// must be called exactly once, before the store is closed.
+func (s *Store) ApplyNoSyncWait(c *Commit) (wait func() error, err error) {
+	release, err := s.acquireStream("apply", c.Stream)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	b, err := s.applyBatch(c)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		b.Close()
+		return nil, s.storeErr(fmt.Errorf("state: apply %s: commit to %s: %w", c.Stream, s.dir, err))
+	}
+	return func() error {
+		defer b.Close()
+		if err := b.SyncWait(); err != nil {
+			return s.storeErr(fmt.Errorf("state: apply %s: sync %s: %w", c.Stream, s.dir, err))
+		}
+		return s.synced(start, "apply")
+	}, nil
+}
+
+// applyBatch builds the Pebble batch of c.
+func (s *Store) applyBatch(c *Commit) (_ *pebble.Batch, err error) {
+	b := s.db.NewBatch()
+	defer func() {
+		if err != nil {
+			b.Close()
+		}
+	}()
 	var key, val []byte
 	for i := range c.Records {
 		r := &c.Records[i]
 		if r.Stream != "" && r.Stream != c.Stream {
-			return fmt.Errorf("state: apply %s: %w: record of stream %q", c.Stream, ErrInvalid, r.Stream)
+			return nil, fmt.Errorf("state: apply %s: %w: record of stream %q", c.Stream, ErrInvalid, r.Stream)
 		}
 		if r.Partition < 0 || r.Offset < 0 {
-			return fmt.Errorf("state: apply %s: %w: negative partition/offset %d/%d",
+			return nil, fmt.Errorf("state: apply %s: %w: negative partition/offset %d/%d",
 				c.Stream, ErrInvalid, r.Partition, r.Offset)
 		}
 		key = appendWindowKey(key[:0], c.Stream, r.Partition, r.Offset)
 		val = appendRecordValue(val[:0], r)
 		// Batch.Set copies key and value, so the scratch buffers are reused.
 		if err := b.Set(key, val, nil); err != nil {
-			return fmt.Errorf("state: apply %s: %w", c.Stream, err)
+			return nil, fmt.Errorf("state: apply %s: %w", c.Stream, err)
 		}
 	}
 	var num [8]byte
 	for p, off := range c.NextOffset {
 		if p < 0 || off < 0 {
-			return fmt.Errorf("state: apply %s: %w: negative next offset %d/%d", c.Stream, ErrInvalid, p, off)
+			return nil, fmt.Errorf("state: apply %s: %w: negative next offset %d/%d", c.Stream, ErrInvalid, p, off)
 		}
 		binary.BigEndian.PutUint64(num[:], uint64(off))
 		if err := b.Set(partitionOffsetKey(pfxOffset, c.Stream, p), num[:], nil); err != nil {
-			return fmt.Errorf("state: apply %s: %w", c.Stream, err)
+			return nil, fmt.Errorf("state: apply %s: %w", c.Stream, err)
 		}
 	}
 	binary.BigEndian.PutUint64(num[:], c.NextSeq)
 	if err := b.Set(seqKey(c.Stream), num[:], nil); err != nil {
-		return fmt.Errorf("state: apply %s: %w", c.Stream, err)
+		return nil, fmt.Errorf("state: apply %s: %w", c.Stream, err)
 	}
 	// Range deletions come last in the batch: they carry higher sequence
 	// numbers, so records of this same commit below the bound are removed too.
@@ -133,10 +176,10 @@ func (s *Store) Apply(c *Commit) error {
 		start := appendWindowKey(nil, c.Stream, p, 0)
 		end := appendWindowKey(nil, c.Stream, p, below)
 		if err := b.DeleteRange(start, end, nil); err != nil {
-			return fmt.Errorf("state: apply %s: %w", c.Stream, err)
+			return nil, fmt.Errorf("state: apply %s: %w", c.Stream, err)
 		}
 	}
-	return s.commit(b, "apply", c.Stream)
+	return b, nil
 }
 
 func (s *Store) commit(b *pebble.Batch, op, stream string) error {
@@ -144,6 +187,11 @@ func (s *Store) commit(b *pebble.Batch, op, stream string) error {
 	if err := b.Commit(pebble.Sync); err != nil {
 		return s.storeErr(fmt.Errorf("state: %s %s: commit to %s: %w", op, stream, s.dir, err))
 	}
+	return s.synced(start, op)
+}
+
+// synced finishes a synced commit of op started at start.
+func (s *Store) synced(start time.Time, op string) error {
 	// Pebble reports some write failures (a failed WAL write) only through
 	// Logger.Fatalf, and then returns from the commit as if it succeeded.
 	if err := s.fail.get(); err != nil {

@@ -278,15 +278,35 @@ type topicPartition struct {
 
 // batch is the open batch of the consume loop: the next offset to commit
 // per partition, the dead letters to write, and records per topic (for
-// the balancer's rates).
+// the balancer's rates); and the batches flushed before it whose offsets
+// are not committed yet: unsynced (store commits applied, their syncs
+// under way, oldest first) and then synced (offsets ready to commit).
 type batch struct {
 	commits map[topicPartition]int64
 	dlq     []kafka.Message
 	records map[string]int
+
+	unsynced   []unsyncedBatch
+	synced     map[topicPartition]int64
+	lastCommit time.Time // of offsets to Kafka
 }
 
+// unsyncedBatch is a flushed batch whose store commits are not synced yet:
+// the waits for them, and its next offsets.
+type unsyncedBatch struct {
+	waits   []func() error
+	commits map[topicPartition]int64
+}
+
+// offsetCommitInterval spaces the consumer group's offset commits: offsets
+// synced in the store are committed to Kafka at most this often (and when
+// the generation ends), not once per batch. A member that crashes leaves
+// the group's offsets at most this far behind its store, whose records
+// come again and are skipped by offset.
+const offsetCommitInterval = 100 * time.Millisecond
+
 func newBatch() *batch {
-	return &batch{commits: map[topicPartition]int64{}, records: map[string]int{}}
+	return &batch{commits: map[topicPartition]int64{}, records: map[string]int{}, synced: map[topicPartition]int64{}}
 }
 
 // consume is the member's life in the consumer group (kafka-go's
@@ -427,6 +447,7 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 	}
 	m.balancer.setOwned(topics)
 	g := &generation{m: m, ctx: ctx, gctx: gctx, wctx: wctx, gen: gen, b: newBatch()}
+	defer m.waitSyncs(g.b) // after an error; end settles them
 	if err := m.takeOver(wctx, client, a); err != nil {
 		if wctx.Err() != nil {
 			return g.end()
@@ -555,6 +576,12 @@ func (g *generation) consume() error {
 			return g.stop(err)
 		}
 		if n == 0 {
+			// Idle: the flushed batches' syncs finish and their offsets
+			// are committed before the wait for records.
+			commitDue, err := g.m.settle(g.gen, g.b, 0)
+			if err != nil {
+				return err
+			}
 			select {
 			case <-g.wctx.Done():
 				return g.end()
@@ -565,6 +592,8 @@ func (g *generation) consume() error {
 				}
 				n += k
 			case <-tick:
+			case <-commitDue:
+				continue
 			}
 		}
 		if ok, err := g.fill(n); !ok {
@@ -610,9 +639,12 @@ func (m *Monitor) endGeneration(ctx context.Context, gen *kafka.Generation, b *b
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if err := m.flush(fctx, gen, b); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		m.waitSyncs(b)
 		return err
 	}
-	return nil
+	b.lastCommit = time.Time{} // commit now
+	_, err := m.settle(gen, b, 0)
+	return err
 }
 
 // fetchStarts returns where to fetch each assigned partition from: the
@@ -917,11 +949,15 @@ func (s *streamRun) reject(msg *kafka.Message, de *DecodeError, dlq *[]kafka.Mes
 	*dlq = append(*dlq, kafka.Message{Key: msg.Key, Value: msg.Value, Headers: headers, Time: msg.Time})
 }
 
-// flush makes the batch durable: the dead letters, one synced store commit
-// per stream (records, positions, evictions), then the Kafka offset commit;
-// finally it hands due window snapshots to the evaluators. A dead-letter
-// topic that cannot be written is a fatal error (after kafka-go's retries):
-// dropping the records silently would lose them.
+// flush closes the batch: the dead letters, then one store commit per
+// stream (records, positions, evictions) applied without waiting for its
+// sync, which runs while the next batch fills; the syncs of the batches
+// before it are waited for, and their offsets committed to Kafka (settle).
+// Finally it hands due window snapshots to the evaluators: an evaluator's
+// own synced commits come after this batch's in the store's log, so what
+// it saves is never durable before the records it evaluated. A
+// dead-letter topic that cannot be written is a fatal error (after
+// kafka-go's retries): dropping the records silently would lose them.
 func (m *Monitor) flush(ctx context.Context, gen *kafka.Generation, b *batch) error {
 	if len(b.dlq) > 0 {
 		// Dead letters go out before the store records the positions past
@@ -939,31 +975,30 @@ func (m *Monitor) flush(ctx context.Context, gen *kafka.Generation, b *batch) er
 		clear(b.dlq)
 		b.dlq = b.dlq[:0]
 	}
+	var waits []func() error
 	for _, s := range m.streams {
-		if err := s.commit(); err != nil {
+		wait, err := s.apply()
+		if err != nil {
+			b.unsynced = append(b.unsynced, unsyncedBatch{waits: waits})
+			m.waitSyncs(b)
 			return err
 		}
-	}
-	if len(b.commits) > 0 {
-		offsets := map[string]map[int]int64{}
-		for tp, next := range b.commits {
-			if offsets[tp.topic] == nil {
-				offsets[tp.topic] = map[int]int64{}
-			}
-			offsets[tp.topic][tp.partition] = next
+		if wait != nil {
+			waits = append(waits, wait)
 		}
+	}
+	if len(b.commits) > 0 || len(waits) > 0 {
+		b.unsynced = append(b.unsynced, unsyncedBatch{waits: waits, commits: maps.Clone(b.commits)})
 		for t, n := range b.records {
 			m.balancer.consumed(t, n)
 		}
 		clear(b.records)
 		clear(b.commits)
-		if err := gen.CommitOffsets(offsets); err != nil {
-			// A commit fails when the generation ended (a rebalance) or
-			// the broker is away; the records are in the store, so a
-			// redelivery is skipped by offset, and the next commit
-			// covers these.
-			m.log.Debug("commit offsets to kafka", "generation", gen.ID, "err", err)
-		}
+	}
+	// The syncs of the batches before this one finish while this one's
+	// is under way.
+	if _, err := m.settle(gen, b, 1); err != nil {
+		return err
 	}
 	now := time.Now()
 	for _, s := range m.streams {
@@ -988,6 +1023,64 @@ func (m *Monitor) flush(ctx context.Context, gen *kafka.Generation, b *batch) er
 		}
 	}
 	return nil
+}
+
+// settle waits for the syncs of the flushed batches but the newest keep,
+// and commits the synced offsets to Kafka when offsetCommitInterval has
+// passed since the last commit. Offsets are committed only after the store
+// commits holding their records are synced. commitDue fires when synced
+// offsets wait for the interval (nil when none wait).
+func (m *Monitor) settle(gen *kafka.Generation, b *batch, keep int) (commitDue <-chan time.Time, err error) {
+	for len(b.unsynced) > keep {
+		u := b.unsynced[0]
+		for i, wait := range u.waits {
+			if err := wait(); err != nil {
+				for _, w := range u.waits[i+1:] {
+					_ = w()
+				}
+				b.unsynced = b.unsynced[1:]
+				m.waitSyncs(b)
+				return nil, err
+			}
+		}
+		maps.Copy(b.synced, u.commits)
+		b.unsynced[0] = unsyncedBatch{}
+		b.unsynced = b.unsynced[1:]
+	}
+	if len(b.synced) == 0 {
+		return nil, nil
+	}
+	if wait := time.Until(b.lastCommit.Add(offsetCommitInterval)); wait > 0 {
+		return time.After(wait), nil
+	}
+	offsets := map[string]map[int]int64{}
+	for tp, next := range b.synced {
+		if offsets[tp.topic] == nil {
+			offsets[tp.topic] = map[int]int64{}
+		}
+		offsets[tp.topic][tp.partition] = next
+	}
+	clear(b.synced)
+	b.lastCommit = time.Now()
+	if err := gen.CommitOffsets(offsets); err != nil {
+		// A commit fails when the generation ended (a rebalance) or
+		// the broker is away; the records are in the store, so a
+		// redelivery is skipped by offset, and the next commit
+		// covers these.
+		m.log.Debug("commit offsets to kafka", "generation", gen.ID, "err", err)
+	}
+	return nil, nil
+}
+
+// waitSyncs waits for every flushed batch's syncs, ignoring their errors,
+// before a generation ends on an error: every wait is called once.
+func (m *Monitor) waitSyncs(b *batch) {
+	for _, u := range b.unsynced {
+		for _, w := range u.waits {
+			_ = w()
+		}
+	}
+	b.unsynced = nil
 }
 
 // writeDeadLetters writes the dead letters. When the dead-letter topic
@@ -1055,8 +1148,18 @@ func headerValue(hs []kafka.Header, key string) string {
 
 // commit writes the stream's open batch to the store (synced).
 func (s *streamRun) commit() error {
+	wait, err := s.apply()
+	if err != nil || wait == nil {
+		return err
+	}
+	return wait()
+}
+
+// apply writes the stream's open batch to the store; wait (nil when there
+// was nothing to write) returns once it is synced.
+func (s *streamRun) apply() (wait func() error, err error) {
 	if len(s.batch) == 0 && !s.posDirty {
-		return nil
+		return nil, nil
 	}
 	from := 0
 	for i := range s.batch {
@@ -1074,15 +1177,21 @@ func (s *streamRun) commit() error {
 		NextSeq:    s.seq,
 		EvictBelow: s.evictionBounds(),
 	}
-	if err := s.m.store.Apply(c); err != nil {
-		return fmt.Errorf("stream %s: store batch: %w", s.name, err)
+	synced, err := s.m.store.ApplyNoSyncWait(c)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: store batch: %w", s.name, err)
 	}
 	clear(s.batch)
 	s.batch = s.batch[:0]
 	s.valueEnd = s.valueEnd[:0]
 	s.arena = s.arena[:0]
 	s.posDirty = false
-	return nil
+	return func() error {
+		if err := synced(); err != nil {
+			return fmt.Errorf("stream %s: store batch: %w", s.name, err)
+		}
+		return nil
+	}, nil
 }
 
 // logLimiter lets through at most logBurst lines per second and counts the
