@@ -161,7 +161,7 @@ func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 	s.mb.mu.Lock()
 	s.mb.feed.checks = append(s.mb.feed.checks, job)
 	s.mb.mu.Unlock()
-	if s.discoveryPoint(endSeq) {
+	if s.cfg.discoveryPoint(endSeq) {
 		s.dispatchDiscovery(endSeq, replay)
 	}
 	select {
@@ -173,9 +173,9 @@ func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 // discoveryPoint reports whether the check of the window ending at endSeq
 // also starts a discovery: the first full window, then every DiscoverEvery
 // records.
-func (s *streamRun) discoveryPoint(endSeq uint64) bool {
-	n, w := endSeq+1, uint64(s.cfg.Window)
-	return n >= w && (n-w)%uint64(s.cfg.DiscoverEvery) == 0
+func (c *StreamConfig) discoveryPoint(endSeq uint64) bool {
+	n, w := endSeq+1, uint64(c.Window)
+	return n >= w && (n-w)%uint64(c.DiscoverEvery) == 0
 }
 
 // dispatchDiscovery hands the window (ending at endSeq) to discovery, and
@@ -227,7 +227,7 @@ func (s *streamRun) restoreCadence(endSeq uint64) {
 		s.dispatchCheck(endSeq, true)
 		return
 	}
-	if s.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > s.trackerEnd {
+	if s.cfg.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > s.trackerEnd {
 		s.dispatchDiscovery(endSeq, true)
 	}
 	// The saved checks since the checker's last fresh start are counted
@@ -253,11 +253,19 @@ func (s *streamRun) restoreCadence(endSeq uint64) {
 // job, the checker asked for it, or the counts do not add up (the window
 // was reset).
 func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
-	w, f := s.win, &s.mb.feed
+	f := &s.mb.feed
 	s.mb.mu.Lock()
 	reset := !f.fed || f.resync
 	f.resync = false
 	s.mb.mu.Unlock()
+	return f.delta(s.win, reset, windowInfoOf(s.win, s.name, s.cfg.Topic, endSeq))
+}
+
+// delta is checkDelta on window w for the window described by info (the
+// feed's consumer side: fed, lastSeq, lastLen); reset sends the whole
+// window.
+func (f *cadenceFeed) delta(w *Window, reset bool, info alerts.WindowInfo) *checkJob {
+	endSeq := info.EndSeq
 	at := func(i int) *rowMeta { // i-th row, oldest first
 		p := w.head + i
 		if p >= len(w.meta) {
@@ -276,7 +284,7 @@ func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
 	if reset {
 		k, evict = w.n, 0
 	}
-	job := &checkJob{endSeq: endSeq, reset: reset, evict: evict, info: s.windowInfoOf(endSeq)}
+	job := &checkJob{endSeq: endSeq, reset: reset, evict: evict, info: info}
 	for _, c := range w.cols {
 		vals, nulls := make([]string, k), make([]bool, k)
 		for i := 0; i < k; i++ {
@@ -311,10 +319,9 @@ func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
 // first), its first row from the oldest end its smallest offset; times
 // take one pass over the rows without a map (this runs on the consume
 // path at every check).
-func (s *streamRun) windowInfoOf(endSeq uint64) alerts.WindowInfo {
-	w := s.win
+func windowInfoOf(w *Window, stream, topic string, endSeq uint64) alerts.WindowInfo {
 	info := alerts.WindowInfo{
-		Stream: s.name, Topic: s.cfg.Topic, Records: w.n, EndSeq: endSeq,
+		Stream: stream, Topic: topic, Records: w.n, EndSeq: endSeq,
 		StartOffsets: map[int32]int64{}, EndOffsets: map[int32]int64{},
 	}
 	pending := 0
@@ -388,17 +395,17 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	}
 	start := time.Now()
 	done := discoveryDone{endSeq: job.endSeq}
-	table, err := discovery.Encode(job.snap.Columns())
+	var err error
+	done.outcome, err = s.env().discoverSnapshot(ctx, job.snap, job.endSeq)
 	if err != nil {
-		s.log.Error("discovery: encode", "window_end", job.endSeq, "err", err)
+		if ctx.Err() != nil {
+			return false
+		}
+		s.log.Error("discovery failed", "window_end", job.endSeq, "err", err)
 		s.mb.mu.Lock()
 		delete(s.mb.feed.rerun, job.endSeq) // nothing to wait for
 		s.mb.mu.Unlock()
 		return true
-	}
-	done.outcome, err = s.env().discover(ctx, table, job.endSeq)
-	if err != nil {
-		return false
 	}
 	done.took = time.Since(start)
 	s.m.metrics.discDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
@@ -409,6 +416,18 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	s.mb.feed.done = append(s.mb.feed.done, done)
 	s.mb.mu.Unlock()
 	return true
+}
+
+// discoverSnapshot is the discovery path of two cadences on one window:
+// encode it as the checks type it, then discover (evalEnv.discover). It
+// returns a *stepError when encoding fails, ctx's error when ctx is done.
+func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq uint64) (discoveryOutcome, error) {
+	cols := snap.Columns()
+	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
+	if err != nil {
+		return discoveryOutcome{}, &stepError{"encode", err}
+	}
+	return e.discover(ctx, table, endSeq)
 }
 
 // waitMerge waits, before the check of the window ending at endSeq, for
@@ -573,11 +592,11 @@ func (c *checker) rebuild(exact bool) error {
 // removalCuts are the removal counts the tracker's verdicts turn on for a
 // window of n records: violated above eps+margin, restored at or below
 // eps-margin, held at or below floor(eps*n).
-func (s *streamRun) removalCuts(n int) []int {
+func (e evalEnv) removalCuts(n int) []int {
 	if n == 0 {
 		return nil
 	}
-	eps, m := s.cfg.Epsilon, s.cfg.Margin
+	eps, m := e.cfg.Epsilon, e.cfg.Margin
 	if m < 0 { // AutoMargin, as the tracker reads it
 		m = alerts.NoiseMargin(eps, n)
 	}
@@ -600,7 +619,7 @@ func (s *streamRun) removalCuts(n int) []int {
 // (and all with inOrder), which are checked each.
 func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob) error {
 	for i, job := range jobs {
-		if !s.applyJob(c, job) {
+		if !s.env().applyJob(c, job, s.mb.feed.exactChecks) {
 			s.mb.mu.Lock()
 			s.mb.feed.resync = true
 			s.mb.mu.Unlock()
@@ -610,7 +629,7 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 		}
 		switch {
 		case job.saved:
-			if _, err := s.count(c, checkable(s.tracker.Tracked())); err != nil {
+			if _, err := s.env().count(c, checkable(s.tracker.Tracked())); err != nil {
 				s.log.Warn("recount of a saved check", "window_end", job.endSeq, "err", err)
 			}
 		case i < len(jobs)-1 && !job.replay && !s.mb.feed.inOrder:
@@ -626,10 +645,9 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 
 // applyJob brings the checker to job's window (apply), and starts its
 // engine over where freshAt says; false: the job did not fit.
-func (s *streamRun) applyJob(c *checker, job *checkJob) bool {
-	exact := s.mb.feed.exactChecks
+func (e evalEnv) applyJob(c *checker, job *checkJob, exact bool) bool {
 	ok := c.apply(job, exact)
-	if ok && s.freshAt(job.endSeq) && !job.reset {
+	if ok && e.cfg.freshAt(job.endSeq) && !job.reset {
 		ok = c.rebuild(exact) == nil
 	}
 	return ok
@@ -640,9 +658,9 @@ func (s *streamRun) applyJob(c *checker, job *checkJob) bool {
 // starts. From there its counts, and the ones it keeps while skipping,
 // depend on the windows since alone, which a restart can replay
 // (restoreCadence).
-func (s *streamRun) freshAt(endSeq uint64) bool {
-	e := uint64(s.cfg.Every)
-	return endSeq >= e && s.discoveryPoint(endSeq-e)
+func (c *StreamConfig) freshAt(endSeq uint64) bool {
+	e := uint64(c.Every)
+	return endSeq >= e && c.discoveryPoint(endSeq-e)
 }
 
 // runCheck checks the checker's window (job's), after the discovery it
@@ -707,17 +725,32 @@ func (s *streamRun) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 // observations, the tracker and samples.
 func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*evalOutcome, error) {
 	done, merging := s.dueDiscovery(job.endSeq)
-	tracked := s.tracker.Tracked()
+	var merge *discoveryOutcome
+	if merging {
+		merge = &done.outcome
+	}
+	return s.env().checkWindow(ctx, c, job, merge)
+}
+
+// checkWindow is a check of the checker's window (job's): the tracked
+// dependencies' counts, with the newly minimal ones of merge (a
+// discovery's result, or nil), the observations, the tracker and samples.
+// The monitor (streamRun.check) and replay share it.
+func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, merge *discoveryOutcome) (*evalOutcome, error) {
+	tracked := e.tracker.Tracked()
 	deps := checkable(tracked)
 	inDeps := make(map[string]bool, len(deps))
 	for _, d := range deps {
 		inDeps[alerts.DependencyID(d)] = true
 	}
+	merging := merge != nil
 	if merging {
-		// The newly minimal ones, in discovery's order (by score).
-		for _, r := range done.outcome.results {
+		// The newly minimal ones, in discovery's order (by score), as
+		// observations does.
+		minScore := e.cfg.minScore(c.eng.Len())
+		for _, r := range merge.results {
 			id := alerts.DependencyID(r.Dependency)
-			if r.Score < s.cfg.MinScore || !r.Reliable || inDeps[id] {
+			if r.Score < minScore || !r.Reliable || inDeps[id] {
 				continue
 			}
 			if r.Kind == discovery.KindOFD || r.Kind == discovery.KindOC {
@@ -726,7 +759,7 @@ func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*eval
 			}
 		}
 	}
-	res, err := s.count(c, deps)
+	res, err := e.count(c, deps)
 	if err != nil {
 		return nil, err
 	}
@@ -742,22 +775,22 @@ func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*eval
 		}
 		if merging {
 			id := alerts.DependencyID(r.Dependency)
-			if f, ok := done.outcome.found[id]; ok {
+			if f, ok := merge.found[id]; ok {
 				o.Minimal, o.Strength, o.Score = true, f.Strength, f.Score
 			} else {
-				o.Minimal = !done.outcome.complete && dependencyLevel(r.Dependency) > done.outcome.levels
+				o.Minimal = !merge.complete && dependencyLevel(r.Dependency) > merge.levels
 			}
 		}
 		out.obs = append(out.obs, o)
 	}
 	if merging {
-		out.found, out.merged = len(done.outcome.found), true
-		out.events = s.tracker.Observe(out.info, out.obs)
+		out.found, out.merged = len(merge.found), true
+		out.events = e.tracker.Observe(out.info, out.obs)
 	} else {
-		out.events = s.tracker.ObserveCheck(out.info, out.obs)
+		out.events = e.tracker.ObserveCheck(out.info, out.obs)
 	}
 	out.checked = len(res)
-	s.attachCheckSamples(ctx, c, out)
+	e.attachCheckSamples(ctx, c, out)
 	return out, nil
 }
 
@@ -773,18 +806,18 @@ func checkable(tracked []discovery.Dependency) []discovery.Dependency {
 }
 
 // count brings the checker's counts of deps up to date on its window.
-func (s *streamRun) count(c *checker, deps []discovery.Dependency) ([]discovery.IncrementalResult, error) {
+func (e evalEnv) count(c *checker, deps []discovery.Dependency) ([]discovery.IncrementalResult, error) {
 	if err := c.eng.SetDependencies(deps); err != nil {
 		return nil, &stepError{"check", err}
 	}
-	return c.eng.Check(s.removalCuts(c.eng.Len())), nil
+	return c.eng.Check(e.removalCuts(c.eng.Len())), nil
 }
 
 // attachCheckSamples is attachSamples for a check: the window is encoded
 // from the checker's rows only when an event needs a sample. The samples
 // of the events' related dependencies, which the status history keeps
 // (encodeStatusEvent), are taken on the same table into out.related.
-func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, out *evalOutcome) {
+func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOutcome) {
 	need := false
 	for i := range out.events {
 		need = need || carriesSample(&out.events[i])
@@ -793,12 +826,12 @@ func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, out *eva
 		return
 	}
 	cols := c.eng.DictColumns()
-	table, err := discovery.Encode(cols)
+	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
 	if err != nil {
-		s.log.Warn("removal sample: encode", "err", err)
+		e.log.Warn("removal sample: encode", "err", err)
 		return
 	}
-	opts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
+	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
 	byName := make(map[string]int, len(cols))
 	for i, col := range cols {
 		byName[col.Name] = i
@@ -807,14 +840,14 @@ func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, out *eva
 		r, err := discovery.Validate(ctx, table, d, opts)
 		if err != nil {
 			if !errors.Is(err, context.Canceled) {
-				s.log.Warn("removal sample", "dependency", text, "err", err)
+				e.log.Warn("removal sample", "dependency", text, "err", err)
 			}
 			return nil
 		}
 		var out []alerts.Sample
 		names := d.Columns()
 		for _, row := range r.RemovalSample {
-			if len(out) == s.cfg.Sample || row < 0 || row >= c.rows() {
+			if len(out) == e.cfg.Sample || row < 0 || row >= c.rows() {
 				break
 			}
 			m := c.meta(row)
@@ -826,7 +859,7 @@ func (s *streamRun) attachCheckSamples(ctx context.Context, c *checker, out *eva
 					}
 				}
 			}
-			out = append(out, alerts.Sample{Topic: s.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: values})
+			out = append(out, alerts.Sample{Topic: e.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: values})
 		}
 		return out
 	}

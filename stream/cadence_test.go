@@ -311,7 +311,7 @@ func TestWindowInfoOf(t *testing.T) {
 		s.win.Append(RowMeta{Partition: p, Offset: next[p], Seq: seq, Time: time.Unix(int64(seq)+int64(r.IntN(20)), 0)}, &rec)
 		if seq%7 == 0 {
 			want := s.env().windowInfo(s.win.Snapshot(), seq)
-			if got := s.windowInfoOf(seq); !reflect.DeepEqual(got, want) {
+			if got := windowInfoOf(s.win, s.name, s.cfg.Topic, seq); !reflect.DeepEqual(got, want) {
 				t.Fatalf("record %d: %+v, snapshot gives %+v", seq, got, want)
 			}
 		}
@@ -514,10 +514,10 @@ func TestRestartedCheckerCountsAsUninterrupted(t *testing.T) {
 	type counts []discovery.IncrementalResult
 	run := func(s *streamRun, c *checker, job *checkJob) counts {
 		t.Helper()
-		if !s.applyJob(c, job) {
+		if !s.env().applyJob(c, job, false) {
 			t.Fatalf("check %d does not fit", job.endSeq)
 		}
-		res, err := s.count(c, checkable(s.tracker.Tracked()))
+		res, err := s.env().count(c, checkable(s.tracker.Tracked()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -623,7 +623,7 @@ func BenchmarkCheckerRebuild(b *testing.B) {
 		b.Fatal("first job")
 	}
 	tracked := checkable(s.tracker.Tracked())
-	if _, err := s.count(c, tracked); err != nil {
+	if _, err := s.env().count(c, tracked); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("check", func(b *testing.B) {
@@ -632,7 +632,7 @@ func BenchmarkCheckerRebuild(b *testing.B) {
 			if !c.apply(s.checkDelta(seq-1), false) {
 				b.Fatal("delta")
 			}
-			if _, err := s.count(c, tracked); err != nil {
+			if _, err := s.env().count(c, tracked); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -642,9 +642,55 @@ func BenchmarkCheckerRebuild(b *testing.B) {
 			if err := c.rebuild(false); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := s.count(c, tracked); err != nil {
+			if _, err := s.env().count(c, tracked); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
+}
+
+// TestCheckMergeMinScore: a check merging a discovery admits the newly
+// minimal dependencies as a full evaluation does: reliable ones whose
+// score reaches min-score, auto (NearKeyScore of the window) included.
+func TestCheckMergeMinScore(t *testing.T) {
+	for _, minScore := range []float64{AutoMinScore, 0.2} {
+		cfg := StreamConfig{Topic: "ms", Window: 100, Every: 10, DiscoverEvery: 20, Epsilon: 0.01, MinScore: minScore}
+		if err := cfg.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		env := evalEnv{name: "ms", cfg: &cfg, log: testLogger(t), tracker: newTracker(cfg)}
+		names := []string{"a", "b", "k"}
+		values, nulls := make([][]string, 3), make([][]bool, 3)
+		for c := range names {
+			values[c], nulls[c] = make([]string, 100), make([]bool, 100)
+		}
+		for r := range 100 {
+			values[0][r], values[1][r], values[2][r] = strconv.Itoa(r%5), strconv.Itoa(r%5), strconv.Itoa(r)
+		}
+		c := &checker{}
+		if err := c.build(names, values, nulls, false); err != nil {
+			t.Fatal(err)
+		}
+		c.metas = make([]RowMeta, 100)
+		merge := &discoveryOutcome{complete: true, found: map[string]discovery.Result{}, results: []discovery.Result{
+			{Dependency: mustDep(t, "{b}: [] -> a"), Reliable: true, Score: 0.25},
+			{Dependency: mustDep(t, "{k}: [] -> a"), Reliable: true, Score: NearKeyScore(100) / 2},
+		}}
+		for _, r := range merge.results {
+			merge.found[alerts.DependencyID(r.Dependency)] = r
+		}
+		out, err := env.checkWindow(context.Background(), c, &checkJob{endSeq: 99, info: alerts.WindowInfo{Stream: "ms", Records: 100, EndSeq: 99}}, merge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var discovered []string
+		for _, e := range out.events {
+			if e.Type == alerts.EventDiscovered {
+				discovered = append(discovered, e.DependencyText)
+			}
+		}
+		if !slices.Equal(discovered, []string{"{b}: [] -> a"}) {
+			t.Errorf("min-score %v: discovered %v, want {b}: [] -> a only", minScore, discovered)
+		}
+	}
 }
