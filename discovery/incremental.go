@@ -638,11 +638,10 @@ func (e *Incremental) recountOCs(cuts []int) {
 	}
 	rate += rate / 4 // headroom, or the OCs forced later than the others starve
 	e.credit = max(e.credit+rate-forced, -rate)
-	// Least of its period left first: recounting an OC early wastes that
-	// share of its period.
-	slices.SortStableFunc(cands, func(x, y early) int {
-		return cmp.Compare(x.left*(y.period+1), y.left*(x.period+1))
-	})
+	// Least waste first: recounting an OC that could skip k more checks of
+	// the p+1 between forced recounts wastes (k+1)/(p+1) of its rows.
+	waste := func(c early) float64 { return float64(c.rows) * float64(c.left+1) / float64(c.period+1) }
+	slices.SortStableFunc(cands, func(x, y early) int { return cmp.Compare(waste(x), waste(y)) })
 	for len(cands) > 0 && e.credit > 0 {
 		e.credit -= e.recount(cands[0].o, sl)
 		cands = cands[1:]
