@@ -597,13 +597,14 @@ func (e *Incremental) Check(cuts []int) []IncrementalResult {
 // (all of them at the first) would run out of slack at the same later
 // check again and again, and that check would cost many recounts at once.
 //
-// An OC that was recounted k checks before it would be forced again (at
-// the rates rows entered and left at this check), reading r rows, costs
-// about r/k rows a check. The credit grows at each check by the sum of
-// that over the OCs (IncrementalOptions.RecountBudget replaces the sum),
-// less the rows of the forced recounts, and the early recounts spend it,
-// earliest forced first: the recounts of a check add up to about the
-// average, instead of coming in waves.
+// An OC that can skip p checks after a recount (at the rates rows entered
+// and left at this check) and reads r rows a recount costs about r/(p+1)
+// rows a check. The credit grows at each check by the sum of that over the
+// OCs, and a quarter more (IncrementalOptions.RecountBudget replaces the
+// sum), less the rows of the forced recounts; the early recounts spend it,
+// least waste first (the share of the checks between forced recounts an
+// early recount gives up, times its rows): the recounts of a check add up
+// to about the average, instead of coming in waves.
 func (e *Incremental) recountOCs(cuts []int) {
 	sl := e.slide(cuts)
 	type early struct {
