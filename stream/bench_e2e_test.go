@@ -1,0 +1,564 @@
+package stream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/segmentio/kafka-go"
+)
+
+// The end-to-end run of issue 9 (BenchmarkEndToEnd): the 20-field stream,
+// its first window produced at once and the rest at e2eRate records/s
+// (ODWATCH_E2E_RATE overrides it), window e2eWindow, checks every e2eEvery
+// records, discovery at its default cadence (every window;
+// ODWATCH_E2E_DISCOVER_EVERY overrides it), and a fault from record
+// e2eFault on: every record's age_group is wrong, so the pinned e2eFaultDep
+// breaks.
+const (
+	e2eRecords  = 400_000
+	e2eRate     = 100_000
+	e2eWindow   = 100_000
+	e2eEvery    = 1_000
+	e2eFault    = 300_000
+	e2eFaultDep = "{age}: [] -> age_group"
+)
+
+// e2eStream generates the 20-field stream of discovery's BenchmarkCheck
+// (discovery/incremental_bench_test.go; same fields, planted dependencies
+// and noise) as JSON records. Records from fault on carry a random wrong
+// age_group.
+type e2eStream struct {
+	r     *rand.Rand
+	seq   int
+	t0    time.Time
+	fault int
+	buf   []byte
+}
+
+func newE2EStream(seed uint64, fault int) *e2eStream {
+	return &e2eStream{r: rand.New(rand.NewPCG(seed, 1)), t0: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), fault: fault}
+}
+
+// next returns the next record as a JSON object (valid until the next call).
+func (s *e2eStream) next() []byte {
+	r := s.r
+	faulty := s.seq >= s.fault
+	s.seq++
+	b := append(s.buf[:0], '{')
+	str := func(name, v string) {
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, `":"`...)
+		b = append(b, v...)
+		b = append(b, `",`...)
+	}
+	num := func(name, v string) {
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, `":`...)
+		b = append(b, v...)
+		b = append(b, ',')
+	}
+	str("ts", s.t0.Add(time.Duration(s.seq)*time.Second+time.Duration(r.IntN(900))*time.Millisecond).Format(time.RFC3339Nano))
+	num("seq", strconv.Itoa(s.seq))
+	zip := r.IntN(2000)
+	city := zip / 10
+	if r.IntN(100) == 0 {
+		city = r.IntN(200)
+	}
+	num("zip", strconv.Itoa(10000+zip))
+	str("city", "city"+strconv.Itoa(city))
+	str("country", "country"+strconv.Itoa(city/40))
+	sub := r.IntN(40)
+	str("category", "cat"+strconv.Itoa(sub%8))
+	str("sub", "sub"+strconv.Itoa(sub))
+	level := sub%8%5 + 1
+	if r.IntN(100) < 3 {
+		level = 1 + r.IntN(5)
+	}
+	num("level", strconv.Itoa(level))
+	amount := r.IntN(100000)
+	rate := 5 * (1 + sub%4)
+	tax := amount * rate / 100
+	if r.IntN(50) == 0 {
+		tax = r.IntN(25000)
+	}
+	num("amount", strconv.FormatFloat(float64(amount)/100, 'f', 2, 64))
+	num("rate", strconv.Itoa(rate))
+	num("tax", strconv.FormatFloat(float64(tax)/100, 'f', 2, 64))
+	age := 18 + r.IntN(70)
+	group := age / 10
+	if faulty {
+		group = 10 + r.IntN(10) // never the right one
+	}
+	num("age", strconv.Itoa(age))
+	str("age_group", "g"+strconv.Itoa(group))
+	price := 1 + r.IntN(500)
+	qty := 1 + r.IntN(10)
+	num("price", strconv.Itoa(price))
+	num("qty", strconv.Itoa(qty))
+	num("total", strconv.Itoa(price*qty))
+	score := r.IntN(1000)
+	grade := 10 - score/100
+	if r.IntN(100) == 0 {
+		grade = 1 + r.IntN(10)
+	}
+	num("score", strconv.Itoa(score))
+	num("grade", strconv.Itoa(grade))
+	num("noise", strconv.FormatFloat(r.NormFloat64(), 'g', 6, 64))
+	num("flag", strconv.FormatBool(r.IntN(20) == 0))
+	b[len(b)-1] = '}'
+	s.buf = b
+	return b
+}
+
+// e2eEvent is an event as the monitor process saw it arrive at its sink.
+type e2eEvent struct {
+	Type       string `json:"type"`
+	Dependency string `json:"dependency"`
+	EndSeq     uint64 `json:"end_seq"`
+	Consumed   int    `json:"consumed"` // records consumed when it arrived
+	UnixNano   int64  `json:"unix_nano"`
+}
+
+// e2eResult is what the monitor process of BenchmarkEndToEnd reports.
+type e2eResult struct {
+	Records        int        `json:"records"` // consumed after the warm-up
+	Seconds        float64    `json:"seconds"` // the warm-up's end to the last record consumed
+	FirstCheck     float64    `json:"first_check_s"`
+	RecordsPerSec  float64    `json:"records_per_sec"`
+	Checks         uint64     `json:"checks"`
+	Skipped        float64    `json:"skipped"`
+	CheckMean      float64    `json:"check_mean_s"`
+	CheckP99       float64    `json:"check_p99_le_s"` // upper bound of the histogram bucket holding the p99
+	CheckMax       float64    `json:"check_max_s"`
+	Discoveries    uint64     `json:"discoveries"`
+	DiscoveryMean  float64    `json:"discovery_mean_s"`
+	DiscoverySkips float64    `json:"discovery_skipped"`
+	Tracked        int        `json:"tracked"`
+	MaxLag         float64    `json:"max_lag"`
+	RSSMB          float64    `json:"rss_hwm_mb"`
+	Events         []e2eEvent `json:"events"`
+}
+
+// e2eSink records the events the monitor delivers, with the records
+// consumed at their arrival.
+type e2eSink struct {
+	mu       sync.Mutex
+	events   []e2eEvent
+	consumed prometheus.Counter
+}
+
+func (k *e2eSink) Send(_ context.Context, events []alerts.Event) error {
+	now := time.Now().UnixNano()
+	var m dto.Metric
+	_ = k.consumed.Write(&m)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, e := range events {
+		k.events = append(k.events, e2eEvent{Type: string(e.Type), Dependency: e.Dependency.String(),
+			EndSeq: e.Window.EndSeq, Consumed: int(m.GetCounter().GetValue()), UnixNano: now})
+	}
+	return nil
+}
+
+func (k *e2eSink) Close() error { return nil }
+
+// e2ePinned are the 50 dependencies discovery's BenchmarkCheck tracks on
+// this stream (the planted ones, holding or nearly, and ones that do not
+// hold), e2eFaultDep among them, pinned so that they are checked from the
+// first window on.
+func e2ePinned() []string {
+	ofd := func(rhs string, ctx ...string) discovery.Dependency {
+		return discovery.Dependency{Kind: discovery.KindOFD, Context: ctx, RHS: rhs}
+	}
+	oc := func(a, b string, pol discovery.Polarity, ctx ...string) discovery.Dependency {
+		return discovery.Dependency{Kind: discovery.KindOC, Context: ctx, Left: a, Right: b, Polarity: pol}
+	}
+	asc, desc := discovery.Asc, discovery.Desc
+	deps := []discovery.Dependency{
+		ofd("city", "zip"), ofd("country", "zip"), ofd("country", "city"), ofd("category", "sub"),
+		ofd("level", "category"), ofd("level", "sub"), ofd("age_group", "age"), ofd("rate", "sub"),
+		ofd("grade", "score"), ofd("total", "price", "qty"), ofd("tax", "amount", "rate"),
+		ofd("country", "zip", "category"), ofd("city", "zip", "flag"), ofd("level", "category", "flag"),
+		ofd("age_group", "age", "flag"), ofd("flag"), ofd("country"), ofd("level"), ofd("grade", "age"),
+		ofd("category", "level"), ofd("rate", "category"), ofd("qty", "total"), ofd("sub", "zip"),
+		ofd("city", "country", "category"), ofd("grade", "score", "flag"),
+		oc("ts", "seq", asc), oc("seq", "ts", desc), oc("age", "age_group", asc), oc("age", "age_group", asc, "flag"),
+		oc("score", "grade", desc), oc("score", "grade", desc, "flag"), oc("amount", "tax", asc, "rate"),
+		oc("amount", "tax", asc, "rate", "flag"), oc("price", "total", asc, "qty"), oc("qty", "total", asc, "price"),
+		oc("level", "category", asc), oc("zip", "city", asc), oc("zip", "country", asc), oc("city", "country", asc),
+		oc("amount", "tax", asc), oc("price", "total", asc), oc("age", "score", asc), oc("ts", "amount", asc),
+		oc("seq", "grade", desc, "level"), oc("age", "grade", asc, "category"), oc("level", "grade", desc),
+		oc("zip", "city", asc, "country"), oc("amount", "tax", desc, "sub"), oc("price", "qty", asc, "category"),
+		oc("score", "grade", desc, "category", "flag"),
+	}
+	out := make([]string, len(deps))
+	for i, d := range deps {
+		out[i] = d.String()
+	}
+	return out
+}
+
+// TestHelperE2EMonitor is the monitor process of BenchmarkEndToEnd (a
+// process of its own, so that its RSS is its own): it prints READY once it
+// joined the group and WARM once the first window is checked, consumes
+// e2eRecords records, waits for the last check and the discoveries under
+// way, and prints an e2eResult line.
+func TestHelperE2EMonitor(t *testing.T) {
+	if os.Getenv("ODWATCH_E2E_HELPER") != "1" {
+		t.Skip("helper process for BenchmarkEndToEnd")
+	}
+	reg := prometheus.NewRegistry()
+	sc := StreamConfig{
+		Topic: "e2e", Window: e2eWindow, Every: e2eEvery, Epsilon: 0.01, Margin: AutoMargin, MinScore: AutoMinScore,
+		K: 1, MaxLevel: DefaultMaxLevel, DiscoverAfter: DefaultDiscoverAfter, Sample: 5, Pinned: e2ePinned(),
+	}
+	if d := os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"); d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil {
+			t.Fatalf("ODWATCH_E2E_DISCOVER_EVERY: %v", err)
+		}
+		sc.DiscoverEvery = n
+	}
+	sink := &e2eSink{}
+	m, err := NewMonitor(Config{
+		Brokers: []string{os.Getenv("ODWATCH_BROKER")}, Group: "e2e", StateDir: os.Getenv("ODWATCH_STATE"),
+		Streams: []StreamConfig{sc},
+	}, Options{Logger: testLogger(t), Registerer: reg, Sinks: []alerts.Sink{sink}})
+	if err != nil {
+		t.Fatalf("NewMonitor: %v", err)
+	}
+	s := m.streams[0]
+	sink.consumed = s.consumed
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	stream := map[string]string{"stream": "e2e"}
+	consumed := func() float64 { return metricValue(t, reg, "odwatch_records_consumed_total", stream) }
+	waitFor(t, time.Minute, "join", m.Ready)
+	fmt.Println("READY")
+	// Warm-up: the first window, produced at once, and its check (which
+	// builds the checker's state from the whole window).
+	waitFor(t, 10*time.Minute, "the first check", func() bool { return s.evaluated.Load() >= e2eWindow })
+	firstCheck := time.Duration(s.maxEval.Load()).Seconds()
+	warm := histogramOf(t, reg, "odwatch_evaluation_duration_seconds")
+	skippedWarm := metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "e2e", "result": "skipped"})
+	consumedWarm := consumed()
+	s.maxEval.Store(0)
+	fmt.Println("WARM")
+	first := time.Now()
+	var maxLag float64
+	waitFor(t, 10*time.Minute, "all records consumed", func() bool {
+		maxLag = max(maxLag, metricValue(t, reg, "odwatch_consumer_lag", stream))
+		return consumed() >= e2eRecords
+	})
+	last := time.Now()
+	for deadline := time.Now().Add(2 * time.Minute); s.evaluated.Load() < e2eRecords && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // polling, with a deadline
+	}
+	if got := s.evaluated.Load(); got < e2eRecords {
+		t.Logf("the last check saved window end %d, want %d", int64(got)-1, e2eRecords-1)
+	}
+	// A discovery still running is waited for, so that its time is
+	// counted (its window is the last one).
+	if de := s.cfg.DiscoverEvery; de > 0 && de <= e2eRecords {
+		waitFor(t, 10*time.Minute, "the discoveries", func() bool {
+			n, _ := histogramStats(t, reg, "odwatch_discovery_duration_seconds")
+			return n >= uint64((e2eRecords-e2eWindow)/de+1)
+		})
+	}
+	live := histogramOf(t, reg, "odwatch_evaluation_duration_seconds").minus(warm)
+	disc, dsum := histogramStats(t, reg, "odwatch_discovery_duration_seconds")
+	res := e2eResult{
+		Records: e2eRecords - int(consumedWarm), Seconds: last.Sub(first).Seconds(),
+		FirstCheck:     firstCheck,
+		Checks:         live.count,
+		Skipped:        metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "e2e", "result": "skipped"}) - skippedWarm,
+		CheckP99:       live.quantile(0.99),
+		CheckMax:       time.Duration(s.maxEval.Load()).Seconds(),
+		Discoveries:    disc,
+		DiscoverySkips: metricValue(t, reg, "odwatch_discoveries_total", map[string]string{"stream": "e2e", "result": "skipped"}),
+		MaxLag:         maxLag,
+		RSSMB:          vmHWM() / 1024,
+	}
+	res.RecordsPerSec = float64(res.Records) / res.Seconds
+	if live.count > 0 {
+		res.CheckMean = live.sum / float64(live.count)
+	}
+	if disc > 0 {
+		res.DiscoveryMean = dsum / float64(disc)
+	}
+	if rules, err := m.StatusRules("e2e"); err == nil {
+		res.Tracked = len(rules)
+	}
+	sink.mu.Lock()
+	res.Events = sink.events
+	sink.mu.Unlock()
+	b, _ := json.Marshal(res)
+	fmt.Printf("E2E %s\n", b)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// histogram is a histogram's samples summed over its label sets.
+type histogram struct {
+	bounds []float64 // bucket upper bounds, increasing
+	cum    []uint64  // cumulative counts per bound
+	count  uint64
+	sum    float64
+}
+
+func histogramOf(t testing.TB, g prometheus.Gatherer, name string) histogram {
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h histogram
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			mh := m.GetHistogram()
+			h.count += mh.GetSampleCount()
+			h.sum += mh.GetSampleSum()
+			for i, b := range mh.GetBucket() {
+				if i == len(h.bounds) {
+					h.bounds = append(h.bounds, b.GetUpperBound())
+					h.cum = append(h.cum, 0)
+				}
+				h.cum[i] += b.GetCumulativeCount()
+			}
+		}
+	}
+	return h
+}
+
+// minus is the samples of h not in an earlier state o of it.
+func (h histogram) minus(o histogram) histogram {
+	d := histogram{bounds: h.bounds, cum: slices.Clone(h.cum), count: h.count - o.count, sum: h.sum - o.sum}
+	for i := range o.cum {
+		d.cum[i] -= o.cum[i]
+	}
+	return d
+}
+
+// quantile is the upper bound of the bucket holding quantile q (+Inf past
+// the last bucket, 0 without samples).
+func (h histogram) quantile(q float64) float64 {
+	if h.count == 0 {
+		return 0
+	}
+	for i, c := range h.cum {
+		if float64(c) >= q*float64(h.count) {
+			return h.bounds[i]
+		}
+	}
+	return math.Inf(1)
+}
+
+// BenchmarkEndToEnd is issue 9's end-to-end run: the monitor (in a process
+// of its own, as `odwatch run` with --window 100000 --every 1000, the 50
+// rules of discovery's BenchmarkCheck pinned, and the defaults otherwise) on
+// the in-process broker. The first window is produced at once and its check
+// (which builds the checker's state: first-check-s) awaited; then the rest
+// is produced live at 100k records/s, with a fault from record e2eFault on.
+// After the warm-up it reports the consume rate, the check time (mean, p99
+// as its histogram bucket's bound, max), skipped checks, discovery time,
+// peak RSS, and the fault's violated event: its window end and the records
+// consumed when it arrived, both past e2eFault, and its wall time after the
+// first faulty record was produced; a missed target is logged. Run with
+// -benchtime=1x:
+//
+//	go test ./stream -run '^$' -bench BenchmarkEndToEnd -benchtime=1x
+//	ODWATCH_E2E_RATE=20000 ODWATCH_E2E_DISCOVER_EVERY=10000000 go test ./stream -run '^$' -bench BenchmarkEndToEnd -benchtime=1x
+func BenchmarkEndToEnd(b *testing.B) {
+	for range b.N {
+		runEndToEnd(b)
+	}
+}
+
+func runEndToEnd(b *testing.B) {
+	b.StopTimer()
+	addr, stop, err := StartBroker(context.Background(), map[string]int{"e2e": 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperE2EMonitor$", "-test.v")
+	cmd.Env = append(os.Environ(), "ODWATCH_E2E_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+b.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var logs strings.Builder
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	lines := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var res e2eResult
+	var out strings.Builder
+	wait := func(prefix string) string {
+		for line := range lines {
+			out.WriteString(line + "\n")
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				return rest
+			}
+		}
+		_ = cmd.Wait()
+		b.Fatalf("monitor process ended before %q:\n%s\n%s", prefix, tail(out.String(), 4000), tail(logs.String(), 4000))
+		return ""
+	}
+	wait("READY")
+	b.StartTimer()
+	rate := e2eRate
+	if r := os.Getenv("ODWATCH_E2E_RATE"); r != "" {
+		if rate, err = strconv.Atoi(r); err != nil || rate <= 0 {
+			b.Fatalf("ODWATCH_E2E_RATE %q: want records per second", r)
+		}
+	}
+	p := newE2EProducer(addr)
+	defer p.close()
+	if _, err := p.produce(e2eWindow, 0); err != nil {
+		b.Fatalf("produce the first window: %v", err)
+	}
+	wait("WARM")
+	start := time.Now()
+	faultAt, err := p.produce(e2eRecords, rate)
+	if err != nil {
+		b.Fatalf("produce: %v", err)
+	}
+	prodSecs := time.Since(start).Seconds()
+	if err := json.Unmarshal([]byte(wait("E2E ")), &res); err != nil {
+		b.Fatalf("bad result line: %v", err)
+	}
+	b.StopTimer()
+	go func() {
+		for range lines {
+		}
+	}()
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("monitor process: %v\n%s", err, tail(logs.String(), 4000))
+	}
+	if path := os.Getenv("ODWATCH_BENCH_LOG"); path != "" {
+		// The monitor process's log (with ODWATCH_TEST_DEBUG=1: every
+		// check's and discovery's timings).
+		if err := os.WriteFile(path, []byte(out.String()+logs.String()), 0o644); err != nil {
+			b.Logf("write %s: %v", path, err)
+		}
+	}
+	dep, err := discovery.ParseDependency(e2eFaultDep)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var viol *e2eEvent
+	for i, e := range res.Events {
+		if e.Type == string(alerts.EventViolated) && e.Dependency == dep.String() {
+			viol = &res.Events[i]
+			break
+		}
+	}
+	b.ReportMetric(float64(e2eRecords-e2eWindow)/prodSecs, "produced/s")
+	b.ReportMetric(res.FirstCheck, "first-check-s")
+	b.ReportMetric(res.RecordsPerSec, "records/s")
+	b.ReportMetric(res.CheckMean*1000, "check-mean-ms")
+	b.ReportMetric(res.CheckP99*1000, "check-p99-le-ms")
+	b.ReportMetric(res.CheckMax*1000, "check-max-ms")
+	b.ReportMetric(float64(res.Checks), "checks")
+	b.ReportMetric(res.Skipped, "checks-skipped")
+	b.ReportMetric(res.DiscoveryMean, "discovery-mean-s")
+	b.ReportMetric(float64(res.Discoveries), "discoveries")
+	b.ReportMetric(res.RSSMB, "rss-peak-MB")
+	b.ReportMetric(res.MaxLag, "max-lag")
+	b.Logf("after the warm-up: produced %d records in %.2f s, consumed %d in %.2f s; tracked %d; discoveries skipped %v; events %d",
+		e2eRecords-e2eWindow, prodSecs, res.Records, res.Seconds, res.Tracked, res.DiscoverySkips, len(res.Events))
+	if viol == nil {
+		b.Fatalf("no violated event for %s (fault from record %d); events: %+v", dep, e2eFault, res.Events)
+	}
+	latency := time.Duration(viol.UnixNano - faultAt.UnixNano())
+	b.ReportMetric(float64(viol.EndSeq)-e2eFault, "fault-window-end-after")
+	b.ReportMetric(float64(viol.Consumed)-e2eFault, "fault-consumed-after")
+	b.ReportMetric(latency.Seconds(), "fault-wall-s")
+	if viol.Consumed >= e2eFault+3000 || latency > time.Second || res.Skipped > 0 {
+		b.Logf("TARGET MISSED: violated event at window end %d, %d records consumed at its arrival (target < %d), %v after the fault was produced (target 1 s), %v skipped checks",
+			viol.EndSeq, viol.Consumed, e2eFault+3000, latency, res.Skipped)
+	}
+}
+
+// e2eProducer produces the 20-field stream to topic e2e.
+type e2eProducer struct {
+	w    *kafka.Writer
+	gen  *e2eStream
+	next int // records produced
+}
+
+func newE2EProducer(addr string) *e2eProducer {
+	return &e2eProducer{
+		w: &kafka.Writer{
+			Addr: kafka.TCP(addr), Topic: "e2e", Balancer: &kafka.RoundRobin{},
+			BatchSize: 2000, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Compression: kafka.Lz4,
+		},
+		gen: newE2EStream(1, e2eFault),
+	}
+}
+
+func (p *e2eProducer) close() { _ = p.w.Close() }
+
+// produce produces the records up to record to at rate records/s (0: at
+// once) and returns when the first faulty record among them was handed to
+// the producer (zero when none was).
+func (p *e2eProducer) produce(to, rate int) (faultAt time.Time, err error) {
+	chunk, tick := 2000, time.Duration(0)
+	if rate > 0 {
+		chunk = max(1, rate/100) // every 10 ms
+		tick = time.Duration(float64(chunk) / float64(rate) * float64(time.Second))
+	}
+	msgs := make([]kafka.Message, chunk)
+	start, from := time.Now(), p.next
+	for p.next < to {
+		n := min(chunk, to-p.next)
+		for k := range n {
+			msgs[k] = kafka.Message{Value: append([]byte(nil), p.gen.next()...)}
+		}
+		if p.next <= e2eFault && e2eFault < p.next+n {
+			faultAt = time.Now()
+		}
+		if err := p.w.WriteMessages(context.Background(), msgs[:n]...); err != nil {
+			return faultAt, err
+		}
+		p.next += n
+		if d := time.Until(start.Add(time.Duration((p.next-from)/chunk) * tick)); d > 0 {
+			time.Sleep(d) // pacing the producer, not synchronising
+		}
+	}
+	return faultAt, nil
+}
