@@ -15,14 +15,22 @@ import (
 // without Kafka, the store or sinks. Record i (from 0) has sequence number
 // i, so a count window is evaluated at the same records as the monitor
 // evaluates it, and the same input and configuration give the same events
-// and event ids. Time windows (Interval) and two cadences (DiscoverEvery
-// above Every) are not replayed: a replay runs discovery at every
-// evaluation (DiscoverEvery 0 means Every here, not the window size).
+// and event ids. With two cadences (DiscoverEvery above Every) each check
+// is the monitor's (the same incremental checker, fed the same deltas), and
+// the discovery of each window it starts is run at once and merged into
+// the check DiscoverEvery records later: the events of a monitor whose
+// discoveries finished in time and whose checks were not coalesced. Time
+// windows (Interval) are not replayed.
 type Replayer struct {
 	env   evalEnv
 	win   *Window
 	seq   uint64
 	stats ReplayStats
+	// Two cadences: the window's delta bookkeeping, the checker, and the
+	// discoveries run but not merged yet, by window end.
+	feed    cadenceFeed
+	chk     checker
+	pending map[uint64]discoveryOutcome
 }
 
 // ReplayStats summarises a replay so far.
@@ -40,23 +48,18 @@ type ReplayStats struct {
 // label, it names the records' topic in events) and returns a replayer.
 // Discovery uses every core: nothing else runs beside it.
 func NewReplayer(cfg StreamConfig, log *slog.Logger) (*Replayer, error) {
-	if cfg.DiscoverEvery == 0 {
-		cfg.DiscoverEvery = cfg.Every // one cadence: discovery at every evaluation
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Interval > 0 {
 		return nil, fmt.Errorf("interval: time windows are not replayed; use a count window")
 	}
-	if cfg.twoCadence() {
-		return nil, fmt.Errorf("discover-every: replay runs discovery on every evaluated window; leave discover-every at every")
-	}
 	if log == nil {
 		log = slog.Default()
 	}
 	log = log.With("stream", cfg.Name)
-	r := &Replayer{win: NewWindow(cfg.Window, 0), stats: ReplayStats{Events: map[alerts.EventType]int{}}}
+	r := &Replayer{win: NewWindow(cfg.Window, 0), stats: ReplayStats{Events: map[alerts.EventType]int{}},
+		chk: checker{typing: cfg.Typing}, pending: map[uint64]discoveryOutcome{}}
 	r.env = evalEnv{name: cfg.Name, log: log, tracker: newTracker(cfg), workers: runtime.GOMAXPROCS(0)}
 	r.env.cfg = &cfg
 	return r, nil
@@ -76,7 +79,13 @@ func (r *Replayer) Add(ctx context.Context, meta RowMeta, rec *FlatRecord) ([]al
 		return nil, nil
 	}
 	start := time.Now()
-	out, err := r.env.evaluateWindow(ctx, r.win.Snapshot(), seq)
+	var out *evalOutcome
+	var err error
+	if r.env.cfg.twoCadence() {
+		out, err = r.check(ctx, seq)
+	} else {
+		out, err = r.env.evaluateWindow(ctx, r.win.Snapshot(), seq)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -95,9 +104,40 @@ func (r *Replayer) Add(ctx context.Context, meta RowMeta, rec *FlatRecord) ([]al
 	for _, ev := range out.events {
 		r.stats.Events[ev.Type]++
 	}
-	r.env.log.Debug("evaluation done", "window_end", seq, "columns", len(out.table.Columns), "tracked", out.tracked,
-		"discovered", out.found, "events", len(out.events), "seconds", d.Seconds())
+	r.env.log.Debug("evaluation done", "window_end", seq, "tracked", out.tracked,
+		"discovered", out.found, "merged", out.merged, "events", len(out.events), "seconds", d.Seconds())
 	return out.events, nil
+}
+
+// check is the monitor's two-cadence step at window end: the window's
+// delta to the checker, the discovery of the window when it starts one
+// (run at once, merged DiscoverEvery records later) and the check, which
+// merges the discovery of the window DiscoverEvery records back.
+func (r *Replayer) check(ctx context.Context, end uint64) (*evalOutcome, error) {
+	cfg := r.env.cfg
+	job := r.feed.delta(r.win, !r.feed.fed, windowInfoOf(r.win, cfg.Name, cfg.Topic, end))
+	if cfg.discoveryPoint(end) {
+		disc, err := r.env.discoverSnapshot(ctx, r.win.Snapshot(), end)
+		switch {
+		case err == nil:
+			r.pending[end] = disc
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			r.env.log.Error("discovery failed", "window_end", end, "err", err)
+		}
+	}
+	if !r.env.applyJob(&r.chk, job, false) {
+		return nil, &stepError{"check", fmt.Errorf("window %d does not follow the checker's", end)}
+	}
+	var merge *discoveryOutcome
+	if d := uint64(cfg.DiscoverEvery); end >= d {
+		if disc, ok := r.pending[end-d]; ok {
+			merge = &disc
+			delete(r.pending, end-d)
+		}
+	}
+	return r.env.checkWindow(ctx, &r.chk, job, merge)
 }
 
 // Stats returns the summary so far.

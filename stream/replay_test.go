@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"math/rand"
+	"slices"
 	"testing"
 	"time"
 
@@ -184,4 +185,81 @@ func TestReplayTopicRange(t *testing.T) {
 	if n2 != 300 || len(parts) != 2 {
 		t.Errorf("two partitions: %d records over %v, want 300 over both", n2, parts)
 	}
+}
+
+// TestTwoCadenceReplayMatchesMonitor: with two cadences (discover-every's
+// default), a replay of a topic gives the events of the monitor on it,
+// whole (ids, errors, samples), the monitor checking every window and
+// merging every discovery on time.
+func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the monitor on a topic")
+	}
+	addr := startTestBroker(t, map[string]int{"rm": 1})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const n = 6000
+	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "rm", Count: n,
+		CleanRecords: 2000, ErrorRate: 0.05, StopErrorsAfter: 4000, Seed: 5}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := StreamConfig{Topic: "rm", Window: 1000, Every: 250, Epsilon: 0.01, Sample: 3,
+		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel, MinStrength: discovery.DefaultMinStrength}
+
+	r := startMonitorWith(t, Config{Brokers: []string{addr}, Group: "rm", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
+		Streams: []StreamConfig{cfg}}, func(m *Monitor) { m.streams[0].mb.feed.inOrder = true })
+	waitFor(t, 90*time.Second, "the monitor checked every window and delivered the events", func() bool {
+		if r.m.streams[0].evaluated.Load() != n {
+			return false
+		}
+		p, err := r.m.store.PendingEvents("rm")
+		return err == nil && len(p) == 0
+	})
+	if !r.m.streams[0].cfg.twoCadence() {
+		t.Fatal("the stream does not run two cadences")
+	}
+
+	rp, err := NewReplayer(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoder(DecoderConfig{Format: FormatJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec FlatRecord
+	var got []alerts.Event
+	err = ReadTopicRange(ctx, []string{addr}, nil, "rm", TopicBound{}, TopicBound{}, func(tr TopicRecord) error {
+		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {
+			return err
+		}
+		evs, err := rp.Add(ctx, tr.Meta, &rec)
+		got = append(got, evs...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := r.sink.snapshot()
+	if len(want) == 0 {
+		t.Fatal("the monitor raised no events")
+	}
+	contents := func(evs []alerts.Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, eventContent(e))
+		}
+		slices.Sort(out)
+		return out
+	}
+	if g, w := contents(got), contents(want); !slices.Equal(g, w) {
+		t.Errorf("replay events differ from the monitor's:\n got %v\nwant %v", eventSummary(got), eventSummary(want))
+		for i := range min(len(g), len(w)) {
+			if g[i] != w[i] {
+				t.Errorf("first difference:\n got %s\nwant %s", g[i], w[i])
+				break
+			}
+		}
+	}
+	t.Logf("%d events, equal; %d checks replayed", len(want), rp.Stats().Evaluations)
 }

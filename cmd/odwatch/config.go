@@ -210,7 +210,7 @@ func newRunFlags(name string) *runFlags {
 	fs.Var(&f.exclude, "exclude", "drop these columns (names or prefix.*)")
 	fs.IntVar(&st.Window, "window", 10000, "window size in records")
 	fs.IntVar(&st.Every, "every", 0, "evaluate every M records (default: the window size, tumbling)")
-	fs.IntVar(&st.DiscoverEvery, "discover-every", 0, "run full discovery every D records (a multiple of --every) on its own goroutine, the tracked rules being re-checked incrementally every --every records; D = --every runs discovery at every evaluation (default: the window size rounded up to a multiple of --every; --every with --interval or an --ordinal value list)")
+	fs.IntVar(&st.DiscoverEvery, "discover-every", 0, discoverEveryHelp)
 	fs.DurationVar(&st.Interval, "interval", 0, "time window: evaluate every interval over the records of the last interval (default: none, a count window)")
 	fs.Float64Var(&f.epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
 	f.margin = marginFlag(alerts.AutoMargin)

@@ -89,6 +89,9 @@ func (a *autoShare) UnmarshalYAML(unmarshal func(any) error) error {
 // minScoreHelp is the help of --min-score for run and replay.
 const minScoreHelp = "do not track new dependencies whose score (share of row pairs their context groups) is below this: a share, or auto = 3/window records (a near-key context, whose records share their class with fewer than 2 others on average)"
 
+// discoverEveryHelp is the help of --discover-every for run and replay.
+const discoverEveryHelp = "run full discovery every D records (a multiple of --every) on its own goroutine, the tracked rules being re-checked incrementally every --every records; D = --every runs discovery at every evaluation (default: the window size rounded up to a multiple of --every; --every with --interval or an --ordinal value list)"
+
 // marginHelp is the help of --margin for run and replay.
 const marginHelp = "hysteresis margin around epsilon: a share, or auto = 3 standard errors of a proportion at epsilon in a window of its size, at most epsilon/2"
 
@@ -128,6 +131,7 @@ func newReplayFlags() *replayFlags {
 	fs.Var(&f.exclude, "exclude", "drop these columns (names or prefix.*)")
 	fs.IntVar(&c.Window, "window", 10000, "window size in records")
 	fs.IntVar(&c.Every, "every", 0, "evaluate every M records (default: the window size, tumbling)")
+	fs.IntVar(&c.DiscoverEvery, "discover-every", 0, discoverEveryHelp)
 	fs.Float64Var(&c.Epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
 	fs.Var(&f.margin, "margin", marginHelp)
 	fs.IntVar(&c.K, "k", 1, "consecutive windows beyond the margin before violated/restored")
