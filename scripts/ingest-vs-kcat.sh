@@ -9,6 +9,7 @@
 #
 #   scripts/ingest-vs-kcat.sh                 # 1M records, 3 partitions, 3 rounds
 #   RECORDS=200000 ROUNDS=1 scripts/ingest-vs-kcat.sh
+#   ODWATCH_BIN=/tmp/odwatch-old scripts/ingest-vs-kcat.sh   # another build
 #
 # odwatch's time runs from the process start to the moment its
 # odwatch_records_consumed_total reaches RECORDS (polled every 20 ms), so it
@@ -50,6 +51,7 @@ now() { date +%s.%N; }
 
 echo "building odwatch and scripts/kfake ..." >&2
 (cd "$root" && go build -o "$work/odwatch" ./cmd/odwatch && go build -o "$work/kfake" ./scripts/kfake)
+odwatch=${ODWATCH_BIN:-$work/odwatch}
 
 "$work/kfake" -topic "bench:$PARTITIONS" >"$work/kfake.out" 2>"$work/kfake.err" &
 pids+=($!)
@@ -104,7 +106,7 @@ for round in $(seq "$ROUNDS"); do
 
 	rm -rf "$work/state"
 	t0=$(now)
-	"$work/odwatch" run --brokers "$broker" --topic bench --group "bench-$round" --window $((2 * RECORDS)) \
+	"$odwatch" run --brokers "$broker" --topic bench --group "bench-$round" --window $((2 * RECORDS)) \
 		--state-dir "$work/state" --metrics-addr "127.0.0.1:$METRICS_PORT" --log-level warn 2>"$work/odwatch.err" &
 	pid=$!
 	pids+=($pid)

@@ -13,6 +13,10 @@
 // arrival sequence, evictions) in one synced commit before its offsets are
 // committed to Kafka; a redelivered record (offset below the stored next
 // offset) is skipped, so a crash neither loses nor double-counts records.
+// The sync of one batch runs while the next one fills, and synced offsets
+// are committed at most every 100 ms and when a generation ends; an
+// evaluation's own synced commit comes after the records it evaluated in
+// the store's log, so what it saves is never durable before them.
 // Arrival sequence numbers are persisted, so evaluations happen at the same
 // window ends after a restart, and event ids (hash of stream, dependency,
 // window end, type) repeat instead of multiplying. The records of a count
