@@ -68,6 +68,13 @@ type Incremental struct {
 	recountBudget, credit int
 	entered, left         int
 
+	// The values of the rows appended since the last flush, batchWidth a
+	// row (see internBatch).
+	batchVals             []string
+	batchNull             []bool
+	batchRows, batchWidth int
+	batchFirst            uint32 // seq of the first batched row
+
 	// Scratch of the OC recounts.
 	items    []ocPair
 	la, lb   []uint64
@@ -172,6 +179,7 @@ func (e *Incremental) Column(name string) int {
 	if i, ok := e.colIdx[name]; ok {
 		return i
 	}
+	e.internBatch() // the rows batched so far have no value in it
 	e.colIdx[name] = len(e.cols)
 	_, declared := e.typing.Ordinal[name]
 	e.cols = append(e.cols, newIncColumn(name, int(e.mask)+1, !e.typing.OrderText && !declared))
@@ -433,9 +441,10 @@ func boolIndex(b bool) int {
 // columns past len(values). An empty string that is not NULL is a value,
 // as it is in a window's dictionary. Strings are kept as given.
 //
-// Append and Evict only store the rows; the partitions and counts take the
-// whole batch of changes at the next Check (flush), one structure at a
-// time, which keeps each structure's memory hot.
+// Append and Evict only store the rows; the dictionaries take the batch
+// of new values, and the partitions and counts the whole batch of changes,
+// at the next Check (flush), one structure at a time, which keeps each
+// structure's memory hot.
 func (e *Incremental) Append(values []string, null []bool) {
 	if e.n == int(e.mask)+1 {
 		e.flush()
@@ -445,15 +454,44 @@ func (e *Incremental) Append(values []string, null []bool) {
 	if seq-e.from > e.mask {
 		e.flush() // the slot still holds a row that left and is not flushed
 	}
-	slot := seq & e.mask
-	for i, c := range e.cols {
-		var code uint32
-		if i < len(values) && (null == nil || !null[i]) {
-			code = c.intern(values[i])
-		}
-		c.codes[slot] = code
+	width := len(e.cols)
+	if e.batchRows == 0 {
+		e.batchFirst, e.batchWidth = seq, width
 	}
+	for i := range width {
+		var v string
+		isNull := i >= len(values) || null != nil && null[i]
+		if !isNull {
+			v = values[i]
+		}
+		e.batchVals = append(e.batchVals, v)
+		e.batchNull = append(e.batchNull, isNull)
+	}
+	e.batchRows++
 	e.n++
+}
+
+// internBatch interns the values of the rows appended since the last
+// flush, column by column (one column's dictionary at a time stays in the
+// cache, where row by row the columns' dictionaries evicted each other),
+// and writes their codes into the ring.
+func (e *Incremental) internBatch() {
+	if e.batchRows == 0 {
+		return
+	}
+	// Rows that left since keep their slots until the flush releases them.
+	first, w := e.batchFirst, e.batchWidth
+	for i, c := range e.cols[:w] {
+		for r := 0; r < e.batchRows; r++ {
+			var code uint32
+			if !e.batchNull[r*w+i] {
+				code = c.intern(e.batchVals[r*w+i])
+			}
+			c.codes[(first+uint32(r))&e.mask] = code
+		}
+	}
+	clear(e.batchVals) // do not hold the strings of rows that left
+	e.batchVals, e.batchNull, e.batchRows = e.batchVals[:0], e.batchNull[:0], 0
 }
 
 // Evict removes the k oldest rows (all of them when k >= Len).
@@ -467,6 +505,7 @@ func (e *Incremental) Evict(k int) {
 // that arrived, to every structure that is not stale. The structures hold
 // the rows [from, to); the ring still holds every row from from on.
 func (e *Incremental) flush() {
+	e.internBatch()
 	left := e.oldest - e.from
 	appliedLeft := min(left, e.to-e.from)
 	if appliedLeft > 0 {
@@ -798,6 +837,7 @@ func (f *incFD) rebuild() {
 // row first (for Encode, e.g. to sample a removal set). Codes are copied;
 // dictionaries share the strings.
 func (e *Incremental) DictColumns() []DictColumn {
+	e.internBatch()
 	out := make([]DictColumn, len(e.cols))
 	for i, c := range e.cols {
 		codes := make([]uint32, e.n)

@@ -198,18 +198,28 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 				c.text.stride, c.time.stride = stride, stride
 			}
 		}
-		out := g.r.IntN(maxRows/2 + 2)
-		out = min(out, len(m.rows))
-		e.Evict(out)
-		m.rows = m.rows[out:]
-		in := g.r.IntN(maxRows/2 + 2)
-		for k := 0; k < in; k++ {
-			row := g.row()
-			for i, c := range row {
-				values[at[i]], nulls[at[i]] = c.v, c.null
+		// Sometimes two slides between checks: rows may arrive and leave
+		// before a check sees them.
+		for round := 1 + g.r.IntN(2); round > 0; round-- {
+			out := g.r.IntN(maxRows/2 + 2)
+			out = min(out, len(m.rows))
+			e.Evict(out)
+			m.rows = m.rows[out:]
+			in := g.r.IntN(maxRows/2 + 2)
+			for k := 0; k < in; k++ {
+				if g.r.IntN(50) == 0 {
+					e.Column(fmt.Sprintf("extra%d.%d", step, k)) // NULL in every row: batched rows too
+				}
+				row := g.row()
+				for i, c := range row {
+					values[at[i]], nulls[at[i]] = c.v, c.null
+				}
+				e.Append(values, nulls)
+				m.rows = append(m.rows, row)
 			}
-			e.Append(values, nulls)
-			m.rows = append(m.rows, row)
+		}
+		if g.r.IntN(5) == 0 {
+			checkDictColumns(t, e, m, at)
 		}
 		var cuts []int
 		for k := g.r.IntN(4); k > 0; k-- {
@@ -244,6 +254,32 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 		}
 	}
 	return skipped
+}
+
+// checkDictColumns checks that the window Incremental.DictColumns hands
+// over (before the check has flushed the rows appended since the last
+// one) holds the model's values.
+func checkDictColumns(t testing.TB, e *Incremental, m *incModel, at []int) {
+	cols := e.DictColumns()
+	for i := range m.names {
+		dc := cols[at[i]]
+		if len(dc.Codes) != len(m.rows) {
+			t.Fatalf("DictColumns: %s has %d rows, the window %d", dc.Name, len(dc.Codes), len(m.rows))
+		}
+		for r, row := range m.rows {
+			code, cell := dc.Codes[r], row[i]
+			if cell.null != (code == 0) || !cell.null && dc.Dict[code-1] != cell.v {
+				t.Fatalf("DictColumns: %s row %d: code %d, want %+v", dc.Name, r, code, cell)
+			}
+		}
+	}
+	for _, dc := range cols[len(m.names):] {
+		for r, code := range dc.Codes {
+			if code != 0 {
+				t.Fatalf("DictColumns: added column %s has a value in row %d", dc.Name, r)
+			}
+		}
+	}
 }
 
 // withSlots gives an empty Incremental a ring of the given capacity (a
