@@ -24,7 +24,9 @@ import (
 // 5k, eps 0.05 and the CLI's defaults otherwise:
 //
 //   - stationary: rows shuffled (sampled with replacement when the file is
-//     smaller than the run); after 2 warm-up evaluations, 10 more give 0
+//     smaller than the run); after the warm-up (the evaluations until
+//     discover-after discoveries are merged: discovery runs every window,
+//     discover-every's default, and merges a window later), 10 more give 0
 //     violated or restored events and at most 3 discovered or retired;
 //   - faults hitting 20% of the records from record faultFrom on: each
 //     gives a violated event naming a faulted column within 2 evaluations
@@ -39,11 +41,14 @@ import (
 //
 //	go test ./stream -run '^$' -bench BenchmarkReplayQuality -benchtime 1x -v
 const (
-	qualityWindow  = 10000
-	qualityEvery   = 5000
-	qualityEps     = 0.05
-	qualityEvals   = 12 // 2 warm-up + 10
-	qualityWarmup  = 2
+	qualityWindow = 10000
+	qualityEvery  = 5000
+	qualityEps    = 0.05
+	// qualityWarmup: discoveries start at evaluations 1, 3, 5 (1-based)
+	// and each merges two evaluations later, so the second merge, where
+	// discover-after 2 discovers, is evaluation 5.
+	qualityWarmup  = 1 + DefaultDiscoverAfter*qualityWindow/qualityEvery
+	qualityEvals   = qualityWarmup + 10
 	faultFrom      = 32500 // between two evaluations: the first to see the fault sees 2,500 records of it
 	faultShare     = 0.2
 	maxEvalSeconds = 1.0
