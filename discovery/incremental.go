@@ -74,6 +74,7 @@ type Incremental struct {
 	batchNull             []bool
 	batchRows, batchWidth int
 	batchFirst            uint32 // seq of the first batched row
+	batchMax              int    // rows batched at most (defaultBatchRows)
 
 	// Scratch of the OC recounts.
 	items    []ocPair
@@ -119,6 +120,10 @@ type IncrementalOptions struct {
 // class is cheaper to sort again than to keep sorted.
 const DefaultSortedMin = 16
 
+// defaultBatchRows is Incremental.batchMax's value: the rows whose values
+// Append keeps before interning them (see internBatch).
+const defaultBatchRows = 4096
+
 // defaultScratchSlack is Incremental.scratchSlack's value.
 const defaultScratchSlack = 64
 
@@ -155,6 +160,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 
 		recountBudget: opts.RecountBudget,
 		scratchSlack:  defaultScratchSlack,
+		batchMax:      defaultBatchRows,
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin
@@ -469,6 +475,9 @@ func (e *Incremental) Append(values []string, null []bool) {
 	}
 	e.batchRows++
 	e.n++
+	if e.batchRows >= e.batchMax {
+		e.internBatch() // a bounded batch: a window filled at once does not hold every value twice
+	}
 }
 
 // internBatch interns the values of the rows appended since the last

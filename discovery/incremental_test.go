@@ -173,6 +173,9 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	if g.r.IntN(2) == 0 {
 		e.scratchSlack = 0 // classes keep their own arrays when merging
 	}
+	if g.r.IntN(2) == 0 {
+		e.batchMax = 1 + g.r.IntN(5) // values interned while appending, not only at the check
+	}
 	at := make([]int, len(g.names)) // engine column of each model column
 	for i, name := range g.names {
 		at[i] = e.Column(name)
