@@ -247,6 +247,9 @@ const (
 type kafkaLogger struct{ log *slog.Logger }
 
 func (l kafkaLogger) Printf(format string, args ...any) {
+	if !l.log.Enabled(context.Background(), slog.LevelDebug) {
+		return // kafka-go logs every offset commit: formatted only when shown
+	}
 	l.log.Debug("kafka group: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
 }
 
