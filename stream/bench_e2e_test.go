@@ -257,7 +257,10 @@ func TestHelperE2EMonitor(t *testing.T) {
 	fmt.Println("READY")
 	// Warm-up: the first window, produced at once, and its check (which
 	// builds the checker's state from the whole window).
-	waitFor(t, 10*time.Minute, "the first check", func() bool { return s.evaluated.Load() >= e2eWindow })
+	waitFor(t, 10*time.Minute, "the first check", func() bool {
+		n, _ := histogramStats(t, reg, "odwatch_evaluation_duration_seconds") // counted after evaluated moves
+		return s.evaluated.Load() >= e2eWindow && n > 0
+	})
 	firstCheck := time.Duration(s.maxEval.Load()).Seconds()
 	warm := histogramOf(t, reg, "odwatch_evaluation_duration_seconds")
 	skippedWarm := metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "e2e", "result": "skipped"})
