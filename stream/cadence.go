@@ -50,10 +50,11 @@ import (
 // merged yet; a re-run discovery is never skipped and the check it merges
 // into waits for it, so the merge falls where it did in the uninterrupted
 // run. What a check reports for a dependency it skipped (its last exact
-// count) depends on the checker's history, so the checker starts its
-// engine over on its own rows at the check after each discovery starts
-// (freshAt); a restart builds it on the same window and counts the saved
-// checks since, and so reports the same counts as the uninterrupted run.
+// count) depends on the checker's history, which a restart does not have:
+// its first check counts every dependency exactly, so the errors an event
+// carries may differ from the uninterrupted run's (not its type, window or
+// id). Starting the checker over at fixed points would make them equal, at
+// the cost of a full count every DiscoverEvery records on the check path.
 
 // twoCadence reports whether the stream checks and discovers on separate
 // cadences.
@@ -81,10 +82,6 @@ type checkJob struct {
 	// (restoreCadence): it is checked on its own (never coalesced) and not
 	// published to the state topic (see evalJob.replay).
 	replay bool
-	// saved: a check saved before a restart, dispatched again by restore
-	// so that the checker counts its window as the uninterrupted run did
-	// (its skip bookkeeping); it is not observed.
-	saved bool
 }
 
 // discoveryJob is one window to run discovery on.
@@ -214,11 +211,11 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
 // the records the store kept (dispatchDiscovery's holds): every check
 // after the last saved one (replayed, none coalesced), and every discovery
 // whose result is not merged yet (the last one started at or before the
-// saved check, and any started after it), each merged at its own point;
-// and the saved checks since the checker's last fresh start (freshAt),
-// counted but not observed, so that the checker reports what the
-// uninterrupted one did, the counts a check skipped included. The events,
-// ids and errors are then those of an uninterrupted run.
+// saved check, and any started after it), each merged at its own point.
+// The events and ids are then those of an uninterrupted run; the first
+// replayed check counts every dependency exactly, where the uninterrupted
+// run may have kept a skipped one's last exact count (the errors an event
+// carries may differ, not its type, window or id).
 func (s *streamRun) restoreCadence(endSeq uint64) {
 	if !s.countBoundary(endSeq) || s.win.Len() < s.cfg.Window {
 		return
@@ -229,21 +226,6 @@ func (s *streamRun) restoreCadence(endSeq uint64) {
 	}
 	if s.cfg.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > s.trackerEnd {
 		s.dispatchDiscovery(endSeq, true)
-	}
-	// The saved checks since the checker's last fresh start are counted
-	// again, not observed.
-	e, d, w := uint64(s.cfg.Every), uint64(s.cfg.DiscoverEvery), uint64(s.cfg.Window)
-	if s.trackerEnd+1 < w {
-		return
-	}
-	lastStart := w - 1 + (s.trackerEnd+1-w)/d*d
-	if endSeq >= lastStart+e {
-		s.evalSeq = max(s.evalSeq, endSeq+1)
-		job := s.checkDelta(endSeq)
-		job.saved = true
-		s.mb.mu.Lock()
-		s.mb.feed.checks = append(s.mb.feed.checks, job)
-		s.mb.mu.Unlock()
 	}
 }
 
@@ -510,11 +492,8 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 }
 
 // build starts the checker's Incremental over again with the rows given by
-// columns (names[i]'s values and nulls), in a canonical way: the columns
-// that have a value, in name order. A fresh engine's counts and
-// bookkeeping depend on its rows alone, so a restart that builds one on
-// the same window (restoreCadence) continues exactly as the uninterrupted
-// run does after its own build (rebuild).
+// columns (names[i]'s values and nulls): the columns that have a value, in
+// name order, so that the engine depends on the rows alone.
 func (c *checker) build(names []string, values [][]string, nulls [][]bool, exact bool) error {
 	eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact, Typing: c.typing})
 	if err != nil {
@@ -568,27 +547,6 @@ func (c *checker) append(names []string, values [][]string, nulls [][]bool) {
 	}
 }
 
-// rebuild builds the checker's engine again on its own rows (build): the
-// uninterrupted run's counterpart of a restart's build, at the check
-// after each discovery starts (freshAt).
-func (c *checker) rebuild(exact bool) error {
-	cols := c.eng.DictColumns()
-	names := make([]string, len(cols))
-	values, nulls := make([][]string, len(cols)), make([][]bool, len(cols))
-	for i, col := range cols {
-		names[i] = col.Name
-		values[i], nulls[i] = make([]string, len(col.Codes)), make([]bool, len(col.Codes))
-		for r, code := range col.Codes {
-			if code == 0 {
-				nulls[i][r] = true
-			} else {
-				values[i][r] = col.Dict[code-1]
-			}
-		}
-	}
-	return c.build(names, values, nulls, exact)
-}
-
 // removalCuts are the removal counts the tracker's verdicts turn on for a
 // window of n records: violated above eps+margin, restored at or below
 // eps-margin, held at or below floor(eps*n).
@@ -619,7 +577,7 @@ func (e evalEnv) removalCuts(n int) []int {
 // (and all with inOrder), which are checked each.
 func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob) error {
 	for i, job := range jobs {
-		if !s.env().applyJob(c, job, s.mb.feed.exactChecks) {
+		if !c.apply(job, s.mb.feed.exactChecks) {
 			s.mb.mu.Lock()
 			s.mb.feed.resync = true
 			s.mb.mu.Unlock()
@@ -628,10 +586,6 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 			return nil
 		}
 		switch {
-		case job.saved:
-			if _, err := s.env().count(c, checkable(s.tracker.Tracked())); err != nil {
-				s.log.Warn("recount of a saved check", "window_end", job.endSeq, "err", err)
-			}
 		case i < len(jobs)-1 && !job.replay && !s.mb.feed.inOrder:
 			s.m.metrics.evaluations.WithLabelValues(s.name, "skipped").Inc()
 		default:
@@ -641,26 +595,6 @@ func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 		}
 	}
 	return nil
-}
-
-// applyJob brings the checker to job's window (apply), and starts its
-// engine over where freshAt says; false: the job did not fit.
-func (e evalEnv) applyJob(c *checker, job *checkJob, exact bool) bool {
-	ok := c.apply(job, exact)
-	if ok && e.cfg.freshAt(job.endSeq) && !job.reset {
-		ok = c.rebuild(exact) == nil
-	}
-	return ok
-}
-
-// freshAt reports whether the checker starts its engine over (rebuild) at
-// the check of the window ending at endSeq: the one after each discovery
-// starts. From there its counts, and the ones it keeps while skipping,
-// depend on the windows since alone, which a restart can replay
-// (restoreCadence).
-func (c *StreamConfig) freshAt(endSeq uint64) bool {
-	e := uint64(c.Every)
-	return endSeq >= e && c.discoveryPoint(endSeq-e)
 }
 
 // runCheck checks the checker's window (job's), after the discovery it

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -403,26 +402,23 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 }
 
 // TestRestoreCadence: with two cadences, restore dispatches again every
-// check after the saved one (none coalesced), the saved ones since the
-// checker's last fresh start (to be counted, not observed) and every
-// discovery not merged yet, from the records the store kept, and keeps the
-// records of each such discovery's window in the store until its merge is
-// saved.
+// check after the saved one (none coalesced) and every discovery not merged
+// yet, from the records the store kept, and keeps the records of each such
+// discovery's window in the store until its merge is saved.
 func TestRestoreCadence(t *testing.T) {
 	const window, every, discoverEvery = 10, 5, 10 // checks at 9, 14, 19, 24; discoveries at 9, 19
 	tests := []struct {
 		name        string
 		from, next  int64    // stored records: offsets (= seqs) from..next-1
 		saved       int64    // window end of the saved check, -1 for none
-		saves       []uint64 // saved checks counted again
 		checks      []uint64 // checks replayed
 		discoveries []uint64
 		keepFrom    int64 // the first record the next commit keeps
 	}{
-		{"discovery running at the crash, checks after it lost", 0, 27, 14, []uint64{14}, []uint64{19, 24}, []uint64{9, 19}, 0},
-		{"merge saved, the next discovery lost", 10, 27, 19, nil, []uint64{24}, []uint64{19}, 10},
-		{"nothing saved yet", 0, 17, -1, nil, []uint64{9, 14}, []uint64{9}, 0},
-		{"discovery window not in the store", 12, 27, 14, nil, []uint64{24}, nil, 17},
+		{"discovery running at the crash, checks after it lost", 0, 27, 14, []uint64{19, 24}, []uint64{9, 19}, 0},
+		{"merge saved, the next discovery lost", 10, 27, 19, []uint64{24}, []uint64{19}, 10},
+		{"nothing saved yet", 0, 17, -1, []uint64{9, 14}, []uint64{9}, 0},
+		{"discovery window not in the store", 12, 27, 14, []uint64{24}, nil, 17},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -450,16 +446,12 @@ func TestRestoreCadence(t *testing.T) {
 			if err := s.restore(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			var saves, checks, discs []uint64
+			var checks, discs []uint64
 			for _, j := range s.mb.feed.checks {
-				switch {
-				case j.saved && !j.replay:
-					saves = append(saves, j.endSeq)
-				case j.replay && !j.saved:
-					checks = append(checks, j.endSeq)
-				default:
-					t.Errorf("check %d: replay %v, saved %v", j.endSeq, j.replay, j.saved)
+				if !j.replay {
+					t.Errorf("check %d not marked replayed", j.endSeq)
 				}
+				checks = append(checks, j.endSeq)
 			}
 			for _, d := range s.mb.feed.discs {
 				if !d.rerun || !s.mb.feed.rerun[d.endSeq] || d.snap.Len() != window || d.snap.Meta(window-1).Seq != d.endSeq {
@@ -467,9 +459,8 @@ func TestRestoreCadence(t *testing.T) {
 				}
 				discs = append(discs, d.endSeq)
 			}
-			if !slices.Equal(saves, tt.saves) || !slices.Equal(checks, tt.checks) || !slices.Equal(discs, tt.discoveries) {
-				t.Fatalf("dispatched saved checks %v, checks %v and discoveries %v, want %v, %v and %v",
-					saves, checks, discs, tt.saves, tt.checks, tt.discoveries)
+			if !slices.Equal(checks, tt.checks) || !slices.Equal(discs, tt.discoveries) {
+				t.Fatalf("dispatched checks %v and discoveries %v, want %v and %v", checks, discs, tt.checks, tt.discoveries)
 			}
 			if len(s.mb.feed.checks) > 0 && !s.mb.feed.checks[0].reset {
 				t.Error("the first dispatched check does not carry the whole window")
@@ -479,174 +470,6 @@ func TestRestoreCadence(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestRestartedCheckerCountsAsUninterrupted: a checker restarted after any
-// saved check (restore: built at the last fresh start from the stored
-// window and fed the saved checks since) reports at every later check the
-// counts of the uninterrupted checker, the ones a check skipped (kept from
-// the last exact count) included, so that events carry the same errors.
-func TestRestartedCheckerCountsAsUninterrupted(t *testing.T) {
-	const window, every, discoverEvery, records = 400, 50, 200, 2400
-	pinned := []string{"{}: x ~ y (asc)", "{g}: x ~ y (asc)", "{}: y ~ x (desc)", "{g}: [] -> h", "{}: [] -> h"}
-	cfg := StreamConfig{Topic: "rs", Window: window, Every: every, DiscoverEvery: discoverEvery, Epsilon: 0.05, Pinned: pinned}
-	r := rand.New(rand.NewPCG(4, 4))
-	recs := make([]FlatRecord, records)
-	for i := range recs {
-		// The noise rises and falls, so that the counts cross the cuts
-		// and lie far from them in turn.
-		noise := 1 + 50*(1+math.Sin(float64(i)/300))
-		x := r.IntN(1000)
-		y := 2 * x
-		if r.IntN(200) < int(noise) {
-			y = r.IntN(2000)
-		}
-		g := r.IntN(4)
-		h := g % 2
-		if r.IntN(200) < int(noise) {
-			h = r.IntN(3)
-		}
-		recs[i].AddString("x", strconv.Itoa(x))
-		recs[i].AddString("y", strconv.Itoa(y))
-		recs[i].AddString("g", "g"+strconv.Itoa(g))
-		recs[i].AddString("h", "h"+strconv.Itoa(h))
-	}
-	type counts []discovery.IncrementalResult
-	run := func(s *streamRun, c *checker, job *checkJob) counts {
-		t.Helper()
-		if !s.env().applyJob(c, job, false) {
-			t.Fatalf("check %d does not fit", job.endSeq)
-		}
-		res, err := s.env().count(c, checkable(s.tracker.Tracked()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
-
-	// The uninterrupted checker.
-	m := offlineMonitor(t, cfg)
-	s := m.streams[0]
-	c := &checker{typing: s.cfg.Typing}
-	want := map[uint64]counts{}
-	var ends []uint64
-	for seq := range uint64(records) {
-		s.win.Append(RowMeta{Offset: int64(seq), Seq: seq, Time: time.Unix(int64(seq), 0)}, &recs[seq])
-		if s.countBoundary(seq) && s.win.Len() >= window {
-			want[seq] = run(s, c, s.checkDelta(seq))
-			ends = append(ends, seq)
-		}
-	}
-
-	skipped := 0
-	for _, saved := range ends[1 : len(ends)-1] {
-		// A restart after the check of window saved: the store holds the
-		// records from the window of the last discovery started.
-		lastStart := window - 1 + (saved+1-window)/discoverEvery*discoverEvery
-		m2 := offlineMonitor(t, cfg)
-		commit := &state.Commit{Stream: "rs", NextOffset: map[int32]int64{0: records}, NextSeq: records}
-		for o := lastStart + 1 - window; o < records; o++ {
-			commit.Records = append(commit.Records, state.Record{Offset: int64(o), Seq: o, Time: time.Unix(int64(o), 0), Value: recs[o].AppendBinary(nil)})
-		}
-		if err := m2.store.Apply(commit); err != nil {
-			t.Fatal(err)
-		}
-		tracker, err := newTracker(m2.streams[0].cfg).MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m2.store.SaveEvaluation(&state.Evaluation{Stream: "rs", WindowEnd: saved, TrackerState: tracker}); err != nil {
-			t.Fatal(err)
-		}
-		s2 := m2.streams[0]
-		if err := s2.restore(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		c2 := &checker{typing: s2.cfg.Typing}
-		for _, job := range s2.mb.feed.checks {
-			got := run(s2, c2, job)
-			if job.saved {
-				continue
-			}
-			for i := range got {
-				if !reflect.DeepEqual(got[i], want[job.endSeq][i]) {
-					t.Fatalf("restarted after %d, check %d: %s counts %+v, uninterrupted %+v",
-						saved, job.endSeq, got[i].Dependency, got[i], want[job.endSeq][i])
-				}
-				if !got[i].Exact {
-					skipped++
-				}
-			}
-		}
-		if err := m2.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if skipped == 0 {
-		t.Fatal("no count was skipped: the test compares exact counts only")
-	}
-	t.Logf("%d restarts; %d skipped counts equal to the uninterrupted run's", len(ends)-2, skipped)
-}
-
-// BenchmarkCheckerRebuild times what the checker adds at the check after
-// each discovery starts (freshAt): its engine built again on its own
-// rows and a first count of the tracked dependencies, against a plain
-// check of a 1k slide; window 100k, payroll-like columns.
-func BenchmarkCheckerRebuild(b *testing.B) {
-	const window, slide = 100_000, 1_000
-	deps := []string{"{}: salary ~ tax (asc)", "{}: salary ~ perc (asc)", "{perc}: salary ~ tax (asc)",
-		"{perc}: [] -> tax_group", "{tax_group}: [] -> perc", "{salary}: [] -> tax", "{experience,salary}: [] -> position"}
-	m := offlineMonitor(b, StreamConfig{Topic: "rb", Window: window, Every: slide, DiscoverEvery: 10 * slide, Epsilon: 0.01, Pinned: deps})
-	s := m.streams[0]
-	r := rand.New(rand.NewPCG(8, 8))
-	var rec FlatRecord
-	seq := uint64(0)
-	add := func(n int) {
-		for range n {
-			rec.Reset()
-			pos, exp := r.IntN(5), r.IntN(31)
-			salary := 40000 + pos*20000 + exp*1000 + r.IntN(10)*100
-			perc := 10 + 5*(salary/30000)
-			rec.AddString("position", "p"+strconv.Itoa(pos))
-			rec.AddString("experience", strconv.Itoa(exp))
-			rec.AddString("salary", strconv.Itoa(salary))
-			rec.AddString("perc", strconv.Itoa(perc))
-			rec.AddString("tax_group", "g"+strconv.Itoa(perc/5))
-			rec.AddString("tax", strconv.Itoa(salary*perc/100))
-			s.win.Append(RowMeta{Offset: int64(seq), Seq: seq}, &rec)
-			seq++
-		}
-	}
-	add(window)
-	c := &checker{typing: s.cfg.Typing}
-	if !c.apply(s.checkDelta(seq-1), false) {
-		b.Fatal("first job")
-	}
-	tracked := checkable(s.tracker.Tracked())
-	if _, err := s.env().count(c, tracked); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("check", func(b *testing.B) {
-		for b.Loop() {
-			add(slide)
-			if !c.apply(s.checkDelta(seq-1), false) {
-				b.Fatal("delta")
-			}
-			if _, err := s.env().count(c, tracked); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("rebuild", func(b *testing.B) {
-		for b.Loop() {
-			if err := c.rebuild(false); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := s.env().count(c, tracked); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
 }
 
 // TestCheckMergeMinScore: a check merging a discovery admits the newly

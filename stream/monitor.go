@@ -28,14 +28,12 @@
 // on its own, none coalesced) and every discovery not merged yet, and the
 // check that merges a re-run discovery waits for it: a crash anywhere
 // between a check and a merge (discovery running, or done and waiting)
-// gives the events of an uninterrupted run (ids, errors, samples), none
-// twice, provided the uninterrupted run skipped no check (coalesced under
-// load), merged no discovery late and retired no dependency for absence
-// since the last discovery started: the checker starts over at the check
-// after each discovery starts, and a restart rebuilds it there from the
-// kept records and counts the saved checks since, so that it reports the
-// counts the uninterrupted checker kept for the dependencies it skipped
-// (discovery.Incremental). An evaluation saves the
+// gives the events and ids of an uninterrupted run, none twice, provided
+// the uninterrupted run skipped no check (coalesced under load) and merged
+// no discovery late. Only the errors an event carries may differ: after a
+// restart every count is exact at the first check, where the uninterrupted
+// run may have kept the last exact count of a dependency whose verdict
+// could not change (discovery.Incremental's skip). An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
 // sent again on a timer (5 s, doubling up to a minute), after the next

@@ -127,7 +127,7 @@ func (r *Replayer) check(ctx context.Context, end uint64) (*evalOutcome, error) 
 			r.env.log.Error("discovery failed", "window_end", end, "err", err)
 		}
 	}
-	if !r.env.applyJob(&r.chk, job, false) {
+	if !r.chk.apply(job, false) {
 		return nil, &stepError{"check", fmt.Errorf("window %d does not follow the checker's", end)}
 	}
 	var merge *discoveryOutcome
