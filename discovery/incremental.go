@@ -3,9 +3,11 @@ package discovery
 import (
 	"cmp"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Incremental keeps the removal counts of a set of dependencies (OFDs and
@@ -38,7 +40,8 @@ import (
 // follows the window: a text value arriving in a numeric column rebuilds
 // the state that depends on that column at the next check.
 //
-// An Incremental is not safe for concurrent use.
+// An Incremental is not safe for concurrent use; a check may recount OCs
+// on two goroutines of its own (see runRecounts).
 type Incremental struct {
 	cols   []*incColumn
 	colIdx map[string]int
@@ -76,14 +79,16 @@ type Incremental struct {
 	batchFirst            uint32 // seq of the first batched row
 	batchMax              int    // rows batched at most (defaultBatchRows)
 
-	// Scratch of the OC recounts.
-	items    []ocPair
-	la, lb   []uint64
-	mla, mlb []uint64 // merged pairs (see mergeSorted)
+	// The OCs a check recounts (see runRecounts), and the scratch of each
+	// of the recounts that run at once.
+	todo    []*incOC
+	scratch [2]recountScratch
+	// parallelMin is the rows a check's recounts must read together for
+	// them to run on two goroutines (defaultParallelMin).
+	parallelMin int
 	// scratchSlack is how much larger than twice the merged pairs the
 	// scratch may be and still become a class's (defaultScratchSlack).
 	scratchSlack int
-	tails        []uint64
 }
 
 type incDep struct {
@@ -124,6 +129,10 @@ const DefaultSortedMin = 16
 // Append keeps before interning them (see internBatch).
 const defaultBatchRows = 4096
 
+// defaultParallelMin is Incremental.parallelMin's value: below it, the
+// recounts of a check cost less than starting a goroutine for them.
+const defaultParallelMin = 20_000
+
 // defaultScratchSlack is Incremental.scratchSlack's value.
 const defaultScratchSlack = 64
 
@@ -161,6 +170,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		recountBudget: opts.RecountBudget,
 		scratchSlack:  defaultScratchSlack,
 		batchMax:      defaultBatchRows,
+		parallelMin:   defaultParallelMin,
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin
@@ -698,6 +708,7 @@ func (e *Incremental) recountOCs(cuts []int) {
 	if len(cands) == 0 {
 		e.credit = min(e.credit, 0) // no credit saved up for OCs not dirty yet
 	}
+	e.runRecounts()
 }
 
 // slide is what a check's recounts are scheduled by: the cuts, MaxStale,
@@ -721,9 +732,46 @@ func (e *Incremental) slide(cuts []int) slide {
 // recount recounts o and returns the rows it read.
 func (e *Incremental) recount(o *incOC, sl slide) int {
 	rows := o.dirtyRows()
-	o.recount(e)
+	e.todo = append(e.todo, o)
 	o.lastRows = rows
 	return rows
+}
+
+// runRecounts recounts the OCs recountOCs chose: on two goroutines, each
+// with its own scratch, when there are two cores and enough rows to read
+// (the recounts write each its own OC's state), the larger ones first,
+// each to the goroutine with fewer rows so far.
+func (e *Incremental) runRecounts() {
+	todo := e.todo
+	defer func() { clear(e.todo); e.todo = e.todo[:0] }()
+	rows := 0
+	for _, o := range todo {
+		rows += o.lastRows
+	}
+	if len(todo) < 2 || rows < e.parallelMin || runtime.GOMAXPROCS(0) < 2 {
+		for _, o := range todo {
+			o.recount(e, &e.scratch[0])
+		}
+		return
+	}
+	slices.SortStableFunc(todo, func(x, y *incOC) int { return y.lastRows - x.lastRows })
+	var share [2][]*incOC
+	var load [2]int
+	for _, o := range todo {
+		k := boolIndex(load[1] < load[0])
+		share[k] = append(share[k], o)
+		load[k] += o.lastRows
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for _, o := range share[1] {
+			o.recount(e, &e.scratch[1])
+		}
+	})
+	for _, o := range share[0] {
+		o.recount(e, &e.scratch[0])
+	}
+	wg.Wait()
 }
 
 // checksLeft is how many more checks like this one o can skip: each adds

@@ -117,8 +117,18 @@ func (o *incOC) dirtyRows() int {
 	return rows
 }
 
-// recount recomputes the dirty classes; the totals are exact afterwards.
-func (o *incOC) recount(e *Incremental) {
+// recountScratch is the scratch memory of one recount at a time.
+type recountScratch struct {
+	items    []ocPair
+	la, lb   []uint64
+	mla, mlb []uint64 // merged pairs (see merge)
+	tails    []uint64
+}
+
+// recount recomputes the dirty classes with scratch w; the totals are
+// exact afterwards. It writes o's state and w only, so that OCs can be
+// recounted at once, each with its own scratch.
+func (o *incOC) recount(e *Incremental, w *recountScratch) {
 	for _, c := range o.dirty {
 		o.isDirty[c] = false
 		var ra, rd int
@@ -130,12 +140,12 @@ func (o *incOC) recount(e *Incremental) {
 		case size < 2:
 			o.big[c] = nil
 		case o.big[c] != nil || size >= e.sortedMin:
-			ra, rd = o.recountSorted(e, c)
+			ra, rd = o.recountSorted(e, w, c)
 			if size < e.sortedMin/4 {
 				o.big[c] = nil
 			}
 		default:
-			ra, rd = o.recountSmall(e, c)
+			ra, rd = o.recountSmall(e, w, c)
 		}
 		o.totAsc += ra - int(o.remAsc[c])
 		o.totDesc += rd - int(o.remDesc[c])
@@ -151,20 +161,20 @@ func (o *incOC) pair(e *Incremental, seq uint32) ocPair {
 	return ocPair{la: ca.orderOf(ca.codes[slot]), lb: cb.orderOf(cb.codes[slot])}
 }
 
-func (o *incOC) recountSmall(e *Incremental, c uint32) (asc, desc int) {
-	items := e.items[:0]
+func (o *incOC) recountSmall(e *Incremental, w *recountScratch, c uint32) (asc, desc int) {
+	items := w.items[:0]
 	for _, s := range o.x.members[c].live() {
 		items = append(items, o.pair(e, s))
 	}
 	sortPairs(items)
-	e.items = items
-	la, lb := e.la[:0], e.lb[:0]
+	w.items = items
+	la, lb := w.la[:0], w.lb[:0]
 	for _, it := range items {
 		la = append(la, it.la)
 		lb = append(lb, it.lb)
 	}
-	e.la, e.lb = la, lb
-	return o.lnds(e, la, lb)
+	w.la, w.lb = la, lb
+	return o.lnds(w, la, lb)
 }
 
 // sortPairs sorts pairs: a quicksort with a median-of-three pivot, and
@@ -216,7 +226,7 @@ func sortPairs(ps []ocPair) {
 
 // recountSorted brings the sorted pairs of class c up to date (building
 // them from the member list the first time) and counts on them.
-func (o *incOC) recountSorted(e *Incremental, c uint32) (asc, desc int) {
+func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc, desc int) {
 	sc := o.big[c]
 	if sc == nil {
 		sc = &sortedClass{}
@@ -224,7 +234,7 @@ func (o *incOC) recountSorted(e *Incremental, c uint32) (asc, desc int) {
 		sc.pending = append(sc.pending, o.x.members[c].live()...)
 	}
 	if len(sc.pending) > 0 || len(sc.dead) > 0 {
-		items := e.items[:0]
+		items := w.items[:0]
 		for _, s := range sc.pending {
 			if e.alive(s) {
 				items = append(items, o.pair(e, s))
@@ -232,20 +242,20 @@ func (o *incOC) recountSorted(e *Incremental, c uint32) (asc, desc int) {
 		}
 		sortPairs(items)
 		sortPairs(sc.dead)
-		e.items = items
-		e.mergeSorted(sc, items, sc.dead)
+		w.items = items
+		w.merge(sc, items, sc.dead, e.scratchSlack)
 		sc.pending, sc.dead = sc.pending[:0], sc.dead[:0]
 	}
 	sc.merged = e.to
-	return o.lnds(e, sc.la, sc.lb)
+	return o.lnds(w, sc.la, sc.lb)
 }
 
-// mergeSorted rebuilds sc's pairs without the pairs of dead and with
+// merge rebuilds sc's pairs without the pairs of dead and with
 // those of items (both sorted): each is placed by galloping from the
 // previous one's place, and the pairs in between are copied as a run.
-func (e *Incremental) mergeSorted(sc *sortedClass, items, dead []ocPair) {
+func (w *recountScratch) merge(sc *sortedClass, items, dead []ocPair, slack int) {
 	n := len(sc.la) - len(dead) + len(items)
-	la, lb := slices.Grow(e.mla[:0], n), slices.Grow(e.mlb[:0], n)
+	la, lb := slices.Grow(w.mla[:0], n), slices.Grow(w.mlb[:0], n)
 	from, i, d := 0, 0, 0
 	for i < len(items) || d < len(dead) {
 		gone := d < len(dead) && (i == len(items) || comparePairs(dead[d], items[i]) <= 0)
@@ -270,16 +280,16 @@ func (e *Incremental) mergeSorted(sc *sortedClass, items, dead []ocPair) {
 		}
 	}
 	la, lb = append(la, sc.la[from:]...), append(lb, sc.lb[from:]...)
-	if cap(la) <= 2*len(la)+e.scratchSlack {
+	if cap(la) <= 2*len(la)+slack {
 		// The merged pairs become the class's, its old arrays the scratch.
-		e.mla, e.mlb = sc.la[:0], sc.lb[:0]
+		w.mla, w.mlb = sc.la[:0], sc.lb[:0]
 		sc.la, sc.lb = la, lb
 		return
 	}
 	// Scratch much larger than the class: the class keeps its own arrays
 	// rather than a larger class's memory.
 	sc.la, sc.lb = append(sc.la[:0], la...), append(sc.lb[:0], lb...)
-	e.mla, e.mlb = la[:0], lb[:0]
+	w.mla, w.mlb = la[:0], lb[:0]
 }
 
 // gallopPairs returns the first index from from on whose pair is not
@@ -314,9 +324,9 @@ func gallopPairs(la, lb []uint64, from int, p ocPair) int {
 // after the previous one's: it is searched galloping from there, and a
 // long run (a column with few values) costs a step or two a row instead of
 // a binary search of all the tails.
-func (o *incOC) lnds(e *Incremental, la, lb []uint64) (asc, desc int) {
+func (o *incOC) lnds(w *recountScratch, la, lb []uint64) (asc, desc int) {
 	if o.asc {
-		t := e.tails[:0]
+		t := w.tails[:0]
 		for i := 0; i < len(la); {
 			at := -1 // place of the run's previous value; -1: none yet
 			for ; i < len(la); i++ {
@@ -326,11 +336,11 @@ func (o *incOC) lnds(e *Incremental, la, lb []uint64) (asc, desc int) {
 				t, at = pushTailFrom(t, lb[i], at+1)
 			}
 		}
-		e.tails = t
+		w.tails = t
 		asc = len(lb) - len(t)
 	}
 	if o.desc {
-		t := e.tails[:0]
+		t := w.tails[:0]
 		for i := 0; i < len(la); {
 			j := i + 1
 			for j < len(la) && la[j] == la[i] {
@@ -342,7 +352,7 @@ func (o *incOC) lnds(e *Incremental, la, lb []uint64) (asc, desc int) {
 			}
 			i = j
 		}
-		e.tails = t
+		w.tails = t
 		desc = len(lb) - len(t)
 	}
 	return asc, desc
