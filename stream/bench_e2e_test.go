@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -254,6 +255,8 @@ func TestHelperE2EMonitor(t *testing.T) {
 	stream := map[string]string{"stream": "e2e"}
 	consumed := func() float64 { return metricValue(t, reg, "odwatch_records_consumed_total", stream) }
 	waitFor(t, time.Minute, "join", m.Ready)
+	profile := os.Getenv("ODWATCH_E2E_CPUPROFILE")
+	stopProfile := e2eCPUProfile(t, profile, ".warm")
 	fmt.Println("READY")
 	// Warm-up: the first window, produced at once, and its check (which
 	// builds the checker's state from the whole window).
@@ -266,6 +269,8 @@ func TestHelperE2EMonitor(t *testing.T) {
 	skippedWarm := metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "e2e", "result": "skipped"})
 	consumedWarm := consumed()
 	s.maxEval.Store(0)
+	stopProfile()
+	stopProfile = e2eCPUProfile(t, profile, "")
 	fmt.Println("WARM")
 	first := time.Now()
 	var maxLag float64
@@ -288,6 +293,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 			return n >= uint64((e2eRecords-e2eWindow)/de+1)
 		})
 	}
+	stopProfile()
 	live := histogramOf(t, reg, "odwatch_evaluation_duration_seconds").minus(warm)
 	disc, dsum := histogramStats(t, reg, "odwatch_discovery_duration_seconds")
 	res := e2eResult{
@@ -320,6 +326,27 @@ func TestHelperE2EMonitor(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// e2eCPUProfile starts a CPU profile of the monitor process into
+// path+suffix (none when path is empty); the returned function stops it.
+func e2eCPUProfile(t testing.TB, path, suffix string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path + suffix)
+	if err != nil {
+		t.Fatalf("cpu profile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatalf("cpu profile: %v", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			t.Errorf("cpu profile: %v", err)
+		}
 	}
 }
 
@@ -395,6 +422,10 @@ func (h histogram) quantile(q float64) float64 {
 //
 //	go test ./stream -run '^$' -bench BenchmarkEndToEnd -benchtime=1x
 //	ODWATCH_E2E_RATE=20000 ODWATCH_E2E_DISCOVER_EVERY=10000000 go test ./stream -run '^$' -bench BenchmarkEndToEnd -benchtime=1x
+//
+// ODWATCH_E2E_CPUPROFILE=FILE writes CPU profiles of the monitor process:
+// of the warm-up (the first window's ingest, its check and the discovery
+// running meanwhile) to FILE.warm, of the rest to FILE.
 func BenchmarkEndToEnd(b *testing.B) {
 	for range b.N {
 		runEndToEnd(b)

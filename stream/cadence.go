@@ -759,7 +759,7 @@ func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOu
 	if !need {
 		return
 	}
-	cols := c.eng.DictColumns()
+	cols := sampledColumns(c.eng.DictColumns(), out.events)
 	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
 	if err != nil {
 		e.log.Warn("removal sample: encode", "err", err)
@@ -818,6 +818,30 @@ func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOu
 			}
 		}
 	}
+}
+
+// sampledColumns are the columns of cols that the dependencies sampled
+// for events (carriesSample: their own and their related ones) mention:
+// only those are encoded for the samples, since encoding every column of
+// the window (a timestamp column's parse above all) cost more than the
+// check itself.
+func sampledColumns(cols []discovery.DictColumn, events []alerts.Event) []discovery.DictColumn {
+	names := map[string]bool{}
+	for i := range events {
+		ev := &events[i]
+		if !carriesSample(ev) {
+			continue
+		}
+		for _, n := range ev.Dependency.Columns() {
+			names[n] = true
+		}
+		for _, r := range ev.Related {
+			for _, n := range r.Dependency.Columns() {
+				names[n] = true
+			}
+		}
+	}
+	return slices.DeleteFunc(cols, func(c discovery.DictColumn) bool { return !names[c.Name] })
 }
 
 // startDiscoverer starts the discovery goroutine of a two-cadence stream;

@@ -517,3 +517,36 @@ func TestCheckMergeMinScore(t *testing.T) {
 		}
 	}
 }
+
+// TestSampledColumns: only the columns of the dependencies sampled for
+// events (an event's own and its related ones, for the event types that
+// carry samples) are encoded.
+func TestSampledColumns(t *testing.T) {
+	dep := func(s string) discovery.Dependency {
+		d, err := discovery.ParseDependency(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	var cols []discovery.DictColumn
+	for _, n := range []string{"a", "b", "c", "d", "e", "ts"} {
+		cols = append(cols, discovery.DictColumn{Name: n})
+	}
+	events := []alerts.Event{
+		{Type: alerts.EventViolated, Removals: 3, Dependency: dep("{a}: [] -> b"),
+			Related: []alerts.Related{{Dependency: dep("{}: c ~ d")}}},
+		{Type: alerts.EventRestored, Removals: 1, Dependency: dep("{}: [] -> e")},  // carries no sample
+		{Type: alerts.EventViolated, Removals: 0, Dependency: dep("{}: [] -> ts")}, // nothing to sample
+	}
+	var got []string
+	for _, c := range sampledColumns(cols, events) {
+		got = append(got, c.Name)
+	}
+	if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
+		t.Fatalf("sampled columns %v, want %v", got, want)
+	}
+	if got := sampledColumns(slices.Clone(cols), nil); len(got) != 0 {
+		t.Fatalf("no events: sampled columns %v, want none", got)
+	}
+}
