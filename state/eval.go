@@ -10,14 +10,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// HistoryPoint is the error of one tracked dependency in one evaluated window.
-type HistoryPoint struct {
-	DependencyID string
-	WindowEnd    uint64 // seq of the last record of the evaluated window
-	Error        float64
-	Time         time.Time
-}
-
 // OutboxEvent is an event awaiting delivery; ID is its deterministic id.
 type OutboxEvent struct {
 	ID      string
@@ -27,9 +19,8 @@ type OutboxEvent struct {
 // Evaluation is what one window evaluation persists, in one synced batch.
 type Evaluation struct {
 	Stream       string
-	WindowEnd    uint64 // seq of the last record in the evaluated window
-	TrackerState []byte // opaque (package alerts)
-	History      []HistoryPoint
+	WindowEnd    uint64        // seq of the last record in the evaluated window
+	TrackerState []byte        // opaque (package alerts)
 	Events       []OutboxEvent // events produced by this evaluation, to be delivered
 }
 
@@ -49,8 +40,9 @@ func decodeTime(b []byte) time.Time {
 	return time.Unix(0, ns)
 }
 
-// SaveEvaluation stores the tracker state, the history points and the new
-// events of one evaluation in one synced batch. An event whose ID is already
+// SaveEvaluation stores the tracker state and the new events of one
+// evaluation in one synced batch (the rules' history is the status
+// history's, AppendHistory). An event whose ID is already
 // pending or delivered is skipped, so replaying an evaluation after a crash
 // does not deliver its events twice.
 func (s *Store) SaveEvaluation(e *Evaluation) error {
@@ -59,11 +51,6 @@ func (s *Store) SaveEvaluation(e *Evaluation) error {
 		return err
 	}
 	defer release()
-	for i := range e.History {
-		if err := checkName("dependency id", e.History[i].DependencyID); err != nil {
-			return fmt.Errorf("state: save evaluation %s: %w", e.Stream, err)
-		}
-	}
 	for i := range e.Events {
 		if e.Events[i].ID == "" {
 			return fmt.Errorf("state: save evaluation %s: %w: empty event id", e.Stream, ErrInvalid)
@@ -80,16 +67,6 @@ func (s *Store) SaveEvaluation(e *Evaluation) error {
 	tv = append(tv, e.TrackerState...)
 	if err := b.Set(trackerKey(e.Stream), tv, nil); err != nil {
 		return fmt.Errorf("state: save evaluation %s: %w", e.Stream, err)
-	}
-	var hv []byte
-	for i := range e.History {
-		h := &e.History[i]
-		k := binary.BigEndian.AppendUint64(historyDepPrefix(e.Stream, h.DependencyID), h.WindowEnd)
-		hv = binary.BigEndian.AppendUint64(hv[:0], math.Float64bits(h.Error))
-		hv = appendTime(hv, h.Time)
-		if err := b.Set(k, hv, nil); err != nil {
-			return fmt.Errorf("state: save evaluation %s: %w", e.Stream, err)
-		}
 	}
 	if len(e.Events) > 0 {
 		order, err := s.nextOutboxOrder(e.Stream)
@@ -256,157 +233,35 @@ func (s *Store) Delivered(stream, id string) (bool, error) {
 	return ok, err
 }
 
-// History returns up to limit points of one dependency of stream, newest
-// (highest window end) first. limit <= 0 means all.
-func (s *Store) History(stream, dependencyID string, limit int) ([]HistoryPoint, error) {
-	release, err := s.acquireStream("history", stream)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	if err := checkName("dependency id", dependencyID); err != nil {
-		return nil, fmt.Errorf("state: history: %w", err)
-	}
-	lower := historyDepPrefix(stream, dependencyID)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	if err != nil {
-		return nil, s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
-	}
-	var out []HistoryPoint
-	var ferr error
-	for ok := it.Last(); ok && (limit <= 0 || len(out) < limit); ok = it.Prev() {
-		k := it.Key()
-		v, err := it.ValueAndErr()
-		if err != nil {
-			ferr = s.storeErr(fmt.Errorf("state %s: history %q: %w", s.dir, k, err))
-			break
-		}
-		if len(k) != len(lower)+8 || len(v) != 16 {
-			ferr = fmt.Errorf("state %s: history %q: %w", s.dir, k, ErrCorrupt)
-			break
-		}
-		out = append(out, HistoryPoint{
-			DependencyID: dependencyID,
-			WindowEnd:    binary.BigEndian.Uint64(k[len(lower):]),
-			Error:        math.Float64frombits(binary.BigEndian.Uint64(v)),
-			Time:         decodeTime(v[8:]),
-		})
-	}
-	if err := it.Close(); err != nil && ferr == nil {
-		ferr = s.storeErr(fmt.Errorf("state %s: history of %s: %w", s.dir, stream, err))
-	}
-	if ferr != nil {
-		return nil, ferr
-	}
-	return out, nil
-}
-
-// PruneHistory keeps the newest keepPerDependency points of every dependency
-// of stream and deletes older ones (one range deletion per dependency).
-func (s *Store) PruneHistory(stream string, keepPerDependency int) error {
-	release, err := s.acquireStream("prune history", stream)
-	if err != nil {
-		return err
-	}
-	defer release()
-	if keepPerDependency < 0 {
-		keepPerDependency = 0
-	}
-	lower := streamPrefix(pfxHistory, stream)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
-	if err != nil {
-		return s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
-	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	// Walk backwards: per dependency, the first keep keys seen are the
-	// newest; the (keep+1)-th is the newest one to drop, so everything from
-	// the dependency's prefix up to and including it goes in one range.
-	var curDep []byte
-	seen := 0
-	var ferr error
-	for ok := it.Last(); ok; ok = it.Prev() {
-		k := it.Key()
-		if len(k) < len(lower)+9 {
-			ferr = fmt.Errorf("state %s: history key %q: %w", s.dir, k, ErrCorrupt)
-			break
-		}
-		depPfx := k[:len(k)-8]
-		if curDep == nil || string(depPfx) != string(curDep) {
-			curDep = append(curDep[:0], depPfx...)
-			seen = 0
-		}
-		seen++
-		if seen == keepPerDependency+1 {
-			end := append(append([]byte(nil), k...), 0) // just past k
-			if err := b.DeleteRange(append([]byte(nil), depPfx...), end, nil); err != nil {
-				ferr = fmt.Errorf("state: prune history %s: %w", stream, err)
-				break
-			}
-			// Skip the rest of this dependency's older points.
-			if !it.SeekLT(depPfx) {
-				break
-			}
-			// SeekLT positioned on the previous dependency's newest key;
-			// step forward so the loop's Prev lands on it again.
-			it.Next()
-		}
-	}
-	if err := it.Close(); err != nil && ferr == nil {
-		ferr = s.storeErr(fmt.Errorf("state %s: prune history of %s: %w", s.dir, stream, err))
-	}
-	if ferr != nil {
-		return ferr
-	}
-	if b.Empty() {
-		return nil
-	}
-	return s.commit(b, "prune", stream)
-}
-
-// PruneHistoryBefore deletes every history point of stream with a window end
-// below windowEnd, for all dependencies (including retired ones). It seeks
-// from one dependency to the next and writes one range deletion per
-// dependency, so its cost grows with the number of dependencies, not points:
-// cheap enough to call after every evaluation.
-func (s *Store) PruneHistoryBefore(stream string, windowEnd uint64) error {
-	release, err := s.acquireStream("prune history", stream)
+// DropLegacyHistory deletes the per-dependency error history (h/ keys)
+// that older versions wrote with every evaluation, besides the status
+// history that holds the same points: one range deletion, written only
+// when the stream has such keys.
+func (s *Store) DropLegacyHistory(stream string) error {
+	release, err := s.acquireStream("drop legacy history", stream)
 	if err != nil {
 		return err
 	}
 	defer release()
 	lower := streamPrefix(pfxHistory, stream)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	upper := prefixEnd(lower)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return s.storeErr(fmt.Errorf("state %s: iterate: %w", s.dir, err))
 	}
+	any := it.First()
+	if err := it.Close(); err != nil {
+		return s.storeErr(fmt.Errorf("state %s: legacy history of %s: %w", s.dir, stream, err))
+	}
+	if !any {
+		return nil
+	}
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
-	var ferr error
-	for ok := it.First(); ok; {
-		k := it.Key()
-		if len(k) < len(lower)+9 {
-			ferr = fmt.Errorf("state %s: history key %q: %w", s.dir, k, ErrCorrupt)
-			break
-		}
-		depPfx := append([]byte(nil), k[:len(k)-8]...)
-		if binary.BigEndian.Uint64(k[len(k)-8:]) < windowEnd {
-			end := binary.BigEndian.AppendUint64(append([]byte(nil), depPfx...), windowEnd)
-			if err := b.DeleteRange(depPfx, end, nil); err != nil {
-				ferr = fmt.Errorf("state: prune history %s: %w", stream, err)
-				break
-			}
-		}
-		ok = it.SeekGE(prefixEnd(depPfx)) // next dependency
-	}
-	if err := it.Close(); err != nil && ferr == nil {
-		ferr = s.storeErr(fmt.Errorf("state %s: prune history of %s: %w", s.dir, stream, err))
-	}
-	if ferr != nil {
-		return ferr
-	}
-	if b.Empty() {
-		return nil
+	if err := b.DeleteRange(lower, upper, nil); err != nil {
+		return fmt.Errorf("state: drop legacy history %s: %w", stream, err)
 	}
 	return s.commit(b, "prune", stream)
 }

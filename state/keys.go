@@ -66,12 +66,6 @@ func partitionOffsetKey(pfx, stream string, partition int32) []byte {
 func seqKey(stream string) []byte     { return append([]byte(pfxSeq), stream...) }
 func trackerKey(stream string) []byte { return append([]byte(pfxTracker), stream...) }
 
-func historyDepPrefix(stream, dep string) []byte {
-	b := streamPrefix(pfxHistory, stream)
-	b = append(b, dep...)
-	return append(b, 0)
-}
-
 func outboxKey(stream string, order uint64) []byte {
 	return binary.BigEndian.AppendUint64(streamPrefix(pfxOutbox, stream), order)
 }

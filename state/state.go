@@ -2,8 +2,9 @@
 // per stream, the window records (keyed by partition/offset so a redelivered
 // Kafka record overwrites itself), the consumed positions (next offset per
 // partition and next arrival sequence number, written in the same synced
-// batch as the records), the alerts tracker state, per-dependency error
-// history and an outbox of events with delivered markers.
+// batch as the records), the alerts tracker state, an outbox of events
+// with delivered markers, and the status history (the rules' errors and
+// the events, in rings).
 //
 // The store never interprets record values or tracker state: they are opaque
 // bytes encoded by package stream and package alerts. A store that cannot be
@@ -20,12 +21,12 @@
 // closes Failed, and every method returns it (ErrCorrupt or ErrFailed, one
 // line naming the directory); Close still releases the lock.
 //
-// Growth: window records are bounded by Commit.EvictBelow; history and
-// delivered markers grow with evaluations, so the caller prunes them with
-// PruneHistoryBefore (cheap, per dependency) or PruneHistory, and
+// Growth: window records are bounded by Commit.EvictBelow; delivered
+// markers grow with evaluations, so the caller prunes them with
 // PruneDelivered. The status history (AppendHistory) is bounded by its rings: a
 // slot is overwritten ring-size appends later and a dropped rule's ring is
-// deleted.
+// deleted. The per-dependency history older versions wrote (h/) is no
+// longer written; DropLegacyHistory deletes it.
 //
 // # Key layout (schema version 1)
 //
@@ -37,7 +38,8 @@
 //	o/<stream>\x00<partition BE4>        next offset to consume (BE8)
 //	n/<stream>                           next arrival sequence number (BE8)
 //	t/<stream>                           tracker: window end (BE8) + opaque state
-//	h/<stream>\x00<dependency>\x00<window end BE8>  history: error (float64 bits BE8) + unix nanos (BE8)
+//	h/<stream>\x00<dependency>\x00<window end BE8>  legacy history, no longer written (DropLegacyHistory):
+//	                                     error (float64 bits BE8) + unix nanos (BE8)
 //	e/<stream>\x00<order BE8>            pending outbox event: uvarint id length, id, payload
 //	x/<stream>\x00<id>                   pending event id -> order (BE8)
 //	d/<stream>\x00<id>                   delivered marker (unix nanos of delivery, BE8)

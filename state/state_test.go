@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -189,9 +190,8 @@ func TestReopenResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustApply(t, s, &Commit{Stream: "s", Records: mkRecords("s", 0, 0, 50, 0), NextOffset: map[int32]int64{0: 50}, NextSeq: 50, EvictBelow: map[int32]int64{0: 10}})
-	hp := HistoryPoint{DependencyID: "dep1", WindowEnd: 49, Error: 0.25, Time: time.Unix(1700000000, 5)}
 	if err := s.SaveEvaluation(&Evaluation{Stream: "s", WindowEnd: 49, TrackerState: []byte(`{"k":1}`),
-		History: []HistoryPoint{hp}, Events: []OutboxEvent{{"a", []byte("A")}, {"b", []byte("B")}}}); err != nil {
+		Events: []OutboxEvent{{"a", []byte("A")}, {"b", []byte("B")}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.MarkDelivered("s", []string{"a"}); err != nil {
@@ -219,10 +219,6 @@ func TestReopenResumes(t *testing.T) {
 	st, we, err := s.LoadTracker("s")
 	if err != nil || we != 49 || string(st) != `{"k":1}` {
 		t.Fatalf("LoadTracker = %q %d %v", st, we, err)
-	}
-	h, err := s.History("s", "dep1", 0)
-	if err != nil || len(h) != 1 || h[0].Error != 0.25 || !h[0].Time.Equal(hp.Time) || h[0].WindowEnd != 49 {
-		t.Fatalf("History = %+v %v", h, err)
 	}
 	pend, err := s.PendingEvents("s")
 	if err != nil || len(pend) != 1 || pend[0].ID != "b" || string(pend[0].Payload) != "B" {
@@ -317,64 +313,43 @@ func TestOutbox(t *testing.T) {
 	}
 }
 
-func TestHistory(t *testing.T) {
+// TestDropLegacyHistory: the per-dependency history older versions wrote
+// (h/ keys) is deleted for one stream, leaving other streams' keys and
+// other kinds alone; with none, nothing is written.
+func TestDropLegacyHistory(t *testing.T) {
 	s := openTest(t, t.TempDir())
-	deps := []string{"a", "a:b", "b"} // "a" is a prefix of "a:b": must not mix
-	for we := uint64(1); we <= 10; we++ {
-		var hs []HistoryPoint
-		for i, d := range deps {
-			hs = append(hs, HistoryPoint{DependencyID: d, WindowEnd: we * 100, Error: float64(i) + float64(we)/100, Time: time.Unix(int64(we), 0)})
-		}
-		if err := s.SaveEvaluation(&Evaluation{Stream: "s", WindowEnd: we * 100, History: hs}); err != nil {
+	if err := s.SaveEvaluation(&Evaluation{Stream: "s", WindowEnd: 9, TrackerState: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	legacy := func(stream, dep string, end uint64) []byte {
+		k := append(streamPrefix(pfxHistory, stream), dep...)
+		return binary.BigEndian.AppendUint64(append(k, 0), end)
+	}
+	for _, k := range [][]byte{legacy("s", "a", 1), legacy("s", "a:b", 2), legacy("s2", "a", 1)} {
+		if err := s.db.Set(k, make([]byte, 16), pebble.Sync); err != nil {
 			t.Fatal(err)
 		}
 	}
-	check := func(dep string, limit int, wantEnds ...uint64) {
+	count := func(stream string) int {
 		t.Helper()
-		h, err := s.History("s", dep, limit)
-		if err != nil {
+		lower := streamPrefix(pfxHistory, stream)
+		n := 0
+		if err := s.scanPrefix(context.Background(), lower, prefixEnd(lower), func(k, v []byte) error { n++; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		var ends []uint64
-		for _, p := range h {
-			if p.DependencyID != dep {
-				t.Fatalf("point of %q returned for %q", p.DependencyID, dep)
-			}
-			ends = append(ends, p.WindowEnd)
-		}
-		if !reflect.DeepEqual(ends, wantEnds) {
-			t.Fatalf("History(%s, %d) window ends %v, want %v", dep, limit, ends, wantEnds)
-		}
+		return n
 	}
-	check("a", 3, 1000, 900, 800)
-	check("a:b", 2, 1000, 900)
-	check("none", 5)
-	if err := s.PruneHistoryBefore("s", 350); err != nil {
+	if err := s.DropLegacyHistory("s"); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range deps {
-		check(d, 0, 1000, 900, 800, 700, 600, 500, 400)
+	if got, other := count("s"), count("s2"); got != 0 || other != 1 {
+		t.Fatalf("after the drop: %d legacy keys of s (want 0), %d of s2 (want 1)", got, other)
 	}
-	// A dependency with only old points disappears entirely.
-	if err := s.SaveEvaluation(&Evaluation{Stream: "s", WindowEnd: 5, History: []HistoryPoint{{DependencyID: "old", WindowEnd: 5}}}); err != nil {
+	if _, end, err := s.LoadTracker("s"); err != nil || end != 9 {
+		t.Fatalf("tracker after the drop: end %d, %v", end, err)
+	}
+	if err := s.DropLegacyHistory("s"); err != nil { // none left: nothing written
 		t.Fatal(err)
-	}
-	if err := s.PruneHistoryBefore("s", 350); err != nil {
-		t.Fatal(err)
-	}
-	check("old", 0)
-	check("a:b", 1, 1000)
-	if err := s.PruneHistory("s", 2); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range deps {
-		check(d, 0, 1000, 900)
-	}
-	if err := s.PruneHistory("s", 0); err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range deps {
-		check(d, 0)
 	}
 }
 
@@ -390,7 +365,6 @@ func TestInvalidArguments(t *testing.T) {
 		{"negative partition", s.Apply(&Commit{Stream: "s", Records: []Record{{Partition: -1}}})},
 		{"foreign record", s.Apply(&Commit{Stream: "s", Records: []Record{{Stream: "t"}}})},
 		{"negative next offset", s.Apply(&Commit{Stream: "s", NextOffset: map[int32]int64{0: -5}})},
-		{"NUL in dependency", s.SaveEvaluation(&Evaluation{Stream: "s", History: []HistoryPoint{{DependencyID: "x\x00"}}})},
 		{"empty event id", s.SaveEvaluation(&Evaluation{Stream: "s", Events: []OutboxEvent{{}}})},
 	}
 	for _, tc := range tests {

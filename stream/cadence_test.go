@@ -382,15 +382,15 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 			if err != nil {
 				t.Fatal(err)
 			}
-			pts, err := c.s.m.store.History("cad", alerts.DependencyID(d), 1)
+			pts, err := c.s.m.store.RuleHistory("cad", alerts.DependencyID(d))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(pts) == 0 || pts[0].WindowEnd != seq {
+			if len(pts) == 0 || pts[len(pts)-1].WindowEnd != seq {
 				continue // tracked since this check's tracker ran
 			}
-			if pts[0].Error != want.Error {
-				t.Fatalf("window %d: %s observed with error %v, full validation %v", seq, d, pts[0].Error, want.Error)
+			if last := pts[len(pts)-1]; last.Error != want.Error {
+				t.Fatalf("window %d: %s observed with error %v, full validation %v", seq, d, last.Error, want.Error)
 			}
 			compared++
 		}

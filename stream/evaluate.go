@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -599,13 +598,6 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 		return fmt.Errorf("stream %s: encode tracker: %w", s.name, err)
 	}
 	ev := &state.Evaluation{Stream: s.name, WindowEnd: job.endSeq, TrackerState: trackerState}
-	for _, o := range out.obs {
-		id := alerts.DependencyID(o.Dependency)
-		if strings.IndexByte(id, 0) >= 0 {
-			continue // the store keys history by id; a NUL in a column name cannot be stored
-		}
-		ev.History = append(ev.History, state.HistoryPoint{DependencyID: id, WindowEnd: job.endSeq, Error: o.Error, Time: out.info.EndTime})
-	}
 	for _, e := range out.events {
 		payload, err := json.Marshal(e)
 		if err != nil {
@@ -636,12 +628,11 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 // blocks consumption).
 func discoveryWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
-// Housekeeping of the store, every housekeepingEvery evaluations: the
-// newest historyKeep history points per dependency are kept, delivery
-// markers for deliveredKeep.
+// Housekeeping of the store, every housekeepingEvery evaluations: delivery
+// markers are kept for deliveredKeep, and the per-dependency history older
+// versions wrote is deleted (the status history holds the rules' errors).
 const (
 	housekeepingEvery = 64
-	historyKeep       = 1000
 	// deliveredKeep: a delivery marker only matters while the evaluation
 	// that produced its event can be replayed (after a crash, the window
 	// end of the last batch) or the event id can come back from the events
@@ -649,11 +640,11 @@ const (
 	deliveredKeep = 7 * 24 * time.Hour
 )
 
-// housekeeping prunes the stream's history and old delivery markers.
-// Failures are logged: they cost disk, not correctness.
+// housekeeping prunes the stream's old delivery markers and deletes the
+// legacy history. Failures are logged: they cost disk, not correctness.
 func (s *streamRun) housekeeping(now time.Time) {
-	if err := s.m.store.PruneHistory(s.name, historyKeep); err != nil {
-		s.log.Warn("prune history", "err", err)
+	if err := s.m.store.DropLegacyHistory(s.name); err != nil {
+		s.log.Warn("drop legacy history", "err", err)
 	}
 	if err := s.m.store.PruneDelivered(s.name, now.Add(-deliveredKeep)); err != nil {
 		s.log.Warn("prune delivery markers", "err", err)
