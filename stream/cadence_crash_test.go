@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"math/rand"
 	"os"
-	"os/exec"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -125,20 +123,8 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 			CleanRecords: 4000, ErrorRate: 0.05, StopErrorsAfter: 8000, Seed: 17,
 		})
 	}()
-	start := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCadenceMonitorProcess$", "-test.v")
-		cmd.Env = append(os.Environ(), "ODWATCH_CADENCE_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+dir)
-		if testing.Verbose() {
-			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start helper: %v", err)
-		}
-		return cmd
-	}
-	kill := func(cmd *exec.Cmd) {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+	start := func() (kill func()) {
+		return startChild(t, "TestHelperCadenceMonitorProcess", "ODWATCH_CADENCE_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+dir)
 	}
 
 	rng := rand.New(rand.NewSource(3))
@@ -146,17 +132,17 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 	running, unmerged := 0, 0
 	last := int64(-1)
 	for kills := 0; kills < 12; kills++ {
-		cmd := start()
+		kill := start()
 		deadline := time.Now().Add(30 * time.Second)
 		for committed(t, addr, "ccrash", ccTopic) <= last {
 			if time.Now().After(deadline) {
-				kill(cmd)
+				kill()
 				t.Fatalf("helper made no progress past offset %d", last)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
-		kill(cmd)
+		kill()
 		last = committed(t, addr, "ccrash", ccTopic)
 		end, ok, next := savedCheck(t, dir)
 		// The discovery pending at the kill started at the last discovery

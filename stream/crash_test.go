@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -133,39 +131,27 @@ func TestCrashRecovery(t *testing.T) {
 		})
 	}()
 
-	start := func() *exec.Cmd {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMonitorProcess$", "-test.v")
-		cmd.Env = append(os.Environ(), "ODWATCH_CRASH_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+dir)
-		if testing.Verbose() {
-			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start helper: %v", err)
-		}
-		return cmd
-	}
-	kill := func(cmd *exec.Cmd) {
-		_ = cmd.Process.Signal(syscall.SIGKILL)
-		_ = cmd.Wait()
+	start := func() (kill func()) {
+		return startChild(t, "TestHelperMonitorProcess", "ODWATCH_CRASH_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+dir)
 	}
 
 	rng := rand.New(rand.NewSource(1))
 	kills := 0
 	last := int64(-1)
 	for kills < 8 {
-		cmd := start()
+		kill := start()
 		// Kill once the child made progress (committed further), at a
 		// random point of its next batches.
 		deadline := time.Now().Add(30 * time.Second)
 		for committed(t, addr, "crash", crashTopic) <= last {
 			if time.Now().After(deadline) {
-				kill(cmd)
+				kill()
 				t.Fatalf("helper made no progress past offset %d", last)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 		time.Sleep(time.Duration(rng.Intn(60)) * time.Millisecond)
-		kill(cmd)
+		kill()
 		kills++
 		last = committed(t, addr, "crash", crashTopic)
 		t.Logf("kill %d at committed offset %d", kills, last)
@@ -177,11 +163,11 @@ func TestCrashRecovery(t *testing.T) {
 		t.Fatalf("produce: %v", err)
 	}
 	// Last run: to the end of the topic, then killed as well.
-	cmd := start()
+	kill := start()
 	waitFor(t, 60*time.Second, "the restarted monitor to consume the topic", func() bool {
 		return committed(t, addr, "crash", crashTopic) >= crashRecords
 	})
-	kill(cmd)
+	kill()
 	if kills < 3 {
 		t.Errorf("only %d kills happened mid-stream", kills)
 	}

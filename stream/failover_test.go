@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,23 +62,7 @@ func startMemberAs(t *testing.T, cfg Config, clientID string) (kill func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperMember$", "-test.v")
-	cmd.Env = append(os.Environ(), "ODWATCH_MEMBER_CONFIG="+string(raw), "ODWATCH_MEMBER_CLIENT_ID="+clientID)
-	if testing.Verbose() {
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start member: %v", err)
-	}
-	var done atomic.Bool
-	kill = func() {
-		if done.CompareAndSwap(false, true) {
-			_ = cmd.Process.Signal(syscall.SIGKILL)
-			_ = cmd.Wait()
-		}
-	}
-	t.Cleanup(kill)
-	return kill
+	return startChild(t, "TestHelperMember", "ODWATCH_MEMBER_CONFIG="+string(raw), "ODWATCH_MEMBER_CLIENT_ID="+clientID)
 }
 
 func eventsOf(r *running, typ alerts.EventType) []alerts.Event {
