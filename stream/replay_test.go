@@ -118,27 +118,7 @@ func TestReplayTopicRange(t *testing.T) {
 		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel, MinStrength: discovery.DefaultMinStrength}
 	want, _ := replayPayroll(t, cfg, o, n)
 
-	r, err := NewReplayer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := NewDecoder(DecoderConfig{Format: FormatJSON})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec FlatRecord
-	var got []alerts.Event
-	err = ReadTopicRange(ctx, []string{addr}, nil, "payroll", TopicBound{}, TopicBound{}, func(tr TopicRecord) error {
-		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {
-			return err
-		}
-		evs, err := r.Add(ctx, tr.Meta, &rec)
-		got = append(got, evs...)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, got := replayTopic(t, ctx, addr, "payroll", cfg)
 	if st := r.Stats(); st.Records != n {
 		t.Fatalf("read %d records, want %d", st.Records, n)
 	}
@@ -219,27 +199,7 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 		t.Fatal("the stream does not run two cadences")
 	}
 
-	rp, err := NewReplayer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := NewDecoder(DecoderConfig{Format: FormatJSON})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec FlatRecord
-	var got []alerts.Event
-	err = ReadTopicRange(ctx, []string{addr}, nil, "rm", TopicBound{}, TopicBound{}, func(tr TopicRecord) error {
-		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {
-			return err
-		}
-		evs, err := rp.Add(ctx, tr.Meta, &rec)
-		got = append(got, evs...)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rp, got := replayTopic(t, ctx, addr, "rm", cfg)
 	want := r.sink.snapshot()
 	if len(want) == 0 {
 		t.Fatal("the monitor raised no events")
@@ -262,4 +222,32 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 		}
 	}
 	t.Logf("%d events, equal; %d checks replayed", len(want), rp.Stats().Evaluations)
+}
+
+// replayTopic replays every record of topic through a new Replayer of
+// cfg, decoded as JSON, and returns the replayer and its events.
+func replayTopic(t *testing.T, ctx context.Context, addr, topic string, cfg StreamConfig) (*Replayer, []alerts.Event) {
+	t.Helper()
+	r, err := NewReplayer(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := NewDecoder(DecoderConfig{Format: FormatJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec FlatRecord
+	var got []alerts.Event
+	err = ReadTopicRange(ctx, []string{addr}, nil, topic, TopicBound{}, TopicBound{}, func(tr TopicRecord) error {
+		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {
+			return err
+		}
+		evs, err := r.Add(ctx, tr.Meta, &rec)
+		got = append(got, evs...)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, got
 }
