@@ -423,16 +423,7 @@ func TestRestoreCadence(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := offlineMonitor(t, StreamConfig{Topic: "rc", Window: window, Every: every, DiscoverEvery: discoverEvery, Epsilon: 0.01})
-			c := &state.Commit{Stream: "rc", NextOffset: map[int32]int64{0: tt.next}, NextSeq: uint64(tt.next)}
-			var rec FlatRecord
-			for o := tt.from; o < tt.next; o++ {
-				rec.Reset()
-				rec.AddString("a", strconv.FormatInt(o%3, 10))
-				c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
-			}
-			if err := m.store.Apply(c); err != nil {
-				t.Fatal(err)
-			}
+			storeRecords(t, m, "rc", tt.from, tt.next)
 			s := m.streams[0]
 			if tt.saved >= 0 {
 				tracker, err := alerts.NewTracker(alerts.Config{Stream: "rc", Epsilon: 0.01}).MarshalJSON()

@@ -149,16 +149,7 @@ func TestReplayMissedEvaluation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// One cadence (restoreCadence replays two).
 			m := offlineMonitor(t, StreamConfig{Topic: "rp", Window: window, Every: every, DiscoverEvery: every, Epsilon: 0.01})
-			c := &state.Commit{Stream: "rp", NextOffset: map[int32]int64{0: tt.next}, NextSeq: uint64(tt.next)}
-			var rec FlatRecord
-			for o := tt.from; o < tt.next; o++ {
-				rec.Reset()
-				rec.AddString("a", strconv.FormatInt(o%3, 10))
-				c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
-			}
-			if err := m.store.Apply(c); err != nil {
-				t.Fatal(err)
-			}
+			storeRecords(t, m, "rp", tt.from, tt.next)
 			if tt.saved >= 0 {
 				tracker, err := alerts.NewTracker(alerts.Config{Stream: "rp", Epsilon: 0.01}).MarshalJSON()
 				if err != nil {
@@ -205,5 +196,22 @@ func TestReplayMissedEvaluation(t *testing.T) {
 				t.Errorf("store holds %d records (%v) once the replay is saved, want the window's %d", n, err, window)
 			}
 		})
+	}
+}
+
+// storeRecords applies to m's store, as one commit of stream, the records
+// at offsets [from, next) of partition 0 (sequence = offset), each with one
+// column a = offset mod 3.
+func storeRecords(t *testing.T, m *Monitor, stream string, from, next int64) {
+	t.Helper()
+	c := &state.Commit{Stream: stream, NextOffset: map[int32]int64{0: next}, NextSeq: uint64(next)}
+	var rec FlatRecord
+	for o := from; o < next; o++ {
+		rec.Reset()
+		rec.AddString("a", strconv.FormatInt(o%3, 10))
+		c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
+	}
+	if err := m.store.Apply(c); err != nil {
+		t.Fatal(err)
 	}
 }
