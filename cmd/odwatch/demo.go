@@ -36,14 +36,9 @@ type demoFlags struct {
 	margin       float64
 	k            int
 	minScore     float64
-	rate         float64
-	clean        int
-	errRate      float64
-	stopAfter    int
-	count        int
+	payroll      stream.PayrollOptions // the generator's flags; brokers and topic are the demo's
 	duration     time.Duration
 	stateDir     string
-	seed         int64
 	logLevel     string
 }
 
@@ -63,14 +58,9 @@ func newDemoFlags() *demoFlags {
 	// Dependencies whose context is nearly a key ({salary}: experience ~ tax)
 	// hold trivially in small classes; they would drown the interesting ones.
 	fs.Float64Var(&f.minScore, "min-score", 0.01, "do not track newly found dependencies with a lower score")
-	fs.Float64Var(&f.rate, "rate", 1000, "payroll records per second; 0 produces as fast as possible")
-	fs.IntVar(&f.clean, "clean", 6000, "clean records before data-entry errors start")
-	fs.Float64Var(&f.errRate, "error-rate", 0.03, "share of records with a data-entry error after --clean")
-	fs.IntVar(&f.stopAfter, "stop-errors-after", 0, "records after which the errors stop again; 0 never stops them")
-	fs.IntVar(&f.count, "count", 0, "stop producing after this many records; 0 never stops")
+	payrollFlags(fs, &f.payroll, stream.PayrollOptions{Rate: 1000, CleanRecords: 6000, ErrorRate: 0.03}, "stop producing after this many records; 0 never stops")
 	fs.DurationVar(&f.duration, "duration", 0, "stop the demo after this long; 0 runs until Ctrl-C")
 	fs.StringVar(&f.stateDir, "state-dir", "", "state directory; empty uses a temporary one, removed at exit")
-	fs.Int64Var(&f.seed, "seed", 0, "random seed of the generator; 0 takes one from the clock")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "debug|info|warn|error")
 	return f
 }
@@ -166,7 +156,7 @@ func (f *demoFlags) monitorConfig(addr, dir string) stream.Config {
 // (webAddr) when it is served.
 func (f *demoFlags) printIntro(w io.Writer, addr, webAddr string, discoverEvery int) {
 	fmt.Fprintf(w, "odwatch demo: in-process Kafka at %s, topic %q, events topic %q\n", addr, demoTopic, demoEventsTopic)
-	fmt.Fprintf(w, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", f.clean, f.errRate*100)
+	fmt.Fprintf(w, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", f.payroll.CleanRecords, f.payroll.ErrorRate*100)
 	fmt.Fprintf(w, "  window %d records, rules checked every %d and discovered every %d, epsilon %g (margin %g)\n",
 		f.window, f.every, discoverEvery, f.eps, f.margin)
 	if f.metricsAddr != "" {
@@ -184,7 +174,7 @@ func (f *demoFlags) printIntro(w io.Writer, addr, webAddr string, discoverEvery 
 // for Ctrl-C. It returns the monitor's error (nil when ctx ended it) and
 // the generator's (nil when it was stopped).
 func (f *demoFlags) story(ctx context.Context, m *stream.Monitor, addr string) (runErr, genErr error) {
-	seed := f.seed
+	seed := f.payroll.Seed
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
@@ -192,10 +182,9 @@ func (f *demoFlags) story(ctx context.Context, m *stream.Monitor, addr string) (
 	defer stopGen()
 	genDone := make(chan error, 1)
 	go func() {
-		genDone <- stream.ProducePayroll(genCtx, stream.PayrollOptions{
-			Brokers: []string{addr}, Topic: demoTopic, Rate: f.rate, Count: f.count,
-			CleanRecords: f.clean, ErrorRate: f.errRate, StopErrorsAfter: f.stopAfter, Seed: seed,
-		})
+		o := f.payroll
+		o.Brokers, o.Topic, o.Seed = []string{addr}, demoTopic, seed
+		genDone <- stream.ProducePayroll(genCtx, o)
 	}()
 	runErr = m.Run(ctx)
 	stopGen()

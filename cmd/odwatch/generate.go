@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -26,12 +26,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.Var(&brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...]")
 	o := stream.PayrollOptions{}
 	fs.StringVar(&o.Topic, "topic", "payroll", "topic to produce to")
-	fs.Float64Var(&o.Rate, "rate", 200, "records per second; 0 produces as fast as possible")
-	fs.IntVar(&o.Count, "count", 0, "records to produce; 0 produces until interrupted")
-	fs.IntVar(&o.CleanRecords, "clean", 5000, "clean records before data-entry errors start")
-	fs.Float64Var(&o.ErrorRate, "error-rate", 0.03, "share of records with a data-entry error after --clean")
-	fs.IntVar(&o.StopErrorsAfter, "stop-errors-after", 0, "records after which the errors stop again; 0 never stops them")
-	fs.Int64Var(&o.Seed, "seed", 0, "random seed of the generator; 0 takes one from the clock")
+	payrollFlags(fs, &o, stream.PayrollOptions{Rate: 200, CleanRecords: 5000, ErrorRate: 0.03}, "records to produce; 0 produces until interrupted")
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
@@ -54,4 +49,16 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return nil
 	}
 	return err
+}
+
+// payrollFlags binds the payroll generator's flags shared by generate and
+// demo to o, with def's values as defaults; countHelp says what --count
+// stops.
+func payrollFlags(fs *flag.FlagSet, o *stream.PayrollOptions, def stream.PayrollOptions, countHelp string) {
+	fs.Float64Var(&o.Rate, "rate", def.Rate, "payroll records per second; 0 produces as fast as possible")
+	fs.IntVar(&o.Count, "count", def.Count, countHelp)
+	fs.IntVar(&o.CleanRecords, "clean", def.CleanRecords, "clean records before data-entry errors start")
+	fs.Float64Var(&o.ErrorRate, "error-rate", def.ErrorRate, "share of records with a data-entry error after --clean")
+	fs.IntVar(&o.StopErrorsAfter, "stop-errors-after", def.StopErrorsAfter, "records after which the errors stop again; 0 never stops them")
+	fs.Int64Var(&o.Seed, "seed", def.Seed, "random seed of the generator; 0 takes one from the clock")
 }
