@@ -759,25 +759,34 @@ func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOu
 	if !need {
 		return
 	}
-	cols := sampledColumns(c.eng.DictColumns(), out.events)
+	deps, at := sampledDependencies(out.events)
+	cols := sampledColumns(c.eng.DictColumns(), deps)
 	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
 	if err != nil {
 		e.log.Warn("removal sample: encode", "err", err)
 		return
 	}
+	// One validation of every dependency sampled: the partitions of shared
+	// contexts are built once.
 	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
+	results, errs, err := discovery.ValidateEach(ctx, table, deps, opts)
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			e.log.Warn("removal sample", "err", err)
+		}
+		return
+	}
 	byName := make(map[string]int, len(cols))
 	for i, col := range cols {
 		byName[col.Name] = i
 	}
 	sample := func(d discovery.Dependency, text string) []alerts.Sample {
-		r, err := discovery.Validate(ctx, table, d, opts)
-		if err != nil {
-			if !errors.Is(err, context.Canceled) {
-				e.log.Warn("removal sample", "dependency", text, "err", err)
-			}
+		i := at[alerts.DependencyID(d)]
+		if errs[i] != nil {
+			e.log.Warn("removal sample", "dependency", text, "err", errs[i])
 			return nil
 		}
+		r := results[i]
 		var out []alerts.Sample
 		names := d.Columns()
 		for _, row := range r.RemovalSample {
@@ -820,25 +829,43 @@ func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOu
 	}
 }
 
-// sampledColumns are the columns of cols that the dependencies sampled
-// for events (carriesSample: their own and their related ones) mention:
-// only those are encoded for the samples, since encoding every column of
-// the window (a timestamp column's parse above all) cost more than the
-// check itself.
-func sampledColumns(cols []discovery.DictColumn, events []alerts.Event) []discovery.DictColumn {
-	names := map[string]bool{}
+// sampledDependencies are the dependencies sampled for events
+// (carriesSample: their own, and their related ones that have removals),
+// each once, and the index of each one's id in them.
+func sampledDependencies(events []alerts.Event) ([]discovery.Dependency, map[string]int) {
+	var deps []discovery.Dependency
+	at := map[string]int{}
+	add := func(d discovery.Dependency) {
+		id := alerts.DependencyID(d)
+		if _, ok := at[id]; !ok {
+			at[id] = len(deps)
+			deps = append(deps, d)
+		}
+	}
 	for i := range events {
 		ev := &events[i]
 		if !carriesSample(ev) {
 			continue
 		}
-		for _, n := range ev.Dependency.Columns() {
-			names[n] = true
-		}
+		add(ev.Dependency)
 		for _, r := range ev.Related {
-			for _, n := range r.Dependency.Columns() {
-				names[n] = true
+			if r.Removals != 0 {
+				add(r.Dependency)
 			}
+		}
+	}
+	return deps, at
+}
+
+// sampledColumns are the columns of cols that deps (sampledDependencies)
+// mention: only those are encoded for the samples, since encoding every
+// column of the window (a timestamp column's parse above all) cost more
+// than the check itself.
+func sampledColumns(cols []discovery.DictColumn, deps []discovery.Dependency) []discovery.DictColumn {
+	names := map[string]bool{}
+	for _, d := range deps {
+		for _, n := range d.Columns() {
+			names[n] = true
 		}
 	}
 	return slices.DeleteFunc(cols, func(c discovery.DictColumn) bool { return !names[c.Name] })

@@ -509,9 +509,9 @@ func TestCheckMergeMinScore(t *testing.T) {
 	}
 }
 
-// TestSampledColumns: only the columns of the dependencies sampled for
-// events (an event's own and its related ones, for the event types that
-// carry samples) are encoded.
+// TestSampledColumns: the dependencies sampled for events are an event's
+// own and its related ones with removals, for the event types that carry
+// samples, each once; only their columns are encoded.
 func TestSampledColumns(t *testing.T) {
 	dep := func(s string) discovery.Dependency {
 		d, err := discovery.ParseDependency(s)
@@ -521,23 +521,35 @@ func TestSampledColumns(t *testing.T) {
 		return d
 	}
 	var cols []discovery.DictColumn
-	for _, n := range []string{"a", "b", "c", "d", "e", "ts"} {
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "ts"} {
 		cols = append(cols, discovery.DictColumn{Name: n})
 	}
 	events := []alerts.Event{
 		{Type: alerts.EventViolated, Removals: 3, Dependency: dep("{a}: [] -> b"),
-			Related: []alerts.Related{{Dependency: dep("{}: c ~ d")}}},
+			Related: []alerts.Related{{Dependency: dep("{}: c ~ d"), Removals: 2}, {Dependency: dep("{}: [] -> f")}}},
 		{Type: alerts.EventRestored, Removals: 1, Dependency: dep("{}: [] -> e")},  // carries no sample
 		{Type: alerts.EventViolated, Removals: 0, Dependency: dep("{}: [] -> ts")}, // nothing to sample
+		{Type: alerts.EventDiscovered, Removals: 1, Dependency: dep("{}: c ~ d")},  // sampled once
+	}
+	deps, at := sampledDependencies(events)
+	var ids []string
+	for i, d := range deps {
+		ids = append(ids, d.String())
+		if at[alerts.DependencyID(d)] != i {
+			t.Errorf("index of %s: %d, want %d", d, at[alerts.DependencyID(d)], i)
+		}
+	}
+	if want := []string{dep("{a}: [] -> b").String(), dep("{}: c ~ d").String()}; !slices.Equal(ids, want) {
+		t.Fatalf("sampled dependencies %v, want %v", ids, want)
 	}
 	var got []string
-	for _, c := range sampledColumns(cols, events) {
+	for _, c := range sampledColumns(cols, deps) {
 		got = append(got, c.Name)
 	}
 	if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
 		t.Fatalf("sampled columns %v, want %v", got, want)
 	}
 	if got := sampledColumns(slices.Clone(cols), nil); len(got) != 0 {
-		t.Fatalf("no events: sampled columns %v, want none", got)
+		t.Fatalf("no dependencies: sampled columns %v, want none", got)
 	}
 }
