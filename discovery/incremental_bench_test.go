@@ -4,123 +4,24 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"runtime"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/internal/benchstream"
 )
 
-// benchStream generates the 20-field stream of BenchmarkCheck: numeric,
-// categorical and temporal fields with planted dependencies, some exact,
-// some with noise, some not holding at all.
-type benchStream struct {
-	r   *rand.Rand
-	seq int
-	t0  time.Time
-}
-
-var benchFields = []string{
-	"ts", "seq", "zip", "city", "country", "category", "sub", "level",
-	"amount", "rate", "tax", "age", "age_group", "price", "qty", "total",
-	"score", "grade", "noise", "flag",
-}
-
-func newBenchStream(seed uint64) *benchStream {
-	return &benchStream{r: rand.New(rand.NewPCG(seed, 1)), t0: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
-}
-
-// row fills vals (len(benchFields)) with the next record.
-func (s *benchStream) row(vals []string) {
-	r := s.r
-	s.seq++
-	i := 0
-	put := func(v string) { vals[i] = v; i++ }
-	// ts: increasing with jitter (temporal), seq: increasing (numeric).
-	put(s.t0.Add(time.Duration(s.seq)*time.Second + time.Duration(r.IntN(900))*time.Millisecond).Format(time.RFC3339Nano))
-	put(strconv.Itoa(s.seq))
-	// zip -> city -> country (exact FDs), 1% of cities wrong for their zip.
-	zip := r.IntN(2000)
-	city := zip / 10
-	if r.IntN(100) == 0 {
-		city = r.IntN(200)
-	}
-	put(strconv.Itoa(10000 + zip))
-	put("city" + strconv.Itoa(city))
-	put("country" + strconv.Itoa(city/40))
-	// category (8) -> sub (40): sub determines category exactly.
-	sub := r.IntN(40)
-	put("cat" + strconv.Itoa(sub%8))
-	put("sub" + strconv.Itoa(sub))
-	// level: ordinal 1..5 determined by the category with 3% noise.
-	level := sub%8%5 + 1
-	if r.IntN(100) < 3 {
-		level = 1 + r.IntN(5)
-	}
-	put(strconv.Itoa(level))
-	// amount ~ tax within rate (OC in context rate), 2% noise.
-	amount := r.IntN(100000)
-	rate := 5 * (1 + sub%4)
-	tax := amount * rate / 100
-	if r.IntN(50) == 0 {
-		tax = r.IntN(25000)
-	}
-	put(strconv.FormatFloat(float64(amount)/100, 'f', 2, 64))
-	put(strconv.Itoa(rate))
-	put(strconv.FormatFloat(float64(tax)/100, 'f', 2, 64))
-	// age ~ age_group (OC and FD), exact.
-	age := 18 + r.IntN(70)
-	put(strconv.Itoa(age))
-	put("g" + strconv.Itoa(age/10))
-	// price, qty, total = price*qty: total ~ price within qty.
-	price := 1 + r.IntN(500)
-	qty := 1 + r.IntN(10)
-	put(strconv.Itoa(price))
-	put(strconv.Itoa(qty))
-	put(strconv.Itoa(price * qty))
-	// score ~ grade (desc: grade 1 is the best), 1% noise.
-	score := r.IntN(1000)
-	grade := 10 - score/100
-	if r.IntN(100) == 0 {
-		grade = 1 + r.IntN(10)
-	}
-	put(strconv.Itoa(score))
-	put(strconv.Itoa(grade))
-	// noise: unrelated; flag: a rare boolean.
-	put(strconv.FormatFloat(r.NormFloat64(), 'g', 6, 64))
-	put(strconv.FormatBool(r.IntN(20) == 0))
-}
-
-// benchDeps are the 50 tracked dependencies of BenchmarkCheck: the planted
-// ones (holding or nearly), and ones a past window discovered that no
-// longer hold.
+// benchDeps are the 50 tracked dependencies of BenchmarkCheck
+// (benchstream.Rules).
 func benchDeps() []Dependency {
-	ofd := func(rhs string, ctx ...string) Dependency {
-		return Dependency{Kind: KindOFD, Context: ctx, RHS: rhs}
-	}
-	oc := func(a, b string, pol Polarity, ctx ...string) Dependency {
-		return Dependency{Kind: KindOC, Context: ctx, Left: a, Right: b, Polarity: pol}
-	}
-	deps := []Dependency{
-		ofd("city", "zip"), ofd("country", "zip"), ofd("country", "city"), ofd("category", "sub"),
-		ofd("level", "category"), ofd("level", "sub"), ofd("age_group", "age"), ofd("rate", "sub"),
-		ofd("grade", "score"), ofd("total", "price", "qty"), ofd("tax", "amount", "rate"),
-		ofd("country", "zip", "category"), ofd("city", "zip", "flag"), ofd("level", "category", "flag"),
-		ofd("age_group", "age", "flag"), ofd("flag"), ofd("country"), ofd("level"), ofd("grade", "age"),
-		ofd("category", "level"), ofd("rate", "category"), ofd("qty", "total"), ofd("sub", "zip"),
-		ofd("city", "country", "category"), ofd("grade", "score", "flag"),
-		oc("ts", "seq", Asc), oc("seq", "ts", Desc), oc("age", "age_group", Asc), oc("age", "age_group", Asc, "flag"),
-		oc("score", "grade", Desc), oc("score", "grade", Desc, "flag"), oc("amount", "tax", Asc, "rate"),
-		oc("amount", "tax", Asc, "rate", "flag"), oc("price", "total", Asc, "qty"), oc("qty", "total", Asc, "price"),
-		oc("level", "category", Asc), oc("zip", "city", Asc), oc("zip", "country", Asc), oc("city", "country", Asc),
-		oc("amount", "tax", Asc), oc("price", "total", Asc), oc("age", "score", Asc), oc("ts", "amount", Asc),
-		oc("seq", "grade", Desc, "level"), oc("age", "grade", Asc, "category"), oc("level", "grade", Desc),
-		oc("zip", "city", Asc, "country"), oc("amount", "tax", Desc, "sub"), oc("price", "qty", Asc, "category"),
-		oc("score", "grade", Desc, "category", "flag"),
-	}
-	if len(deps) != 50 {
-		panic(fmt.Sprintf("benchDeps: %d dependencies", len(deps)))
+	deps := make([]Dependency, len(benchstream.Rules))
+	for i, r := range benchstream.Rules {
+		d, err := ParseDependency(r)
+		if err != nil {
+			panic(fmt.Sprintf("benchDeps: %s: %v", r, err))
+		}
+		deps[i] = d
 	}
 	return deps
 }
@@ -164,11 +65,11 @@ func BenchmarkCheck(b *testing.B) {
 		b.Run(name, func(b *testing.B) { benchIncremental(b, deps, window, slide, exact) })
 	}
 	b.Run("full", func(b *testing.B) {
-		s := newBenchStream(1)
+		s := benchstream.New(1)
 		w := make([][]string, 0, window)
 		for range window {
-			row := make([]string, len(benchFields))
-			s.row(row)
+			row := make([]string, len(benchstream.Fields))
+			s.Row(row, false)
 			w = append(w, row)
 		}
 		var times []time.Duration
@@ -177,8 +78,8 @@ func BenchmarkCheck(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
 			for k := 0; k < slide; k++ {
-				row := make([]string, len(benchFields))
-				s.row(row)
+				row := make([]string, len(benchstream.Fields))
+				s.Row(row, false)
 				w = append(w, row)
 			}
 			w = w[slide:]
@@ -200,8 +101,8 @@ func BenchmarkCheck(b *testing.B) {
 
 // dictColumns is the window as a snapshot hands it over.
 func dictColumns(rows [][]string) []DictColumn {
-	cols := make([]DictColumn, len(benchFields))
-	for i, name := range benchFields {
+	cols := make([]DictColumn, len(benchstream.Fields))
+	for i, name := range benchstream.Fields {
 		idx := map[string]uint32{}
 		dc := DictColumn{Name: name, Codes: make([]uint32, len(rows))}
 		for r, row := range rows {
@@ -228,7 +129,7 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s := newBenchStream(1)
+		s := benchstream.New(1)
 		e, err := NewIncremental(benchDeps(), IncrementalOptions{})
 		if err != nil {
 			b.Fatal(err)
@@ -255,19 +156,19 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 	}
 }
 
-// benchFeed hands a benchStream's rows to an Incremental, whose columns
-// may stand in another order than benchFields.
+// benchFeed hands a benchstream.Stream's rows to an Incremental, whose columns
+// may stand in another order than benchstream.Fields.
 type benchFeed struct {
 	e         *Incremental
-	s         *benchStream
-	at        []int // benchFields[i] is column at[i] of e
+	s         *benchstream.Stream
+	at        []int // benchstream.Fields[i] is column at[i] of e
 	row, vals []string
 }
 
-func newBenchFeed(e *Incremental, s *benchStream) *benchFeed {
-	f := &benchFeed{e: e, s: s, at: make([]int, len(benchFields)),
-		row: make([]string, len(benchFields)), vals: make([]string, len(benchFields))}
-	for i, name := range benchFields {
+func newBenchFeed(e *Incremental, s *benchstream.Stream) *benchFeed {
+	f := &benchFeed{e: e, s: s, at: make([]int, len(benchstream.Fields)),
+		row: make([]string, len(benchstream.Fields)), vals: make([]string, len(benchstream.Fields))}
+	for i, name := range benchstream.Fields {
 		f.at[i] = e.Column(name)
 	}
 	return f
@@ -276,7 +177,7 @@ func newBenchFeed(e *Incremental, s *benchStream) *benchFeed {
 // feed appends k new rows.
 func (f *benchFeed) feed(k int) {
 	for range k {
-		f.s.row(f.row)
+		f.s.Row(f.row, false)
 		f.append1(f.row)
 	}
 }
@@ -285,7 +186,7 @@ func (f *benchFeed) feed(k int) {
 // timed slide measures only the engine.
 func (f *benchFeed) generate(rows [][]string) {
 	for k := range rows {
-		f.s.row(f.row)
+		f.s.Row(f.row, false)
 		rows[k] = slices.Clone(f.row)
 	}
 }
@@ -306,7 +207,7 @@ func (f *benchFeed) append1(row []string) {
 
 // benchIncremental is one BenchmarkCheck run of the incremental engine.
 func benchIncremental(b *testing.B, deps []Dependency, window, slide int, exact bool) {
-	s := newBenchStream(1)
+	s := benchstream.New(1)
 	e, err := NewIncremental(deps, IncrementalOptions{Exact: exact})
 	if err != nil {
 		b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime/pprof"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/benchstream"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
@@ -37,93 +37,42 @@ const (
 	e2eWindow   = 100_000
 	e2eEvery    = 1_000
 	e2eFault    = 300_000
-	e2eFaultDep = "{age}: [] -> age_group"
+	e2eFaultDep = benchstream.FaultRule
 )
 
-// e2eStream generates the 20-field stream of discovery's BenchmarkCheck
-// (discovery/incremental_bench_test.go; same fields, planted dependencies
-// and noise) as JSON records. Records from fault on carry a random wrong
-// age_group.
+// e2eStream is the 20-field stream of discovery's BenchmarkCheck
+// (internal/benchstream) as JSON records. Records from fault on carry a
+// random wrong age_group.
 type e2eStream struct {
-	r     *rand.Rand
-	seq   int
-	t0    time.Time
+	s     *benchstream.Stream
+	n     int
 	fault int
+	vals  []string
 	buf   []byte
 }
 
 func newE2EStream(seed uint64, fault int) *e2eStream {
-	return &e2eStream{r: rand.New(rand.NewPCG(seed, 1)), t0: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), fault: fault}
+	return &e2eStream{s: benchstream.New(seed), fault: fault, vals: make([]string, len(benchstream.Fields))}
 }
 
 // next returns the next record as a JSON object (valid until the next call).
 func (s *e2eStream) next() []byte {
-	r := s.r
-	faulty := s.seq >= s.fault
-	s.seq++
+	s.s.Row(s.vals, s.n >= s.fault)
+	s.n++
 	b := append(s.buf[:0], '{')
-	str := func(name, v string) {
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, `":"`...)
-		b = append(b, v...)
-		b = append(b, `",`...)
-	}
-	num := func(name, v string) {
+	for i, name := range benchstream.Fields {
 		b = append(b, '"')
 		b = append(b, name...)
 		b = append(b, `":`...)
-		b = append(b, v...)
+		if benchstream.Text[name] {
+			b = append(b, '"')
+			b = append(b, s.vals[i]...)
+			b = append(b, '"')
+		} else {
+			b = append(b, s.vals[i]...)
+		}
 		b = append(b, ',')
 	}
-	str("ts", s.t0.Add(time.Duration(s.seq)*time.Second+time.Duration(r.IntN(900))*time.Millisecond).Format(time.RFC3339Nano))
-	num("seq", strconv.Itoa(s.seq))
-	zip := r.IntN(2000)
-	city := zip / 10
-	if r.IntN(100) == 0 {
-		city = r.IntN(200)
-	}
-	num("zip", strconv.Itoa(10000+zip))
-	str("city", "city"+strconv.Itoa(city))
-	str("country", "country"+strconv.Itoa(city/40))
-	sub := r.IntN(40)
-	str("category", "cat"+strconv.Itoa(sub%8))
-	str("sub", "sub"+strconv.Itoa(sub))
-	level := sub%8%5 + 1
-	if r.IntN(100) < 3 {
-		level = 1 + r.IntN(5)
-	}
-	num("level", strconv.Itoa(level))
-	amount := r.IntN(100000)
-	rate := 5 * (1 + sub%4)
-	tax := amount * rate / 100
-	if r.IntN(50) == 0 {
-		tax = r.IntN(25000)
-	}
-	num("amount", strconv.FormatFloat(float64(amount)/100, 'f', 2, 64))
-	num("rate", strconv.Itoa(rate))
-	num("tax", strconv.FormatFloat(float64(tax)/100, 'f', 2, 64))
-	age := 18 + r.IntN(70)
-	group := age / 10
-	if faulty {
-		group = 10 + r.IntN(10) // never the right one
-	}
-	num("age", strconv.Itoa(age))
-	str("age_group", "g"+strconv.Itoa(group))
-	price := 1 + r.IntN(500)
-	qty := 1 + r.IntN(10)
-	num("price", strconv.Itoa(price))
-	num("qty", strconv.Itoa(qty))
-	num("total", strconv.Itoa(price*qty))
-	score := r.IntN(1000)
-	grade := 10 - score/100
-	if r.IntN(100) == 0 {
-		grade = 1 + r.IntN(10)
-	}
-	num("score", strconv.Itoa(score))
-	num("grade", strconv.Itoa(grade))
-	num("noise", strconv.FormatFloat(r.NormFloat64(), 'g', 6, 64))
-	num("flag", strconv.FormatBool(r.IntN(20) == 0))
 	b[len(b)-1] = '}'
 	s.buf = b
 	return b
@@ -181,42 +130,6 @@ func (k *e2eSink) Send(_ context.Context, events []alerts.Event) error {
 
 func (k *e2eSink) Close() error { return nil }
 
-// e2ePinned are the 50 dependencies discovery's BenchmarkCheck tracks on
-// this stream (the planted ones, holding or nearly, and ones that do not
-// hold), e2eFaultDep among them, pinned so that they are checked from the
-// first window on.
-func e2ePinned() []string {
-	ofd := func(rhs string, ctx ...string) discovery.Dependency {
-		return discovery.Dependency{Kind: discovery.KindOFD, Context: ctx, RHS: rhs}
-	}
-	oc := func(a, b string, pol discovery.Polarity, ctx ...string) discovery.Dependency {
-		return discovery.Dependency{Kind: discovery.KindOC, Context: ctx, Left: a, Right: b, Polarity: pol}
-	}
-	asc, desc := discovery.Asc, discovery.Desc
-	deps := []discovery.Dependency{
-		ofd("city", "zip"), ofd("country", "zip"), ofd("country", "city"), ofd("category", "sub"),
-		ofd("level", "category"), ofd("level", "sub"), ofd("age_group", "age"), ofd("rate", "sub"),
-		ofd("grade", "score"), ofd("total", "price", "qty"), ofd("tax", "amount", "rate"),
-		ofd("country", "zip", "category"), ofd("city", "zip", "flag"), ofd("level", "category", "flag"),
-		ofd("age_group", "age", "flag"), ofd("flag"), ofd("country"), ofd("level"), ofd("grade", "age"),
-		ofd("category", "level"), ofd("rate", "category"), ofd("qty", "total"), ofd("sub", "zip"),
-		ofd("city", "country", "category"), ofd("grade", "score", "flag"),
-		oc("ts", "seq", asc), oc("seq", "ts", desc), oc("age", "age_group", asc), oc("age", "age_group", asc, "flag"),
-		oc("score", "grade", desc), oc("score", "grade", desc, "flag"), oc("amount", "tax", asc, "rate"),
-		oc("amount", "tax", asc, "rate", "flag"), oc("price", "total", asc, "qty"), oc("qty", "total", asc, "price"),
-		oc("level", "category", asc), oc("zip", "city", asc), oc("zip", "country", asc), oc("city", "country", asc),
-		oc("amount", "tax", asc), oc("price", "total", asc), oc("age", "score", asc), oc("ts", "amount", asc),
-		oc("seq", "grade", desc, "level"), oc("age", "grade", asc, "category"), oc("level", "grade", desc),
-		oc("zip", "city", asc, "country"), oc("amount", "tax", desc, "sub"), oc("price", "qty", asc, "category"),
-		oc("score", "grade", desc, "category", "flag"),
-	}
-	out := make([]string, len(deps))
-	for i, d := range deps {
-		out[i] = d.String()
-	}
-	return out
-}
-
 // TestHelperE2EMonitor is the monitor process of BenchmarkEndToEnd (a
 // process of its own, so that its RSS is its own): it prints READY once it
 // joined the group and WARM once the first window is checked, consumes
@@ -229,7 +142,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	sc := StreamConfig{
 		Topic: "e2e", Window: e2eWindow, Every: e2eEvery, Epsilon: 0.01, Margin: AutoMargin, MinScore: AutoMinScore,
-		K: 1, MaxLevel: DefaultMaxLevel, DiscoverAfter: DefaultDiscoverAfter, Sample: 5, Pinned: e2ePinned(),
+		K: 1, MaxLevel: DefaultMaxLevel, DiscoverAfter: DefaultDiscoverAfter, Sample: 5, Pinned: benchstream.Rules,
 	}
 	if d := os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"); d != "" {
 		n, err := strconv.Atoi(d)
