@@ -146,9 +146,22 @@ func (b *topicBalancer) AssignGroups(members []kafka.GroupMember, partitions []k
 
 // balanceTopics is the assignment of topicBalancer: members (sorted ids),
 // the topics each subscribes to, the topics each claims with their rates,
-// and the topics (sorted). It returns topic → member.
+// and the topics (sorted). It returns topic → member, in three steps:
+// sticky claims, orphans to the least loaded, then moves that balance.
 func balanceTopics(ids []string, subs map[string]map[string]bool, claims map[string]map[string]float64, topics []string) map[string]string {
-	// Weights: rate + mean rate; unknown rates count as the mean.
+	a := &topicAssignment{ids: ids, subs: subs, topics: topics, weight: topicWeights(ids, claims, topics),
+		owner: map[string]string{}, load: map[string]float64{}, count: map[string]int{}}
+	a.sticky(claims)
+	a.orphans()
+	a.balance()
+	return a.owner
+}
+
+// topicWeights weighs each topic by its rate plus the mean rate (the
+// highest rate any member claims it with); a topic no member claims counts
+// as the mean, and when nothing is known (or all is idle) every topic
+// weighs 1, which balances by count.
+func topicWeights(ids []string, claims map[string]map[string]float64, topics []string) map[string]float64 {
 	rate := map[string]float64{}
 	for _, id := range ids {
 		for t, r := range claims[id] {
@@ -175,81 +188,108 @@ func balanceTopics(ids []string, subs map[string]map[string]bool, claims map[str
 		}
 		weight[t] = r + mean
 		if mean == 0 {
-			weight[t] = 1 // nothing known (or all idle): by count
+			weight[t] = 1
 		}
 	}
+	return weight
+}
 
-	owner := map[string]string{}
-	load := map[string]float64{}
-	count := map[string]int{}
-	give := func(t, id string) {
-		if prev, ok := owner[t]; ok {
-			load[prev] -= weight[t]
-			count[prev]--
-		}
-		owner[t] = id
-		load[id] += weight[t]
-		count[id]++
+// topicAssignment is balanceTopics' state: each topic's owner, and each
+// member's load (the weights of its topics) and topic count.
+type topicAssignment struct {
+	ids    []string
+	subs   map[string]map[string]bool
+	topics []string
+	weight map[string]float64
+	owner  map[string]string
+	load   map[string]float64
+	count  map[string]int
+}
+
+// give moves topic t to member id.
+func (a *topicAssignment) give(t, id string) {
+	if prev, ok := a.owner[t]; ok {
+		a.load[prev] -= a.weight[t]
+		a.count[prev]--
 	}
-	// 1. Sticky.
-	for _, t := range topics {
-		for _, id := range ids {
-			if _, claimed := claims[id][t]; claimed && subs[id][t] {
-				give(t, id)
+	a.owner[t] = id
+	a.load[id] += a.weight[t]
+	a.count[id]++
+}
+
+// sticky gives each topic to the first member (by id) that claims it and
+// still subscribes to it.
+func (a *topicAssignment) sticky(claims map[string]map[string]float64) {
+	for _, t := range a.topics {
+		for _, id := range a.ids {
+			if _, claimed := claims[id][t]; claimed && a.subs[id][t] {
+				a.give(t, id)
 				break
 			}
 		}
 	}
-	// 2. Orphans, heaviest first, to the least loaded subscriber.
-	orphans := slices.DeleteFunc(slices.Clone(topics), func(t string) bool { _, ok := owner[t]; return ok })
-	slices.SortStableFunc(orphans, func(a, c string) int { return cmp.Compare(weight[c], weight[a]) })
-	lighter := func(a, c string) bool {
-		return load[a] < load[c] || (load[a] == load[c] && (count[a] < count[c] || (count[a] == count[c] && a < c)))
+}
+
+// orphans gives the topics nobody kept, heaviest first, each to the least
+// loaded subscriber (then the fewest topics, then the lowest id).
+func (a *topicAssignment) orphans() {
+	orphans := slices.DeleteFunc(slices.Clone(a.topics), func(t string) bool { _, ok := a.owner[t]; return ok })
+	slices.SortStableFunc(orphans, func(x, y string) int { return cmp.Compare(a.weight[y], a.weight[x]) })
+	lighter := func(x, y string) bool {
+		return a.load[x] < a.load[y] || (a.load[x] == a.load[y] && (a.count[x] < a.count[y] || (a.count[x] == a.count[y] && x < y)))
 	}
 	for _, t := range orphans {
 		best := ""
-		for _, id := range ids {
-			if subs[id][t] && (best == "" || lighter(id, best)) {
+		for _, id := range a.ids {
+			if a.subs[id][t] && (best == "" || lighter(id, best)) {
 				best = id
 			}
 		}
 		if best != "" {
-			give(t, best)
+			a.give(t, best)
 		}
 	}
-	// 3. Balance: each move lowers the sum of squared loads, so this ends;
-	// the bound is a safeguard.
-	for range len(topics)*len(ids) + 1 {
-		var bestT, bestFrom, bestTo string
-		bestGain := 0.0
-		for _, t := range topics {
-			from, ok := owner[t]
-			if !ok {
+}
+
+// balance moves topics while a move lowers the most loaded side by at least
+// rebalanceMinGain of its load: each move lowers the sum of squared loads,
+// so this ends; the bound is a safeguard.
+func (a *topicAssignment) balance() {
+	for range len(a.topics)*len(a.ids) + 1 {
+		t, to := a.bestMove()
+		if t == "" {
+			return
+		}
+		a.give(t, to)
+	}
+}
+
+// bestMove is the move with the largest gain; among equal ones, from the
+// most loaded member to the least loaded one (a newcomer), so that members
+// already balanced do not trade topics. t is "" when no move gains enough.
+func (a *topicAssignment) bestMove() (t, to string) {
+	var bestFrom string
+	bestGain := 0.0
+	for _, topic := range a.topics {
+		from, ok := a.owner[topic]
+		if !ok {
+			continue
+		}
+		w := a.weight[topic]
+		for _, id := range a.ids {
+			if id == from || !a.subs[id][topic] || a.load[id]+w >= a.load[from] {
 				continue
 			}
-			w := weight[t]
-			for _, to := range ids {
-				if to == from || !subs[to][t] || load[to]+w >= load[from] {
-					continue
-				}
-				gain := load[from] - max(load[from]-w, load[to]+w)
-				if gain < rebalanceMinGain*load[from] {
-					continue
-				}
-				// The largest gain; among equal ones, from the most
-				// loaded member to the least loaded one (a newcomer), so
-				// that members already balanced do not trade topics.
-				if better(gain, bestGain, load[from], load[bestFrom], load[bestTo], load[to]) {
-					bestT, bestFrom, bestTo, bestGain = t, from, to, gain
-				}
+			gain := a.load[from] - max(a.load[from]-w, a.load[id]+w)
+			if gain < rebalanceMinGain*a.load[from] {
+				continue
+			}
+			if better(gain, bestGain, a.load[from], a.load[bestFrom], a.load[to], a.load[id]) {
+				t, bestFrom, to, bestGain = topic, from, id, gain
 			}
 		}
-		if bestT == "" {
-			break
-		}
-		give(bestT, bestTo)
 	}
-	return owner
+	return t, to
 }
 
 // better orders candidate moves: each pair of arguments compares the
