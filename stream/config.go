@@ -291,8 +291,17 @@ func (s *StreamConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// check fills defaults and reports every bad field to bad.
+// check fills defaults and reports every bad field to bad, one group of
+// fields at a time.
 func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
+	s.checkInput(bad)
+	s.checkCadence(bad)
+	s.checkThresholds(bad)
+	s.checkPinned(bad)
+}
+
+// checkInput checks what to read: topic, name, record format and limits.
+func (s *StreamConfig) checkInput(bad func(field, format string, args ...any)) {
 	if s.Topic == "" {
 		bad("topic", "is required")
 	}
@@ -328,6 +337,10 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 	if s.MaxFields < 0 {
 		bad("max-fields", "must be >= 0")
 	}
+}
+
+// checkCadence checks the window and when it is checked and discovered.
+func (s *StreamConfig) checkCadence(bad func(field, format string, args ...any)) {
 	if s.Window <= 0 {
 		bad("window", "must be > 0")
 	}
@@ -353,6 +366,10 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 	case s.hasOrdinalList():
 		bad("discover-every", "the incremental checks order an ordinal column by bytes only; drop the value list of ordinal or discover-every")
 	}
+}
+
+// checkThresholds checks what makes a rule hold, tracked and alerted on.
+func (s *StreamConfig) checkThresholds(bad func(field, format string, args ...any)) {
 	// NaN fails every comparison: it is named explicitly.
 	if math.IsNaN(s.Epsilon) || s.Epsilon < 0 || s.Epsilon >= 1 {
 		bad("epsilon", "must be in [0, 1)")
@@ -390,6 +407,10 @@ func (s *StreamConfig) check(bad func(field, format string, args ...any)) {
 	if s.EvaluationTimeout < 0 {
 		bad("evaluation-timeout", "must be >= 0")
 	}
+}
+
+// checkPinned parses the pinned dependencies.
+func (s *StreamConfig) checkPinned(bad func(field, format string, args ...any)) {
 	// A fresh slice: a copy of this StreamConfig (NewMonitor clones
 	// the caller's) must not share and overwrite its array.
 	s.pinned = nil
