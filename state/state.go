@@ -185,30 +185,12 @@ func Open(dir string, opts Options) (*Store, error) {
 		// the default 4 MiB flushes every few thousand records.
 		MemTableSize: 32 << 20,
 	}
-	// Take the directory lock ourselves: a lock conflict from another
-	// process surfaces from fcntl as a bare EAGAIN/EACCES that Open would
-	// not distinguish from other failures.
-	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	lock, err := lockStore(dir)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("state: open %s: lock file: %w", dir, err)
-		}
-		return nil, fmt.Errorf("state: open %s: %w: %w", dir, ErrLocked, err)
+		return nil, err
 	}
 	popts.Lock = lock
-	existed, err := storeExists(dir)
-	if err == nil && existed {
-		// Vet an existing store read-only first: a read-write Open replays
-		// and rewrites the WAL and manifest, and a store we then refuse
-		// must be left exactly as we found it.
-		err = checkWALMark(dir)
-		if err == nil {
-			ro := *popts
-			ro.ReadOnly = true
-			err = vet(dir, &ro, fail)
-		}
-	}
+	existed, err := vetExisting(dir, popts, fail)
 	if err != nil {
 		_ = lock.Close()
 		return nil, err
@@ -219,32 +201,74 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, classifyOpenError(dir, err, fail)
 	}
 	s := &Store{db: db, lock: lock, dir: dir, log: log, reg: opts.Registerer, fail: fail, wal: wal}
-	fresh, err := checkSchema(db, dir, existed)
-	if err == nil && fresh {
-		if err = db.Set(keySchema, []byte(SchemaVersion), pebble.Sync); err != nil {
-			err = fmt.Errorf("state: open %s: write schema: %w", dir, err)
-		}
-	}
-	if err == nil {
-		err = fail.get()
-	}
-	if err == nil {
-		if err = wal.open(); err == nil {
-			err = wal.update()
-		}
-	}
-	if err != nil {
+	if err := s.initialise(existed); err != nil {
 		_ = s.closeDB()
 		return nil, err
 	}
-	s.metrics = newStoreMetrics(db)
-	if s.reg != nil {
-		if err := s.metrics.register(s.reg); err != nil {
-			_ = s.closeDB()
-			return nil, fmt.Errorf("state: register metrics for %s: %w", dir, err)
+	return s, nil
+}
+
+// lockStore takes dir's lock itself: a lock conflict from another process
+// surfaces from fcntl as a bare EAGAIN/EACCES that pebble.Open would not
+// distinguish from other failures, so it is reported as ErrLocked here.
+func lockStore(dir string) (*pebble.Lock, error) {
+	lock, err := pebble.LockDirectory(dir, vfs.Default)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("state: open %s: lock file: %w", dir, err)
+		}
+		return nil, fmt.Errorf("state: open %s: %w: %w", dir, ErrLocked, err)
+	}
+	return lock, nil
+}
+
+// vetExisting says whether dir holds a store and, when it does, vets it
+// read-only first (its WAL mark, then every block): a read-write Open
+// replays and rewrites the WAL and manifest, and a store we then refuse
+// must be left exactly as we found it.
+func vetExisting(dir string, popts *pebble.Options, fail *failure) (existed bool, err error) {
+	existed, err = storeExists(dir)
+	if err != nil || !existed {
+		return existed, err
+	}
+	if err := checkWALMark(dir); err != nil {
+		return true, err
+	}
+	ro := *popts
+	ro.ReadOnly = true
+	return true, vet(dir, &ro, fail)
+}
+
+// initialise readies a just-opened store: the schema version (written to
+// a fresh one, checked on one that existed), no failure reported while
+// opening, the WAL mark, and the metrics.
+func (s *Store) initialise(existed bool) error {
+	fresh, err := checkSchema(s.db, s.dir, existed)
+	if err != nil {
+		return err
+	}
+	if fresh {
+		if err := s.db.Set(keySchema, []byte(SchemaVersion), pebble.Sync); err != nil {
+			return fmt.Errorf("state: open %s: write schema: %w", s.dir, err)
 		}
 	}
-	return s, nil
+	if err := s.fail.get(); err != nil {
+		return err
+	}
+	if err := s.wal.open(); err != nil {
+		return err
+	}
+	if err := s.wal.update(); err != nil {
+		return err
+	}
+	s.metrics = newStoreMetrics(s.db)
+	if s.reg != nil {
+		if err := s.metrics.register(s.reg); err != nil {
+			return fmt.Errorf("state: register metrics for %s: %w", s.dir, err)
+		}
+	}
+	return nil
 }
 
 // vet opens the existing store in dir read-only (ro.ReadOnly) and checks its
