@@ -120,10 +120,9 @@ func (s *Schema) Validate(doc []byte) error {
 	return s.validate(s.root, v, "")
 }
 
+// validate checks v against node, at the JSON pointer at: $ref first,
+// then the keywords on any value, then those of v's kind, then oneOf.
 func (s *Schema) validate(node map[string]any, v any, at string) error {
-	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%s: %s", cmpOr(at, "/"), fmt.Sprintf(format, args...))
-	}
 	if ref, ok := node["$ref"].(string); ok {
 		def, err := s.resolve(ref)
 		if err != nil {
@@ -133,6 +132,35 @@ func (s *Schema) validate(node map[string]any, v any, at string) error {
 			return err
 		}
 	}
+	if err := validateAny(node, v); err != nil {
+		return failAt(at, err)
+	}
+	if err := validateScalar(node, v); err != nil {
+		return failAt(at, err)
+	}
+	if err := s.validateObject(node, v, at); err != nil {
+		return err
+	}
+	if arr, ok := v.([]any); ok {
+		if items, ok := node["items"].(map[string]any); ok {
+			for i, x := range arr {
+				if err := s.validate(items, x, fmt.Sprintf("%s/%d", at, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return s.validateOneOf(node, v, at)
+}
+
+// failAt prefixes err with the pointer it was found at ("/" for the root).
+func failAt(at string, err error) error {
+	return fmt.Errorf("%s: %w", cmpOr(at, "/"), err)
+}
+
+// validateAny checks the keywords that apply to a value of any kind:
+// type, const and enum.
+func validateAny(node map[string]any, v any) error {
 	if t, ok := node["type"]; ok {
 		types := []string{}
 		switch t := t.(type) {
@@ -144,82 +172,94 @@ func (s *Schema) validate(node map[string]any, v any, at string) error {
 			}
 		}
 		if !slices.ContainsFunc(types, func(t string) bool { return hasType(v, t) }) {
-			return fail("want %s, got %s", strings.Join(types, " or "), typeOf(v))
+			return fmt.Errorf("want %s, got %s", strings.Join(types, " or "), typeOf(v))
 		}
 	}
 	if c, ok := node["const"]; ok && !equal(c, v) {
-		return fail("want %v, got %v", c, v)
+		return fmt.Errorf("want %v, got %v", c, v)
 	}
 	if e, ok := node["enum"].([]any); ok && !slices.ContainsFunc(e, func(x any) bool { return equal(x, v) }) {
-		return fail("%v is not one of %v", v, e)
+		return fmt.Errorf("%v is not one of %v", v, e)
 	}
+	return nil
+}
+
+// validateScalar checks a string's pattern and date-time format, and a
+// number's minimum and maximum.
+func validateScalar(node map[string]any, v any) error {
 	if str, ok := v.(string); ok {
 		if p, ok := node["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(str) {
-			return fail("%q does not match %s", str, p)
+			return fmt.Errorf("%q does not match %s", str, p)
 		}
 		if f, ok := node["format"].(string); ok && f == "date-time" {
 			if _, err := time.Parse(time.RFC3339Nano, str); err != nil {
-				return fail("%q is not an RFC 3339 date-time", str)
+				return fmt.Errorf("%q is not an RFC 3339 date-time", str)
 			}
 		}
 	}
 	if n, ok := v.(json.Number); ok {
 		x, _ := n.Float64()
 		if m, ok := node["minimum"].(float64); ok && x < m {
-			return fail("%v is below the minimum %v", x, m)
+			return fmt.Errorf("%v is below the minimum %v", x, m)
 		}
 		if m, ok := node["maximum"].(float64); ok && x > m {
-			return fail("%v is above the maximum %v", x, m)
+			return fmt.Errorf("%v is above the maximum %v", x, m)
 		}
 	}
-	if obj, ok := v.(map[string]any); ok {
-		for _, r := range asStrings(node["required"]) {
-			if _, ok := obj[r]; !ok {
-				return fail("missing required property %q", r)
-			}
+	return nil
+}
+
+// validateObject checks an object's required, properties and
+// additionalProperties (its properties in key order).
+func (s *Schema) validateObject(node map[string]any, v any, at string) error {
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	for _, r := range asStrings(node["required"]) {
+		if _, ok := obj[r]; !ok {
+			return failAt(at, fmt.Errorf("missing required property %q", r))
 		}
-		props, _ := node["properties"].(map[string]any)
-		for _, k := range sortedKeys(obj) {
-			if p, ok := props[k].(map[string]any); ok {
-				if err := s.validate(p, obj[k], at+"/"+k); err != nil {
-					return err
-				}
-				continue
+	}
+	props, _ := node["properties"].(map[string]any)
+	for _, k := range sortedKeys(obj) {
+		if p, ok := props[k].(map[string]any); ok {
+			if err := s.validate(p, obj[k], at+"/"+k); err != nil {
+				return err
 			}
-			switch ap := node["additionalProperties"].(type) {
-			case bool:
-				if !ap {
-					return fail("property %q is not allowed", k)
-				}
-			case map[string]any:
-				if err := s.validate(ap, obj[k], at+"/"+k); err != nil {
-					return err
-				}
+			continue
+		}
+		switch ap := node["additionalProperties"].(type) {
+		case bool:
+			if !ap {
+				return failAt(at, fmt.Errorf("property %q is not allowed", k))
+			}
+		case map[string]any:
+			if err := s.validate(ap, obj[k], at+"/"+k); err != nil {
+				return err
 			}
 		}
 	}
-	if arr, ok := v.([]any); ok {
-		if items, ok := node["items"].(map[string]any); ok {
-			for i, x := range arr {
-				if err := s.validate(items, x, fmt.Sprintf("%s/%d", at, i)); err != nil {
-					return err
-				}
-			}
+	return nil
+}
+
+// validateOneOf checks that v matches exactly one of node's oneOf schemas.
+func (s *Schema) validateOneOf(node map[string]any, v any, at string) error {
+	one, ok := node["oneOf"].([]any)
+	if !ok {
+		return nil
+	}
+	var matched int
+	var errs []string
+	for _, x := range one {
+		if err := s.validate(x.(map[string]any), v, at); err != nil {
+			errs = append(errs, err.Error())
+		} else {
+			matched++
 		}
 	}
-	if one, ok := node["oneOf"].([]any); ok {
-		var matched int
-		var errs []string
-		for _, x := range one {
-			if err := s.validate(x.(map[string]any), v, at); err != nil {
-				errs = append(errs, err.Error())
-			} else {
-				matched++
-			}
-		}
-		if matched != 1 {
-			return fail("matches %d of the oneOf schemas, want 1 (%s)", matched, strings.Join(errs, "; "))
-		}
+	if matched != 1 {
+		return failAt(at, fmt.Errorf("matches %d of the oneOf schemas, want 1 (%s)", matched, strings.Join(errs, "; ")))
 	}
 	return nil
 }
