@@ -408,8 +408,8 @@ func (m *Monitor) nextGeneration(ctx context.Context, cg *kafka.ConsumerGroup) (
 			m.health.ok(who)
 			return gen, nil
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+		if ending(ctx) {
+			return nil, cmp.Or(ctx.Err(), context.DeadlineExceeded)
 		}
 		if errors.Is(err, kafka.InvalidSessionTimeout) {
 			return nil, fmt.Errorf("session-timeout %v: the broker refuses it (its group.min.session.timeout.ms and group.max.session.timeout.ms bound it): %w", m.cfg.SessionTimeout, err)
@@ -694,7 +694,7 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 		}
 		if err != nil {
 			cancel()
-			if ctx.Err() != nil {
+			if ending(ctx) {
 				return
 			}
 			if errors.Is(err, kafka.OffsetOutOfRange) {

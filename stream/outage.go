@@ -46,6 +46,19 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// ending reports whether ctx is done or its deadline has passed. kafka-go
+// sets a connection's deadline from the request context's, so a request
+// running when a deadline of ctx (odwatch demo --duration) passes fails
+// with an i/o timeout a moment before ctx.Err() is set: that is the end of
+// the run, not a broker outage.
+func ending(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
 // permanentKafkaError reports whether a broker error will not go away by
 // retrying: the member is not allowed to read the topics or the group, or
 // its credentials are refused. Everything else (timeouts, refused or reset

@@ -1,0 +1,37 @@
+package stream
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// lateCtx is a context whose deadline has passed while its Err is not set
+// yet: the moment a kafka-go request fails with an i/o timeout at the end
+// of a run with a deadline.
+type lateCtx struct{ context.Context }
+
+func (lateCtx) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+func TestEnding(t *testing.T) {
+	live, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	later, cancelLater := context.WithTimeout(context.Background(), time.Hour)
+	defer cancelLater()
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	for _, tt := range []struct {
+		name string
+		ctx  context.Context
+		want bool
+	}{
+		{"live, no deadline", live, false},
+		{"deadline ahead", later, false},
+		{"cancelled", done, true},
+		{"deadline passed, Err not yet set", lateCtx{context.Background()}, true},
+	} {
+		if got := ending(tt.ctx); got != tt.want {
+			t.Errorf("%s: ending = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
