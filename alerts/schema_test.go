@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/odwatch/odwatch/alerts/schematest"
 	"github.com/odwatch/odwatch/discovery"
@@ -124,11 +123,7 @@ func TestKafkaSinkSchemaRegistry(t *testing.T) {
 	reg := &fakeRegistry{failures: 1}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := eventsCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	sink := NewKafkaSink(NewKafkaWriter(c.ListenAddrs(), "events"), "", KafkaSchemaRegistry(srv.URL, "events-value"))

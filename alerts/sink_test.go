@@ -35,11 +35,7 @@ func twoEvents() []Event {
 }
 
 func TestKafkaSink(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := eventsCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -375,11 +371,7 @@ func TestWebhookSinkPartialFailure(t *testing.T) {
 // good (ErrPermanent, Sent indexing it), the one before it is delivered,
 // and the one after it goes through on the next Send.
 func TestKafkaSinkPermanent(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := eventsCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
@@ -392,7 +384,7 @@ func TestKafkaSinkPermanent(t *testing.T) {
 	big.ID, big.DependencyText = "big", strings.Repeat("x", 8<<10)
 	events := []Event{two[0], big, two[1]}
 
-	err = sink.Send(ctx, events)
+	err := sink.Send(ctx, events)
 	if !errors.Is(err, ErrPermanent) || Delivered(err) != 1 {
 		t.Fatalf("Send = %v (Delivered %d), want ErrPermanent for event 1", err, Delivered(err))
 	}
@@ -444,4 +436,16 @@ func TestKafkaErrorClassification(t *testing.T) {
 			}
 		})
 	}
+}
+
+// eventsCluster starts a one-broker kfake cluster with an "events" topic,
+// closed at the test's end.
+func eventsCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

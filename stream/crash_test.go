@@ -195,10 +195,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("position after crashes %v seq %d, uninterrupted %v seq %d", gotNext, gotSeq, wantNext, wantSeq)
 	}
 
-	ids := map[string]int{}
-	for _, msg := range readTopic(t, addr, "events") {
-		ids[headerValue(msg.Headers, "ce_id")]++
-	}
+	ids := eventIDCounts(t, addr, "events")
 	if len(ids) == 0 {
 		t.Fatal("the crashed runs emitted no events; the duplicate check is vacuous")
 	}
@@ -296,10 +293,7 @@ func TestOutboxSkipsEventsOnTopic(t *testing.T) {
 		}
 		return false
 	})
-	ids := map[string]int{}
-	for _, msg := range readTopic(t, addr, "events") {
-		ids[headerValue(msg.Headers, "ce_id")]++
-	}
+	ids := eventIDCounts(t, addr, "events")
 	if ids[sent.ID] != 1 || ids[unsent.ID] != 1 || len(ids) != 2 {
 		t.Errorf("events topic ids %v: want %s and %s once each", ids, sent.ID, unsent.ID)
 	}
@@ -307,4 +301,14 @@ func TestOutboxSkipsEventsOnTopic(t *testing.T) {
 		p, err := r.m.store.PendingEvents("in")
 		return err == nil && len(p) == 0
 	})
+}
+
+// eventIDCounts counts the events on topic by their ce_id header.
+func eventIDCounts(t *testing.T, addr, topic string) map[string]int {
+	t.Helper()
+	ids := map[string]int{}
+	for _, msg := range readTopic(t, addr, topic) {
+		ids[headerValue(msg.Headers, "ce_id")]++
+	}
+	return ids
 }

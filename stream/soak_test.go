@@ -277,10 +277,7 @@ func soakKills(t *testing.T, o soakOptions) {
 			t.Errorf("%s: no member holds the whole window", tp)
 		}
 	}
-	ids := map[string]int{}
-	for _, msg := range readTopic(t, addr, "soak-events") {
-		ids[headerValue(msg.Headers, "ce_id")]++
-	}
+	ids := eventIDCounts(t, addr, "soak-events")
 	if len(ids) == 0 {
 		t.Fatal("no events: the duplicate check is vacuous")
 	}
