@@ -349,12 +349,12 @@ func (l *lattice) buildPartitions(ctx context.Context, level []*latNode, k int) 
 // some C, which holds iff both have the same stripped partition (a
 // refinement that keeps the covered rows and the number of classes splits
 // nothing): then nothing at X or above is minimal. It reads the nodes' and
-// parents' partitions and marks the exact OFD on the parent.
+// parents' partitions only: the parents' level was inherited from before
+// this step, so nothing would read a mark left on them.
 func dropExactlyDetermined(level []*latNode) []*latNode {
 	return slices.DeleteFunc(level, func(n *latNode) bool {
-		for c, p := range n.parents {
+		for _, p := range n.parents {
 			if p.part.Covered() == n.part.Covered() && p.part.NumClasses() == n.part.NumClasses() {
-				p.ofdExact |= 1 << n.cols[c]
 				return true
 			}
 		}
