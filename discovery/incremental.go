@@ -33,12 +33,14 @@ import (
 // margin) * n)) skips an OC whose bounds lie on one side of every cut: its
 // verdict cannot have changed. It never skips once MaxStale rows changed.
 //
-// Values are strings as the window holds them; a column's values are typed
-// as EncodeTyped types them with IncrementalOptions.Typing (numeric when
-// every value in the window parses as a number, temporal when every one is
-// an ISO 8601 date or timestamp, else text in byte order), and the typing
-// follows the window: a text value arriving in a numeric column rebuilds
-// the state that depends on that column at the next check.
+// Values are strings as the window holds them (AppendCoded takes the
+// caller's dictionary codes with them, and spares hashing a value whose
+// string it has seen); a column's values are typed as EncodeTyped types
+// them with IncrementalOptions.Typing (numeric when every value in the
+// window parses as a number, temporal when every one is an ISO 8601 date
+// or timestamp, else text in byte order), and the typing follows the
+// window: a text value arriving in a numeric column rebuilds the state
+// that depends on that column at the next check.
 //
 // An Incremental is not safe for concurrent use; a check may recount OCs
 // on two goroutines of its own (see runRecounts).
@@ -72,8 +74,10 @@ type Incremental struct {
 	entered, left         int
 
 	// The values of the rows appended since the last flush, batchWidth a
-	// row (see internBatch).
+	// row (see internBatch), with the caller's codes (AppendCoded; 0 from
+	// Append).
 	batchVals             []string
+	batchCodes            []uint32
 	batchNull             []bool
 	batchRows, batchWidth int
 	batchFirst            uint32 // seq of the first batched row
@@ -462,6 +466,63 @@ func boolIndex(b bool) int {
 // at the next Check (flush), one structure at a time, which keeps each
 // structure's memory hot.
 func (e *Incremental) Append(values []string, null []bool) {
+	width := e.beginRow()
+	for i := range width {
+		var v string
+		isNull := i >= len(values) || null != nil && null[i]
+		if !isNull {
+			v = values[i]
+		}
+		e.batchVals = append(e.batchVals, v)
+		e.batchCodes = append(e.batchCodes, 0)
+		e.batchNull = append(e.batchNull, isNull)
+	}
+	e.endRow()
+}
+
+// AppendCoded is Append for a caller that holds its rows dictionary-coded
+// (a window's columns, a DictColumn): codes[i] is the caller's code of
+// column i's value, 0 for NULL (so are columns past len(codes)), and
+// values[i] is that value (read only when codes[i] is not 0), the string
+// the caller's dictionary holds for it. It saves hashing and comparing
+// each value: per column the engine remembers the code a caller code last
+// stood for and takes it again when the value given is the very string
+// that code holds (the same address and length, never a copy), so a
+// caller that hands over the strings of its dictionary pays for a lookup
+// only when a value is new.
+//
+// The caller's code is only a hint; the string decides. Reusing a code
+// for another value (after its last row left the caller's window, even
+// while rows with its old value are still in the engine, as when a
+// checker applies its jobs behind the window that made them) or handing
+// over codes of different dictionaries to one column is therefore sound:
+// the new value is another string, the hint misses, and the value is
+// looked up by hash as Append does (see incColumn.holds for why a match is
+// never wrong). The one assumption is Go's own: a string's bytes do not
+// change (no unsafe.String over a buffer that is reused). Codes should be
+// dense (indexes into a dictionary): the hints take 4 bytes per code up to
+// the largest one seen.
+func (e *Incremental) AppendCoded(values []string, codes []uint32) {
+	width := e.beginRow()
+	for i := range width {
+		var v string
+		var code uint32
+		if i < len(codes) {
+			code = codes[i]
+		}
+		if code != 0 {
+			v = values[i]
+		}
+		e.batchVals = append(e.batchVals, v)
+		e.batchCodes = append(e.batchCodes, code)
+		e.batchNull = append(e.batchNull, code == 0)
+	}
+	e.endRow()
+}
+
+// beginRow makes room for a row in the ring and the batch, and returns
+// the row's width (the columns so far).
+func (e *Incremental) beginRow() int {
 	if e.n == int(e.mask)+1 {
 		e.flush()
 		e.grow()
@@ -474,15 +535,11 @@ func (e *Incremental) Append(values []string, null []bool) {
 	if e.batchRows == 0 {
 		e.batchFirst, e.batchWidth = seq, width
 	}
-	for i := range width {
-		var v string
-		isNull := i >= len(values) || null != nil && null[i]
-		if !isNull {
-			v = values[i]
-		}
-		e.batchVals = append(e.batchVals, v)
-		e.batchNull = append(e.batchNull, isNull)
-	}
+	return width
+}
+
+// endRow counts the row beginRow began, whose values are batched.
+func (e *Incremental) endRow() {
 	e.batchRows++
 	e.n++
 	if e.batchRows >= e.batchMax {
@@ -504,13 +561,13 @@ func (e *Incremental) internBatch() {
 		for r := 0; r < e.batchRows; r++ {
 			var code uint32
 			if !e.batchNull[r*w+i] {
-				code = c.intern(e.batchVals[r*w+i])
+				code = c.internCoded(e.batchCodes[r*w+i], e.batchVals[r*w+i])
 			}
 			c.codes[(first+uint32(r))&e.mask] = code
 		}
 	}
 	clear(e.batchVals) // do not hold the strings of rows that left
-	e.batchVals, e.batchNull, e.batchRows = e.batchVals[:0], e.batchNull[:0], 0
+	e.batchVals, e.batchCodes, e.batchNull, e.batchRows = e.batchVals[:0], e.batchCodes[:0], e.batchNull[:0], 0
 }
 
 // Evict removes the k oldest rows (all of them when k >= Len).

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/discovery/codeindex"
 	"github.com/odwatch/odwatch/internal/benchstream"
 )
 
@@ -121,7 +122,7 @@ func dictColumns(rows [][]string) []DictColumn {
 
 // BenchmarkCheckMemory1M fills an Incremental with a 1M-record window of
 // the BenchmarkCheck stream and 50 dependencies, and reports the heap it
-// holds (values included) and the time of a 1k-record slide's check (mean
+// holds (values included; not the feed's window dictionaries) and the time of a 1k-record slide's check (mean
 // and p99 over 20 checks). Run it with -benchtime=1x.
 func BenchmarkCheckMemory1M(b *testing.B) {
 	const window, slide = 1_000_000, 1_000
@@ -138,15 +139,16 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		f.feed(window)
 		e.Check(benchCuts(window))
 		var times []time.Duration
-		rows := make([][]string, slide)
+		rows := newBenchRows(slide)
 		for range 20 {
-			f.generate(rows)
+			f.generate(slide, rows)
 			start := time.Now()
 			e.Evict(slide)
 			f.append(rows)
 			e.Check(benchCuts(window))
 			times = append(times, time.Since(start))
 		}
+		f = nil // the window's dictionaries are the caller's, not the engine's
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		runtime.KeepAlive(e)
@@ -156,53 +158,141 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 	}
 }
 
-// benchFeed hands a benchstream.Stream's rows to an Incremental, whose columns
-// may stand in another order than benchstream.Fields.
+// benchFeed hands a benchstream.Stream's rows to an Incremental
+// dictionary-coded (AppendCoded), as the monitor's checker does: it keeps
+// the window's rows coded per column as stream.Window does (benchDict:
+// codes freed when their last row leaves, reused for the next new value),
+// untimed, so that a timed slide measures only the engine. The engine's
+// columns may stand in another order than benchstream.Fields.
 type benchFeed struct {
-	e         *Incremental
-	s         *benchstream.Stream
-	at        []int // benchstream.Fields[i] is column at[i] of e
-	row, vals []string
+	e     *Incremental
+	s     *benchstream.Stream
+	at    []int // benchstream.Fields[i] is column at[i] of e
+	row   []string
+	dicts []benchDict
+	// held[i][head:] are the codes of column i's rows in the window,
+	// oldest first.
+	held  [][]uint32
+	head  int
+	vals  []string
+	codes []uint32
+}
+
+// benchRows are rows coded by benchFeed.generate: codes[k][i] is the code
+// of field i in row k, vals[k][i] its dictionary string.
+type benchRows struct {
+	vals  [][]string
+	codes [][]uint32
+}
+
+func newBenchRows(k int) benchRows {
+	r := benchRows{vals: make([][]string, k), codes: make([][]uint32, k)}
+	for i := range k {
+		r.vals[i] = make([]string, len(benchstream.Fields))
+		r.codes[i] = make([]uint32, len(benchstream.Fields))
+	}
+	return r
 }
 
 func newBenchFeed(e *Incremental, s *benchstream.Stream) *benchFeed {
-	f := &benchFeed{e: e, s: s, at: make([]int, len(benchstream.Fields)),
-		row: make([]string, len(benchstream.Fields)), vals: make([]string, len(benchstream.Fields))}
+	n := len(benchstream.Fields)
+	f := &benchFeed{e: e, s: s, at: make([]int, n), row: make([]string, n),
+		dicts: make([]benchDict, n), held: make([][]uint32, n), vals: make([]string, n), codes: make([]uint32, n)}
 	for i, name := range benchstream.Fields {
 		f.at[i] = e.Column(name)
+		f.dicts[i].index = codeindex.New()
 	}
 	return f
 }
 
 // feed appends k new rows.
 func (f *benchFeed) feed(k int) {
+	rows := newBenchRows(1)
 	for range k {
-		f.s.Row(f.row, false)
-		f.append1(f.row)
+		f.code(rows, 0)
+		f.append1(rows.vals[0], rows.codes[0])
 	}
 }
 
-// generate fills rows with new rows without appending them, so that a
-// timed slide measures only the engine.
-func (f *benchFeed) generate(rows [][]string) {
-	for k := range rows {
-		f.s.Row(f.row, false)
-		rows[k] = slices.Clone(f.row)
+// generate makes the rows of a slide in the window's dictionaries without
+// appending them: the slide's oldest rows leave the window first (their
+// codes may be reused by the new rows, while the engine still holds the
+// old rows until its check).
+func (f *benchFeed) generate(evict int, rows benchRows) {
+	for i, d := range f.dicts {
+		for _, code := range f.held[i][f.head : f.head+evict] {
+			d.release(code)
+		}
+		f.dicts[i] = d
+	}
+	f.head += evict
+	if f.head > len(f.held[0])/2 {
+		for i := range f.held {
+			f.held[i] = append(f.held[i][:0], f.held[i][f.head:]...)
+		}
+		f.head = 0
+	}
+	for k := range rows.vals {
+		f.code(rows, k)
+	}
+}
+
+// code draws the next row into rows[k], coded.
+func (f *benchFeed) code(rows benchRows, k int) {
+	f.s.Row(f.row, false)
+	for i, v := range f.row {
+		code := f.dicts[i].intern(v)
+		rows.codes[k][i], rows.vals[k][i] = code, f.dicts[i].dict[code-1]
+		f.held[i] = append(f.held[i], code)
 	}
 }
 
 // append appends rows made by generate.
-func (f *benchFeed) append(rows [][]string) {
-	for _, r := range rows {
-		f.append1(r)
+func (f *benchFeed) append(rows benchRows) {
+	for k := range rows.vals {
+		f.append1(rows.vals[k], rows.codes[k])
 	}
 }
 
-func (f *benchFeed) append1(row []string) {
-	for i, v := range row {
-		f.vals[f.at[i]] = v
+func (f *benchFeed) append1(vals []string, codes []uint32) {
+	for i := range vals {
+		f.vals[f.at[i]], f.codes[f.at[i]] = vals[i], codes[i]
 	}
-	f.e.Append(f.vals, nil)
+	f.e.AppendCoded(f.vals, f.codes)
+}
+
+// benchDict is a column's dictionary as stream.Window keeps it.
+type benchDict struct {
+	index codeindex.Index
+	dict  []string
+	refs  []uint32
+	free  []uint32
+}
+
+func (d *benchDict) intern(v string) uint32 {
+	code, h := d.index.Lookup(d.dict, v)
+	if code == 0 {
+		if k := len(d.free); k > 0 {
+			code = d.free[k-1]
+			d.free = d.free[:k-1]
+			d.dict[code-1] = v
+		} else {
+			d.dict = append(d.dict, v)
+			d.refs = append(d.refs, 0)
+			code = uint32(len(d.dict))
+		}
+		d.index.Insert(code, h)
+	}
+	d.refs[code-1]++
+	return code
+}
+
+func (d *benchDict) release(code uint32) {
+	if d.refs[code-1]--; d.refs[code-1] == 0 {
+		d.index.Remove(code, d.dict[code-1])
+		d.dict[code-1] = ""
+		d.free = append(d.free, code)
+	}
 }
 
 // benchIncremental is one BenchmarkCheck run of the incremental engine.
@@ -220,8 +310,8 @@ func benchIncremental(b *testing.B, deps []Dependency, window, slide int, exact 
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
-		rows := make([][]string, slide)
-		f.generate(rows)
+		rows := newBenchRows(slide)
+		f.generate(slide, rows)
 		b.StartTimer()
 		start := time.Now()
 		e.Evict(slide)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/odwatch/odwatch/discovery/codeindex"
 )
@@ -48,12 +49,20 @@ type incColumn struct {
 
 	index codeindex.Index // value → code (codes with no row stay until settle)
 	vals  []string        // code-1 → value
+	hash  []uint32        // code-1 → its value's index hash (settle removes by it)
 	refs  []uint32        // code-1 → rows holding it; freedRefs once freed
 	bits  []uint64        // code-1 → order bits of its number, 0 if not a number
 	ngrp  []uint32        // code-1 → id of its number, 0 if not a number
 	tgrp  []uint32        // code-1 → id of its instant, 0 if not temporal
 	free  []uint32        // codes free for reuse
 	zero  []uint32        // codes whose last row left since the last settle
+
+	// hint[k-1] is the code the caller's code k (AppendCoded) last stood
+	// for: taken again only while that code holds the very string given
+	// (see internCoded). Caller codes above hintMax (defaultHintMax; tests
+	// lower it) are not hinted.
+	hint    []uint32
+	hintMax uint32
 
 	nums  idSpace[uint64]  // numbers (order bits) → ids
 	times idSpace[timeKey] // instants → ids
@@ -228,6 +237,7 @@ func newIncColumn(name string, slots int, temporalOK bool) *incColumn {
 		name:       name,
 		codes:      make([]uint32, slots),
 		index:      codeindex.New(),
+		hintMax:    defaultHintMax,
 		temporalOK: temporalOK,
 		nums:       idSpace[uint64]{hash: hashBits},
 		times:      idSpace[timeKey]{hash: hashTime},
@@ -286,10 +296,11 @@ func (c *incColumn) intern(v string) uint32 {
 	if k := len(c.free); k > 0 {
 		code = c.free[k-1]
 		c.free = c.free[:k-1]
-		c.vals[code-1], c.refs[code-1] = v, 0
+		c.vals[code-1], c.refs[code-1], c.hash[code-1] = v, 0, h
 	} else {
 		c.vals = append(c.vals, v)
 		c.refs = append(c.refs, 0)
+		c.hash = append(c.hash, h)
 		c.bits = append(c.bits, 0)
 		c.ngrp = append(c.ngrp, 0)
 		c.tgrp = append(c.tgrp, 0)
@@ -309,6 +320,48 @@ func (c *incColumn) intern(v string) uint32 {
 	c.text.fresh = append(c.text.fresh, code)
 	c.ref(code)
 	return code
+}
+
+// defaultHintMax is incColumn.hintMax's value: the largest caller code
+// hinted. A caller's codes index its dictionary, so the hints (4 bytes a
+// code) cost at most a quarter of what the caller's dictionary headers do;
+// the bound only keeps a stray code from allocating gigabytes.
+const defaultHintMax = 1 << 24
+
+// internCoded is intern for a value the caller gave with its own code k
+// (AppendCoded; 0 = none): the code k last stood for is taken again when
+// it still holds v itself (holds), without hashing v; otherwise v is
+// interned by hash and k hinted to its code.
+func (c *incColumn) internCoded(k uint32, v string) uint32 {
+	if k == 0 || k > c.hintMax {
+		return c.intern(v)
+	}
+	if int(k) <= len(c.hint) {
+		if code := c.hint[k-1]; code != 0 && c.holds(code, v) {
+			c.ref(code)
+			return code
+		}
+	} else {
+		c.hint = append(c.hint, make([]uint32, int(k)-len(c.hint))...)
+	}
+	code := c.intern(v)
+	c.hint[k-1] = code
+	return code
+}
+
+// holds reports whether code is in the dictionary (not freed) with the
+// string v itself as its value: the same bytes in memory and the same
+// length. That is never wrong: the column's string for code is reachable
+// (vals holds it) and so is v, and two reachable strings that start at the
+// same address and have the same length are equal, as Go strings are never
+// modified. Equal values held in different memory are not recognised (the
+// caller then interns by hash).
+func (c *incColumn) holds(code uint32, v string) bool {
+	if c.refs[code-1] == freedRefs {
+		return false
+	}
+	w := c.vals[code-1]
+	return len(w) == len(v) && (len(v) == 0 || unsafe.StringData(w) == unsafe.StringData(v))
 }
 
 // parseTime is parseTemporal trying first the layout that read the
@@ -398,7 +451,7 @@ func (c *incColumn) settle() (switched, relabelled bool) {
 		if c.refs[code-1] != 0 {
 			continue // held again, or already freed
 		}
-		c.index.Remove(code, c.vals[code-1])
+		c.index.RemoveHashed(code, c.hash[code-1])
 		if g := c.ngrp[code-1]; g != 0 {
 			c.nums.unref(g)
 		}

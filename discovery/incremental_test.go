@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -191,8 +192,7 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 		}
 	}
 	m := &incModel{names: g.names, typing: opts.Typing}
-	values := make([]string, len(g.names))
-	nulls := make([]bool, len(g.names))
+	feed := newIncFeed(seed, e, at)
 	maxRows := 2 + g.r.IntN(60)
 	for step := 0; step < steps; step++ {
 		if g.r.IntN(10) == 0 {
@@ -210,6 +210,7 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 			out := g.r.IntN(maxRows/2 + 2)
 			out = min(out, len(m.rows))
 			e.Evict(out)
+			feed.evict(out)
 			m.rows = m.rows[out:]
 			in := g.r.IntN(maxRows/2 + 2)
 			for k := 0; k < in; k++ {
@@ -217,10 +218,7 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 					e.Column(fmt.Sprintf("extra%d.%d", step, k)) // NULL in every row: batched rows too
 				}
 				row := g.row()
-				for i, c := range row {
-					values[at[i]], nulls[at[i]] = c.v, c.null
-				}
-				e.Append(values, nulls)
+				feed.append(row)
 				m.rows = append(m.rows, row)
 			}
 		}
@@ -260,6 +258,133 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 		}
 	}
 	return skipped
+}
+
+// incCoding is how incFeed hands rows over.
+type incCoding int
+
+const (
+	incStrings     incCoding = iota // Append
+	incWindowCodes                  // AppendCoded, coded as a window codes them (incDict)
+	incRandomCodes                  // AppendCoded, each value under a random code
+	incMixed                        // row by row Append or AppendCoded (window codes)
+	incCodings
+)
+
+// incFeed hands the differential tests' rows to an Incremental as strings
+// (Append) or dictionary-coded (AppendCoded) in the ways a caller may code
+// them: as the monitor's window does, whose codes are freed when their
+// last row leaves it and reused at once for the next new value, while the
+// engine still holds the old rows until its check (and whose strings are
+// allocated per code, so a value that comes back is a new string); or
+// adversarially, every value under a code drawn at random, as the same
+// string or a copy of it. Either way the engine must count what Append
+// gives.
+type incFeed struct {
+	r      *rand.Rand
+	e      *Incremental
+	coding incCoding
+	at     []int // engine column of each model column
+	values []string
+	nulls  []bool
+	codes  []uint32
+	dicts  []incDict
+	held   [][]uint32 // the window codes of the model's rows, oldest first
+}
+
+// incDict is one column's dictionary as the monitor's window keeps it.
+type incDict struct {
+	code map[string]uint32
+	dict []string // code-1 → value, a string of its own
+	refs []int
+	free []uint32
+}
+
+// newIncFeed returns the feed of a run: its own random source (the run's
+// draws stay as they were), a random coding and, sometimes, so low a
+// bound on the hinted codes that most are not (incColumn.hintMax).
+func newIncFeed(seed uint64, e *Incremental, at []int) *incFeed {
+	r := rand.New(rand.NewPCG(seed, 0xc0de))
+	f := &incFeed{r: r, e: e, coding: incCoding(r.IntN(int(incCodings))), at: at,
+		values: make([]string, len(at)), nulls: make([]bool, len(at)), codes: make([]uint32, len(at)),
+		dicts: make([]incDict, len(at))}
+	for i := range f.dicts {
+		f.dicts[i].code = map[string]uint32{}
+	}
+	if r.IntN(4) == 0 {
+		hintMax := uint32(1 + r.IntN(3))
+		for _, c := range e.cols {
+			c.hintMax = hintMax
+		}
+	}
+	return f
+}
+
+func (f *incFeed) append(row []incCell) {
+	held := make([]uint32, len(row))
+	for i, c := range row {
+		j := f.at[i]
+		f.values[j], f.nulls[j], f.codes[j] = c.v, c.null, 0
+		if c.null {
+			continue
+		}
+		switch f.coding {
+		case incWindowCodes, incMixed:
+			held[i], f.values[j] = f.dicts[i].intern(c.v)
+			f.codes[j] = held[i]
+		case incRandomCodes:
+			f.codes[j] = uint32(1 + f.r.IntN(4))
+			if f.r.IntN(2) == 0 {
+				f.values[j] = strings.Clone(c.v)
+			}
+		}
+	}
+	f.held = append(f.held, held)
+	if f.coding == incStrings || f.coding == incMixed && f.r.IntN(2) == 0 {
+		f.e.Append(f.values, f.nulls)
+	} else {
+		f.e.AppendCoded(f.values, f.codes)
+	}
+}
+
+// evict releases the window codes of the k oldest rows.
+func (f *incFeed) evict(k int) {
+	for _, held := range f.held[:k] {
+		for i, code := range held {
+			if code != 0 {
+				f.dicts[i].release(code)
+			}
+		}
+	}
+	f.held = f.held[k:]
+}
+
+// intern returns v's code and string, taking a reference; a new value
+// takes the code freed last.
+func (d *incDict) intern(v string) (uint32, string) {
+	code, ok := d.code[v]
+	if !ok {
+		if k := len(d.free); k > 0 {
+			code = d.free[k-1]
+			d.free = d.free[:k-1]
+			d.dict[code-1] = strings.Clone(v)
+		} else {
+			d.dict = append(d.dict, strings.Clone(v))
+			d.refs = append(d.refs, 0)
+			code = uint32(len(d.dict))
+		}
+		d.code[v] = code
+	}
+	d.refs[code-1]++
+	return code, d.dict[code-1]
+}
+
+func (d *incDict) release(code uint32) {
+	if d.refs[code-1]--; d.refs[code-1] == 0 {
+		delete(d.code, d.dict[code-1])
+		d.dict[code-1] = ""
+		d.free = append(d.free, code)
+	}
 }
 
 // checkDictColumns checks that the window Incremental.DictColumns hands

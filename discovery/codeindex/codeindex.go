@@ -114,7 +114,15 @@ func (x *Index) Remove(code uint32, v string) {
 	if x.n == 0 {
 		return
 	}
-	h := uint32(maphash.String(x.seed, v))
+	x.RemoveHashed(code, uint32(maphash.String(x.seed, v)))
+}
+
+// RemoveHashed is Remove for a caller that kept the hash h Lookup returned
+// for code's value when it was inserted: it does not hash the value again.
+func (x *Index) RemoveHashed(code, h uint32) {
+	if x.n == 0 {
+		return
+	}
 	mask := uint32(len(x.slots) - 1)
 	i := h & mask
 	for x.slots[i].code != code {

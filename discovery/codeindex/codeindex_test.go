@@ -8,12 +8,13 @@ import (
 
 // TestIndexMatchesMap drives the hash index with random inserts and
 // removals (including long probe runs from a tiny hash space) and checks
-// every lookup, by string and by bytes, against a Go map.
+// every lookup, by string and by bytes, against a Go map. Removals go by
+// value (Remove) or by the hash kept since the insert (RemoveHashed).
 func TestIndexMatchesMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	x := New()
 	var dict []string
-	var free []uint32
+	var free, hashes []uint32
 	want := map[string]uint32{}
 	for step := range 200_000 {
 		v := strconv.Itoa(rng.IntN(3000))
@@ -28,16 +29,22 @@ func TestIndexMatchesMap(t *testing.T) {
 			if k := len(free); k > 0 {
 				code = free[k-1]
 				free = free[:k-1]
-				dict[code-1] = v
+				dict[code-1], hashes[code-1] = v, h
 			} else {
 				dict = append(dict, v)
+				hashes = append(hashes, h)
 				code = uint32(len(dict))
 			}
 			x.Insert(code, h)
 			want[v] = code
 		} else if rng.IntN(2) == 0 {
-			x.Remove(code, v)
-			x.Remove(code, v) // no longer present: ignored
+			if rng.IntN(2) == 0 {
+				x.Remove(code, v)
+			} else {
+				x.RemoveHashed(code, hashes[code-1])
+			}
+			x.Remove(code, v)                    // no longer present: ignored
+			x.RemoveHashed(code, hashes[code-1]) // likewise
 			dict[code-1] = ""
 			free = append(free, code)
 			delete(want, v)
