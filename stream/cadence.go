@@ -69,9 +69,12 @@ type checkJob struct {
 	reset bool
 	evict int // rows that left the window since the previous job
 	names []string
-	// values[c][i] is column names[c] of the i-th new row; nulls likewise.
+	// codes[c][i] is the window's code of column names[c] in the i-th new
+	// row (0 = NULL) and values[c][i] its value: the string of the
+	// window's dictionary, which lets the checker's engine know a value
+	// without hashing it (discovery.Incremental.AppendCoded).
+	codes  [][]uint32
 	values [][]string
-	nulls  [][]bool
 	metas  []RowMeta
 	// oldest is the arrival sequence number of the window's oldest row
 	// (when it has rows): the checker's oldest row must be the same one.
@@ -268,21 +271,19 @@ func (f *cadenceFeed) delta(w *Window, reset bool, info alerts.WindowInfo) *chec
 	}
 	job := &checkJob{endSeq: endSeq, reset: reset, evict: evict, info: info}
 	for _, c := range w.cols {
-		vals, nulls := make([]string, k), make([]bool, k)
+		vals, codes := make([]string, k), make([]uint32, k)
 		for i := 0; i < k; i++ {
 			p := w.head + w.n - k + i
 			if p >= len(w.meta) {
 				p -= len(w.meta)
 			}
 			if code := c.codes[p]; code != 0 {
-				vals[i] = c.dict[code-1]
-			} else {
-				nulls[i] = true
+				vals[i], codes[i] = c.dict[code-1], code
 			}
 		}
 		job.names = append(job.names, c.name)
+		job.codes = append(job.codes, codes)
 		job.values = append(job.values, vals)
-		job.nulls = append(job.nulls, nulls)
 	}
 	job.metas = make([]RowMeta, k)
 	for i := 0; i < k; i++ {
@@ -455,7 +456,7 @@ type checker struct {
 	metas []RowMeta
 	head  int
 	vals  []string
-	nulls []bool
+	codes []uint32
 }
 
 // rows is the number of rows in the checker's window.
@@ -469,7 +470,7 @@ func (c *checker) meta(i int) RowMeta { return c.metas[c.head+i] }
 // whole window.
 func (c *checker) apply(job *checkJob, exact bool) bool {
 	if job.reset {
-		if err := c.build(job.names, job.values, job.nulls, exact); err != nil {
+		if err := c.build(job.names, job.codes, job.values, exact); err != nil {
 			return false
 		}
 		c.metas, c.head = append([]RowMeta(nil), job.metas...), 0
@@ -484,7 +485,7 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 		c.metas = append(c.metas[:0], c.metas[c.head:]...)
 		c.head = 0
 	}
-	c.append(job.names, job.values, job.nulls)
+	c.append(job.names, job.codes, job.values)
 	c.metas = append(c.metas, job.metas...)
 	// The window may have been reset and refilled (a takeover's read-back)
 	// with counts that happen to add up: then its oldest row is not ours.
@@ -492,26 +493,31 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 }
 
 // build starts the checker's Incremental over again with the rows given by
-// columns (names[i]'s values and nulls): the columns that have a value, in
-// name order, so that the engine depends on the rows alone.
-func (c *checker) build(names []string, values [][]string, nulls [][]bool, exact bool) error {
+// columns (names[i]'s codes and values, as in a checkJob): the columns that
+// have a value, in name order, so that the engine depends on the rows
+// alone.
+func (c *checker) build(names []string, codes [][]uint32, values [][]string, exact bool) error {
 	eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact, Typing: c.typing})
 	if err != nil {
 		return err
 	}
 	c.eng, c.col = eng, map[string]int{}
-	c.append(names, values, nulls)
+	c.append(names, codes, values)
 	return nil
 }
 
-// append appends the rows given by columns to the engine. A column the
-// engine does not know is added when it has a value in these rows, new
-// ones in name order, so that the engine's columns depend on the rows
-// alone (not on which columns the window's mirror remembers).
-func (c *checker) append(names []string, values [][]string, nulls [][]bool) {
+// append appends the rows given by columns (as in a checkJob) to the
+// engine, coded: the window's codes are hints the engine checks against
+// the strings (discovery.Incremental.AppendCoded), so a code the window
+// has since reused for another value, or a column it dropped and made
+// again, is never mistaken. A column the engine does not know is added
+// when it has a value in these rows, new ones in name order, so that the
+// engine's columns depend on the rows alone (not on which columns the
+// window's mirror remembers).
+func (c *checker) append(names []string, codes [][]uint32, values [][]string) {
 	var fresh []int
 	for i, name := range names {
-		if _, ok := c.col[name]; !ok && slices.Contains(nulls[i], false) {
+		if _, ok := c.col[name]; !ok && slices.ContainsFunc(codes[i], func(k uint32) bool { return k != 0 }) {
 			fresh = append(fresh, i)
 		}
 	}
@@ -529,21 +535,19 @@ func (c *checker) append(names []string, values [][]string, nulls [][]bool) {
 		}
 		idx[i], width = j, max(width, j+1)
 	}
-	c.vals, c.nulls = make([]string, width), make([]bool, width)
+	c.vals, c.codes = make([]string, width), make([]uint32, width)
 	rows := 0
-	if len(values) > 0 {
-		rows = len(values[0])
+	if len(codes) > 0 {
+		rows = len(codes[0])
 	}
 	for r := range rows {
-		for j := range c.nulls {
-			c.nulls[j] = true
-		}
+		clear(c.codes)
 		for i, j := range idx {
 			if j >= 0 {
-				c.vals[j], c.nulls[j] = values[i][r], nulls[i][r]
+				c.vals[j], c.codes[j] = values[i][r], codes[i][r]
 			}
 		}
-		c.eng.Append(c.vals, c.nulls)
+		c.eng.AppendCoded(c.vals, c.codes)
 	}
 }
 

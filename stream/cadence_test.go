@@ -401,6 +401,83 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 	t.Logf("%d observations equal to a full validation", compared)
 }
 
+// TestCheckerBehindWindow: the checker applies its jobs behind the window
+// that made them (the evaluator lags the consumer), so a job may carry a
+// window code that the window has since freed and reused for another value
+// while the checker's engine still holds rows with the old one. Jobs made
+// over several slides and applied only then give every dependency the
+// removals a full validation of the window gives.
+func TestCheckerBehindWindow(t *testing.T) {
+	const window, every, lag = 40, 5, 6 // jobs applied lag at a time
+	deps := []discovery.Dependency{
+		mustDep(t, "{}: [] -> a"), mustDep(t, "{k}: [] -> a"), mustDep(t, "{a}: [] -> k"),
+		mustDep(t, "{}: a ~ b (asc)"), mustDep(t, "{k}: b ~ a (desc)"),
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	w := NewWindow(window, 0)
+	feed := newCadenceFeed()
+	c := &checker{}
+	var jobs []*checkJob
+	reused := 0
+	seen := map[string]map[uint32]string{} // column → window code → the value it stood for
+	var rec FlatRecord
+	for seq := uint64(0); seq < 1500; seq++ {
+		rec.Reset()
+		// Values from a range that drifts: each leaves the window for
+		// good, and its code goes to a newcomer.
+		base := int(seq) / 10
+		rec.AddString("a", strconv.Itoa(base+r.IntN(8)))
+		rec.AddString("b", strconv.Itoa(base+r.IntN(8)))
+		rec.AddString("k", "k"+strconv.Itoa(base+r.IntN(4)))
+		w.Append(RowMeta{Partition: 0, Offset: int64(seq), Seq: seq}, &rec)
+		if (seq+1)%every != 0 {
+			continue
+		}
+		job := feed.delta(w, !feed.fed, windowInfoOf(w, "lag", "lag", seq))
+		for i, name := range job.names {
+			if seen[name] == nil {
+				seen[name] = map[uint32]string{}
+			}
+			for k, code := range job.codes[i] {
+				if old, ok := seen[name][code]; ok && old != job.values[i][k] {
+					reused++
+				}
+				seen[name][code] = job.values[i][k]
+			}
+		}
+		jobs = append(jobs, job)
+		if len(jobs) < lag {
+			continue
+		}
+		for _, job := range jobs {
+			if !c.apply(job, true) { // exact: every count recounted
+				t.Fatalf("window %d: job does not fit the checker", job.endSeq)
+			}
+		}
+		jobs = jobs[:0]
+		if err := c.eng.SetDependencies(deps); err != nil {
+			t.Fatal(err)
+		}
+		got := c.eng.Check(nil)
+		table, err := discovery.EncodeTyped(w.Snapshot().Columns(), discovery.Typing{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := discovery.ValidateAll(context.Background(), table, deps, discovery.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range deps {
+			if !got[i].Exact || got[i].Removals != want[i].Removals {
+				t.Fatalf("window %d: %s: %d removals, full validation %d", seq, deps[i], got[i].Removals, want[i].Removals)
+			}
+		}
+	}
+	if reused < 100 {
+		t.Fatalf("only %d window codes reused for another value: the lag is not tested", reused)
+	}
+}
+
 // TestRestoreCadence: with two cadences, restore dispatches again every
 // check after the saved one (none coalesced) and every discovery not merged
 // yet, from the records the store kept, and keeps the records of each such
@@ -474,15 +551,16 @@ func TestCheckMergeMinScore(t *testing.T) {
 		}
 		env := evalEnv{name: "ms", cfg: &cfg, log: testLogger(t), tracker: newTracker(cfg)}
 		names := []string{"a", "b", "k"}
-		values, nulls := make([][]string, 3), make([][]bool, 3)
+		codes, values := make([][]uint32, 3), make([][]string, 3)
 		for c := range names {
-			values[c], nulls[c] = make([]string, 100), make([]bool, 100)
+			codes[c], values[c] = make([]uint32, 100), make([]string, 100)
 		}
 		for r := range 100 {
 			values[0][r], values[1][r], values[2][r] = strconv.Itoa(r%5), strconv.Itoa(r%5), strconv.Itoa(r)
+			codes[0][r], codes[1][r], codes[2][r] = uint32(1+r%5), uint32(1+r%5), uint32(1+r)
 		}
 		c := &checker{}
-		if err := c.build(names, values, nulls, false); err != nil {
+		if err := c.build(names, codes, values, false); err != nil {
 			t.Fatal(err)
 		}
 		c.metas = make([]RowMeta, 100)
