@@ -342,20 +342,23 @@ func (c *incColumn) internCoded(k uint32, v string) uint32 {
 			return code
 		}
 	} else {
-		c.hint = append(c.hint, make([]uint32, int(k)-len(c.hint))...)
+		// hint never shrinks, so what lies past its length is zero.
+		c.hint = slices.Grow(c.hint, int(k)-len(c.hint))[:k]
 	}
 	code := c.intern(v)
 	c.hint[k-1] = code
 	return code
 }
 
-// holds reports whether code is in the dictionary (not freed) with the
-// string v itself as its value: the same bytes in memory and the same
-// length. That is never wrong: the column's string for code is reachable
-// (vals holds it) and so is v, and two reachable strings that start at the
-// same address and have the same length are equal, as Go strings are never
-// modified. Equal values held in different memory are not recognised (the
-// caller then interns by hash).
+// holds reports whether code is in the dictionary with the string v
+// itself as its value: the same bytes in memory and the same length. That
+// is never wrong: the column's string for code is reachable (vals holds
+// it) and so is v, and two reachable strings that start at the same
+// address and have the same length are equal, as Go strings are never
+// modified. A freed code does not hold its value any more (vals keeps the
+// string until the code is reused, but the index and the number and
+// instant ids let it go). Equal values in different memory are not
+// recognised: internCoded then interns by hash.
 func (c *incColumn) holds(code uint32, v string) bool {
 	if c.refs[code-1] == freedRefs {
 		return false
