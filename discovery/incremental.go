@@ -3,11 +3,9 @@ package discovery
 import (
 	"cmp"
 	"fmt"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // Incremental keeps the removal counts of a set of dependencies (OFDs and
@@ -42,8 +40,10 @@ import (
 // window: a text value arriving in a numeric column rebuilds the state
 // that depends on that column at the next check.
 //
-// An Incremental is not safe for concurrent use; a check may recount OCs
-// on two goroutines of its own (see runRecounts).
+// An Incremental is not safe for concurrent use. A check may run its
+// phases (interning, applying rows, settling columns, recounting OCs) on
+// two goroutines of its own, each phase split into units that touch
+// disjoint state (see checkPhase).
 type Incremental struct {
 	cols   []*incColumn
 	colIdx map[string]int
@@ -93,6 +93,17 @@ type Incremental struct {
 	// scratchSlack is how much larger than twice the merged pairs the
 	// scratch may be and still become a class's (defaultScratchSlack).
 	scratchSlack int
+
+	// trees are the units rows are applied to (see incTree), colOrder the
+	// order the column phases take the columns in (see orderColumns), sp
+	// the phase running (see spread), and flushParallelMin the work a
+	// phase of flush or settle must do for it to run on two goroutines
+	// (defaultFlushParallelMin). switched and relabelled are settle's.
+	trees                []incTree
+	colOrder             []int
+	sp                   spreader
+	flushParallelMin     int
+	switched, relabelled []bool
 }
 
 type incDep struct {
@@ -175,6 +186,8 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		scratchSlack:  defaultScratchSlack,
 		batchMax:      defaultBatchRows,
 		parallelMin:   defaultParallelMin,
+
+		flushParallelMin: defaultFlushParallelMin,
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin
@@ -323,13 +336,14 @@ func (e *Incremental) oc(ctx []int, a, b int, desc bool) *incOC {
 // prune drops the state no dependency uses any more and orders the rest:
 // it finds what the dependencies use (used), drops the rest from the
 // indexes (dropUnused), and rebuilds the ordered lists the checks walk
-// (listFDs, listOCs, listNodes).
+// (listFDs, listOCs, listNodes, listTrees).
 func (e *Incremental) prune() {
 	u := e.used()
 	e.dropUnused(u)
 	e.listFDs()
 	members := e.listOCs()
 	e.listNodes(members)
+	e.listTrees()
 }
 
 // incUse is what the tracked dependencies use: their FDs, their OCs with
@@ -550,24 +564,57 @@ func (e *Incremental) endRow() {
 // internBatch interns the values of the rows appended since the last
 // flush, column by column (one column's dictionary at a time stays in the
 // cache, where row by row the columns' dictionaries evicted each other),
-// and writes their codes into the ring.
+// and writes their codes into the ring; the columns are independent, so
+// they may be spread over two goroutines (phaseIntern).
 func (e *Incremental) internBatch() {
 	if e.batchRows == 0 {
 		return
 	}
-	// Rows that left since keep their slots until the flush releases them.
-	first, w := e.batchFirst, e.batchWidth
-	for i, c := range e.cols[:w] {
-		for r := 0; r < e.batchRows; r++ {
-			var code uint32
-			if !e.batchNull[r*w+i] {
-				code = c.internCoded(e.batchCodes[r*w+i], e.batchVals[r*w+i])
-			}
-			c.codes[(first+uint32(r))&e.mask] = code
-		}
-	}
+	// The batch's rows have every column: Column interns them first.
+	e.orderColumns()
+	e.spread(phaseIntern, e.batchWidth, e.batchRows*e.batchWidth, e.flushParallelMin)
 	clear(e.batchVals) // do not hold the strings of rows that left
 	e.batchVals, e.batchCodes, e.batchNull, e.batchRows = e.batchVals[:0], e.batchCodes[:0], e.batchNull[:0], 0
+}
+
+// orderColumns lists the columns in colOrder, most values first: a column
+// costs the column phases about its dictionary's size (cache misses, new
+// values), and when the largest come first the two goroutines end close
+// together.
+func (e *Incremental) orderColumns() {
+	e.colOrder = e.colOrder[:0]
+	for i := range e.cols {
+		e.colOrder = append(e.colOrder, i)
+	}
+	slices.SortStableFunc(e.colOrder, func(x, y int) int {
+		return cmp.Compare(len(e.cols[y].vals), len(e.cols[x].vals))
+	})
+}
+
+// internColumn interns column i's values of the batched rows and writes
+// their codes into its ring. Rows that left since the last flush keep
+// their slots (and codes) until the flush releases them.
+func (e *Incremental) internColumn(i int) {
+	c, first, w := e.cols[i], e.batchFirst, e.batchWidth
+	for r := 0; r < e.batchRows; r++ {
+		var code uint32
+		if !e.batchNull[r*w+i] {
+			code = c.internCoded(e.batchCodes[r*w+i], e.batchVals[r*w+i])
+		}
+		c.codes[(first+uint32(r))&e.mask] = code
+	}
+}
+
+// releaseColumn lets column i's codes of the rows of rs go.
+func (e *Incremental) releaseColumn(i int, rs span) {
+	c := e.cols[i]
+	for s := rs.from; s != rs.to; s++ {
+		slot := s & e.mask
+		if code := c.codes[slot]; code != 0 {
+			c.release(code)
+			c.codes[slot] = 0
+		}
+	}
 }
 
 // Evict removes the k oldest rows (all of them when k >= Len).
@@ -580,67 +627,35 @@ func (e *Incremental) Evict(k int) {
 // flush applies the rows that left since the last flush, then the rows
 // that arrived, to every structure that is not stale. The structures hold
 // the rows [from, to); the ring still holds every row from from on.
+//
+// It runs in four phases (see checkPhase), each on two goroutines when
+// its work (values, or rows times structures) reaches flushParallelMin:
+// intern the batched values (by column), apply the rows that left (by
+// tree: they read the codes the rows held), release their codes (by
+// column), apply the rows that arrived (by tree). A structure takes the
+// rows one structure at a time, which keeps its memory hot.
 func (e *Incremental) flush() {
+	e.orderColumns()
 	e.internBatch()
 	left := e.oldest - e.from
 	appliedLeft := min(left, e.to-e.from)
+	structures := len(e.nodes) + len(e.fds) + len(e.ocs)
 	if appliedLeft > 0 {
-		for _, o := range e.ocs {
-			if !o.stale && !o.x.stale {
-				for s := e.from; s != e.from+appliedLeft; s++ {
-					o.touch(e, o.x.class(s&e.mask), s, false)
-				}
-			}
-		}
-		for _, nd := range e.nodes {
-			if nd.stale {
-				continue
-			}
-			for s := e.from; s != e.from+appliedLeft; s++ {
-				slot := s & e.mask
-				for _, f := range nd.fds {
-					if !f.stale && !f.x.stale {
-						f.removing(slot)
-					}
-				}
-				nd.remove(slot)
-			}
-		}
+		e.sp.rows = span{e.from, e.from + appliedLeft}
+		e.spread(phaseLeave, len(e.trees), int(appliedLeft)*structures, e.flushParallelMin)
 	}
-	for _, c := range e.cols {
-		for s := e.from; s != e.oldest; s++ {
-			slot := s & e.mask
-			if code := c.codes[slot]; code != 0 {
-				c.release(code)
-				c.codes[slot] = 0
-			}
-		}
+	if left > 0 {
+		e.sp.rows = span{e.from, e.oldest}
+		e.spread(phaseRelease, len(e.cols), int(left)*len(e.cols), e.flushParallelMin)
 	}
 	start := e.to
 	if int32(e.to-e.oldest) < 0 {
 		start = e.oldest // rows that arrived and left unflushed were never applied
 	}
 	end := e.oldest + uint32(e.n)
-	for _, nd := range e.nodes {
-		if nd.stale {
-			continue
-		}
-		for s := start; s != end; s++ {
-			slot := s & e.mask
-			nd.insert(e.cols, slot, s)
-			for _, f := range nd.fds {
-				if !f.stale && !f.x.stale {
-					f.inserted(slot)
-				}
-			}
-		}
-	}
-	for _, o := range e.ocs {
-		if !o.stale && !o.x.stale {
-			for s := start; s != end; s++ {
-				o.touch(e, o.x.class(s&e.mask), s, true)
-			}
-		}
+	if start != end {
+		e.sp.rows = span{start, end}
+		e.spread(phaseEnter, len(e.trees), int(end-start)*structures, e.flushParallelMin)
 	}
 	e.left += int(appliedLeft)
 	e.entered += int(end - start)
@@ -794,41 +809,19 @@ func (e *Incremental) recount(o *incOC, sl slide) int {
 	return rows
 }
 
-// runRecounts recounts the OCs recountOCs chose: on two goroutines, each
-// with its own scratch, when there are two cores and enough rows to read
-// (the recounts write each its own OC's state), the larger ones first,
-// each to the goroutine with fewer rows so far.
+// runRecounts recounts the OCs recountOCs chose, the larger ones first:
+// on two goroutines, each with its own scratch, when there are two cores
+// and parallelMin rows to read (the recounts write each its own OC's
+// state; phaseRecount).
 func (e *Incremental) runRecounts() {
-	todo := e.todo
-	defer func() { clear(e.todo); e.todo = e.todo[:0] }()
 	rows := 0
-	for _, o := range todo {
+	for _, o := range e.todo {
 		rows += o.lastRows
 	}
-	if len(todo) < 2 || rows < e.parallelMin || runtime.GOMAXPROCS(0) < 2 {
-		for _, o := range todo {
-			o.recount(e, &e.scratch[0])
-		}
-		return
-	}
-	slices.SortStableFunc(todo, func(x, y *incOC) int { return y.lastRows - x.lastRows })
-	var share [2][]*incOC
-	var load [2]int
-	for _, o := range todo {
-		k := boolIndex(load[1] < load[0])
-		share[k] = append(share[k], o)
-		load[k] += o.lastRows
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for _, o := range share[1] {
-			o.recount(e, &e.scratch[1])
-		}
-	})
-	for _, o := range share[0] {
-		o.recount(e, &e.scratch[0])
-	}
-	wg.Wait()
+	slices.SortStableFunc(e.todo, func(x, y *incOC) int { return y.lastRows - x.lastRows })
+	e.spread(phaseRecount, len(e.todo), rows, e.parallelMin)
+	clear(e.todo)
+	e.todo = e.todo[:0]
 }
 
 // checksLeft is how many more checks like this one o can skip: each adds
@@ -869,14 +862,14 @@ func unchangedVerdict(r, entered, left int, cuts []int) bool {
 	return true
 }
 
-// settle brings the columns up to date (freed codes, typing, labels) and
-// rebuilds the state that depends on what changed.
+// settle brings the columns up to date (freed codes, typing, labels; by
+// column, phaseSettle) and rebuilds the state that depends on what
+// changed.
 func (e *Incremental) settle() {
-	switched := make([]bool, len(e.cols))
-	relabelled := make([]bool, len(e.cols))
-	for i, c := range e.cols {
-		switched[i], relabelled[i] = c.settle()
-	}
+	e.switched = slices.Grow(e.switched[:0], len(e.cols))[:len(e.cols)]
+	e.relabelled = slices.Grow(e.relabelled[:0], len(e.cols))[:len(e.cols)]
+	e.spread(phaseSettle, len(e.cols), (e.entered+e.left)*len(e.cols), e.flushParallelMin)
+	switched, relabelled := e.switched, e.relabelled
 	for _, nd := range e.nodes {
 		for _, c := range nd.cols {
 			if switched[c] {
@@ -903,26 +896,29 @@ func (e *Incremental) settle() {
 }
 
 // rebuildNodes replays the window's rows into the stale nodes (and their
-// descendants), parents first.
+// descendants), parents first, by tree (phaseRebuild).
 func (e *Incremental) rebuildNodes() {
-	var stale []*incNode
 	for _, nd := range e.nodes {
 		if nd.parent != nil && nd.parent.stale {
 			nd.stale = true
 		}
 		if nd.stale {
 			nd.reset()
-			stale = append(stale, nd)
 		}
 	}
-	if len(stale) == 0 {
-		return
-	}
-	for i := 0; i < e.n; i++ {
-		seq := e.oldest + uint32(i)
-		for _, nd := range stale {
-			nd.insert(e.cols, seq&e.mask, seq)
+	stale := 0
+	for i := range e.trees {
+		t := &e.trees[i]
+		t.stale = t.stale[:0]
+		for _, nd := range t.nodes {
+			if nd.stale {
+				t.stale = append(t.stale, nd)
+			}
 		}
+		stale += len(t.stale)
+	}
+	if stale > 0 {
+		e.spread(phaseRebuild, len(e.trees), e.n*stale, e.flushParallelMin)
 	}
 }
 

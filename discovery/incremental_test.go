@@ -180,6 +180,9 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	if g.r.IntN(2) == 0 {
 		e.parallelMin = 0 // every check's recounts on two goroutines (with two cores)
 	}
+	if g.r.IntN(2) == 0 {
+		e.flushParallelMin = 0 // every phase of flush and settle on two goroutines (with two cores)
+	}
 	at := make([]int, len(g.names)) // engine column of each model column
 	for i, name := range g.names {
 		at[i] = e.Column(name)

@@ -1,0 +1,231 @@
+package discovery
+
+import (
+	"cmp"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// A check (flush, settle, runRecounts) runs in phases, one after another;
+// each phase's work splits into units that touch disjoint state, and the
+// units of a phase run on the calling goroutine and, when the phase has
+// enough work and there are two cores, on one more (spread). Per phase:
+//
+//   - phaseIntern, phaseRelease, phaseSettle: a unit is a column (in
+//     colOrder); it writes that column's dictionary, counts and codes
+//     only.
+//   - phaseLeave, phaseEnter, phaseRebuild: a unit is a tree (incTree):
+//     its nodes, the FDs applied with them, and the OCs whose context is
+//     among them. A node's classes read its parent's (classFor), an FD's
+//     its nodes', and every one of them is in the tree, applied in the
+//     tree's order, parents first. All units read the columns' codes and
+//     ids, which no unit of these phases writes.
+//   - phaseRecount: a unit is one OC's recount, with the scratch of the
+//     goroutine that runs it (see incOC.recount).
+//
+// Between phases the goroutines meet (a WaitGroup), so a phase sees all
+// of the previous one's writes; state outside the units (the ring, the
+// batch, the spreader) is written on the calling goroutine only, before
+// or after a phase.
+type checkPhase uint8
+
+const (
+	phaseIntern  checkPhase = iota // internColumn: the batched rows' values
+	phaseLeave                     // incTree.leave: the rows that left
+	phaseRelease                   // releaseColumn: the codes of the rows that left
+	phaseEnter                     // incTree.enter: the rows that arrived
+	phaseSettle                    // the column's settle
+	phaseRebuild                   // incTree.rebuild: every row, into the stale nodes
+	phaseRecount                   // incOC.recount
+)
+
+// defaultFlushParallelMin is Incremental.flushParallelMin's value: the
+// units of work (values interned, row-structure updates; see flush) below
+// which a phase costs less than waking a second goroutine for it.
+const defaultFlushParallelMin = 4096
+
+// spreader is the state of the phase running (see spread): written by the
+// calling goroutine before the helper starts, read by both.
+type spreader struct {
+	phase checkPhase
+	n     int  // units
+	rows  span // the rows phaseLeave, phaseRelease and phaseEnter apply
+	next  atomic.Int64
+	wg    sync.WaitGroup
+}
+
+// span is the rows from..to-1 (sequence numbers).
+type span struct{ from, to uint32 }
+
+// spread runs units 0..n-1 of phase p, each once. With work at least
+// least and two cores, the calling goroutine and a helper take the next
+// unit in turn until none is left (the units are listed largest first,
+// so the two end close together); else the caller runs them in order.
+func (e *Incremental) spread(p checkPhase, n, work, least int) {
+	if n < 2 || work < least || runtime.GOMAXPROCS(0) < 2 {
+		for i := range n {
+			e.unit(p, 0, i)
+		}
+		return
+	}
+	s := &e.sp
+	s.phase, s.n = p, n
+	s.next.Store(0)
+	s.wg.Add(1)
+	go e.helpSpread()
+	e.takeUnits(0)
+	s.wg.Wait()
+}
+
+// helpSpread is the second goroutine of a phase.
+func (e *Incremental) helpSpread() {
+	defer e.sp.wg.Done()
+	e.takeUnits(1)
+}
+
+// takeUnits runs the phase's units that are left, as goroutine w (0 or
+// 1), one at a time.
+func (e *Incremental) takeUnits(w int) {
+	s := &e.sp
+	for {
+		i := int(s.next.Add(1)) - 1
+		if i >= s.n {
+			return
+		}
+		e.unit(s.phase, w, i)
+	}
+}
+
+// unit runs unit i of phase p on goroutine w.
+func (e *Incremental) unit(p checkPhase, w, i int) {
+	switch p {
+	case phaseIntern:
+		e.internColumn(e.colOrder[i])
+	case phaseLeave:
+		e.trees[i].leave(e, e.sp.rows)
+	case phaseRelease:
+		e.releaseColumn(e.colOrder[i], e.sp.rows)
+	case phaseEnter:
+		e.trees[i].enter(e, e.sp.rows)
+	case phaseSettle:
+		c := e.colOrder[i]
+		e.switched[c], e.relabelled[c] = e.cols[c].settle()
+	case phaseRebuild:
+		e.trees[i].rebuild(e)
+	case phaseRecount:
+		e.todo[i].recount(e, &e.scratch[w])
+	}
+}
+
+// incTree is a node without a parent (the empty list, or one column) with
+// its descendants, parents first, the FDs whose X ∪ {A} is one of them
+// (nd.fds; an FD's X is that node's parent, or the empty list, whose
+// class is 0 whatever its state), and the OCs whose context is one of
+// them: the state a row is applied to on one goroutine, in order.
+type incTree struct {
+	nodes  []*incNode
+	ocs    []*incOC
+	weight int        // about its cost per row: nodes, twice its FDs, its OCs
+	stale  []*incNode // the nodes rebuildNodes replays the window into
+}
+
+// listTrees rebuilds e.trees from e.nodes, e.fds and e.ocs (listed),
+// heaviest first.
+func (e *Incremental) listTrees() {
+	at := map[*incNode]int{} // root → index in trees
+	var trees []incTree
+	root := func(nd *incNode) int {
+		for nd.parent != nil {
+			nd = nd.parent
+		}
+		i, ok := at[nd]
+		if !ok {
+			i = len(trees)
+			at[nd] = i
+			trees = append(trees, incTree{})
+		}
+		return i
+	}
+	for _, nd := range e.nodes {
+		t := &trees[root(nd)]
+		t.nodes = append(t.nodes, nd)
+		t.weight += 1 + 2*len(nd.fds)
+	}
+	for _, o := range e.ocs {
+		t := &trees[root(o.x)]
+		t.ocs = append(t.ocs, o)
+		t.weight++
+	}
+	slices.SortStableFunc(trees, func(x, y incTree) int { return cmp.Compare(y.weight, x.weight) })
+	e.trees = trees
+}
+
+// leave applies the rows of rs, which are leaving, to t: each OC marks
+// the classes they leave (as x still has them), then each node, after its
+// FDs, lets them go, one structure at a time.
+func (t *incTree) leave(e *Incremental, rs span) {
+	for _, o := range t.ocs {
+		if !o.stale && !o.x.stale {
+			for s := rs.from; s != rs.to; s++ {
+				o.touch(e, o.x.class(s&e.mask), s, false)
+			}
+		}
+	}
+	for _, nd := range t.nodes {
+		if nd.stale {
+			continue
+		}
+		for s := rs.from; s != rs.to; s++ {
+			slot := s & e.mask
+			for _, f := range nd.fds {
+				if !f.stale && !f.x.stale {
+					f.removing(slot)
+				}
+			}
+			nd.remove(slot)
+		}
+	}
+}
+
+// enter applies the rows of rs, which arrived, to t: each node takes them
+// (parents first), then its FDs; then each OC marks the classes they
+// entered.
+func (t *incTree) enter(e *Incremental, rs span) {
+	for _, nd := range t.nodes {
+		if nd.stale {
+			continue
+		}
+		for s := rs.from; s != rs.to; s++ {
+			slot := s & e.mask
+			nd.insert(e.cols, slot, s)
+			for _, f := range nd.fds {
+				if !f.stale && !f.x.stale {
+					f.inserted(slot)
+				}
+			}
+		}
+	}
+	for _, o := range t.ocs {
+		if !o.stale && !o.x.stale {
+			for s := rs.from; s != rs.to; s++ {
+				o.touch(e, o.x.class(s&e.mask), s, true)
+			}
+		}
+	}
+}
+
+// rebuild replays the window's rows into t's stale nodes, row by row so
+// that a parent has each row's class before its children ask for it.
+func (t *incTree) rebuild(e *Incremental) {
+	if len(t.stale) == 0 {
+		return
+	}
+	for i := 0; i < e.n; i++ {
+		seq := e.oldest + uint32(i)
+		for _, nd := range t.stale {
+			nd.insert(e.cols, seq&e.mask, seq)
+		}
+	}
+}
