@@ -254,14 +254,16 @@ func (l kafkaLogger) Printf(format string, args ...any) {
 }
 
 // fetched is records of an assigned partition, in offset order; or, with
-// mark, whether the partition's last fetch reached its high watermark; or
-// the permanent error that stopped its fetcher.
+// mark, whether the partition's last fetch reached its high watermark and
+// when that fetch came back (back: the consumer may take the mark much
+// later); or the permanent error that stopped its fetcher.
 type fetched struct {
 	tp       topicPartition
 	msgs     []kafka.Message
 	err      error
 	mark     bool
 	caughtUp bool
+	back     time.Time
 }
 
 // Fetchers hand records over in chunks of up to fetchChunk (one channel
@@ -545,13 +547,8 @@ func (g *generation) take(f fetched) (int, bool, error) {
 	if f.err != nil {
 		return 0, false, errors.Join(f.err, g.m.endGeneration(g.ctx, g.gen, g.b))
 	}
-	mg := g.mergers[f.tp.topic]
 	now := time.Now()
-	if f.mark {
-		mg.mark(f.tp.partition, f.caughtUp, now)
-	} else {
-		mg.push(f.tp.partition, f.msgs, now)
-	}
+	g.mergers[f.tp.topic].take(f, now)
 	return g.release(now)
 }
 
@@ -689,6 +686,7 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 			Topic: tp.topic, Partition: tp.partition, Offset: offset,
 			MinBytes: 1, MaxBytes: readerMaxBytes, MaxWait: fetchMaxWait,
 		})
+		back := time.Now()
 		if err == nil && res.Error != nil {
 			err = res.Error
 		}
@@ -728,7 +726,7 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 		// empty partition.
 		caughtUp := offset >= res.HighWatermark || offset < 0
 		select {
-		case out <- fetched{tp: tp, mark: true, caughtUp: caughtUp}:
+		case out <- fetched{tp: tp, mark: true, caughtUp: caughtUp, back: back}:
 		case <-ctx.Done():
 			return
 		}

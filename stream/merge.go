@@ -33,11 +33,16 @@ var (
 // one partition keep their offset order.
 //
 // Transitions, per partition: push(records) queues them and clears
-// caughtUp; mark(caughtUp, at) records what the partition's last fetch said
+// caughtUp; mark(caughtUp, back) records what the partition's last fetch said
 // and when it came back. next(now) pops the smallest head r when every
 // partition with nothing queued is caught up as of a fetch that came back at
 // least mergeGrace after r's time; or when r waited mergeMaxHold; or when
-// more than mergeMaxBuffered records wait.
+// more than mergeMaxBuffered records wait. take hands over what a fetcher
+// sent: records as pushed when taken (a record waits from then), a mark as
+// of its fetch's return, never as of when it is taken: a consumer that
+// stalled (an offset commit on a hung connection) takes a mark long after
+// its fetch, and by then the partition may have newer records waiting
+// behind it in the fetchers' channel, which must not be overtaken.
 //
 // Records are queued in the chunks the fetchers hand over and popped in
 // place: a record is never copied, and a chunk is dropped whole once popped.
@@ -51,7 +56,7 @@ type mergeQueue struct {
 	chunks   []mergeChunk // oldest first; the head is chunks[0].msgs[head]
 	head     int
 	caughtUp bool
-	markedAt time.Time
+	markedAt time.Time // when the fetch of the last mark came back
 }
 
 // mergeChunk is records of one partition in offset order, pushed at at.
@@ -93,11 +98,21 @@ func (g *merger) push(p int, msgs []kafka.Message, now time.Time) {
 	g.buffered += len(msgs)
 }
 
-// mark records whether partition p's last fetch, back at now, reached its
-// high watermark.
-func (g *merger) mark(p int, caughtUp bool, now time.Time) {
+// mark records whether partition p's last fetch, which came back at back,
+// reached its high watermark.
+func (g *merger) mark(p int, caughtUp bool, back time.Time) {
 	q := g.queue(p)
-	q.caughtUp, q.markedAt = caughtUp, now
+	q.caughtUp, q.markedAt = caughtUp, back
+}
+
+// take hands over what a fetcher sent, taken at now: records are pushed at
+// now, a mark is recorded as of f.back.
+func (g *merger) take(f fetched, now time.Time) {
+	if f.mark {
+		g.mark(f.tp.partition, f.caughtUp, f.back)
+		return
+	}
+	g.push(f.tp.partition, f.msgs, now)
 }
 
 // next returns the next record in the window's order, if one may go at now.

@@ -105,3 +105,65 @@ func TestMergerMaxBuffered(t *testing.T) {
 		}
 	}
 }
+
+// TestMergerTake runs what the consumer hands the merger (take: a fetcher's
+// records or mark, taken at a time) as scenarios. The first replays a
+// TestBrokerOutage failure: the consumer stalled 15 s in an offset commit
+// after the outage while partition 0's mark (its fetch back at 5803 ms)
+// waited in the channel, in front of both partitions' next records
+// (stamped alike, 5850 ms); taken as of 20800 ms, that mark let partition
+// 1's record overtake partition 0's.
+func TestMergerTake(t *testing.T) {
+	base := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
+	type step struct {
+		f  *fetched // taken at at; nil: next(at)
+		at int
+	}
+	rec := func(p, tm int, off int64, at int) step {
+		return step{f: &fetched{tp: topicPartition{"t", p}, msgs: []kafka.Message{{Partition: p, Time: ms(tm), Offset: off}}}, at: at}
+	}
+	mark := func(p, back, at int) step {
+		return step{f: &fetched{tp: topicPartition{"t", p}, mark: true, caughtUp: true, back: ms(back)}, at: at}
+	}
+	next := func(at int) step { return step{at: at} }
+	tests := []struct {
+		name  string
+		steps []step
+		want  string
+	}{
+		{"a mark taken late counts as of its fetch", []step{
+			rec(1, 0, 500, 5800), mark(1, 5800, 5800),
+			rec(0, 0, 500, 5803), next(5803), next(5803), // p1 waits for p0's mark
+			mark(0, 5803, 20800), next(20800), // the stall: p0 caught up at 5803
+			rec(1, 5850, 1000, 20800), mark(1, 5852, 20800), next(20800), // p0 may get 5850 yet
+			rec(0, 5850, 1000, 20801), next(20801), next(20801),
+			mark(0, 5855, 20802), next(20802), // back too soon after 5850
+			mark(0, 6110, 20802), next(20802),
+		}, "p0@0/500 p1@0/500 p0@5850/1000 p1@5850/1000"},
+		{"a mark taken at once", []step{
+			rec(1, 0, 0, 10), mark(1, 10, 10), mark(0, 260, 260), next(260),
+		}, "p1@0/0"},
+		{"a record taken late waits from when it was taken", []step{
+			rec(0, 0, 0, 20000), next(20100), next(26200), next(26300),
+		}, "p0@0/0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newMerger([]int{0, 1})
+			var got []string
+			for _, st := range tt.steps {
+				if st.f != nil {
+					g.take(*st.f, ms(st.at))
+					continue
+				}
+				if msg, ok := g.next(ms(st.at)); ok {
+					got = append(got, fmt.Sprintf("p%d@%d/%d", msg.Partition, msg.Time.Sub(base).Milliseconds(), msg.Offset))
+				}
+			}
+			if s := strings.Join(got, " "); s != tt.want {
+				t.Errorf("popped %q, want %q", s, tt.want)
+			}
+		})
+	}
+}
