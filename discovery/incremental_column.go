@@ -347,6 +347,11 @@ func (c *incColumn) internCoded(k uint32, v string) uint32 {
 	}
 	code := c.intern(v)
 	c.hint[k-1] = code
+	// v may be a value the column holds in another string (it left the
+	// caller's dictionary, whose new string for it is v, while the engine
+	// still held it): keep the caller's string, which is equal, so that
+	// its next rows hit.
+	c.vals[code-1] = v
 	return code
 }
 
