@@ -162,9 +162,13 @@ type lattice struct {
 // when set, is called at most every 100 ms and at level boundaries, never
 // concurrently; its Level is the context size plus one.
 //
+// opts.Pause, when set, is passed by every worker before each partition
+// product and candidate validation, and at each level's start.
+//
 // A table without rows yields no dependencies. When ctx is cancelled or its
-// deadline passes, Discover returns the dependencies of the levels it
-// completed, with Complete false, together with an error wrapping ctx.Err().
+// deadline passes (or opts.Pause returns an error), Discover returns the
+// dependencies of the levels it completed, with Complete false, together
+// with an error wrapping ctx.Err() (or Pause's error).
 func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
 	start := time.Now()
 	if err := checkEncodedTable(t); err != nil {
@@ -226,14 +230,22 @@ func newLattice(t *Table, opts Options) *lattice {
 	return l
 }
 
-// parallel runs fn(validator, i) for i in [0, n) on the worker pool.
+// parallel runs fn(validator, i) for i in [0, n) on the worker pool,
+// each worker passing opts.Pause before each i. It returns ctx's error, or
+// the first error Pause returned (which stops every worker).
 func (l *lattice) parallel(ctx context.Context, n int, fn func(v *Validator, i int)) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range min(l.workers, n) {
 		v := l.validators[w]
 		wg.Go(func() {
 			for ctx.Err() == nil {
+				if err := l.pause(ctx); err != nil {
+					stop(err)
+					return
+				}
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
@@ -243,7 +255,18 @@ func (l *lattice) parallel(ctx context.Context, n int, fn func(v *Validator, i i
 		})
 	}
 	wg.Wait()
-	return ctx.Err()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// pause waits as opts.Pause says (nil without one).
+func (l *lattice) pause(ctx context.Context) error {
+	if l.opts.Pause == nil {
+		return nil
+	}
+	return l.opts.Pause(ctx)
 }
 
 // progress reports to the callback at most every 100 ms, from one
@@ -279,6 +302,9 @@ func (l *lattice) run(ctx context.Context) error {
 	var prev []*latNode
 	for k := 0; len(level) > 0 && l.withinMaxLevel(k+1); k++ {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := l.pause(ctx); err != nil {
 			return err
 		}
 		level = l.inherit(level)

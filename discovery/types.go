@@ -11,6 +11,7 @@
 package discovery
 
 import (
+	"context"
 	"fmt"
 	"slices"
 )
@@ -231,6 +232,17 @@ type Options struct {
 	// then Discover returns exactly the minimal set of docs/DESIGN.md. Callers
 	// that want the default pass DefaultMinStrength.
 	MinStrength float64
+	// Pause, when set, lets the caller take the CPU back from a running
+	// Discover: every worker calls it before each unit of work (one
+	// node's partition, one candidate's validation, never per row), and
+	// Discover calls it at each level's start. It blocks for as long as
+	// the caller wants discovery to wait and returns nil to go on, or an
+	// error (typically ctx's) to stop the run, which then ends as a
+	// cancel does: the levels completed, Complete false, and an error
+	// wrapping Pause's. Waiting changes no result. It is called
+	// concurrently and once per candidate, so it must be cheap when there
+	// is nothing to wait for (an atomic load).
+	Pause func(ctx context.Context) error
 }
 
 // Stats describe the work a discovery run did.

@@ -1,0 +1,190 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// pauseTable is a table with some dependencies at eps 0.1: c1 follows c0
+// up to noise, c3 orders like c2, the rest random.
+func pauseTable() *Table {
+	rng := rand.New(rand.NewPCG(11, 11))
+	const rows = 3000
+	cols := make([][]int, 6)
+	for c := range cols {
+		cols[c] = make([]int, rows)
+	}
+	for r := range rows {
+		cols[0][r] = rng.IntN(20)
+		cols[1][r] = cols[0][r] / 2
+		if rng.IntN(20) == 0 {
+			cols[1][r] = rng.IntN(10)
+		}
+		cols[2][r] = rng.IntN(300)
+		cols[3][r] = cols[2][r] * 3
+		cols[4][r] = rng.IntN(7)
+		cols[5][r] = rng.IntN(40)
+	}
+	return tableFromInts(cols)
+}
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestDiscoverPause: Options.Pause is passed before every unit of work;
+// a Pause that blocks holds the run and changes no result once it lets go;
+// a Pause that fails, or a cancel while paused, stops the run with the
+// levels completed and an error wrapping the cause.
+func TestDiscoverPause(t *testing.T) {
+	tab := pauseTable()
+	opts := Options{Epsilon: 0.1, Workers: 2}
+	base, err := Discover(context.Background(), tab, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(base.Dependencies) == 0 || base.Stats.Levels < 3 {
+		t.Fatalf("the table should give dependencies over several levels: %+v", base.Stats)
+	}
+
+	t.Run("called per unit, same result", func(t *testing.T) {
+		var calls atomic.Int64
+		o := opts
+		o.Pause = func(context.Context) error { calls.Add(1); return nil }
+		d, err := Discover(context.Background(), tab, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(discoveryLines(d), discoveryLines(base)) {
+			t.Fatalf("with Pause:\n%q\nwithout:\n%q", discoveryLines(d), discoveryLines(base))
+		}
+		// A validation task measures up to two polarities (two
+		// Validations): at least one call per task.
+		if n := calls.Load(); 2*n < d.Stats.Validations {
+			t.Fatalf("Pause called %d times for %d validations: want one call per unit of work", n, d.Stats.Validations)
+		}
+	})
+
+	// blockAt returns a Pause that blocks its k-th call and every later one
+	// until release is closed (or ctx is done), counting the calls blocked.
+	blockAt := func(k int64, release <-chan struct{}, blocked *atomic.Int64) func(context.Context) error {
+		var calls atomic.Int64
+		return func(ctx context.Context) error {
+			if calls.Add(1) < k {
+				return nil
+			}
+			select {
+			case <-release:
+				return nil
+			default:
+			}
+			blocked.Add(1)
+			defer blocked.Add(-1)
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+
+	t.Run("blocks, then same result", func(t *testing.T) {
+		release := make(chan struct{})
+		var blocked atomic.Int64
+		o := opts
+		o.Pause = blockAt(20, release, &blocked)
+		type res struct {
+			d   *Discovery
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			d, err := Discover(context.Background(), tab, o)
+			done <- res{d, err}
+		}()
+		waitUntil(t, "a worker to block in Pause", func() bool { return blocked.Load() > 0 })
+		select {
+		case <-done:
+			t.Fatal("Discover returned while a worker was paused")
+		default:
+		}
+		close(release)
+		r := <-done
+		if r.err != nil || !r.d.Complete {
+			t.Fatalf("err %v complete %v", r.err, r.d.Complete)
+		}
+		if !slices.Equal(discoveryLines(r.d), discoveryLines(base)) {
+			t.Fatalf("after a pause:\n%q\nwithout:\n%q", discoveryLines(r.d), discoveryLines(base))
+		}
+	})
+
+	// completedPrefix: a stopped run's result is partial and holds only
+	// dependencies of the full one.
+	completedPrefix := func(t *testing.T, d *Discovery) {
+		t.Helper()
+		if d == nil || d.Complete {
+			t.Fatalf("want a partial, incomplete result, got %+v", d)
+		}
+		want := discoveryLines(base)
+		for _, line := range discoveryLines(d) {
+			if !slices.Contains(want, line) {
+				t.Errorf("partial result has %q, not in the full one", line)
+			}
+		}
+	}
+
+	t.Run("error stops the run", func(t *testing.T) {
+		errStop := errors.New("stop")
+		var calls atomic.Int64
+		o := opts
+		o.Pause = func(context.Context) error {
+			if calls.Add(1) >= 40 {
+				return errStop
+			}
+			return nil
+		}
+		d, err := Discover(context.Background(), tab, o)
+		if !errors.Is(err, errStop) {
+			t.Fatalf("err %v, want one wrapping Pause's", err)
+		}
+		completedPrefix(t, d)
+	})
+
+	t.Run("cancel while paused", func(t *testing.T) {
+		var blocked atomic.Int64
+		o := opts
+		o.Pause = blockAt(30, make(chan struct{}), &blocked)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		type res struct {
+			d   *Discovery
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			d, err := Discover(ctx, tab, o)
+			done <- res{d, err}
+		}()
+		waitUntil(t, "a worker to block in Pause", func() bool { return blocked.Load() > 0 })
+		cancel()
+		r := <-done
+		if !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", r.err)
+		}
+		completedPrefix(t, r.d)
+	})
+}
