@@ -18,7 +18,8 @@ import (
 // (discovery.Incremental: the cost is about the records that entered and
 // left), and every DiscoverEvery records full discovery runs on its own
 // goroutine, on a snapshot, so that a running discovery never delays a
-// check.
+// check; while checks are queued or running, the check gate (gate.go)
+// stops discovery's workers between units of work.
 //
 //	records  ──────┬───────┬───────┬───────┬───────┬───────┬──────▶
 //	checks         C1      C2      C3      C4      C5      C6
@@ -128,8 +129,15 @@ type cadenceFeed struct {
 	// DiscoverEvery waits for: the re-run ones (and with inOrder all),
 	// until they are merged.
 	rerun map[uint64]bool
+	// gate holds discovery back while checks are queued or running.
+	gate *checkGate
 	// beforeDiscovery, when set (by tests), runs before each discovery.
 	beforeDiscovery func(ctx context.Context, endSeq uint64)
+	// discoveryStep, when set (by tests), runs before each unit of a
+	// discovery's work, before the gate.
+	discoveryStep func(ctx context.Context)
+	// beforeCheck, when set (by tests), runs before each check.
+	beforeCheck func(ctx context.Context, endSeq uint64)
 	// exactChecks (tests) makes every check recount what changed, so that
 	// each observed error can be compared with a full validation.
 	exactChecks bool
@@ -142,7 +150,7 @@ type cadenceFeed struct {
 
 // newCadenceFeed returns an empty feed.
 func newCadenceFeed() cadenceFeed {
-	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), rerun: map[uint64]bool{}}
+	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), rerun: map[uint64]bool{}, gate: newCheckGate()}
 }
 
 // dispatchCheck is dispatch for two cadences: the window's delta to the
@@ -160,6 +168,7 @@ func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 	}
 	s.mb.mu.Lock()
 	s.mb.feed.checks = append(s.mb.feed.checks, job)
+	s.mb.feed.gate.setChecks(true)
 	s.mb.mu.Unlock()
 	if s.cfg.discoveryPoint(endSeq) {
 		s.dispatchDiscovery(endSeq, replay)
@@ -378,8 +387,10 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	}
 	start := time.Now()
 	done := discoveryDone{endSeq: job.endSeq}
+	env := s.env()
+	env.pause = s.pauseDiscovery
 	var err error
-	done.outcome, err = s.env().discoverSnapshot(ctx, job.snap, job.endSeq)
+	done.outcome, err = env.discoverSnapshot(ctx, job.snap, job.endSeq)
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
@@ -401,10 +412,24 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	return true
 }
 
+// pauseDiscovery is discovery's Pause with two cadences: the check gate.
+func (s *streamRun) pauseDiscovery(ctx context.Context) error {
+	if step := s.mb.feed.discoveryStep; step != nil {
+		step(ctx)
+	}
+	return s.mb.feed.gate.wait(ctx)
+}
+
 // discoverSnapshot is the discovery path of two cadences on one window:
-// encode it as the checks type it, then discover (evalEnv.discover). It
-// returns a *stepError when encoding fails, ctx's error when ctx is done.
+// encode it as the checks type it, then discover (evalEnv.discover), both
+// after e.pause. It returns a *stepError when encoding fails, ctx's error
+// when ctx is done.
 func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq uint64) (discoveryOutcome, error) {
+	if e.pause != nil {
+		if err := e.pause(ctx); err != nil {
+			return discoveryOutcome{}, err
+		}
+	}
 	cols := snap.Columns()
 	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
 	if err != nil {
@@ -416,7 +441,7 @@ func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq ui
 // waitMerge waits, before the check of the window ending at endSeq, for
 // the discovery that check merges when it was re-run after a restart (or,
 // with inOrder, whenever it is running): the uninterrupted run merged it
-// there. It returns ctx's error.
+// there. The check gate is open while it waits. It returns ctx's error.
 func (s *streamRun) waitMerge(ctx context.Context, endSeq uint64) error {
 	d := uint64(s.cfg.DiscoverEvery)
 	if endSeq < d {
@@ -433,12 +458,16 @@ func (s *streamRun) waitMerge(ctx context.Context, endSeq uint64) error {
 		if !wait {
 			delete(f.rerun, start)
 		}
+		f.gate.setMerging(wait)
 		s.mb.mu.Unlock()
 		if !wait {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
+			s.mb.mu.Lock()
+			f.gate.setMerging(false)
+			s.mb.mu.Unlock()
 			return ctx.Err()
 		case <-f.discDone:
 		}
@@ -610,6 +639,9 @@ func (s *streamRun) runCheck(ctx context.Context, c *checker, job *checkJob) err
 	}
 	if err := s.waitMerge(ctx, job.endSeq); err != nil {
 		return err
+	}
+	if hook := s.mb.feed.beforeCheck; hook != nil {
+		hook(ctx, job.endSeq)
 	}
 	start := time.Now()
 	out, err := s.check(ctx, c, job)

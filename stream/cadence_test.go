@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,66 +177,155 @@ func eventSummary(evs []alerts.Event) []string {
 	return out
 }
 
+// Modes of cadenceEvents: how discoveries run against the checks.
+const (
+	// sequential: every discovery finishes before the next record.
+	sequential = iota
+	// interleaved: every discovery is made slow, so that it spans two
+	// checks.
+	interleaved
+	// paused: every discovery is stopped mid-way until the next check is
+	// dispatched, and that check waits until the discovery is paused at
+	// the check gate: the check runs while the discovery waits.
+	paused
+)
+
+// cadenceEvents runs the cadence stream up to record last+cadEvery in the
+// given mode and returns the events of the windows up to last. In paused
+// mode it also returns the number of checks that ran while a discovery
+// was paused at the gate.
+func cadenceEvents(t *testing.T, mode int) ([]alerts.Event, int) {
+	const last = 2399
+	var c *cadenceRun
+	var steps atomic.Int64
+	reached, resume := make(chan struct{}, 1), make(chan struct{})
+	var pauseAt atomic.Uint64 // the check (window end + 1) that waits for a paused discovery
+	var pausedChecks atomic.Int64
+	c = newCadenceRun(t, func(ctx context.Context, end uint64) {
+		switch mode {
+		case interleaved:
+			// Finish only after two more checks ran.
+			for c.s.evaluated.Load() < end+1+2*cadEvery && ctx.Err() == nil {
+				time.Sleep(5 * time.Millisecond)
+			}
+		case paused:
+			steps.Store(0)
+		}
+	}, false)
+	if mode == paused {
+		c.s.mb.feed.gate.maxHold = time.Hour // no slice: the gate alone decides
+		c.s.mb.feed.discoveryStep = func(ctx context.Context) {
+			if steps.Add(1) != 3 {
+				return
+			}
+			reached <- struct{}{}
+			select {
+			case <-resume:
+			case <-ctx.Done():
+			}
+		}
+		c.s.mb.feed.beforeCheck = func(ctx context.Context, end uint64) {
+			if pauseAt.Load() != end+1 {
+				return
+			}
+			// The discovery was let go after this check was queued: it
+			// must stop at the gate, not run beside the check.
+			deadline := time.Now().Add(60 * time.Second)
+			for c.s.mb.feed.gate.waiting.Load() == 0 {
+				if time.Now().After(deadline) || ctx.Err() != nil {
+					return
+				}
+				time.Sleep(time.Millisecond)
+			}
+			pausedChecks.Add(1)
+		}
+	}
+	// One check past the last compared window: its delivery is done once
+	// the next check is saved (one goroutine does both).
+	for c.seq < last+cadEvery+1 {
+		end, due := c.next()
+		if !due {
+			continue
+		}
+		if mode != sequential && end >= cadWindow-1+cadDiscoverEvery && isDiscoveryEnd(end) {
+			// Discovery has until its merge point: the check of window
+			// end + DiscoverEvery.
+			d := end - cadDiscoverEvery
+			waitFor(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
+		}
+		pausing := mode == paused && end >= cadWindow-1+cadEvery && isDiscoveryEnd(end-cadEvery)
+		if pausing {
+			// The discovery started a check ago is at its third step.
+			select {
+			case <-reached:
+			case <-time.After(60 * time.Second):
+				t.Fatal("discovery did not reach its third step")
+			}
+			pauseAt.Store(end + 1)
+		}
+		c.s.dispatch(end)
+		if pausing {
+			resume <- struct{}{}
+		}
+		if mode == sequential && isDiscoveryEnd(end) {
+			waitFor(t, 60*time.Second, "discovery", func() bool { return c.discoveryDone(end) })
+		}
+		c.waitChecked(end)
+	}
+	var out []alerts.Event
+	for _, e := range c.sink.snapshot() {
+		if e.Window.EndSeq <= last {
+			out = append(out, e)
+		}
+	}
+	return out, int(pausedChecks.Load())
+}
+
+// sameEvents fails t unless got has the events of want, ids and errors
+// included.
+func sameEvents(t *testing.T, name string, want, got []alerts.Event) {
+	t.Helper()
+	if !reflect.DeepEqual(eventSummary(want), eventSummary(got)) {
+		t.Fatalf("%s events differ:\nsequential %v\n%-10s %v", name, eventSummary(want), name, eventSummary(got))
+	}
+	for i := range want {
+		if want[i].ID != got[i].ID || want[i].ErrorNow != got[i].ErrorNow || want[i].ErrorBefore != got[i].ErrorBefore {
+			t.Errorf("event %d: sequential %s (%v -> %v), %s %s (%v -> %v)", i,
+				want[i].ID, want[i].ErrorBefore, want[i].ErrorNow, name, got[i].ID, got[i].ErrorBefore, got[i].ErrorNow)
+		}
+	}
+}
+
 // TestInterleavedCadencesMatchSequential runs the same stream twice: once
 // with every discovery finished before the next record is appended
 // (sequential), once with discoveries made slow, so that each spans several
 // checks (interleaved). The events, ids included, are the same.
 func TestInterleavedCadencesMatchSequential(t *testing.T) {
-	run := func(interleaved bool) []alerts.Event {
-		var c *cadenceRun
-		c = newCadenceRun(t, func(ctx context.Context, end uint64) {
-			if !interleaved {
-				return
-			}
-			// Finish only after two more checks ran.
-			for c.s.evaluated.Load() < end+1+2*cadEvery && ctx.Err() == nil {
-				time.Sleep(5 * time.Millisecond)
-			}
-		}, false)
-		// One check past the last compared window: its delivery is done
-		// once the next check is saved (one goroutine does both).
-		const last = 2399
-		for c.seq < last+cadEvery+1 {
-			end, due := c.next()
-			if !due {
-				continue
-			}
-			if interleaved {
-				// Discovery has until its merge point: the check of
-				// window end + DiscoverEvery.
-				if end >= cadWindow-1+cadDiscoverEvery && isDiscoveryEnd(end) {
-					d := end - cadDiscoverEvery
-					waitFor(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
-				}
-			}
-			c.s.dispatch(end)
-			if !interleaved && isDiscoveryEnd(end) {
-				waitFor(t, 60*time.Second, "discovery", func() bool { return c.discoveryDone(end) })
-			}
-			c.waitChecked(end)
-		}
-		var out []alerts.Event
-		for _, e := range c.sink.snapshot() {
-			if e.Window.EndSeq <= last {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
-	seq, inter := run(false), run(true)
+	seq, _ := cadenceEvents(t, sequential)
 	if len(seq) == 0 {
 		t.Fatal("no events")
 	}
-	if !reflect.DeepEqual(eventSummary(seq), eventSummary(inter)) {
-		t.Fatalf("interleaved events differ:\nsequential  %v\ninterleaved %v", eventSummary(seq), eventSummary(inter))
-	}
-	for i := range seq {
-		if seq[i].ID != inter[i].ID || seq[i].ErrorNow != inter[i].ErrorNow || seq[i].ErrorBefore != inter[i].ErrorBefore {
-			t.Errorf("event %d: sequential %s (%v -> %v), interleaved %s (%v -> %v)", i,
-				seq[i].ID, seq[i].ErrorBefore, seq[i].ErrorNow, inter[i].ID, inter[i].ErrorBefore, inter[i].ErrorNow)
-		}
-	}
+	inter, _ := cadenceEvents(t, interleaved)
+	sameEvents(t, "interleaved", seq, inter)
 	t.Logf("%d events: %v", len(seq), eventSummary(seq))
+}
+
+// TestChecksPauseDiscovery: each discovery is stopped mid-way until the
+// next check is queued, then let go; it must wait at the check gate while
+// that check runs (the check waits until it does). The events, ids
+// included, are those of running checks and discoveries one after another.
+func TestChecksPauseDiscovery(t *testing.T) {
+	seq, _ := cadenceEvents(t, sequential)
+	if len(seq) == 0 {
+		t.Fatal("no events")
+	}
+	got, pausedChecks := cadenceEvents(t, paused)
+	// Discoveries start at windows 399, 599, ..., 2399: each pauses for
+	// the check after it.
+	if want := (2399-(cadWindow-1))/cadDiscoverEvery + 1; pausedChecks != want {
+		t.Fatalf("%d checks ran while a discovery was paused at the gate, want %d", pausedChecks, want)
+	}
+	sameEvents(t, "paused", seq, got)
 }
 
 // TestTwoCadenceReplayIsACheck: with two cadences, the window lost in a

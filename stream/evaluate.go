@@ -216,6 +216,11 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 				}
 				return err
 			}
+			s.mb.mu.Lock()
+			if len(s.mb.feed.checks) == 0 {
+				s.mb.feed.gate.setChecks(false) // discovery may go on
+			}
+			s.mb.mu.Unlock()
 		}
 		rearm()
 	}
@@ -248,6 +253,8 @@ type evalEnv struct {
 	tracker *alerts.Tracker
 	// workers is discovery's worker count; 0 means discoveryWorkers().
 	workers int
+	// pause is discovery's Pause (two cadences: the check gate), or nil.
+	pause func(ctx context.Context) error
 }
 
 func (s *streamRun) env() evalEnv {
@@ -356,7 +363,7 @@ func (e evalEnv) discover(ctx context.Context, table *discovery.Table, endSeq ui
 	}
 	disc, derr := discovery.Discover(dctx, table, discovery.Options{
 		Epsilon: e.cfg.Epsilon, MaxLevel: e.cfg.MaxLevel, Workers: cmp.Or(e.workers, discoveryWorkers()),
-		MinStrength: e.cfg.MinStrength,
+		MinStrength: e.cfg.MinStrength, Pause: e.pause,
 	})
 	cancel()
 	var out discoveryOutcome
