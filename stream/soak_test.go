@@ -166,7 +166,12 @@ func soakKills(t *testing.T, o soakOptions) {
 			SessionTimeout: session, HeartbeatInterval: 300 * time.Millisecond,
 		}
 		for _, tp := range topics {
-			c.Streams = append(c.Streams, StreamConfig{Topic: tp, Window: o.window, Every: o.every, Epsilon: 0.01})
+			// The pinned rule breaks with the data-entry errors: its
+			// events come from the checks alone, so the run has events
+			// however few discoveries the kills let merge (the check gate
+			// holds discovery back while a restarted member catches up).
+			c.Streams = append(c.Streams, StreamConfig{Topic: tp, Window: o.window, Every: o.every, Epsilon: 0.01,
+				Pinned: []string{"{salary}: [] -> perc"}})
 		}
 		return c
 	}
