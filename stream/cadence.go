@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -421,21 +422,48 @@ func (s *streamRun) pauseDiscovery(ctx context.Context) error {
 }
 
 // discoverSnapshot is the discovery path of two cadences on one window:
-// encode it as the checks type it, then discover (evalEnv.discover), both
-// after e.pause. It returns a *stepError when encoding fails, ctx's error
-// when ctx is done.
+// encode it as the checks type it (encodeColumns), then discover
+// (evalEnv.discover), both passing e.pause between units of work. It
+// returns a *stepError when encoding fails, ctx's error when ctx is done.
 func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq uint64) (discoveryOutcome, error) {
-	if e.pause != nil {
-		if err := e.pause(ctx); err != nil {
-			return discoveryOutcome{}, err
-		}
-	}
 	cols := snap.Columns()
-	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
+	table, err := encodeColumns(ctx, cols, e.cfg.typingFor(cols), e.pause)
 	if err != nil {
-		return discoveryOutcome{}, &stepError{"encode", err}
+		return discoveryOutcome{}, err
 	}
 	return e.discover(ctx, table, endSeq)
+}
+
+// encodeColumns is discovery.EncodeTyped(cols, ty) one column at a time
+// (columns encode independently), passing pause, when set, before each:
+// encoding a whole window at once is one unit of work far longer than
+// discovery's others (0.4 s for 100k rows of 20 fields). Unlike
+// EncodeTyped it ignores an ordinal declaration of a column cols lacks
+// (typingFor leaves those out). It returns a *stepError when encoding
+// fails, pause's error when it fails.
+func encodeColumns(ctx context.Context, cols []discovery.DictColumn, ty discovery.Typing, pause func(context.Context) error) (*discovery.Table, error) {
+	t := &discovery.Table{Columns: make([]discovery.Column, 0, len(cols))}
+	for i := range cols {
+		if pause != nil {
+			if err := pause(ctx); err != nil {
+				return nil, err
+			}
+		}
+		one := discovery.Typing{OrderText: ty.OrderText}
+		if list, ok := ty.Ordinal[cols[i].Name]; ok {
+			one.Ordinal = map[string][]string{cols[i].Name: list}
+		}
+		ct, err := discovery.EncodeTyped(cols[i:i+1], one)
+		if err != nil {
+			return nil, &stepError{"encode", err}
+		}
+		if i > 0 && ct.Rows != t.Rows {
+			return nil, &stepError{"encode", fmt.Errorf("column %q has %d rows, column %q has %d", cols[i].Name, ct.Rows, cols[0].Name, t.Rows)}
+		}
+		t.Rows = ct.Rows
+		t.Columns = append(t.Columns, ct.Columns...)
+	}
+	return t, nil
 }
 
 // waitMerge waits, before the check of the window ending at endSeq, for

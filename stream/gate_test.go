@@ -3,8 +3,13 @@ package stream
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery"
 )
 
 // waitBlocked waits until n workers are blocked in g.wait.
@@ -129,5 +134,74 @@ func TestCheckGateSlice(t *testing.T) {
 	g.mu.Unlock()
 	if next.Sub(sliceEnd) < hold+slice {
 		t.Fatalf("second slice %v after the first: want at least the hold %v and a slice %v", next.Sub(sliceEnd), hold, slice)
+	}
+}
+
+// TestEncodeColumns: discovery's encoding one column at a time, pausing
+// before each, gives EncodeTyped's table; a pause's error stops it.
+func TestEncodeColumns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	const rows = 300
+	gen := map[string]func() string{
+		"num":  func() string { return strconv.Itoa(rng.IntN(50) - 10) },
+		"ts":   func() string { return time.Unix(int64(rng.IntN(1e6)), 0).UTC().Format(time.RFC3339) },
+		"text": func() string { return "v" + strconv.Itoa(rng.IntN(7)) },
+		"size": func() string { return []string{"S", "M", "L"}[rng.IntN(3)] },
+	}
+	var cols []discovery.DictColumn
+	for _, name := range []string{"num", "size", "text", "ts"} {
+		c := discovery.DictColumn{Name: name, Codes: make([]uint32, rows)}
+		at := map[string]uint32{}
+		for r := range rows {
+			if rng.IntN(10) == 0 {
+				continue // NULL
+			}
+			v := gen[name]()
+			if _, ok := at[v]; !ok {
+				c.Dict = append(c.Dict, v)
+				at[v] = uint32(len(c.Dict))
+			}
+			c.Codes[r] = at[v]
+		}
+		cols = append(cols, c)
+	}
+	for _, ty := range []discovery.Typing{
+		{},
+		{OrderText: true},
+		{Ordinal: map[string][]string{"size": {"S", "M", "L"}, "text": nil}},
+	} {
+		want, err := discovery.EncodeTyped(cols, ty)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		got, err := encodeColumns(context.Background(), cols, ty, func(context.Context) error { calls++; return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("typing %+v: encoded one column at a time differs from EncodeTyped", ty)
+		}
+		if calls != len(cols) {
+			t.Fatalf("pause called %d times for %d columns", calls, len(cols))
+		}
+	}
+	// A value missing from its ordinal list fails as EncodeTyped does.
+	ty := discovery.Typing{Ordinal: map[string][]string{"size": {"S", "M"}}}
+	_, want := discovery.EncodeTyped(cols, ty)
+	_, err := encodeColumns(context.Background(), cols, ty, nil)
+	if want == nil || err == nil || !errors.Is(err, discovery.ErrOrdinal) {
+		t.Fatalf("err %v, want one like EncodeTyped's %v", err, want)
+	}
+	errStop := errors.New("stop")
+	calls := 0
+	_, err = encodeColumns(context.Background(), cols, discovery.Typing{}, func(context.Context) error {
+		if calls++; calls == 2 {
+			return errStop
+		}
+		return nil
+	})
+	if err != errStop || calls != 2 {
+		t.Fatalf("err %v after %d pauses, want the pause's error at the second", err, calls)
 	}
 }
