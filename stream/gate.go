@@ -24,7 +24,8 @@ const (
 // after running the checks, and opens it while a check waits for the
 // discovery it merges (waitMerge: the check needs that discovery to end).
 // Both call it under mailbox.mu, so that the queue and the gate change
-// together. The discovery goroutine's workers wait on it
+// together. The discovery goroutine waits on it before encoding each
+// column of its snapshot (encodeColumns), and its workers
 // (discovery.Options.Pause) before each unit of work: one node's
 // partition, one candidate's validation.
 //
@@ -33,8 +34,10 @@ const (
 // held discoveryMaxHold in a row (measured from when it was held, or from
 // the end of the last slice). A check thus shares the CPU, from its
 // dispatch to its save, with at most the units already under way (one per
-// worker, milliseconds each) and with ingest, not with the rest of the
-// discovery. Waiting changes no discovery result, only when it ends.
+// worker: on a 100k-row window of 20 fields, a lattice unit takes 2.5 ms
+// at p99 and 25 ms at most, a column's encoding under 1 ms to 60 ms, but
+// 0.2 s for a timestamp column of 100k distinct values, whose parse is
+// one unit) and with ingest, not with the rest of the discovery. Waiting changes no discovery result, only when it ends.
 type checkGate struct {
 	held atomic.Bool // checks && !merging: the fast path of wait
 
