@@ -571,16 +571,18 @@ func (e *Incremental) internBatch() {
 		return
 	}
 	// The batch's rows have every column: Column interns them first.
-	e.orderColumns()
+	if len(e.colOrder) != len(e.cols) {
+		e.orderColumns() // a column came since the last flush
+	}
 	e.spread(phaseIntern, e.batchWidth, e.batchRows*e.batchWidth, e.flushParallelMin)
 	clear(e.batchVals) // do not hold the strings of rows that left
 	e.batchVals, e.batchCodes, e.batchNull, e.batchRows = e.batchVals[:0], e.batchCodes[:0], e.batchNull[:0], 0
 }
 
-// orderColumns lists the columns in colOrder, most values first: a column
-// costs the column phases about its dictionary's size (cache misses, new
-// values), and when the largest come first the two goroutines end close
-// together.
+// orderColumns lists the columns in colOrder, most values first (each
+// flush does): a column costs the column phases about its dictionary's
+// size (cache misses, new values), and when the largest come first the
+// two goroutines end close together.
 func (e *Incremental) orderColumns() {
 	e.colOrder = e.colOrder[:0]
 	for i := range e.cols {
