@@ -15,7 +15,7 @@ import (
 //
 //   - phaseIntern, phaseRelease, phaseSettle: a unit is a column (in
 //     colOrder); it writes that column's dictionary, counts and codes
-//     only.
+//     only (and settle's its entries of switched and relabelled).
 //   - phaseLeave, phaseEnter, phaseRebuild: a unit is a tree (incTree):
 //     its nodes, the FDs applied with them, and the OCs whose context is
 //     among them. A node's classes read its parent's (classFor), an FD's
@@ -23,7 +23,8 @@ import (
 //     tree's order, parents first. All units read the columns' codes and
 //     ids, which no unit of these phases writes.
 //   - phaseRecount: a unit is one OC's recount, with the scratch of the
-//     goroutine that runs it (see incOC.recount).
+//     goroutine that runs it (see incOC.recount); it writes that OC's
+//     state and reads the nodes and columns, which no unit writes.
 //
 // Between phases the goroutines meet (a WaitGroup), so a phase sees all
 // of the previous one's writes; state outside the units (the ring, the
