@@ -87,6 +87,11 @@ type Incremental struct {
 	// of the recounts that run at once.
 	todo    []*incOC
 	scratch [2]recountScratch
+	// presorts are the OCs a check presorts (see presortOCs), presortMin
+	// the backlog of a sorted class that makes it ripe for presorting
+	// (defaultPresortMin; see sortedClass).
+	presorts   []*incOC
+	presortMin int
 	// parallelMin is the rows a check's recounts must read together for
 	// them to run on two goroutines (defaultParallelMin).
 	parallelMin int
@@ -148,6 +153,12 @@ const defaultBatchRows = 4096
 // recounts of a check cost less than starting a goroutine for them.
 const defaultParallelMin = 20_000
 
+// defaultPresortMin is Incremental.presortMin's value: a sorted class's
+// backlog sorted at once at a check that does not recount it, so that a
+// recount after many skipped checks merges sorted runs instead of sorting
+// its whole backlog.
+const defaultPresortMin = 2048
+
 // defaultScratchSlack is Incremental.scratchSlack's value.
 const defaultScratchSlack = 64
 
@@ -186,6 +197,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		scratchSlack:  defaultScratchSlack,
 		batchMax:      defaultBatchRows,
 		parallelMin:   defaultParallelMin,
+		presortMin:    defaultPresortMin,
 
 		flushParallelMin: defaultFlushParallelMin,
 	}
@@ -694,6 +706,7 @@ func (e *Incremental) grow() {
 func (e *Incremental) Check(cuts []int) []IncrementalResult {
 	e.flush()
 	e.settle()
+	e.presortOCs()
 	e.recountOCs(cuts)
 	out := make([]IncrementalResult, len(e.deps))
 	for i, d := range e.deps {
@@ -721,6 +734,21 @@ func (e *Incremental) Check(cuts []int) []IncrementalResult {
 		out[i] = r
 	}
 	return out
+}
+
+// presortOCs sorts the backlogs that reached presortMin rows (see
+// sortedClass), by OC (phasePresort), once the labels are settled.
+func (e *Incremental) presortOCs() {
+	work := 0
+	for _, o := range e.ocs {
+		if len(o.ripe) > 0 {
+			e.presorts = append(e.presorts, o)
+			work += len(o.ripe) * e.presortMin
+		}
+	}
+	e.spread(phasePresort, len(e.presorts), work, e.flushParallelMin)
+	clear(e.presorts)
+	e.presorts = e.presorts[:0]
 }
 
 // recountOCs recounts the OCs whose verdict may have changed (forced),

@@ -11,7 +11,9 @@ import (
 // its rows sorted by (label A, label B) between checks (sortedClass), so
 // that recomputing it costs a merge of the rows that arrived and one LNDS
 // pass instead of a sort; smaller classes are gathered from x's member
-// lists and sorted each time.
+// lists and sorted each time. A sorted class's backlog is sorted in
+// runs at the checks that do not recount it (presort), so that a recount
+// after many skipped checks merges instead of sorting.
 type incOC struct {
 	x           *incNode
 	a, b        int // columns
@@ -28,6 +30,7 @@ type incOC struct {
 	lastRows    int            // rows the last recount read (see recountOCs)
 	staleLimit  int            // changed rows after which it is recounted whatever the cuts
 	stale       bool
+	ripe        []uint32 // sorted classes whose backlog reached presortMin since the last presort
 }
 
 // sortedClass is a large class's rows as (label A, label B) pairs in
@@ -37,11 +40,115 @@ type incOC struct {
 // recount: the rows with seq before merged were merged, the later ones
 // are pending. Equal pairs are interchangeable, so the pairs are all a
 // recount needs: 16 bytes a row, and nothing looked up per merged row.
+//
+// A check that does not recount the class may presort its backlog once
+// it reaches presortMin rows: the pending rows' pairs go to adds, the rows
+// with seq from merged to presorted, and both adds and dead are kept as
+// sorted runs (pairLog). A presorted row that leaves before the recount
+// (once every merged row has left) has its pair in gone, which the
+// recount takes out of adds.
 type sortedClass struct {
-	la, lb  []uint64
-	merged  uint32
-	pending []uint32
-	dead    []ocPair
+	la, lb     []uint64
+	merged     uint32
+	presorted  uint32
+	pending    []uint32
+	adds, dead pairLog
+	gone       []ocPair
+}
+
+// pairLog is a list of pairs as sorted runs (ends: where each ends)
+// followed by pairs not sorted yet. Each run is more than twice as long
+// as the next, so a pair is merged about log2 times in all.
+type pairLog struct {
+	ps   []ocPair
+	ends []int
+}
+
+// sortedLen is the number of pairs in the sorted runs.
+func (l *pairLog) sortedLen() int {
+	if len(l.ends) == 0 {
+		return 0
+	}
+	return l.ends[len(l.ends)-1]
+}
+
+// sortTail sorts the unsorted pairs into a run, then merges the last two
+// runs while the earlier one is not more than twice as long (buf is the
+// merges' scratch).
+func (l *pairLog) sortTail(buf *[]ocPair) {
+	start := l.sortedLen()
+	if start == len(l.ps) {
+		return
+	}
+	sortPairs(l.ps[start:])
+	l.ends = append(l.ends, len(l.ps))
+	for k := len(l.ends); k >= 2; k = len(l.ends) {
+		a, m, b := 0, l.ends[k-2], l.ends[k-1]
+		if k >= 3 {
+			a = l.ends[k-3]
+		}
+		if m-a > 2*(b-m) {
+			break
+		}
+		mergeRuns(l.ps[a:b], m-a, buf)
+		l.ends[k-2] = b
+		l.ends = l.ends[:k-1]
+	}
+}
+
+// sorted returns the pairs in order, merging the runs into one.
+func (l *pairLog) sorted(buf *[]ocPair) []ocPair {
+	l.sortTail(buf)
+	for k := len(l.ends); k >= 2; k = len(l.ends) {
+		a := 0
+		if k >= 3 {
+			a = l.ends[k-3]
+		}
+		mergeRuns(l.ps[a:l.ends[k-1]], l.ends[k-2]-a, buf)
+		l.ends[k-2] = l.ends[k-1]
+		l.ends = l.ends[:k-1]
+	}
+	return l.ps
+}
+
+// reset empties l, keeping its memory.
+func (l *pairLog) reset() { l.ps, l.ends = l.ps[:0], l.ends[:0] }
+
+// mergeRuns merges ps[:m] and ps[m:], both sorted, in place, through buf
+// (which takes a copy of ps[:m]).
+func mergeRuns(ps []ocPair, m int, buf *[]ocPair) {
+	left := append((*buf)[:0], ps[:m]...)
+	*buf = left
+	i, j, k := 0, m, 0
+	for i < len(left) && j < len(ps) {
+		if pairBelow(ps[j], left[i]) {
+			ps[k] = ps[j]
+			j++
+		} else {
+			ps[k] = left[i]
+			i++
+		}
+		k++
+	}
+	copy(ps[k:], left[i:]) // what is left of ps[j:] is in place already
+}
+
+// subtractPairs removes from ps (sorted) one pair equal to each of gone
+// (sorted, each one in ps), in place, and returns what is left.
+func subtractPairs(ps, gone []ocPair) []ocPair {
+	k, g := 0, 0
+	for _, p := range ps {
+		if g < len(gone) && gone[g] == p {
+			g++
+			continue
+		}
+		ps[k] = p
+		k++
+	}
+	if g != len(gone) {
+		panic("discovery: internal error: a presorted row that left an OC class is not in its presorted pairs")
+	}
+	return ps[:k]
 }
 
 // ocPair is a row's labels of A and B.
@@ -71,19 +178,52 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 		o.ins++
 		if sc != nil {
 			sc.pending = append(sc.pending, seq)
+			if len(sc.pending) == e.presortMin {
+				o.ripe = append(o.ripe, c)
+			}
 		}
 		return
 	}
 	o.del++
-	if sc != nil && int32(seq-sc.merged) < 0 {
-		sc.dead = append(sc.dead, o.pair(e, seq))
+	switch {
+	case sc == nil:
+	case int32(seq-sc.merged) < 0:
+		sc.dead.ps = append(sc.dead.ps, o.pair(e, seq))
+		if len(sc.dead.ps)-sc.dead.sortedLen() == e.presortMin {
+			o.ripe = append(o.ripe, c)
+		}
+	case int32(seq-sc.presorted) < 0:
+		sc.gone = append(sc.gone, o.pair(e, seq))
 	}
+}
+
+// presort sorts the backlog of the classes that became ripe (see
+// sortedClass) with scratch w. Labels must be settled; it writes o's
+// state and w only (phasePresort).
+func (o *incOC) presort(e *Incremental, w *recountScratch) {
+	for _, c := range o.ripe {
+		if int(c) >= len(o.big) || o.big[c] == nil {
+			continue
+		}
+		sc := o.big[c]
+		for _, s := range sc.pending {
+			if e.alive(s) {
+				sc.adds.ps = append(sc.adds.ps, o.pair(e, s))
+			}
+		}
+		sc.pending = sc.pending[:0]
+		sc.presorted = e.to
+		sc.adds.sortTail(&w.runs)
+		sc.dead.sortTail(&w.runs)
+	}
+	o.ripe = o.ripe[:0]
 }
 
 // resetAll forgets the sorted classes and marks every class dirty: the
 // labels of A or B, or the classes of x, changed.
 func (o *incOC) resetAll() {
 	clear(o.big)
+	o.ripe = o.ripe[:0]
 	n := max(len(o.x.size), len(o.isDirty))
 	for c := 0; c < n; c++ {
 		o.touchClass(uint32(c))
@@ -123,6 +263,7 @@ type recountScratch struct {
 	la, lb   []uint64
 	mla, mlb []uint64 // merged pairs (see merge)
 	tails    []uint64
+	runs     []ocPair // pairLog's merges
 }
 
 // recount recomputes the dirty classes with scratch w; the totals are
@@ -152,6 +293,7 @@ func (o *incOC) recount(e *Incremental, w *recountScratch) {
 		o.remAsc[c], o.remDesc[c] = uint32(ra), uint32(rd)
 	}
 	o.dirty = o.dirty[:0]
+	o.ripe = o.ripe[:0]
 	o.ins, o.del, o.mustRecount = 0, 0, false
 }
 
@@ -233,20 +375,35 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		o.big[c] = sc
 		sc.pending = append(sc.pending, o.x.members[c].live()...)
 	}
-	if len(sc.pending) > 0 || len(sc.dead) > 0 {
-		items := w.items[:0]
-		for _, s := range sc.pending {
-			if e.alive(s) {
-				items = append(items, o.pair(e, s))
+	if len(sc.pending) > 0 || len(sc.adds.ps) > 0 || len(sc.dead.ps) > 0 {
+		var items []ocPair
+		if len(sc.adds.ps) == 0 {
+			items = w.items[:0]
+			for _, s := range sc.pending {
+				if e.alive(s) {
+					items = append(items, o.pair(e, s))
+				}
 			}
+			sortPairs(items)
+			w.items = items
+		} else {
+			for _, s := range sc.pending {
+				if e.alive(s) {
+					sc.adds.ps = append(sc.adds.ps, o.pair(e, s))
+				}
+			}
+			items = sc.adds.sorted(&w.runs)
 		}
-		sortPairs(items)
-		sortPairs(sc.dead)
-		w.items = items
-		w.merge(sc, items, sc.dead, e.scratchSlack)
-		sc.pending, sc.dead = sc.pending[:0], sc.dead[:0]
+		if len(sc.gone) > 0 {
+			sortPairs(sc.gone)
+			items = subtractPairs(items, sc.gone)
+		}
+		w.merge(sc, items, sc.dead.sorted(&w.runs), e.scratchSlack)
+		sc.pending, sc.gone = sc.pending[:0], sc.gone[:0]
+		sc.adds.reset()
+		sc.dead.reset()
 	}
-	sc.merged = e.to
+	sc.merged, sc.presorted = e.to, e.to
 	return o.lnds(w, sc.la, sc.lb)
 }
 

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 )
 
-// A check (flush, settle, runRecounts) runs in phases, one after another;
+// A check (flush, settle, presortOCs, runRecounts) runs in phases, one after another;
 // each phase's work splits into units that touch disjoint state, and the
 // units of a phase run on the calling goroutine and, when the phase has
 // enough work and there are two cores, on one more (spread). Per phase:
@@ -22,6 +22,9 @@ import (
 //     its nodes', and every one of them is in the tree, applied in the
 //     tree's order, parents first. All units read the columns' codes and
 //     ids, which no unit of these phases writes.
+//   - phasePresort: a unit is one OC with ripe classes (e.presorts; see
+//     incOC.presort), with the scratch of the goroutine that runs it; it
+//     writes that OC's state and reads the columns, which no unit writes.
 //   - phaseRecount: a unit is one OC's recount, with the scratch of the
 //     goroutine that runs it (see incOC.recount); it writes that OC's
 //     state and reads the nodes and columns, which no unit writes.
@@ -39,6 +42,7 @@ const (
 	phaseEnter                     // incTree.enter: the rows that arrived
 	phaseSettle                    // the column's settle
 	phaseRebuild                   // incTree.rebuild: every row, into the stale nodes
+	phasePresort                   // incOC.presort
 	phaseRecount                   // incOC.recount
 )
 
@@ -115,6 +119,8 @@ func (e *Incremental) unit(p checkPhase, w, i int) {
 		e.switched[c], e.relabelled[c] = e.cols[c].settle()
 	case phaseRebuild:
 		e.trees[i].rebuild(e)
+	case phasePresort:
+		e.presorts[i].presort(e, &e.scratch[w])
 	case phaseRecount:
 		e.todo[i].recount(e, &e.scratch[w])
 	}

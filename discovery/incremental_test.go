@@ -178,6 +178,9 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 		e.batchMax = 1 + g.r.IntN(5) // values interned while appending, not only at the check
 	}
 	if g.r.IntN(2) == 0 {
+		e.presortMin = 1 + g.r.IntN(3) // backlogs presorted at the checks that skip them
+	}
+	if g.r.IntN(2) == 0 {
 		e.parallelMin = 0 // every check's recounts on two goroutines (with two cores)
 	}
 	if g.r.IntN(2) == 0 {
