@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -326,4 +327,33 @@ func benchIncremental(b *testing.B, deps []Dependency, window, slide int, exact 
 	}
 	b.ReportMetric(float64(p99(times).Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(skipped)/float64(len(times)), "skipped/check")
+}
+
+// BenchmarkLNDS measures incOC.lnds on one sorted class of 100k rows
+// (ascending polarity), with few values of A (long runs: galloping) and
+// with nearly every value distinct (a search of all the tails a row).
+func BenchmarkLNDS(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		distinct int
+	}{{"fewA", 100}, {"manyA", 100_000}} {
+		r := rand.New(rand.NewPCG(1, 2))
+		const n = 100_000
+		ps := make([]ocPair, n)
+		for i := range ps {
+			a := r.Uint64N(uint64(c.distinct))
+			ps[i] = ocPair{la: a, lb: a*3 + r.Uint64N(n/2)}
+		}
+		sortPairs(ps)
+		la, lb := make([]uint64, n), make([]uint64, n)
+		for i, p := range ps {
+			la[i], lb[i] = p.la, p.lb
+		}
+		o, w := &incOC{asc: true}, &recountScratch{}
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				o.lnds(w, la, lb)
+			}
+		})
+	}
 }

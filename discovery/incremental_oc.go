@@ -533,14 +533,22 @@ func pushTailFrom(t []uint64, x uint64, from int) ([]uint64, int) {
 			hi = min(hi+step, n-1)
 		}
 	}
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		if t[mid] > x {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
+	// Branch-free (the steps of a search of many tails are not
+	// predictable): the first tail above x is in [lo, lo+k-1], and each
+	// step halves k.
+	for k := hi - lo + 1; k > 1; {
+		half := k >> 1
+		lo += half & -b2i(t[lo+half-1] <= x)
+		k -= half
 	}
 	t[lo] = x
 	return t, lo
+}
+
+// b2i is 1 for true, 0 for false (a SETcc, no branch).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
