@@ -283,17 +283,17 @@ type topicPartition struct {
 
 // batch is the open batch of the consume loop: the next offset to commit
 // per partition, the dead letters to write, and records per topic (for
-// the balancer's rates); and the batches flushed before it whose offsets
-// are not committed yet: unsynced (store commits applied, their syncs
-// under way, oldest first) and then synced (offsets ready to commit).
+// the balancer's rates); the batches flushed before it whose store commits
+// are not synced yet (applied, their syncs under way, oldest first); and
+// the generation's committer, which commits the offsets of synced batches
+// to Kafka.
 type batch struct {
 	commits map[topicPartition]int64
 	dlq     []kafka.Message
 	records map[string]int
 
-	unsynced   []unsyncedBatch
-	synced     map[topicPartition]int64
-	lastCommit time.Time // of offsets to Kafka
+	unsynced []unsyncedBatch
+	offsets  *committer
 }
 
 // unsyncedBatch is a flushed batch whose store commits are not synced yet:
@@ -306,12 +306,13 @@ type unsyncedBatch struct {
 // offsetCommitInterval spaces the consumer group's offset commits: offsets
 // synced in the store are committed to Kafka at most this often (and when
 // the generation ends), not once per batch. A member that crashes leaves
-// the group's offsets at most this far behind its store, whose records
-// come again and are skipped by offset.
+// the group's offsets about this far behind its store (or, while a commit
+// hangs, as far as the commit's timeout), whose records come again and are
+// skipped by offset.
 const offsetCommitInterval = 100 * time.Millisecond
 
-func newBatch() *batch {
-	return &batch{commits: map[topicPartition]int64{}, records: map[string]int{}, synced: map[topicPartition]int64{}}
+func newBatch(offsets *committer) *batch {
+	return &batch{commits: map[topicPartition]int64{}, records: map[string]int{}, offsets: offsets}
 }
 
 // consume is the member's life in the consumer group (kafka-go's
@@ -451,7 +452,13 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		return err
 	}
 	m.balancer.setOwned(topics)
-	g := &generation{m: m, ctx: ctx, gctx: gctx, wctx: wctx, gen: gen, b: newBatch()}
+	var oc offsetCommitter = gen
+	if m.commitVia != nil {
+		oc = m.commitVia(gen)
+	}
+	offsets := newCommitter(oc, m.log.With("generation", gen.ID), offsetCommitInterval)
+	defer offsets.Close()
+	g := &generation{m: m, ctx: ctx, gctx: gctx, wctx: wctx, gen: gen, b: newBatch(offsets)}
 	defer m.waitSyncs(g.b) // after an error; end settles them
 	if err := m.takeOver(wctx, client, a); err != nil {
 		if wctx.Err() != nil {
@@ -483,7 +490,7 @@ type generation struct {
 // end makes the open batch durable and committed, then waits for the
 // generation's end (so that the commit precedes the LeaveGroup).
 func (g *generation) end() error {
-	err := g.m.endGeneration(g.ctx, g.gen, g.b)
+	err := g.m.endGeneration(g.ctx, g.b)
 	<-g.gctx.Done()
 	return err
 }
@@ -545,7 +552,7 @@ func (g *generation) release(now time.Time) (n int, ok bool, err error) {
 // releases what may go.
 func (g *generation) take(f fetched) (int, bool, error) {
 	if f.err != nil {
-		return 0, false, errors.Join(f.err, g.m.endGeneration(g.ctx, g.gen, g.b))
+		return 0, false, errors.Join(f.err, g.m.endGeneration(g.ctx, g.b))
 	}
 	now := time.Now()
 	g.mergers[f.tp.topic].take(f, now)
@@ -577,9 +584,8 @@ func (g *generation) consume() error {
 		}
 		if n == 0 {
 			// Idle: the flushed batches' syncs finish and their offsets
-			// are committed before the wait for records.
-			commitDue, err := g.m.settle(g.gen, g.b, 0)
-			if err != nil {
+			// go to the committer before the wait for records.
+			if err := g.m.settle(g.b, 0); err != nil {
 				return err
 			}
 			select {
@@ -592,14 +598,12 @@ func (g *generation) consume() error {
 				}
 				n += k
 			case <-tick:
-			case <-commitDue:
-				continue
 			}
 		}
 		if ok, err := g.fill(n); !ok {
 			return g.stop(err)
 		}
-		if err := g.m.flush(g.wctx, g.gen, g.b); err != nil {
+		if err := g.m.flush(g.wctx, g.b); err != nil {
 			if g.wctx.Err() != nil {
 				return g.end()
 			}
@@ -634,17 +638,23 @@ func (g *generation) fill(n int) (bool, error) {
 // endGeneration makes the open batch durable and commits it when the
 // generation ends or ctx is done, with a context of its own: the dead
 // letters still go out (or the batch is not applied, and its records come
-// again).
-func (m *Monitor) endGeneration(ctx context.Context, gen *kafka.Generation, b *batch) error {
+// again). The last offset commit completes or fails before it returns (a
+// commit in flight first), so that it precedes the LeaveGroup; each is
+// bounded by kafka-go's request Timeout.
+func (m *Monitor) endGeneration(ctx context.Context, b *batch) error {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := m.flush(fctx, gen, b); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if err := m.flush(fctx, b); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		m.waitSyncs(b)
 		return err
 	}
-	b.lastCommit = time.Time{} // commit now
-	_, err := m.settle(gen, b, 0)
-	return err
+	if err := m.settle(b, 0); err != nil {
+		return err
+	}
+	// A failed commit is logged by the committer; the records are in the
+	// store, and the next owner skips or reads them again.
+	_ = b.offsets.flush(context.WithoutCancel(ctx))
+	return nil
 }
 
 // fetchStarts returns where to fetch each assigned partition from: the
@@ -953,13 +963,14 @@ func (s *streamRun) reject(msg *kafka.Message, de *DecodeError, dlq *[]kafka.Mes
 // flush closes the batch: the dead letters, then one store commit per
 // stream (records, positions, evictions) applied without waiting for its
 // sync, which runs while the next batch fills; the syncs of the batches
-// before it are waited for, and their offsets committed to Kafka (settle).
+// before it are waited for, and their offsets handed to the committer
+// (settle), which commits them to Kafka on its own goroutine.
 // Finally it hands due window snapshots to the evaluators: an evaluator's
 // own synced commits come after this batch's in the store's log, so what
 // it saves is never durable before the records it evaluated. A
 // dead-letter topic that cannot be written is a fatal error (after
 // kafka-go's retries): dropping the records silently would lose them.
-func (m *Monitor) flush(ctx context.Context, gen *kafka.Generation, b *batch) error {
+func (m *Monitor) flush(ctx context.Context, b *batch) error {
 	if len(b.dlq) > 0 {
 		// Dead letters go out before the store records the positions past
 		// them, so none is lost: when the write fails the batch is not
@@ -998,7 +1009,7 @@ func (m *Monitor) flush(ctx context.Context, gen *kafka.Generation, b *batch) er
 	}
 	// The syncs of the batches before this one finish while this one's
 	// is under way.
-	if _, err := m.settle(gen, b, 1); err != nil {
+	if err := m.settle(b, 1); err != nil {
 		return err
 	}
 	now := time.Now()
@@ -1027,11 +1038,11 @@ func (m *Monitor) flush(ctx context.Context, gen *kafka.Generation, b *batch) er
 }
 
 // settle waits for the syncs of the flushed batches but the newest keep,
-// and commits the synced offsets to Kafka when offsetCommitInterval has
-// passed since the last commit. Offsets are committed only after the store
-// commits holding their records are synced. commitDue fires when synced
-// offsets wait for the interval (nil when none wait).
-func (m *Monitor) settle(gen *kafka.Generation, b *batch, keep int) (commitDue <-chan time.Time, err error) {
+// and hands each synced batch's offsets to the committer, which commits
+// them to Kafka at most every offsetCommitInterval without the consume
+// loop waiting. Offsets are handed over only after the store commits
+// holding their records are synced, so no commit passes the store.
+func (m *Monitor) settle(b *batch, keep int) error {
 	for len(b.unsynced) > keep {
 		u := b.unsynced[0]
 		for i, wait := range u.waits {
@@ -1041,36 +1052,14 @@ func (m *Monitor) settle(gen *kafka.Generation, b *batch, keep int) (commitDue <
 				}
 				b.unsynced = b.unsynced[1:]
 				m.waitSyncs(b)
-				return nil, err
+				return err
 			}
 		}
-		maps.Copy(b.synced, u.commits)
+		b.offsets.offer(u.commits)
 		b.unsynced[0] = unsyncedBatch{}
 		b.unsynced = b.unsynced[1:]
 	}
-	if len(b.synced) == 0 {
-		return nil, nil
-	}
-	if wait := time.Until(b.lastCommit.Add(offsetCommitInterval)); wait > 0 {
-		return time.After(wait), nil
-	}
-	offsets := map[string]map[int]int64{}
-	for tp, next := range b.synced {
-		if offsets[tp.topic] == nil {
-			offsets[tp.topic] = map[int]int64{}
-		}
-		offsets[tp.topic][tp.partition] = next
-	}
-	clear(b.synced)
-	b.lastCommit = time.Now()
-	if err := gen.CommitOffsets(offsets); err != nil {
-		// A commit fails when the generation ended (a rebalance) or
-		// the broker is away; the records are in the store, so a
-		// redelivery is skipped by offset, and the next commit
-		// covers these.
-		m.log.Debug("commit offsets to kafka", "generation", gen.ID, "err", err)
-	}
-	return nil, nil
+	return nil
 }
 
 // waitSyncs waits for every flushed batch's syncs, ignoring their errors,

@@ -260,6 +260,8 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	back := time.Now()
 	waitFor(t, 30*time.Second, "ready after the outage", r.m.Ready)
 	t.Logf("outage %v: ready again %v after the broker came back; %d records produced during it", outage, time.Since(back).Round(time.Millisecond), 1000)
+	waitFor(t, 30*time.Second, "the outage's records evaluated", func() bool { return r.m.streams[0].evaluated.Load() == 2000 })
+	t.Logf("the records produced during the outage evaluated %v after the broker came back", time.Since(back).Round(time.Millisecond))
 	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}

@@ -152,6 +152,9 @@ type Monitor struct {
 	// retryBase is the first wait before delivering again events a sink
 	// failed to take (defaultRetryBase when 0; tests shorten it).
 	retryBase time.Duration
+	// commitVia, when set (tests), stands between a generation and its
+	// offset commits.
+	commitVia func(*kafka.Generation) offsetCommitter
 
 	// status is the last evaluation of every stream, for the status page
 	// (status.go).
