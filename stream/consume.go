@@ -339,7 +339,8 @@ func (m *Monitor) consume(ctx context.Context) error {
 		// new member, which changes the group again: two members doing
 		// so kept a group from ever forming. So a join waits two
 		// rebalance timeouts (other requests one). kafka-go has one
-		// Timeout for every request, so a heartbeat, a commit and the
+		// Timeout for every request, so a heartbeat, a commit (on the
+		// committer's goroutine: consumption goes on) and the
 		// LeaveGroup also wait up to RebalanceTimeout + 5 s, longer
 		// than the session: a member cut off from the coordinator alone
 		// (its partitions' leaders still reachable) keeps its

@@ -14,9 +14,15 @@
 // committed to Kafka; a redelivered record (offset below the stored next
 // offset) is skipped, so a crash neither loses nor double-counts records.
 // The sync of one batch runs while the next one fills, and synced offsets
-// are committed at most every 100 ms and when a generation ends; an
-// evaluation's own synced commit comes after the records it evaluated in
-// the store's log, so what it saves is never durable before them.
+// are committed at most every 100 ms and when a generation ends, on a
+// goroutine of their own (commit.go): one commit in flight, the newest
+// synced offsets winning, a failed one retried with the newest, so that a
+// commit that hangs (on a broker connection an outage left hung, until
+// kafka-go's request timeout closes it) stalls neither consumption nor
+// evaluation; a generation ends only once its last commit completed or
+// failed. An evaluation's own synced commit comes after the records it
+// evaluated in the store's log, so what it saves is never durable before
+// them.
 // Arrival sequence numbers are persisted, so evaluations happen at the same
 // window ends after a restart, and event ids (hash of stream, dependency,
 // window end, type) repeat instead of multiplying. The records of a count
