@@ -159,6 +159,10 @@ const defaultParallelMin = 20_000
 // its whole backlog.
 const defaultPresortMin = 2048
 
+// recountChangeNs is about the time a recount spends per row that entered
+// or left its classes since the last one (see runRecounts).
+const recountChangeNs = 60
+
 // defaultScratchSlack is Incremental.scratchSlack's value.
 const defaultScratchSlack = 64
 
@@ -839,16 +843,23 @@ func (e *Incremental) recount(o *incOC, sl slide) int {
 	return rows
 }
 
-// runRecounts recounts the OCs recountOCs chose, the larger ones first:
+// runRecounts recounts the OCs recountOCs chose, the longer ones first:
 // on two goroutines, each with its own scratch, when there are two cores
 // and parallelMin rows to read (the recounts write each its own OC's
-// state; phaseRecount).
+// state; phaseRecount). A recount takes about the time per row its OC's
+// last one took, times the rows it reads, plus recountChangeNs per row
+// that entered or left (its pairs looked up, sorted, merged): rows alone
+// tell OCs of as many rows apart by neither, and a long recount taken
+// last leaves the other goroutine idle. The order changes no count.
 func (e *Incremental) runRecounts() {
 	rows := 0
 	for _, o := range e.todo {
 		rows += o.lastRows
 	}
-	slices.SortStableFunc(e.todo, func(x, y *incOC) int { return y.lastRows - x.lastRows })
+	took := func(o *incOC) float64 {
+		return o.rowNs*float64(o.lastRows) + recountChangeNs*float64(o.ins+o.del)
+	}
+	slices.SortStableFunc(e.todo, func(x, y *incOC) int { return cmp.Compare(took(y), took(x)) })
 	e.spread(phaseRecount, len(e.todo), rows, e.parallelMin)
 	clear(e.todo)
 	e.todo = e.todo[:0]

@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"slices"
+	"time"
 )
 
 // incOC keeps the removals of X: A ~ B, both polarities, over the classes
@@ -28,6 +29,7 @@ type incOC struct {
 	ins, del    int            // rows that entered/left x's classes since the totals were exact
 	mustRecount bool           // labels or classes changed under the totals: recount before use
 	lastRows    int            // rows the last recount read (see recountOCs)
+	rowNs       float64        // the last recount's time per row read, its changed rows aside (see runRecounts)
 	staleLimit  int            // changed rows after which it is recounted whatever the cuts
 	stale       bool
 	ripe        []uint32 // sorted classes whose backlog reached presortMin since the last presort
@@ -270,6 +272,7 @@ type recountScratch struct {
 // exact afterwards. It writes o's state and w only, so that OCs can be
 // recounted at once, each with its own scratch.
 func (o *incOC) recount(e *Incremental, w *recountScratch) {
+	start := time.Now()
 	for _, c := range o.dirty {
 		o.isDirty[c] = false
 		var ra, rd int
@@ -294,6 +297,8 @@ func (o *incOC) recount(e *Incremental, w *recountScratch) {
 	}
 	o.dirty = o.dirty[:0]
 	o.ripe = o.ripe[:0]
+	ns := float64(time.Since(start).Nanoseconds()) - recountChangeNs*float64(o.ins+o.del)
+	o.rowNs = max(ns, 1) / float64(max(o.lastRows, 1))
 	o.ins, o.del, o.mustRecount = 0, 0, false
 }
 
