@@ -87,7 +87,7 @@ type Incremental struct {
 	// of the recounts that run at once.
 	todo    []*incOC
 	scratch [2]recountScratch
-	// presorts are the OCs a check presorts (see presortOCs), presortMin
+	// presorts are the OCs a check presorts (see runRecounts), presortMin
 	// the backlog of a sorted class that makes it ripe for presorting
 	// (defaultPresortMin; see sortedClass).
 	presorts   []*incOC
@@ -710,7 +710,6 @@ func (e *Incremental) grow() {
 func (e *Incremental) Check(cuts []int) []IncrementalResult {
 	e.flush()
 	e.settle()
-	e.presortOCs()
 	e.recountOCs(cuts)
 	out := make([]IncrementalResult, len(e.deps))
 	for i, d := range e.deps {
@@ -738,21 +737,6 @@ func (e *Incremental) Check(cuts []int) []IncrementalResult {
 		out[i] = r
 	}
 	return out
-}
-
-// presortOCs sorts the backlogs that reached presortMin rows (see
-// sortedClass), by OC (phasePresort), once the labels are settled.
-func (e *Incremental) presortOCs() {
-	work := 0
-	for _, o := range e.ocs {
-		if len(o.ripe) > 0 {
-			e.presorts = append(e.presorts, o)
-			work += len(o.ripe) * e.presortMin
-		}
-	}
-	e.spread(phasePresort, len(e.presorts), work, e.flushParallelMin)
-	clear(e.presorts)
-	e.presorts = e.presorts[:0]
 }
 
 // recountOCs recounts the OCs whose verdict may have changed (forced),
@@ -840,6 +824,7 @@ func (e *Incremental) recount(o *incOC, sl slide) int {
 	rows := o.dirtyRows()
 	e.todo = append(e.todo, o)
 	o.lastRows = rows
+	o.ripe = o.ripe[:0] // the recount sorts its backlog
 	return rows
 }
 
@@ -851,18 +836,31 @@ func (e *Incremental) recount(o *incOC, sl slide) int {
 // that entered or left (its pairs looked up, sorted, merged): rows alone
 // tell OCs of as many rows apart by neither, and a long recount taken
 // last leaves the other goroutine idle. The order changes no count.
+//
+// The OCs not recounted with classes ripe for presorting (see
+// sortedClass) are presorted in the same phase, after the recounts (units
+// len(todo) on): the labels are settled, and each unit writes its own
+// OC's state.
 func (e *Incremental) runRecounts() {
-	rows := 0
+	work := 0
 	for _, o := range e.todo {
-		rows += o.lastRows
+		work += o.lastRows
 	}
 	took := func(o *incOC) float64 {
 		return o.rowNs*float64(o.lastRows) + recountChangeNs*float64(o.ins+o.del)
 	}
 	slices.SortStableFunc(e.todo, func(x, y *incOC) int { return cmp.Compare(took(y), took(x)) })
-	e.spread(phaseRecount, len(e.todo), rows, e.parallelMin)
+	for _, o := range e.ocs {
+		if len(o.ripe) > 0 {
+			e.presorts = append(e.presorts, o)
+			work += len(o.ripe) * e.presortMin
+		}
+	}
+	e.spread(phaseRecount, len(e.todo)+len(e.presorts), work, e.parallelMin)
 	clear(e.todo)
 	e.todo = e.todo[:0]
+	clear(e.presorts)
+	e.presorts = e.presorts[:0]
 }
 
 // checksLeft is how many more checks like this one o can skip: each adds

@@ -201,7 +201,7 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 
 // presort sorts the backlog of the classes that became ripe (see
 // sortedClass) with scratch w. Labels must be settled; it writes o's
-// state and w only (phasePresort).
+// state and w only (a unit of phaseRecount).
 func (o *incOC) presort(e *Incremental, w *recountScratch) {
 	for _, c := range o.ripe {
 		if int(c) >= len(o.big) || o.big[c] == nil {

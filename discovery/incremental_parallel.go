@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 )
 
-// A check (flush, settle, presortOCs, runRecounts) runs in phases, one after another;
+// A check (flush, settle, runRecounts) runs in phases, one after another;
 // each phase's work splits into units that touch disjoint state, and the
 // units of a phase run on the calling goroutine and, when the phase has
 // enough work and there are two cores, on one more (spread). Per phase:
@@ -22,12 +22,11 @@ import (
 //     its nodes', and every one of them is in the tree, applied in the
 //     tree's order, parents first. All units read the columns' codes and
 //     ids, which no unit of these phases writes.
-//   - phasePresort: a unit is one OC with ripe classes (e.presorts; see
-//     incOC.presort), with the scratch of the goroutine that runs it; it
-//     writes that OC's state and reads the columns, which no unit writes.
-//   - phaseRecount: a unit is one OC's recount, with the scratch of the
-//     goroutine that runs it (see incOC.recount); it writes that OC's
-//     state and reads the nodes and columns, which no unit writes.
+//   - phaseRecount: a unit is one OC's recount (e.todo; see
+//     incOC.recount), or, after them, the presorting of one OC that is
+//     not recounted (e.presorts; see incOC.presort), with the scratch of
+//     the goroutine that runs it; it writes that OC's state and reads the
+//     nodes and columns, which no unit writes.
 //
 // Between phases the goroutines meet (a WaitGroup), so a phase sees all
 // of the previous one's writes; state outside the units (the ring, the
@@ -42,7 +41,6 @@ const (
 	phaseEnter                     // incTree.enter: the rows that arrived
 	phaseSettle                    // the column's settle
 	phaseRebuild                   // incTree.rebuild: every row, into the stale nodes
-	phasePresort                   // incOC.presort
 	phaseRecount                   // incOC.recount
 )
 
@@ -119,10 +117,12 @@ func (e *Incremental) unit(p checkPhase, w, i int) {
 		e.switched[c], e.relabelled[c] = e.cols[c].settle()
 	case phaseRebuild:
 		e.trees[i].rebuild(e)
-	case phasePresort:
-		e.presorts[i].presort(e, &e.scratch[w])
 	case phaseRecount:
-		e.todo[i].recount(e, &e.scratch[w])
+		if i < len(e.todo) {
+			e.todo[i].recount(e, &e.scratch[w])
+		} else {
+			e.presorts[i-len(e.todo)].presort(e, &e.scratch[w])
+		}
 	}
 }
 
