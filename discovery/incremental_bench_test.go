@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/odwatch/odwatch/discovery/codeindex"
 	"github.com/odwatch/odwatch/internal/benchstream"
 )
 
@@ -161,7 +160,7 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 
 // benchFeed hands a benchstream.Stream's rows to an Incremental
 // dictionary-coded (AppendCoded), as the monitor's checker does: it keeps
-// the window's rows coded per column as stream.Window does (benchDict:
+// the window's rows coded per column as stream.Window does (incDict:
 // codes freed when their last row leaves, reused for the next new value),
 // untimed, so that a timed slide measures only the engine. The engine's
 // columns may stand in another order than benchstream.Fields.
@@ -170,7 +169,7 @@ type benchFeed struct {
 	s     *benchstream.Stream
 	at    []int // benchstream.Fields[i] is column at[i] of e
 	row   []string
-	dicts []benchDict
+	dicts []incDict
 	// held[i][head:] are the codes of column i's rows in the window,
 	// oldest first.
 	held  [][]uint32
@@ -198,10 +197,10 @@ func newBenchRows(k int) benchRows {
 func newBenchFeed(e *Incremental, s *benchstream.Stream) *benchFeed {
 	n := len(benchstream.Fields)
 	f := &benchFeed{e: e, s: s, at: make([]int, n), row: make([]string, n),
-		dicts: make([]benchDict, n), held: make([][]uint32, n), vals: make([]string, n), codes: make([]uint32, n)}
+		dicts: make([]incDict, n), held: make([][]uint32, n), vals: make([]string, n), codes: make([]uint32, n)}
 	for i, name := range benchstream.Fields {
 		f.at[i] = e.Column(name)
-		f.dicts[i].index = codeindex.New()
+		f.dicts[i] = newIncDict()
 	}
 	return f
 }
@@ -220,11 +219,10 @@ func (f *benchFeed) feed(k int) {
 // codes may be reused by the new rows, while the engine still holds the
 // old rows until its check).
 func (f *benchFeed) generate(evict int, rows benchRows) {
-	for i, d := range f.dicts {
+	for i := range f.dicts {
 		for _, code := range f.held[i][f.head : f.head+evict] {
-			d.release(code)
+			f.dicts[i].release(code)
 		}
-		f.dicts[i] = d
 	}
 	f.head += evict
 	if f.head > len(f.held[0])/2 {
@@ -242,8 +240,8 @@ func (f *benchFeed) generate(evict int, rows benchRows) {
 func (f *benchFeed) code(rows benchRows, k int) {
 	f.s.Row(f.row, false)
 	for i, v := range f.row {
-		code := f.dicts[i].intern(v)
-		rows.codes[k][i], rows.vals[k][i] = code, f.dicts[i].dict[code-1]
+		code, v := f.dicts[i].intern(v)
+		rows.codes[k][i], rows.vals[k][i] = code, v
 		f.held[i] = append(f.held[i], code)
 	}
 }
@@ -260,40 +258,6 @@ func (f *benchFeed) append1(vals []string, codes []uint32) {
 		f.vals[f.at[i]], f.codes[f.at[i]] = vals[i], codes[i]
 	}
 	f.e.AppendCoded(f.vals, f.codes)
-}
-
-// benchDict is a column's dictionary as stream.Window keeps it.
-type benchDict struct {
-	index codeindex.Index
-	dict  []string
-	refs  []uint32
-	free  []uint32
-}
-
-func (d *benchDict) intern(v string) uint32 {
-	code, h := d.index.Lookup(d.dict, v)
-	if code == 0 {
-		if k := len(d.free); k > 0 {
-			code = d.free[k-1]
-			d.free = d.free[:k-1]
-			d.dict[code-1] = v
-		} else {
-			d.dict = append(d.dict, v)
-			d.refs = append(d.refs, 0)
-			code = uint32(len(d.dict))
-		}
-		d.index.Insert(code, h)
-	}
-	d.refs[code-1]++
-	return code
-}
-
-func (d *benchDict) release(code uint32) {
-	if d.refs[code-1]--; d.refs[code-1] == 0 {
-		d.index.Remove(code, d.dict[code-1])
-		d.dict[code-1] = ""
-		d.free = append(d.free, code)
-	}
 }
 
 // benchIncremental is one BenchmarkCheck run of the incremental engine.

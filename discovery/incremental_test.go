@@ -298,7 +298,8 @@ type incFeed struct {
 	held   [][]uint32 // the window codes of the model's rows, oldest first
 }
 
-// incDict is one column's dictionary as the monitor's window keeps it.
+// incDict is one column's dictionary as the monitor's window keeps it
+// (stream.Window): codes reference counted, a freed code reused at once.
 type incDict struct {
 	code map[string]uint32
 	dict []string // code-1 → value, a string of its own
@@ -315,7 +316,7 @@ func newIncFeed(seed uint64, e *Incremental, at []int) *incFeed {
 		values: make([]string, len(at)), nulls: make([]bool, len(at)), codes: make([]uint32, len(at)),
 		dicts: make([]incDict, len(at))}
 	for i := range f.dicts {
-		f.dicts[i].code = map[string]uint32{}
+		f.dicts[i] = newIncDict()
 	}
 	if r.IntN(4) == 0 {
 		hintMax := uint32(1 + r.IntN(3))
@@ -364,6 +365,8 @@ func (f *incFeed) evict(k int) {
 	}
 	f.held = f.held[k:]
 }
+
+func newIncDict() incDict { return incDict{code: map[string]uint32{}} }
 
 // intern returns v's code and string, taking a reference; a new value
 // takes the code freed last.
