@@ -11,9 +11,8 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 )
 
-// replayPayroll replays n payroll records (PayrollOptions' error rules)
-// and returns the events.
-func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]alerts.Event, ReplayStats) {
+// newJSONReplayer returns a Replayer of cfg and a JSON decoder for it.
+func newJSONReplayer(t *testing.T, cfg StreamConfig) (*Replayer, Decoder) {
 	t.Helper()
 	r, err := NewReplayer(cfg, nil)
 	if err != nil {
@@ -23,6 +22,14 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]a
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r, dec
+}
+
+// replayPayroll replays n payroll records (PayrollOptions' error rules)
+// and returns the events.
+func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]alerts.Event, ReplayStats) {
+	t.Helper()
+	r, dec := newJSONReplayer(t, cfg)
 	g := &payrollGen{rng: rand.New(rand.NewSource(o.Seed))}
 	errRng := rand.New(rand.NewSource(o.Seed + 1))
 	var rec FlatRecord
@@ -228,17 +235,10 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 // cfg, decoded as JSON, and returns the replayer and its events.
 func replayTopic(t *testing.T, ctx context.Context, addr, topic string, cfg StreamConfig) (*Replayer, []alerts.Event) {
 	t.Helper()
-	r, err := NewReplayer(cfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := NewDecoder(DecoderConfig{Format: FormatJSON})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, dec := newJSONReplayer(t, cfg)
 	var rec FlatRecord
 	var got []alerts.Event
-	err = ReadTopicRange(ctx, []string{addr}, nil, topic, TopicBound{}, TopicBound{}, func(tr TopicRecord) error {
+	err := ReadTopicRange(ctx, []string{addr}, nil, topic, TopicBound{}, TopicBound{}, func(tr TopicRecord) error {
 		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {
 			return err
 		}
