@@ -72,17 +72,25 @@ func offsetsOf(topic string, next ...int64) map[topicPartition]int64 {
 	return out
 }
 
+// startHeldCommit starts a committer on fake and hands it offsets t/0:10,
+// t/1:20, whose commit it returns in flight, held until hold is closed.
+func startHeldCommit(t *testing.T, fake *fakeCommitter) (*committer, chan struct{}) {
+	t.Helper()
+	hold := make(chan struct{})
+	fake.setHold(hold)
+	oc := newCommitter(fake, testLogger(t), time.Millisecond)
+	oc.offer(offsetsOf("t", 10, 20))
+	waitFor(t, 10*time.Second, "the first commit in flight", func() bool { _, n, _ := fake.state(); return n == 1 })
+	return oc, hold
+}
+
 // TestCommitterLatestWins: while a commit hangs, offer returns at once and
 // the offsets handed over meanwhile wait, the newest per partition winning;
 // one commit is in flight at a time.
 func TestCommitterLatestWins(t *testing.T) {
 	fake := &fakeCommitter{}
-	hold := make(chan struct{})
-	fake.setHold(hold)
-	oc := newCommitter(fake, testLogger(t), time.Millisecond)
+	oc, hold := startHeldCommit(t, fake)
 	defer oc.Close()
-	oc.offer(offsetsOf("t", 10, 20))
-	waitFor(t, 10*time.Second, "the first commit in flight", func() bool { _, n, _ := fake.state(); return n == 1 })
 	oc.offer(offsetsOf("t", 11))
 	oc.offer(offsetsOf("t", 12))
 	fake.setHold(nil)
@@ -116,12 +124,8 @@ func TestCommitterLatestWins(t *testing.T) {
 // the commit it waited for.
 func TestCommitterRetriesWithNewest(t *testing.T) {
 	fake := &fakeCommitter{failNext: 1}
-	hold := make(chan struct{})
-	fake.setHold(hold)
-	oc := newCommitter(fake, testLogger(t), time.Millisecond)
+	oc, hold := startHeldCommit(t, fake)
 	defer oc.Close()
-	oc.offer(offsetsOf("t", 10, 20))
-	waitFor(t, 10*time.Second, "the first commit in flight", func() bool { _, n, _ := fake.state(); return n == 1 })
 	oc.offer(offsetsOf("t", 11))
 	fake.setHold(nil)
 	close(hold) // the first commit fails
