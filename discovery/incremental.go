@@ -74,11 +74,10 @@ type Incremental struct {
 	entered, left         int
 
 	// The values of the rows appended since the last flush, batchWidth a
-	// row (see internBatch), with the caller's codes (AppendCoded; 0 from
-	// Append).
+	// row (see internBatch), with the caller's codes (AppendCoded; noHint
+	// from Append); code 0 is NULL.
 	batchVals             []string
 	batchCodes            []uint32
-	batchNull             []bool
 	batchRows, batchWidth int
 	batchFirst            uint32 // seq of the first batched row
 	batchMax              int    // rows batched at most (defaultBatchRows)
@@ -479,6 +478,7 @@ func (e *Incremental) listNodes(members map[*incNode]bool) {
 	})
 }
 
+// boolIndex is 1 for true, 0 for false (compiled without a branch).
 func boolIndex(b bool) int {
 	if b {
 		return 1
@@ -499,13 +499,12 @@ func (e *Incremental) Append(values []string, null []bool) {
 	width := e.beginRow()
 	for i := range width {
 		var v string
-		isNull := i >= len(values) || null != nil && null[i]
-		if !isNull {
-			v = values[i]
+		code := uint32(0)
+		if i < len(values) && (null == nil || !null[i]) {
+			v, code = values[i], noHint
 		}
 		e.batchVals = append(e.batchVals, v)
-		e.batchCodes = append(e.batchCodes, 0)
-		e.batchNull = append(e.batchNull, isNull)
+		e.batchCodes = append(e.batchCodes, code)
 	}
 	e.endRow()
 }
@@ -545,7 +544,6 @@ func (e *Incremental) AppendCoded(values []string, codes []uint32) {
 		}
 		e.batchVals = append(e.batchVals, v)
 		e.batchCodes = append(e.batchCodes, code)
-		e.batchNull = append(e.batchNull, code == 0)
 	}
 	e.endRow()
 }
@@ -592,7 +590,7 @@ func (e *Incremental) internBatch() {
 	}
 	e.spread(phaseIntern, e.batchWidth, e.batchRows*e.batchWidth, e.flushParallelMin)
 	clear(e.batchVals) // do not hold the strings of rows that left
-	e.batchVals, e.batchCodes, e.batchNull, e.batchRows = e.batchVals[:0], e.batchCodes[:0], e.batchNull[:0], 0
+	e.batchVals, e.batchCodes, e.batchRows = e.batchVals[:0], e.batchCodes[:0], 0
 }
 
 // orderColumns lists the columns in colOrder, most values first (each
@@ -615,9 +613,9 @@ func (e *Incremental) orderColumns() {
 func (e *Incremental) internColumn(i int) {
 	c, first, w := e.cols[i], e.batchFirst, e.batchWidth
 	for r := 0; r < e.batchRows; r++ {
-		var code uint32
-		if !e.batchNull[r*w+i] {
-			code = c.internCoded(e.batchCodes[r*w+i], e.batchVals[r*w+i])
+		code := e.batchCodes[r*w+i]
+		if code != 0 {
+			code = c.internCoded(code, e.batchVals[r*w+i])
 		}
 		c.codes[(first+uint32(r))&e.mask] = code
 	}

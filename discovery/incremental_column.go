@@ -328,12 +328,15 @@ func (c *incColumn) intern(v string) uint32 {
 // the bound only keeps a stray code from allocating gigabytes.
 const defaultHintMax = 1 << 24
 
+// noHint is the caller code of a value given without one (Append).
+const noHint = ^uint32(0)
+
 // internCoded is intern for a value the caller gave with its own code k
-// (AppendCoded; 0 = none): the code k last stood for is taken again when
+// (AppendCoded; noHint = none): the code k last stood for is taken again when
 // it still holds v itself (holds), without hashing v; otherwise v is
 // interned by hash and k hinted to its code.
 func (c *incColumn) internCoded(k uint32, v string) uint32 {
-	if k == 0 || k > c.hintMax {
+	if k == noHint || k > c.hintMax {
 		return c.intern(v)
 	}
 	if int(k) <= len(c.hint) {

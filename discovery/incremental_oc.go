@@ -84,31 +84,37 @@ func (l *pairLog) sortTail(buf *[]ocPair) {
 	}
 	sortPairs(l.ps[start:])
 	l.ends = append(l.ends, len(l.ps))
-	for k := len(l.ends); k >= 2; k = len(l.ends) {
-		a, m, b := 0, l.ends[k-2], l.ends[k-1]
-		if k >= 3 {
-			a = l.ends[k-3]
-		}
+	for len(l.ends) >= 2 {
+		a, m, b := l.lastRuns()
 		if m-a > 2*(b-m) {
 			break
 		}
-		mergeRuns(l.ps[a:b], m-a, buf)
-		l.ends[k-2] = b
-		l.ends = l.ends[:k-1]
+		l.mergeLast(buf)
 	}
+}
+
+// lastRuns returns the bounds of the last two runs: [a, m) and [m, b).
+func (l *pairLog) lastRuns() (a, m, b int) {
+	k := len(l.ends)
+	if k >= 3 {
+		a = l.ends[k-3]
+	}
+	return a, l.ends[k-2], l.ends[k-1]
+}
+
+// mergeLast merges the last two runs into one.
+func (l *pairLog) mergeLast(buf *[]ocPair) {
+	a, m, b := l.lastRuns()
+	mergeRuns(l.ps[a:b], m-a, buf)
+	l.ends[len(l.ends)-2] = b
+	l.ends = l.ends[:len(l.ends)-1]
 }
 
 // sorted returns the pairs in order, merging the runs into one.
 func (l *pairLog) sorted(buf *[]ocPair) []ocPair {
 	l.sortTail(buf)
-	for k := len(l.ends); k >= 2; k = len(l.ends) {
-		a := 0
-		if k >= 3 {
-			a = l.ends[k-3]
-		}
-		mergeRuns(l.ps[a:l.ends[k-1]], l.ends[k-2]-a, buf)
-		l.ends[k-2] = l.ends[k-1]
-		l.ends = l.ends[:k-1]
+	for len(l.ends) >= 2 {
+		l.mergeLast(buf)
 	}
 	return l.ps
 }
@@ -296,7 +302,6 @@ func (o *incOC) recount(e *Incremental, w *recountScratch) {
 		o.remAsc[c], o.remDesc[c] = uint32(ra), uint32(rd)
 	}
 	o.dirty = o.dirty[:0]
-	o.ripe = o.ripe[:0]
 	ns := float64(time.Since(start).Nanoseconds()) - recountChangeNs*float64(o.ins+o.del)
 	o.rowNs = max(ns, 1) / float64(max(o.lastRows, 1))
 	o.ins, o.del, o.mustRecount = 0, 0, false
@@ -543,17 +548,9 @@ func pushTailFrom(t []uint64, x uint64, from int) ([]uint64, int) {
 	// step halves k.
 	for k := hi - lo + 1; k > 1; {
 		half := k >> 1
-		lo += half & -b2i(t[lo+half-1] <= x)
+		lo += half & -boolIndex(t[lo+half-1] <= x)
 		k -= half
 	}
 	t[lo] = x
 	return t, lo
-}
-
-// b2i is 1 for true, 0 for false (a SETcc, no branch).
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

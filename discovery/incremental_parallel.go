@@ -173,13 +173,7 @@ func (e *Incremental) listTrees() {
 // the classes they leave (as x still has them), then each node, after its
 // FDs, lets them go, one structure at a time.
 func (t *incTree) leave(e *Incremental, rs span) {
-	for _, o := range t.ocs {
-		if !o.stale && !o.x.stale {
-			for s := rs.from; s != rs.to; s++ {
-				o.touch(e, o.x.class(s&e.mask), s, false)
-			}
-		}
-	}
+	t.touchOCs(e, rs, false)
 	for _, nd := range t.nodes {
 		if nd.stale {
 			continue
@@ -214,11 +208,18 @@ func (t *incTree) enter(e *Incremental, rs span) {
 			}
 		}
 	}
+	t.touchOCs(e, rs, true)
+}
+
+// touchOCs marks, in each of t's OCs that is not stale, the classes the
+// rows of rs entered or leave.
+func (t *incTree) touchOCs(e *Incremental, rs span, entered bool) {
 	for _, o := range t.ocs {
-		if !o.stale && !o.x.stale {
-			for s := rs.from; s != rs.to; s++ {
-				o.touch(e, o.x.class(s&e.mask), s, true)
-			}
+		if o.stale || o.x.stale {
+			continue
+		}
+		for s := rs.from; s != rs.to; s++ {
+			o.touch(e, o.x.class(s&e.mask), s, entered)
 		}
 	}
 }
