@@ -366,7 +366,7 @@ func (m *Monitor) consume(ctx context.Context) error {
 	for {
 		gen, err := m.nextGeneration(ctx, cg)
 		if err != nil {
-			if ctx.Err() != nil {
+			if ending(ctx) {
 				m.leave(cg)
 				return nil
 			}

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -168,8 +169,8 @@ func (h *brokerHealth) retryBroker(ctx context.Context, who string, op func(cont
 			h.ok(who)
 			return nil
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		if ending(ctx) {
+			return cmp.Or(ctx.Err(), context.DeadlineExceeded)
 		}
 		if permanentKafkaError(err) {
 			return fmt.Errorf("%s: %w", who, err)

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -33,5 +34,25 @@ func TestEnding(t *testing.T) {
 		if got := ending(tt.ctx); got != tt.want {
 			t.Errorf("%s: ending = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestRetryBrokerAtDeadline: an operation failing once the run's deadline
+// has passed (Err not yet set) ends the retry loop with DeadlineExceeded,
+// and is not reported as a broker failure.
+func TestRetryBrokerAtDeadline(t *testing.T) {
+	h := newBrokerHealth(testLogger(t))
+	calls := 0
+	err := h.retryBroker(lateCtx{context.Background()}, "fetch t/0", func(context.Context) error {
+		calls++
+		return errors.New("i/o timeout")
+	})
+	if !errors.Is(err, context.DeadlineExceeded) || calls != 1 {
+		t.Errorf("retryBroker: %v after %d calls, want DeadlineExceeded after 1", err, calls)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.failing) != 0 || !h.since.IsZero() {
+		t.Errorf("the deadline was recorded as a broker failure: failing %v", h.failing)
 	}
 }
