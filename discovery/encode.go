@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -54,6 +55,14 @@ func Encode(cols []DictColumn) (*Table, error) {
 // lengths, a code points outside its dictionary, or an ordinal declaration
 // does not fit the table (ErrOrdinal).
 func EncodeTyped(cols []DictColumn, ty Typing) (*Table, error) {
+	return EncodeTypedPause(context.Background(), cols, ty, nil)
+}
+
+// EncodeTypedPause is EncodeTyped passing pause, when not nil, before each
+// column (columns encode independently), as Options.Pause is passed
+// between discovery's units of work: a whole window's encoding is one unit
+// far longer than discovery's others. It returns pause's error as it is.
+func EncodeTypedPause(ctx context.Context, cols []DictColumn, ty Typing, pause func(context.Context) error) (*Table, error) {
 	t := &Table{Columns: make([]Column, len(cols))}
 	if len(cols) > 0 {
 		t.Rows = len(cols[0].Codes)
@@ -64,6 +73,11 @@ func EncodeTyped(cols []DictColumn, ty Typing) (*Table, error) {
 		}
 	}
 	for i := range cols {
+		if pause != nil {
+			if err := pause(ctx); err != nil {
+				return nil, err
+			}
+		}
 		if len(cols[i].Codes) != t.Rows {
 			return nil, fmt.Errorf("encode: column %q has %d rows, column %q has %d",
 				cols[i].Name, len(cols[i].Codes), cols[0].Name, t.Rows)

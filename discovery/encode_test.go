@@ -1,7 +1,9 @@
 package discovery
 
 import (
+	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -251,5 +253,35 @@ func TestEncodeTyping(t *testing.T) {
 				t.Errorf("%v: error %q does not name %s on one line", tc.ty, err, w)
 			}
 		}
+	}
+}
+
+// TestEncodeTypedPause: the pause runs before each column, and its error
+// stops the encoding as it is.
+func TestEncodeTypedPause(t *testing.T) {
+	cols := []DictColumn{
+		{Name: "a", Dict: []string{"1", "2"}, Codes: []uint32{1, 2, 0}},
+		{Name: "b", Dict: []string{"x"}, Codes: []uint32{1, 1, 1}},
+		{Name: "c", Dict: []string{"2026-01-01"}, Codes: []uint32{0, 1, 1}},
+	}
+	want, err := EncodeTyped(cols, Typing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	got, err := EncodeTypedPause(context.Background(), cols, Typing{}, func(context.Context) error { calls++; return nil })
+	if err != nil || !reflect.DeepEqual(got, want) || calls != len(cols) {
+		t.Fatalf("err %v, %d pauses for %d columns, equal to EncodeTyped: %v", err, calls, len(cols), reflect.DeepEqual(got, want))
+	}
+	errStop := errors.New("stop")
+	calls = 0
+	_, err = EncodeTypedPause(context.Background(), cols, Typing{}, func(context.Context) error {
+		if calls++; calls == 2 {
+			return errStop
+		}
+		return nil
+	})
+	if err != errStop || calls != 2 {
+		t.Fatalf("err %v after %d pauses, want the pause's error at the second", err, calls)
 	}
 }

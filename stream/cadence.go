@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -422,46 +421,33 @@ func (s *streamRun) pauseDiscovery(ctx context.Context) error {
 }
 
 // discoverSnapshot is the discovery path of two cadences on one window:
-// encode it as the checks type it (encodeColumns), then discover
+// encode it as the checks type it (encodeSnapshot), then discover
 // (evalEnv.discover), both passing e.pause between units of work. It
 // returns a *stepError when encoding fails, ctx's error when ctx is done.
 func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq uint64) (discoveryOutcome, error) {
 	cols := snap.Columns()
-	table, err := encodeColumns(ctx, cols, e.cfg.typingFor(cols), e.pause)
+	table, err := encodeSnapshot(ctx, cols, e.cfg.typingFor(cols), e.pause)
 	if err != nil {
 		return discoveryOutcome{}, err
 	}
 	return e.discover(ctx, table, endSeq)
 }
 
-// encodeColumns is discovery.EncodeTyped(cols, ty) one column at a time
-// (columns encode independently), passing pause, when set, before each:
-// encoding a whole window at once is one unit of work far longer than
-// discovery's others (0.4 s for 100k rows of 20 fields). Unlike
-// EncodeTyped it ignores an ordinal declaration of a column cols lacks
-// (typingFor leaves those out). It returns a *stepError when encoding
-// fails, pause's error when it fails.
-func encodeColumns(ctx context.Context, cols []discovery.DictColumn, ty discovery.Typing, pause func(context.Context) error) (*discovery.Table, error) {
-	t := &discovery.Table{Columns: make([]discovery.Column, 0, len(cols))}
-	for i := range cols {
-		if pause != nil {
-			if err := pause(ctx); err != nil {
-				return nil, err
-			}
-		}
-		one := discovery.Typing{OrderText: ty.OrderText}
-		if list, ok := ty.Ordinal[cols[i].Name]; ok {
-			one.Ordinal = map[string][]string{cols[i].Name: list}
-		}
-		ct, err := discovery.EncodeTyped(cols[i:i+1], one)
-		if err != nil {
-			return nil, &stepError{"encode", err}
-		}
-		if i > 0 && ct.Rows != t.Rows {
-			return nil, &stepError{"encode", fmt.Errorf("column %q has %d rows, column %q has %d", cols[i].Name, ct.Rows, cols[0].Name, t.Rows)}
-		}
-		t.Rows = ct.Rows
-		t.Columns = append(t.Columns, ct.Columns...)
+// encodeSnapshot encodes cols typed by ty (discovery.EncodeTypedPause),
+// passing pause, when set, before each column. It returns pause's error as
+// it is, a *stepError when encoding fails.
+func encodeSnapshot(ctx context.Context, cols []discovery.DictColumn, ty discovery.Typing, pause func(context.Context) error) (*discovery.Table, error) {
+	var paused error
+	track := pause
+	if pause != nil {
+		track = func(ctx context.Context) error { paused = pause(ctx); return paused }
+	}
+	t, err := discovery.EncodeTypedPause(ctx, cols, ty, track)
+	switch {
+	case paused != nil:
+		return nil, paused
+	case err != nil:
+		return nil, &stepError{"encode", err}
 	}
 	return t, nil
 }

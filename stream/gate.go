@@ -25,7 +25,7 @@ const (
 // discovery it merges (waitMerge: the check needs that discovery to end).
 // Both call it under mailbox.mu, so that the queue and the gate change
 // together. The discovery goroutine waits on it before encoding each
-// column of its snapshot (encodeColumns), and its workers
+// column of its snapshot (encodeSnapshot), and its workers
 // (discovery.Options.Pause) before each unit of work: one node's
 // partition, one candidate's validation.
 //

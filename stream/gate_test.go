@@ -137,25 +137,22 @@ func TestCheckGateSlice(t *testing.T) {
 	}
 }
 
-// TestEncodeColumns: discovery's encoding one column at a time, pausing
-// before each, gives EncodeTyped's table; a pause's error stops it.
-func TestEncodeColumns(t *testing.T) {
+// TestEncodeSnapshot: discovery's encoding with the gate's pause gives
+// EncodeTyped's table, a pause's error stops it as it is, and an encoding
+// error is the encode step's.
+func TestEncodeSnapshot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	const rows = 300
 	gen := map[string]func() string{
 		"num":  func() string { return strconv.Itoa(rng.IntN(50) - 10) },
 		"ts":   func() string { return time.Unix(int64(rng.IntN(1e6)), 0).UTC().Format(time.RFC3339) },
-		"text": func() string { return "v" + strconv.Itoa(rng.IntN(7)) },
 		"size": func() string { return []string{"S", "M", "L"}[rng.IntN(3)] },
 	}
 	var cols []discovery.DictColumn
-	for _, name := range []string{"num", "size", "text", "ts"} {
+	for _, name := range []string{"num", "size", "ts"} {
 		c := discovery.DictColumn{Name: name, Codes: make([]uint32, rows)}
 		at := map[string]uint32{}
 		for r := range rows {
-			if rng.IntN(10) == 0 {
-				continue // NULL
-			}
 			v := gen[name]()
 			if _, ok := at[v]; !ok {
 				c.Dict = append(c.Dict, v)
@@ -165,43 +162,24 @@ func TestEncodeColumns(t *testing.T) {
 		}
 		cols = append(cols, c)
 	}
-	for _, ty := range []discovery.Typing{
-		{},
-		{OrderText: true},
-		{Ordinal: map[string][]string{"size": {"S", "M", "L"}, "text": nil}},
-	} {
-		want, err := discovery.EncodeTyped(cols, ty)
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls := 0
-		got, err := encodeColumns(context.Background(), cols, ty, func(context.Context) error { calls++; return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("typing %+v: encoded one column at a time differs from EncodeTyped", ty)
-		}
-		if calls != len(cols) {
-			t.Fatalf("pause called %d times for %d columns", calls, len(cols))
-		}
+	ty := discovery.Typing{Ordinal: map[string][]string{"size": {"S", "M", "L"}}}
+	want, err := discovery.EncodeTyped(cols, ty)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// A value missing from its ordinal list fails as EncodeTyped does.
-	ty := discovery.Typing{Ordinal: map[string][]string{"size": {"S", "M"}}}
-	_, want := discovery.EncodeTyped(cols, ty)
-	_, err := encodeColumns(context.Background(), cols, ty, nil)
-	if want == nil || err == nil || !errors.Is(err, discovery.ErrOrdinal) {
-		t.Fatalf("err %v, want one like EncodeTyped's %v", err, want)
+	calls := 0
+	got, err := encodeSnapshot(context.Background(), cols, ty, func(context.Context) error { calls++; return nil })
+	if err != nil || !reflect.DeepEqual(got, want) || calls != len(cols) {
+		t.Fatalf("err %v, %d pauses for %d columns; equal to EncodeTyped: %v", err, calls, len(cols), reflect.DeepEqual(got, want))
 	}
 	errStop := errors.New("stop")
-	calls := 0
-	_, err = encodeColumns(context.Background(), cols, discovery.Typing{}, func(context.Context) error {
-		if calls++; calls == 2 {
-			return errStop
-		}
-		return nil
-	})
-	if err != errStop || calls != 2 {
-		t.Fatalf("err %v after %d pauses, want the pause's error at the second", err, calls)
+	_, err = encodeSnapshot(context.Background(), cols, ty, func(context.Context) error { return errStop })
+	if err != errStop {
+		t.Fatalf("err %v, want the pause's error as it is", err)
+	}
+	_, err = encodeSnapshot(context.Background(), cols, discovery.Typing{Ordinal: map[string][]string{"size": {"S", "M"}}}, nil)
+	var se *stepError
+	if !errors.As(err, &se) || !errors.Is(err, discovery.ErrOrdinal) {
+		t.Fatalf("err %v, want the encode step's ErrOrdinal", err)
 	}
 }
