@@ -596,9 +596,9 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 }
 
 // record is the one place an evaluation's outcome leaves the evaluator:
-// the tracker state, the observed errors (history) and the events are saved
-// in one synced batch (the outbox), the state is published to the state
-// topic, the metrics are updated and the events delivered.
+// the tracker state and the events are saved in one synced batch (the
+// outbox), the state is published to the state topic, the metrics are
+// updated and the events delivered.
 func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) error {
 	trackerState, err := s.tracker.MarshalJSON()
 	if err != nil {

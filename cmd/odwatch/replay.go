@@ -90,7 +90,7 @@ func (a *autoShare) UnmarshalYAML(unmarshal func(any) error) error {
 const minScoreHelp = "do not track new dependencies whose score (share of row pairs their context groups) is below this: a share, or auto = 3/window records (a near-key context, whose records share their class with fewer than 2 others on average)"
 
 // discoverEveryHelp is the help of --discover-every for run and replay.
-const discoverEveryHelp = "run full discovery every D records (a multiple of --every) on its own goroutine, the tracked rules being re-checked incrementally every --every records; D = --every runs discovery at every evaluation (default: the window size rounded up to a multiple of --every; --every with --interval or an --ordinal value list)"
+const discoverEveryHelp = "run full discovery every D records (a multiple of --every), apart from the checks (run: on its own goroutine), the tracked rules being re-checked incrementally every --every records; D = --every runs discovery at every evaluation (default: the window size rounded up to a multiple of --every; --every with --interval or an --ordinal value list)"
 
 // marginHelp is the help of --margin for run and replay.
 const marginHelp = "hysteresis margin around epsilon: a share, or auto = 3 standard errors of a proportion at epsilon in a window of its size, at most epsilon/2"
