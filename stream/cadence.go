@@ -802,14 +802,10 @@ func (e evalEnv) count(c *checker, deps []discovery.Dependency) ([]discovery.Inc
 // of the events' related dependencies, which the status history keeps
 // (encodeStatusEvent), are taken on the same table into out.related.
 func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOutcome) {
-	need := false
-	for i := range out.events {
-		need = need || carriesSample(&out.events[i])
-	}
-	if !need {
+	deps, at := sampledDependencies(out.events)
+	if len(deps) == 0 {
 		return
 	}
-	deps, at := sampledDependencies(out.events)
 	cols := sampledColumns(c.eng.DictColumns(), deps)
 	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
 	if err != nil {

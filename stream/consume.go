@@ -123,8 +123,12 @@ func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
 }
 
 // restore rebuilds the window mirror, the position and the tracker from the
-// store.
+// store, once deleting the per-dependency history older versions wrote
+// (nothing writes it any more; a failure costs disk and is logged).
 func (s *streamRun) restore(ctx context.Context) error {
+	if err := s.m.store.DropLegacyHistory(s.name); err != nil {
+		s.log.Warn("drop legacy history", "err", err)
+	}
 	next, nextSeq, err := s.m.store.Position(s.name)
 	if err != nil {
 		return fmt.Errorf("stream %s: read position: %w", s.name, err)

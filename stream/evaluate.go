@@ -647,12 +647,9 @@ const (
 	deliveredKeep = 7 * 24 * time.Hour
 )
 
-// housekeeping prunes the stream's old delivery markers and deletes the
-// legacy history. Failures are logged: they cost disk, not correctness.
+// housekeeping prunes the stream's old delivery markers. Failures are
+// logged: they cost disk, not correctness.
 func (s *streamRun) housekeeping(now time.Time) {
-	if err := s.m.store.DropLegacyHistory(s.name); err != nil {
-		s.log.Warn("drop legacy history", "err", err)
-	}
 	if err := s.m.store.PruneDelivered(s.name, now.Add(-deliveredKeep)); err != nil {
 		s.log.Warn("prune delivery markers", "err", err)
 	}
