@@ -271,6 +271,7 @@ type recountScratch struct {
 	la, lb   []uint64
 	mla, mlb []uint64 // merged pairs (see merge)
 	tails    []uint64
+	pos      []uint32 // each row's place among the tails (see backtrack)
 	runs     []ocPair // pairLog's merges
 }
 
@@ -326,7 +327,7 @@ func (o *incOC) recountSmall(e *Incremental, w *recountScratch, c uint32) (asc, 
 		lb = append(lb, it.lb)
 	}
 	w.la, w.lb = la, lb
-	return o.lnds(w, la, lb)
+	return o.lnds(w, la, lb, [2]*[]uint64{})
 }
 
 // sortPairs sorts pairs: a quicksort with a median-of-three pivot, and
@@ -414,7 +415,7 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		sc.dead.reset()
 	}
 	sc.merged, sc.presorted = e.to, e.to
-	return o.lnds(w, sc.la, sc.lb)
+	return o.lnds(w, sc.la, sc.lb, [2]*[]uint64{})
 }
 
 // merge rebuilds sc's pairs without the pairs of dead and with
@@ -485,14 +486,21 @@ func gallopPairs(la, lb []uint64, from int, p ocPair) int {
 // lnds returns the removals of one class ordered by (la, lb): the rows
 // outside a longest non-decreasing subsequence of lb (asc), and, reading
 // each run of equal la backwards, of a longest non-increasing one (desc).
+// For each polarity p with keep[p] non-nil it also records in *keep[p] one
+// largest consistent subset, as a bitset over the positions (see
+// backtrack).
 //
 // Within a run of equal la the values pushed only grow (lb ascending, or
 // its complement read backwards), so each one's place among the tails is
 // after the previous one's: it is searched galloping from there, and a
 // long run (a column with few values) costs a step or two a row instead of
 // a binary search of all the tails.
-func (o *incOC) lnds(w *recountScratch, la, lb []uint64) (asc, desc int) {
+func (o *incOC) lnds(w *recountScratch, la, lb []uint64, keep [2]*[]uint64) (asc, desc int) {
 	if o.asc {
+		rec := keep[0] != nil
+		if rec {
+			w.pos = slices.Grow(w.pos[:0], len(la))[:len(la)]
+		}
 		t := w.tails[:0]
 		for i := 0; i < len(la); {
 			at := -1 // place of the run's previous value; -1: none yet
@@ -501,12 +509,22 @@ func (o *incOC) lnds(w *recountScratch, la, lb []uint64) (asc, desc int) {
 					break
 				}
 				t, at = pushTailFrom(t, lb[i], at+1)
+				if rec {
+					w.pos[i] = uint32(at)
+				}
 			}
 		}
 		w.tails = t
 		asc = len(lb) - len(t)
+		if rec {
+			*keep[0] = backtrack(*keep[0], la, lb, w.pos, len(t), false)
+		}
 	}
 	if o.desc {
+		rec := keep[1] != nil
+		if rec {
+			w.pos = slices.Grow(w.pos[:0], len(la))[:len(la)]
+		}
 		t := w.tails[:0]
 		for i := 0; i < len(la); {
 			j := i + 1
@@ -516,11 +534,17 @@ func (o *incOC) lnds(w *recountScratch, la, lb []uint64) (asc, desc int) {
 			at := -1
 			for k := j - 1; k >= i; k-- {
 				t, at = pushTailFrom(t, ^lb[k], at+1)
+				if rec {
+					w.pos[k] = uint32(at)
+				}
 			}
 			i = j
 		}
 		w.tails = t
 		desc = len(lb) - len(t)
+		if rec {
+			*keep[1] = backtrack(*keep[1], la, lb, w.pos, len(t), true)
+		}
 	}
 	return asc, desc
 }
