@@ -163,7 +163,8 @@ type lattice struct {
 // concurrently; its Level is the context size plus one.
 //
 // opts.Pause, when set, is passed by every worker before each partition
-// product and candidate validation, and at each level's start.
+// product and candidate validation, within a validation every pauseRows
+// rows of work, and at each level's start.
 //
 // A table without rows yields no dependencies. When ctx is cancelled or its
 // deadline passes (or opts.Pause returns an error), Discover returns the
@@ -231,8 +232,10 @@ func newLattice(t *Table, opts Options) *lattice {
 }
 
 // parallel runs fn(validator, i) for i in [0, n) on the worker pool,
-// each worker passing opts.Pause before each i. It returns ctx's error, or
-// the first error Pause returned (which stops every worker).
+// each worker passing opts.Pause before each i and, through its
+// Validator's pause, every pauseEvery rows of work within one (a long
+// validation). It returns ctx's error, or the first error Pause returned
+// (which stops every worker).
 func (l *lattice) parallel(ctx context.Context, n int, fn func(v *Validator, i int)) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -241,6 +244,10 @@ func (l *lattice) parallel(ctx context.Context, n int, fn func(v *Validator, i i
 	for w := range min(l.workers, n) {
 		v := l.validators[w]
 		wg.Go(func() {
+			if l.opts.Pause != nil {
+				v.pause = func() { l.pauseWithin(ctx, stop) }
+				defer func() { v.pause = nil }()
+			}
 			for ctx.Err() == nil {
 				if err := l.pause(ctx); err != nil {
 					stop(err)
@@ -259,6 +266,18 @@ func (l *lattice) parallel(ctx context.Context, n int, fn func(v *Validator, i i
 		return context.Cause(ctx)
 	}
 	return nil
+}
+
+// pauseWithin is opts.Pause passed within a unit of work (the
+// Validator's pause): its error stops every worker through stop, and once
+// ctx is done the unit runs to its end without pausing, its result unused.
+func (l *lattice) pauseWithin(ctx context.Context, stop context.CancelCauseFunc) {
+	if ctx.Err() != nil {
+		return
+	}
+	if err := l.opts.Pause(ctx); err != nil {
+		stop(err)
+	}
 }
 
 // pause waits as opts.Pause says (nil without one).

@@ -3,8 +3,11 @@ package discovery
 import (
 	"context"
 	"errors"
+	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -186,5 +189,152 @@ func TestDiscoverPause(t *testing.T) {
 			t.Fatalf("err %v, want context.Canceled", r.err)
 		}
 		completedPrefix(t, r.d)
+	})
+}
+
+// discoverEvery is Discover with every worker's Validator pausing every
+// `every` rows of work (pauseEvery forced) instead of every pauseRows.
+func discoverEvery(ctx context.Context, t *Table, opts Options, every int) (*Discovery, error) {
+	l := newLattice(t, opts)
+	for _, v := range l.validators {
+		v.pauseEvery = every
+	}
+	err := l.run(ctx)
+	d := &Discovery{Rows: t.Rows, Epsilon: opts.Epsilon, Complete: err == nil, Dependencies: l.results(), Stats: l.stats}
+	return d, err
+}
+
+// withinUnit reports whether the Pause being called was passed from
+// within a unit of work: by a Validator's tick.
+func withinUnit() bool {
+	pc := make([]uintptr, 32)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "(*Validator).tick") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
+}
+
+// TestDiscoverPauseWithinUnits: the validators pass Options.Pause within a
+// long unit of work too, every pauseEvery rows (forced to 1 here, so that
+// every class or bucket pauses); pausing there changes no result, blocks
+// the unit until it lets go, and an error there stops the run as one
+// between units does.
+func TestDiscoverPauseWithinUnits(t *testing.T) {
+	tab := pauseTable()
+	opts := Options{Epsilon: 0.1, Workers: 2}
+	base, err := Discover(context.Background(), tab, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pauseRows <= 1 || NewValidator().pauseEvery != pauseRows {
+		t.Fatalf("a Validator pauses every %d rows, want pauseRows (%d) > 1", NewValidator().pauseEvery, pauseRows)
+	}
+
+	t.Run("called within units, same result", func(t *testing.T) {
+		count := func(every int) (units, within int64) {
+			var u, w atomic.Int64
+			o := opts
+			o.Pause = func(context.Context) error {
+				if withinUnit() {
+					w.Add(1)
+				} else {
+					u.Add(1)
+				}
+				return nil
+			}
+			d, err := discoverEvery(context.Background(), tab, o, every)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(discoveryLines(d), discoveryLines(base)) {
+				t.Fatalf("pausing every %d rows:\n%q\nwithout:\n%q", every, discoveryLines(d), discoveryLines(base))
+			}
+			return u.Load(), w.Load()
+		}
+		units, within := count(1)
+		if within < units {
+			t.Fatalf("pausing every row: %d calls within units for %d between them, want more within", within, units)
+		}
+		if u, w := count(math.MaxInt); w != 0 || u != units {
+			t.Fatalf("never pausing within units: %d calls within, %d between (want 0 and %d)", w, u, units)
+		}
+	})
+
+	t.Run("blocks within a unit, then same result", func(t *testing.T) {
+		release := make(chan struct{})
+		var blocked atomic.Int64
+		o := opts
+		o.Pause = func(ctx context.Context) error {
+			if !withinUnit() {
+				return nil
+			}
+			select {
+			case <-release:
+				return nil
+			default:
+			}
+			blocked.Add(1)
+			defer blocked.Add(-1)
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		type res struct {
+			d   *Discovery
+			err error
+		}
+		done := make(chan res, 1)
+		go func() {
+			d, err := discoverEvery(context.Background(), tab, o, 1)
+			done <- res{d, err}
+		}()
+		waitUntil(t, "a worker to block within a unit", func() bool { return blocked.Load() > 0 })
+		select {
+		case <-done:
+			t.Fatal("Discover returned while a worker was paused")
+		default:
+		}
+		close(release)
+		r := <-done
+		if r.err != nil || !r.d.Complete {
+			t.Fatalf("err %v complete %v", r.err, r.d.Complete)
+		}
+		if !slices.Equal(discoveryLines(r.d), discoveryLines(base)) {
+			t.Fatalf("after a pause:\n%q\nwithout:\n%q", discoveryLines(r.d), discoveryLines(base))
+		}
+	})
+
+	t.Run("error within a unit stops the run", func(t *testing.T) {
+		errStop := errors.New("stop")
+		var calls atomic.Int64
+		o := opts
+		o.Pause = func(context.Context) error {
+			if withinUnit() && calls.Add(1) >= 200 {
+				return errStop
+			}
+			return nil
+		}
+		d, err := discoverEvery(context.Background(), tab, o, 1)
+		if !errors.Is(err, errStop) {
+			t.Fatalf("err %v, want one wrapping Pause's", err)
+		}
+		if d.Complete || d.Stats.Levels >= base.Stats.Levels {
+			t.Fatalf("stopped run: complete %v, %d levels of %d", d.Complete, d.Stats.Levels, base.Stats.Levels)
+		}
+		want := discoveryLines(base)
+		for _, line := range discoveryLines(d) {
+			if !slices.Contains(want, line) {
+				t.Errorf("partial result has %q, not in the full one", line)
+			}
+		}
 	})
 }

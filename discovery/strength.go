@@ -93,6 +93,7 @@ func (v *Validator) OFDStrength(p *StrippedPartition, a *Column, pdepA float64) 
 			counts[ranks[r]] = 0
 		}
 		sum += float64(sq) / float64(len(cls))
+		v.tick(len(cls))
 	}
 	domX := p.NumClasses() + n - p.Covered()
 	return fdStrength(sum/float64(n), pdepA, n, domX)
@@ -160,6 +161,7 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *Column, pol P
 			j := rng.next() % uint64(k+1)
 			bs[k], bs[j] = bs[j], bs[k]
 		}
+		v.tick(len(cls))
 		keys := v.shuffleKeys[:0]
 		for k, r := range cls {
 			bRank := bs[k]
@@ -175,6 +177,7 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *Column, pol P
 			keys, tmp = tmp, keys
 		}
 		v.shufflePerm = tmp[:0]
+		v.tick(len(cls))
 		mask := uint64(1)<<bitsB - 1
 		tails := bs[:0] // the B values are in keys now
 		for _, k := range keys {
@@ -187,6 +190,7 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *Column, pol P
 		}
 		removals += len(cls) - len(tails)
 		v.shuffleKeys, v.shuffleTails = keys[:0], tails[:0]
+		v.tick(len(cls))
 	}
 	return removals
 }

@@ -234,8 +234,10 @@ type Options struct {
 	MinStrength float64
 	// Pause, when set, lets the caller take the CPU back from a running
 	// Discover: every worker calls it before each unit of work (one
-	// node's partition, one candidate's validation, never per row), and
-	// Discover calls it at each level's start. It blocks for as long as
+	// node's partition, one candidate's validation), within a long
+	// validation every few thousand rows of work (between classes, or
+	// buckets of one large class; never per row), and Discover calls it
+	// at each level's start. It blocks for as long as
 	// the caller wants discovery to wait and returns nil to go on, or an
 	// error (typically ctx's) to stop the run, which then ends as a
 	// cancel does: the levels completed, Complete false, and an error

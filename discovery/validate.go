@@ -47,6 +47,32 @@ type Validator struct {
 	// Buffers of OCShuffledRemovals.
 	shufflePerm, shuffleKeys []uint64
 	shuffleTails             []uint32
+	// pause, when set, is called between pieces of about pauseEvery rows
+	// of one validation (tick), so that its caller (the lattice's worker:
+	// Options.Pause) can take the CPU back in the middle of a long one:
+	// one class of a 100k-row window takes milliseconds. spent counts the
+	// rows since the last call.
+	pause      func()
+	pauseEvery int
+	spent      int
+}
+
+// pauseRows is the Validator's default pauseEvery: a few hundred
+// microseconds of work (rows read, bucketed or sorted) between two calls
+// of its pause.
+const pauseRows = 1 << 13
+
+// tick counts rows of work done and calls v.pause (when set) once
+// pauseEvery of them have passed since the last call.
+func (v *Validator) tick(rows int) {
+	if v.pause == nil {
+		return
+	}
+	v.spent += rows
+	if v.spent >= v.pauseEvery {
+		v.spent = 0
+		v.pause()
+	}
 }
 
 // largestFirst returns p's class indices by size descending (ties by
@@ -64,7 +90,7 @@ func (v *Validator) largestFirst(p *StrippedPartition) []uint32 {
 }
 
 // NewValidator returns a Validator with empty buffers; they grow on demand.
-func NewValidator() *Validator { return &Validator{} }
+func NewValidator() *Validator { return &Validator{pauseEvery: pauseRows} }
 
 // Product returns the stripped partition of the union of p's and q's
 // contexts, using the Validator's probe table.
@@ -107,6 +133,7 @@ func (v *Validator) OFDRemovals(p *StrippedPartition, a *Column, budget int) int
 		if budget >= 0 && removals > budget {
 			return removals
 		}
+		v.tick(len(cls))
 	}
 	return removals
 }
@@ -172,17 +199,21 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, want
 			// No swap without two values of each: 0 removals for both
 			// polarities. Deep in the lattice many classes are like this,
 			// and a class that is not usually shows it at its second row.
+			v.tick(len(cls))
 			continue
 		}
 		if budget != 0 && len(cls) <= smallClass {
 			da, dd := smallClassRemovals(cls, ar, br, bitsB, maxB)
 			asc += da
 			desc += dd
+			v.tick(len(cls))
 		} else if budget != 0 && (len(cls) >= lazyMin || bitsB <= 6) {
+			// lazyClass ticks bucket by bucket.
 			da, dd := v.lazyClass(cls, ar, br, a.Cardinality, bitsB, maxB, wantAsc, wantDesc, remAsc, remDesc)
 			asc += da
 			desc += dd
 		} else {
+			v.tick(len(cls))
 			keys := v.keys[:len(cls)]
 			for j, r := range cls {
 				keys[j] = uint64(ar[r])<<bitsB | uint64(br[r])
@@ -365,6 +396,7 @@ func (v *Validator) lazyClass(cls, ar, br []uint32, cardA int, bitsB uint, maxB 
 		} else if wantDesc && !v.descState.feedDesc(run, bitsB, mask, maxB, remDesc) {
 			wantDesc = false
 		}
+		v.tick(len(run))
 	}
 	clear(cnt)
 	return v.ascState.removals(), v.descState.removals()
@@ -426,6 +458,7 @@ func (v *Validator) smallBClass(cls, ar, br []uint32, cnt []uint32, loA, maxB ui
 		for m := occ; m != 0; m &= m - 1 {
 			hist[bits.TrailingZeros64(m)] = 0
 		}
+		v.tick(len(run))
 	}
 	clear(cnt)
 	return v.ascSmall.removals(), v.descSmall.removals()
