@@ -108,6 +108,9 @@ type Incremental struct {
 	sp                   spreader
 	flushParallelMin     int
 	switched, relabelled []bool
+	// fdStride is the words of an FD's block per class of X
+	// (defaultFDStride; see incFD), taken when the FD is rebuilt.
+	fdStride int
 }
 
 type incDep struct {
@@ -203,6 +206,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		presortMin:    defaultPresortMin,
 
 		flushParallelMin: defaultFlushParallelMin,
+		fdStride:         defaultFDStride,
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin
@@ -917,7 +921,7 @@ func (e *Incremental) settle() {
 	e.rebuildNodes()
 	for _, f := range e.fds {
 		if f.stale || f.x.stale || f.xa.stale {
-			f.rebuild()
+			f.rebuild(e.fdStride)
 			f.stale = false
 		}
 	}
@@ -956,27 +960,6 @@ func (e *Incremental) rebuildNodes() {
 	}
 	if stale > 0 {
 		e.spread(phaseRebuild, len(e.trees), e.n*stale, e.flushParallelMin)
-	}
-}
-
-// rebuild recomputes the FD's counts from its nodes' classes.
-func (f *incFD) rebuild() {
-	f.reset()
-	for r, k := range f.xa.size {
-		if k == 0 {
-			continue
-		}
-		var cx uint32 // the class of X: 0 for the empty context
-		if f.xa.parent != nil {
-			cx = uint32(f.xa.keys[r] >> 32)
-		}
-		f.counts(cx, k)[k]++
-		f.largest[cx] = max(f.largest[cx], k)
-	}
-	for cx, m := range f.largest {
-		if int(cx) < len(f.x.size) {
-			f.removals += int(f.x.size[cx]) - int(m)
-		}
 	}
 }
 

@@ -186,6 +186,9 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	if g.r.IntN(2) == 0 {
 		e.flushParallelMin = 0 // every phase of flush and settle on two goroutines (with two cores)
 	}
+	if g.r.IntN(2) == 0 {
+		e.fdStride = 2 + g.r.IntN(8) // FD blocks of 0 to 3 pairs, out of line from 2 to 9 rows
+	}
 	at := make([]int, len(g.names)) // engine column of each model column
 	for i, name := range g.names {
 		at[i] = e.Column(name)
@@ -236,6 +239,7 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 			cuts = append(cuts, g.r.IntN(len(m.rows)+1))
 		}
 		got := e.Check(cuts)
+		checkFDState(t, e)
 		want := m.removals(t, deps)
 		if e.Len() != len(m.rows) {
 			t.Fatalf("seed %d step %d: %d rows, model %d", seed, step, e.Len(), len(m.rows))
@@ -417,6 +421,24 @@ func checkDictColumns(t testing.TB, e *Incremental, m *incModel, at []int) {
 		for r, code := range dc.Codes {
 			if code != 0 {
 				t.Fatalf("DictColumns: added column %s has a value in row %d", dc.Name, r)
+			}
+		}
+	}
+}
+
+// checkFDState checks that each FD's state, updated row by row, is what
+// rebuilding it from its nodes gives.
+func checkFDState(t testing.TB, e *Incremental) {
+	t.Helper()
+	for _, f := range e.fds {
+		g := &incFD{x: f.x, xa: f.xa}
+		g.rebuild(int(f.stride))
+		if g.removals != f.removals {
+			t.Fatalf("FD %s: %d removals, rebuilt %d", f.xa.key, f.removals, g.removals)
+		}
+		for cx := range uint32(max(len(f.blk), len(g.blk)) / int(f.stride)) {
+			if got, want := f.counts(cx), g.counts(cx); !slices.Equal(got[1:], want[1:]) {
+				t.Fatalf("FD %s (stride %d) class %d: counts %v, rebuilt %v", f.xa.key, f.stride, cx, got, want)
 			}
 		}
 	}

@@ -1,0 +1,379 @@
+package discovery
+
+// incFD keeps the g3 removals of X: [] -> A exact as rows come and go: per
+// class of X (node x), how many classes of X+A (node xa, whose parent is x)
+// have each size (count-of-counts) and the largest size. A row entering a
+// class of X+A of size k-1 moves one class from count k-1 to k; leaving,
+// from k to k-1, and the largest size drops by one exactly when no other
+// class had it. The removals are the sum over classes of X of size minus
+// largest.
+//
+// The state of class cx of X is a block of stride words, blk[cx*stride:],
+// so that a row reads and writes one cache line (not a slice header, an
+// array elsewhere and the largest size in a third place). Word 0 is the
+// largest size m; the others hold the counts in one of three layouts:
+//
+//   - inline, while m < stride: word k is the count of size k;
+//   - pairs, when m >= stride and word 1 is 0: the counts that are not 0
+//     as (size, count) in the pairs of words (2, 3), (4, 5), ... (a free
+//     pair is (0, 0)); most classes of X+A in a class of X have one of a
+//     few sizes (an FD that holds nearly: one large class and a few
+//     small ones);
+//   - dense, when m >= stride and word 1 is not 0: big[word 1 - 1] holds
+//     the count of size k at k and the number of sizes whose count is not
+//     0 at 0, and word 2 counts the moves since the class turned dense.
+//
+// A class turns from inline to pairs (or dense, with more sizes than
+// pairs) when m reaches stride and back when m drops below it; from pairs
+// to dense when a size needs a pair and none is free; from dense to pairs
+// when fewer sizes than pairs have a count and at least m moves were made
+// since it turned dense (which pays for reading its m counts).
+type incFD struct {
+	x, xa    *incNode
+	stride   uint32
+	pairs    uint32 // pairs a block holds: (stride-2)/2
+	blk      []uint32
+	big      [][]uint32 // by index; a free index holds nil
+	freeBig  []uint32   // free indexes of big
+	spare    [][]uint32 // zeroed arrays given back by dense classes
+	removals int
+	stale    bool
+}
+
+// defaultFDStride is Incremental.fdStride's value: the words of an FD's
+// block per class of X (see incFD). Eight, two blocks a cache line, hold
+// classes of X+A up to 7 rows inline, and three sizes as pairs.
+const defaultFDStride = 8
+
+// spareBig bounds the zeroed arrays an FD keeps for classes turning
+// dense, and spareLen their length.
+const spareBig, spareLen = 64, 256
+
+// maxFDStride bounds the stride (see inline).
+const maxFDStride = 256
+
+// reset empties the state and sets the stride (2 to maxFDStride).
+func (f *incFD) reset(stride int) {
+	f.stride = uint32(min(max(stride, 2), maxFDStride))
+	f.pairs = 0
+	if f.stride >= 4 {
+		f.pairs = (f.stride - 2) / 2
+	}
+	f.blk, f.big, f.freeBig, f.spare, f.removals = f.blk[:0], nil, nil, nil, 0
+}
+
+// block returns the block of class cx, first growing blk to hold it.
+func (f *incFD) block(cx uint32) []uint32 {
+	end := int(cx+1) * int(f.stride)
+	if end > len(f.blk) {
+		f.blk = append(f.blk, make([]uint32, end-len(f.blk))...)
+	}
+	return f.blk[end-int(f.stride) : end : end]
+}
+
+// inserted runs after both nodes took the row in slot.
+func (f *incFD) inserted(slot uint32) {
+	f.enter(f.x.class(slot), f.xa.size[f.xa.class(slot)])
+}
+
+// removing runs before the nodes let the row in slot go.
+func (f *incFD) removing(slot uint32) {
+	f.leave(f.x.class(slot), f.xa.size[f.xa.class(slot)])
+}
+
+// enter moves one class of X+A in class cx of X from size k-1 to k.
+func (f *incFD) enter(cx, k uint32) {
+	b := f.block(cx)
+	if k > b[0] {
+		b[0] = k
+		if k == f.stride {
+			f.outOfLine(b)
+		}
+	} else {
+		f.removals++
+	}
+	if b[0] < f.stride {
+		if k > 1 {
+			b[k-1]--
+		}
+		b[k]++
+		return
+	}
+	f.move(b, k-1, k)
+}
+
+// leave moves one class of X+A in class cx of X from size k to k-1.
+func (f *incFD) leave(cx, k uint32) {
+	b := f.blk[cx*f.stride : (cx+1)*f.stride]
+	if b[0] < f.stride {
+		b[k]--
+		if k > 1 {
+			b[k-1]++
+		}
+		if k == b[0] && b[k] == 0 {
+			b[0]--
+		} else {
+			f.removals--
+		}
+		return
+	}
+	if f.move(b, k, k-1) != 0 || k != b[0] {
+		f.removals--
+		return
+	}
+	b[0]--
+	if b[0] < f.stride {
+		f.inline(b)
+	}
+}
+
+// move moves one class from size from to size to (either 0: none) in
+// block b (pairs or dense) and returns the count of size from left.
+func (f *incFD) move(b []uint32, from, to uint32) uint32 {
+	var left uint32
+	if b[1] == 0 {
+		var ok bool
+		if left, ok = f.movePairs(b, from, to); ok {
+			return left
+		}
+		f.dense(b) // no pair free for size to; the move from size from is made
+		from = 0
+	}
+	cc := f.big[b[1]-1]
+	if int(to) >= len(cc) {
+		cc = append(cc, make([]uint32, int(to)+1-len(cc))...)
+		f.big[b[1]-1] = cc
+	}
+	if from > 0 {
+		cc[from]--
+		left = cc[from]
+		if left == 0 {
+			cc[0]--
+		}
+	}
+	if to > 0 {
+		if cc[to] == 0 {
+			cc[0]++
+		}
+		cc[to]++
+	}
+	if f.pairs > 0 {
+		b[2]++
+		if cc[0] < f.pairs && b[2] >= b[0] {
+			f.toPairs(b)
+		}
+	}
+	return left
+}
+
+// movePairs is move in a block of pairs; ok is false when size to needs a
+// pair and none is free (the move from size from is made).
+func (f *incFD) movePairs(b []uint32, from, to uint32) (left uint32, ok bool) {
+	end := 2 + 2*f.pairs
+	if from > 0 {
+		for i := uint32(2); i < end; i += 2 {
+			if b[i] == from {
+				b[i+1]--
+				left = b[i+1]
+				if left == 0 {
+					b[i] = 0
+				}
+				break
+			}
+		}
+	}
+	if to == 0 {
+		return left, true
+	}
+	free := uint32(0)
+	for i := uint32(2); i < end; i += 2 {
+		switch {
+		case b[i] == to:
+			b[i+1]++
+			return left, true
+		case b[i] == 0 && free == 0:
+			free = i
+		}
+	}
+	if free == 0 {
+		return left, false
+	}
+	b[free], b[free+1] = to, 1
+	return left, true
+}
+
+// outOfLine turns inline block b, whose largest size reached stride,
+// into pairs, or dense when it has more sizes than pairs.
+func (f *incFD) outOfLine(b []uint32) {
+	var counts [maxFDStride]uint32
+	copy(counts[1:], b[1:])
+	sizes := uint32(0)
+	for _, c := range counts[1:f.stride] {
+		if c != 0 {
+			sizes++
+		}
+	}
+	clear(b[1:])
+	if sizes > f.pairs {
+		cc := f.array(int(f.stride) + 1)
+		copy(cc[1:], counts[1:f.stride])
+		f.install(b, cc, sizes)
+		return
+	}
+	i := 2
+	for k := uint32(1); k < f.stride; k++ {
+		if counts[k] != 0 {
+			b[i], b[i+1] = k, counts[k]
+			i += 2
+		}
+	}
+}
+
+// dense turns block b of pairs dense.
+func (f *incFD) dense(b []uint32) {
+	cc := f.array(int(b[0]) + 1)
+	sizes := uint32(0)
+	for i := uint32(2); i < 2+2*f.pairs; i += 2 {
+		if b[i+1] != 0 {
+			cc[b[i]] = b[i+1]
+			sizes++
+		}
+	}
+	clear(b[1:])
+	f.install(b, cc, sizes)
+}
+
+// install makes block b (words 1.. zero) dense with the counts in cc,
+// sizes of them not 0.
+func (f *incFD) install(b []uint32, cc []uint32, sizes uint32) {
+	cc[0] = sizes
+	var i uint32
+	if n := len(f.freeBig); n > 0 {
+		i, f.freeBig = f.freeBig[n-1], f.freeBig[:n-1]
+		f.big[i] = cc
+	} else {
+		i = uint32(len(f.big))
+		f.big = append(f.big, cc)
+	}
+	b[1] = i + 1
+}
+
+// array returns a zeroed array of at least n counts.
+func (f *incFD) array(n int) []uint32 {
+	if k := len(f.spare); k > 0 && n <= cap(f.spare[k-1]) {
+		cc := f.spare[k-1]
+		f.spare = f.spare[:k-1]
+		return cc[:n]
+	}
+	return make([]uint32, n, max(n, 2*int(f.stride)))
+}
+
+// toPairs turns dense block b, whose sizes fit in the pairs, into pairs.
+func (f *incFD) toPairs(b []uint32) {
+	cc := f.release(b)
+	i := 2
+	for k := uint32(1); k <= b[0]; k++ {
+		if cc[k] != 0 {
+			b[i], b[i+1] = k, cc[k]
+			i += 2
+		}
+	}
+	f.give(cc, b[0])
+}
+
+// inline turns block b (pairs or dense), whose largest size dropped below
+// stride, inline.
+func (f *incFD) inline(b []uint32) {
+	var counts [maxFDStride]uint32 // sizes 0..stride-1
+	if b[1] != 0 {
+		cc := f.release(b)
+		copy(counts[1:f.stride], cc[1:])
+		f.give(cc, f.stride-1)
+	} else {
+		for i := uint32(2); i < 2+2*f.pairs; i += 2 {
+			if b[i+1] != 0 {
+				counts[b[i]] = b[i+1]
+			}
+		}
+	}
+	copy(b[1:], counts[1:f.stride])
+}
+
+// release detaches dense block b's array, clearing words 1.., and returns
+// it.
+func (f *incFD) release(b []uint32) []uint32 {
+	i := b[1] - 1
+	cc := f.big[i]
+	f.big[i] = nil
+	f.freeBig = append(f.freeBig, i)
+	clear(b[1:])
+	return cc
+}
+
+// give keeps a released array, whose counts beyond m are 0, as spare.
+func (f *incFD) give(cc []uint32, m uint32) {
+	if len(f.spare) >= spareBig || cap(cc) > spareLen {
+		return
+	}
+	clear(cc[:min(int(m)+1, len(cc))])
+	f.spare = append(f.spare, cc[:cap(cc)])
+}
+
+// counts returns the counts of sizes 0..m of class cx, m its largest
+// size (for tests; the count of size 0 is 0).
+func (f *incFD) counts(cx uint32) []uint32 {
+	if int(cx+1)*int(f.stride) > len(f.blk) {
+		return []uint32{0}
+	}
+	b := f.blk[cx*f.stride : (cx+1)*f.stride]
+	m := b[0]
+	out := make([]uint32, m+1)
+	switch {
+	case m < f.stride:
+		copy(out[1:], b[1:m+1])
+	case b[1] != 0:
+		copy(out[1:], f.big[b[1]-1][1:m+1])
+	default:
+		for i := uint32(2); i < 2+2*f.pairs; i += 2 {
+			if b[i+1] != 0 {
+				out[b[i]] = b[i+1]
+			}
+		}
+	}
+	return out
+}
+
+// rebuild recomputes the FD's counts from its nodes' classes, with blocks
+// of stride words: the largest size of each class of X first (a block of
+// largest size stride or more starts as empty pairs), then the counts.
+func (f *incFD) rebuild(stride int) {
+	f.reset(stride)
+	classX := func(r int) uint32 { // the class of X: 0 for the empty context
+		if f.xa.parent == nil {
+			return 0
+		}
+		return uint32(f.xa.keys[r] >> 32)
+	}
+	for r, k := range f.xa.size {
+		if k > 0 {
+			b := f.block(classX(r))
+			b[0] = max(b[0], k)
+		}
+	}
+	for r, k := range f.xa.size {
+		if k == 0 {
+			continue
+		}
+		b := f.block(classX(r))
+		if b[0] < f.stride {
+			b[k]++
+		} else {
+			f.move(b, 0, k)
+		}
+	}
+	for cx := 0; cx < len(f.blk)/int(f.stride); cx++ {
+		if cx < len(f.x.size) {
+			f.removals += int(f.x.size[cx]) - int(f.blk[cx*int(f.stride)])
+		}
+	}
+}
