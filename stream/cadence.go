@@ -278,9 +278,13 @@ func (f *cadenceFeed) delta(w *Window, reset bool, info alerts.WindowInfo) *chec
 	if reset {
 		k, evict = w.n, 0
 	}
-	job := &checkJob{endSeq: endSeq, reset: reset, evict: evict, info: info}
-	for _, c := range w.cols {
-		vals, codes := make([]string, k), make([]uint32, k)
+	job := &checkJob{endSeq: endSeq, reset: reset, evict: evict, info: info,
+		names: make([]string, 0, len(w.cols)), codes: make([][]uint32, 0, len(w.cols)), values: make([][]string, 0, len(w.cols))}
+	// One array of codes and one of values for all the columns: two
+	// allocations per check rather than two per column.
+	allVals, allCodes := make([]string, k*len(w.cols)), make([]uint32, k*len(w.cols))
+	for ci, c := range w.cols {
+		vals, codes := allVals[ci*k:(ci+1)*k:(ci+1)*k], allCodes[ci*k:(ci+1)*k:(ci+1)*k]
 		for i := 0; i < k; i++ {
 			p := w.head + w.n - k + i
 			if p >= len(w.meta) {
@@ -308,9 +312,10 @@ func (f *cadenceFeed) delta(w *Window, reset bool, info alerts.WindowInfo) *chec
 
 // windowInfoOf describes the window for events, from its metadata: a
 // partition's last appended offset is its newest row (rows leave oldest
-// first), its first row from the oldest end its smallest offset; times
-// take one pass over the rows without a map (this runs on the consume
-// path at every check).
+// first), its first row from the oldest end its smallest offset; the times
+// come from Window.TimeRange (this runs on the consume path at every
+// check, so it reads the rows only until every partition's first is
+// found).
 func windowInfoOf(w *Window, stream, topic string, endSeq uint64) alerts.WindowInfo {
 	info := alerts.WindowInfo{
 		Stream: stream, Topic: topic, Records: w.n, EndSeq: endSeq,
@@ -323,24 +328,18 @@ func windowInfoOf(w *Window, stream, topic string, endSeq uint64) alerts.WindowI
 			pending++
 		}
 	}
-	lo, hi := int64(math.MaxInt64), int64(noTime)
-	for i := 0; i < w.n; i++ {
+	for i := 0; i < w.n && pending > 0; i++ {
 		p := w.head + i
 		if p >= len(w.meta) {
 			p -= len(w.meta)
 		}
 		m := &w.meta[p]
-		if pending > 0 {
-			if _, ok := info.StartOffsets[m.partition]; !ok {
-				info.StartOffsets[m.partition] = m.offset
-				pending--
-			}
-		}
-		if m.time != noTime {
-			lo, hi = min(lo, m.time), max(hi, m.time)
+		if _, ok := info.StartOffsets[m.partition]; !ok {
+			info.StartOffsets[m.partition] = m.offset
+			pending--
 		}
 	}
-	if hi != noTime {
+	if lo, hi, ok := w.TimeRange(); ok {
 		info.StartTime, info.EndTime = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
 	}
 	return info

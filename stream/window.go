@@ -46,6 +46,26 @@ type Window struct {
 	dropped   uint64 // fields not stored because the window had maxCols columns
 	newest    int64  // newest row time seen (time windows), noTime if none
 	parts     map[int32]*partState
+	// times keeps, per block of timeBlock ring positions, the smallest and
+	// largest row time written to it since its first position was last
+	// written, so that TimeRange reads whole blocks instead of rows.
+	times     []timeSpan
+	timeBlock int
+}
+
+// timeSpan is a range of row times, empty when lo > hi.
+type timeSpan struct{ lo, hi int64 }
+
+var emptySpan = timeSpan{lo: math.MaxInt64, hi: noTime}
+
+func (s *timeSpan) add(t int64) {
+	if t != noTime {
+		s.lo, s.hi = min(s.lo, t), max(s.hi, t)
+	}
+}
+
+func (s *timeSpan) merge(o timeSpan) {
+	s.lo, s.hi = min(s.lo, o.lo), max(s.hi, o.hi)
 }
 
 type partState struct {
@@ -54,13 +74,22 @@ type partState struct {
 }
 
 type winColumn struct {
-	name    string
-	codes   []uint32 // ring aligned with Window.meta; 0 = NULL
-	dict    []string // code-1 → value; "" for free codes
-	refs    []uint32 // code-1 → rows holding it
+	name  string
+	codes []uint32 // ring aligned with Window.meta; 0 = NULL
+	dict  []string // code-1 → value; "" for free codes
+	// refs[code-1] counts the rows holding code and keeps its value's
+	// hash, so that releasing the last one does not hash the value again.
+	refs    []codeRef
 	index   codeindex.Index
 	free    []uint32
 	nonNull int
+}
+
+// codeRef is a code's reference count and its value's index hash, side by
+// side: the eviction of a row touches both.
+type codeRef struct {
+	n    uint32
+	hash uint32
 }
 
 // initialCapacity is the first ring size; the ring doubles up to size.
@@ -69,17 +98,22 @@ const initialCapacity = 1024
 // maxFieldHints bounds Window.fieldHint.
 const maxFieldHints = 256
 
+// defaultTimeBlock is Window.timeBlock: TimeRange reads at most two partial
+// blocks row by row, and one span per block otherwise.
+const defaultTimeBlock = 1024
+
 // NewWindow returns an empty window of the last size rows. If interval > 0,
 // rows older than (newest row time - interval) are evicted too; size 0 with
 // interval > 0 is a pure time window. Size 0 and interval 0 never evict.
 func NewWindow(size int, interval time.Duration) *Window {
 	return &Window{
-		size:     max(size, 0),
-		interval: interval,
-		maxCols:  DefaultMaxColumns,
-		colIndex: map[string]int{},
-		parts:    map[int32]*partState{},
-		newest:   noTime,
+		size:      max(size, 0),
+		interval:  interval,
+		maxCols:   DefaultMaxColumns,
+		colIndex:  map[string]int{},
+		parts:     map[int32]*partState{},
+		newest:    noTime,
+		timeBlock: defaultTimeBlock,
 	}
 }
 
@@ -136,9 +170,9 @@ func (w *Window) NumColumns() int { return len(w.cols) }
 // Reset empties the window (e.g. when partitions are reassigned), keeping
 // its configuration.
 func (w *Window) Reset() {
-	maxCols := w.maxCols
+	maxCols, block := w.maxCols, w.timeBlock
 	*w = *NewWindow(w.size, w.interval)
-	w.maxCols = maxCols
+	w.maxCols, w.timeBlock = maxCols, block
 }
 
 // Len is the number of rows.
@@ -192,6 +226,11 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 	w.meta[pos] = packMeta(meta)
 	w.n++
 	ps.rows++
+	span := &w.times[pos/w.timeBlock]
+	if pos%w.timeBlock == 0 {
+		*span = emptySpan
+	}
+	span.add(w.meta[pos].time)
 
 	for i := range rec.Len() {
 		name, value, null := rec.Field(i)
@@ -272,6 +311,38 @@ func (w *Window) grow() {
 	}
 	w.meta = meta
 	w.head = 0
+	w.times = make([]timeSpan, (c+w.timeBlock-1)/w.timeBlock)
+	for i := range w.times {
+		w.times[i] = emptySpan
+	}
+	for i := range w.n {
+		w.times[i/w.timeBlock].add(meta[i].time)
+	}
+}
+
+// TimeRange returns the smallest and the largest row time in the window
+// (Unix nanoseconds); ok is false when no row has a time.
+func (w *Window) TimeRange() (lo, hi int64, ok bool) {
+	span := emptySpan
+	for i := 0; i < w.n; {
+		p := w.head + i
+		if p >= len(w.meta) {
+			p -= len(w.meta)
+		}
+		// A block whose first position is in the window and whose last
+		// one is too holds rows written after its first: its span is
+		// theirs. The blocks at the window's ends are read row by row.
+		if p%w.timeBlock == 0 {
+			if k := min(w.timeBlock, len(w.meta)-p); k <= w.n-i {
+				span.merge(w.times[p/w.timeBlock])
+				i += k
+				continue
+			}
+		}
+		span.add(w.meta[p].time)
+		i++
+	}
+	return span.lo, span.hi, span.hi != noTime
 }
 
 func (w *Window) evictOldest() {
@@ -324,7 +395,7 @@ func (w *Window) dropDeadColumns() {
 func (c *winColumn) intern(value []byte) uint32 {
 	code, h := c.index.LookupBytes(c.dict, value)
 	if code != 0 {
-		c.refs[code-1]++
+		c.refs[code-1].n++
 		return code
 	}
 	s := string(value)
@@ -332,10 +403,10 @@ func (c *winColumn) intern(value []byte) uint32 {
 		code = c.free[k-1]
 		c.free = c.free[:k-1]
 		c.dict[code-1] = s
-		c.refs[code-1] = 1
+		c.refs[code-1] = codeRef{n: 1, hash: h}
 	} else {
 		c.dict = append(c.dict, s)
-		c.refs = append(c.refs, 1)
+		c.refs = append(c.refs, codeRef{n: 1, hash: h})
 		code = uint32(len(c.dict))
 	}
 	c.index.Insert(code, h)
@@ -344,11 +415,12 @@ func (c *winColumn) intern(value []byte) uint32 {
 
 // release drops a reference to code and recycles it when it was the last.
 func (c *winColumn) release(code uint32) {
-	c.refs[code-1]--
-	if c.refs[code-1] > 0 {
+	r := &c.refs[code-1]
+	r.n--
+	if r.n > 0 {
 		return
 	}
-	c.index.Remove(code, c.dict[code-1])
+	c.index.RemoveHashed(code, r.hash)
 	c.dict[code-1] = ""
 	c.free = append(c.free, code)
 }
@@ -414,7 +486,7 @@ func (w *Window) Snapshot() *Snapshot {
 			remap := make([]uint32, len(c.dict)+1)
 			dict = make([]string, 0, len(c.dict)-len(c.free))
 			for i, v := range c.dict {
-				if c.refs[i] > 0 {
+				if c.refs[i].n > 0 {
 					dict = append(dict, v)
 					remap[i+1] = uint32(len(dict))
 				}

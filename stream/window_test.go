@@ -313,6 +313,7 @@ func TestWindowMatchesNaiveModel(t *testing.T) {
 		t.Run(fmt.Sprintf("size=%d,interval=%v", cfg.size, cfg.interval), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(cfg.size), 1))
 			w := NewWindow(cfg.size, cfg.interval)
+			w.timeBlock = 3 // TimeRange's blocks: partial ones at both ends and at the ring's end
 			m := &modelWindow{size: cfg.size, interval: cfg.interval, last: map[int32]int64{}}
 			offsets := map[int32]int64{}
 			names := []string{"a", "b", "c", "d.e", "f", "rare"}
@@ -324,6 +325,9 @@ func TestWindowMatchesNaiveModel(t *testing.T) {
 				}
 				offsets[p] = max(offsets[p], off)
 				meta := RowMeta{Partition: p, Offset: off, Seq: uint64(step), Time: t0.Add(time.Duration(step+rng.IntN(5)) * time.Second)}
+				if rng.IntN(10) == 0 {
+					meta.Time = time.Time{} // a record without a time
+				}
 				var fields []testField
 				for _, n := range names {
 					if n == "rare" && rng.IntN(50) != 0 || rng.IntN(6) == 0 {
@@ -392,6 +396,38 @@ func checkAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
 	}
 	if got := w.EvictionBounds(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("step %d: bounds %v, model %v", step, got, want)
+	}
+	checkInfoAgainstModel(t, step, w, m)
+}
+
+// checkInfoAgainstModel compares the window's TimeRange and windowInfoOf
+// with the model's rows.
+func checkInfoAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
+	t.Helper()
+	var lo, hi time.Time
+	start, end := map[int32]int64{}, map[int32]int64{}
+	for _, r := range m.rows {
+		if tm := r.meta.Time; !tm.IsZero() {
+			if lo.IsZero() || tm.Before(lo) {
+				lo = tm
+			}
+			if hi.IsZero() || tm.After(hi) {
+				hi = tm
+			}
+		}
+		if _, ok := start[r.meta.Partition]; !ok {
+			start[r.meta.Partition] = r.meta.Offset
+		}
+		end[r.meta.Partition] = r.meta.Offset
+	}
+	gotLo, gotHi, ok := w.TimeRange()
+	if ok != !lo.IsZero() || ok && (gotLo != lo.UnixNano() || gotHi != hi.UnixNano()) {
+		t.Fatalf("step %d: TimeRange %d..%d (%v), model %v..%v", step, gotLo, gotHi, ok, lo, hi)
+	}
+	info := windowInfoOf(w, "s", "t", 7)
+	if !info.StartTime.Equal(lo) || !info.EndTime.Equal(hi) || info.Records != len(m.rows) ||
+		fmt.Sprint(info.StartOffsets) != fmt.Sprint(start) || fmt.Sprint(info.EndOffsets) != fmt.Sprint(end) {
+		t.Fatalf("step %d: window info %+v, model times %v..%v offsets %v..%v", step, info, lo, hi, start, end)
 	}
 }
 
@@ -530,6 +566,7 @@ func FuzzWindowAppend(f *testing.F) {
 			interval = time.Duration(in[1]%8+1) * time.Second
 		}
 		w := NewWindow(size, interval)
+		w.timeBlock = 2
 		m := &modelWindow{size: size, interval: interval, last: map[int32]int64{}}
 		offsets := map[int32]int64{}
 		names := []string{"a", "b", "c"}

@@ -1,0 +1,154 @@
+package stream
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The consumer side of BenchmarkEndToEnd without Kafka or the store:
+// issue 9's 20-field records, a 100k-row window and a check every 1,000
+// records. BenchmarkIngest20 measures each step of the consume path per
+// record (ns/op is per record): decode alone, window append alone, the
+// check dispatch's work (checkDelta's delta and windowInfoOf) per record,
+// and all of them with the store's record encoding (all).
+const (
+	ingestWindow = 100_000
+	ingestEvery  = 1_000
+	// ingestInputs are the distinct JSON inputs cycled through: more than a
+	// window, so that a unique value (ts, seq) is new when it comes again.
+	ingestInputs = 1 << 17
+)
+
+// ingestInputs20 returns n JSON records of the 20-field stream.
+func ingestInputs20(n int) [][]byte {
+	gen := newE2EStream(1, 1<<62)
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = append([]byte(nil), gen.next()...)
+	}
+	return out
+}
+
+// ingestRecords20 decodes the inputs.
+func ingestRecords20(b *testing.B, inputs [][]byte) []*FlatRecord {
+	d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
+	out := make([]*FlatRecord, len(inputs))
+	for i, in := range inputs {
+		out[i] = &FlatRecord{}
+		if err := d.Decode(context.Background(), in, out[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return out
+}
+
+// ingestWindowFull returns a window of ingestWindow rows of recs, with
+// record times, and the next offset.
+func ingestWindowFull(recs []*FlatRecord) (*Window, int64) {
+	w := NewWindow(ingestWindow, 0)
+	off := int64(0)
+	for ; off < ingestWindow; off++ {
+		w.Append(ingestMeta(off), recs[off%int64(len(recs))])
+	}
+	return w, off
+}
+
+var ingestT0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func ingestMeta(off int64) RowMeta {
+	return RowMeta{Offset: off, Seq: uint64(off), Time: ingestT0.Add(time.Duration(off) * time.Millisecond)}
+}
+
+// processCPU is the process's CPU time (user and system, every thread).
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuPerOp reports the process's CPU time per op from start on (as
+// cpu-ns/op), which a loaded machine disturbs less than ns/op: time spent
+// waiting for a core is not counted.
+func cpuPerOp(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
+}
+
+func BenchmarkIngest20(b *testing.B) {
+	inputs := ingestInputs20(ingestInputs)
+	recs := ingestRecords20(b, inputs)
+	ctx := context.Background()
+	b.Run("decode", func(b *testing.B) {
+		d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
+		var rec FlatRecord
+		b.ReportAllocs()
+		cpu := processCPU(b)
+		for i := 0; b.Loop(); i++ {
+			if err := d.Decode(ctx, inputs[i%ingestInputs], &rec); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpuPerOp(b, cpu)
+	})
+	b.Run("append", func(b *testing.B) {
+		w, off := ingestWindowFull(recs)
+		b.ReportAllocs()
+		b.ResetTimer()
+		cpu := processCPU(b)
+		for b.Loop() {
+			w.Append(ingestMeta(off), recs[off%ingestInputs])
+			off++
+		}
+		cpuPerOp(b, cpu)
+	})
+	b.Run("dispatch", func(b *testing.B) {
+		// One check's delta and window description per ingestEvery
+		// records appended (the appends are not timed).
+		w, off := ingestWindowFull(recs)
+		f := newCadenceFeed()
+		f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))
+		b.ReportAllocs()
+		b.ResetTimer()
+		var cpu time.Duration
+		for i := 0; b.Loop(); i++ {
+			if i%ingestEvery == 0 {
+				b.StopTimer()
+				for range ingestEvery {
+					w.Append(ingestMeta(off), recs[off%ingestInputs])
+					off++
+				}
+				b.StartTimer()
+				start := processCPU(b)
+				f.delta(w, false, windowInfoOf(w, "s", "t", uint64(off-1)))
+				cpu += processCPU(b) - start
+			}
+		}
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	})
+	b.Run("all", func(b *testing.B) {
+		d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
+		w, off := ingestWindowFull(recs)
+		f := newCadenceFeed()
+		f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))
+		var rec FlatRecord
+		var arena []byte
+		b.ReportAllocs()
+		b.ResetTimer()
+		cpu := processCPU(b)
+		for b.Loop() {
+			if err := d.Decode(ctx, inputs[off%ingestInputs], &rec); err != nil {
+				b.Fatal(err)
+			}
+			w.Append(ingestMeta(off), &rec)
+			arena = rec.AppendBinary(arena[:0])
+			off++
+			if off%ingestEvery == 0 {
+				f.delta(w, false, windowInfoOf(w, "s", "t", uint64(off-1)))
+			}
+		}
+		cpuPerOp(b, cpu)
+	})
+}
