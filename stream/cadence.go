@@ -19,7 +19,8 @@ import (
 // left), and every DiscoverEvery records full discovery runs on its own
 // goroutine, on a snapshot, so that a running discovery never delays a
 // check; while checks are queued or running, the check gate (gate.go)
-// stops discovery's workers between units of work.
+// stops discovery's workers between pieces of work (no starvation guard:
+// discovery waits for as long as the checks run back to back).
 //
 //	records  ──────┬───────┬───────┬───────┬───────┬───────┬──────▶
 //	checks         C1      C2      C3      C4      C5      C6
@@ -104,6 +105,8 @@ type discoveryDone struct {
 	endSeq  uint64
 	outcome discoveryOutcome
 	took    time.Duration
+	// held is the part of took its workers waited at the check gate.
+	held time.Duration
 }
 
 // cadenceFeed is the two-cadence part of the mailbox. The consumer side
@@ -384,7 +387,7 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	if hook := s.mb.feed.beforeDiscovery; hook != nil {
 		hook(ctx, job.endSeq)
 	}
-	start := time.Now()
+	start, waited := time.Now(), s.mb.feed.gate.waited.Load()
 	done := discoveryDone{endSeq: job.endSeq}
 	env := s.env()
 	env.pause = s.pauseDiscovery
@@ -403,7 +406,8 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	done.took = time.Since(start)
 	s.m.metrics.discDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
 	s.m.metrics.discoveries.WithLabelValues(s.name, "ok").Inc()
-	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(),
+	done.held = time.Duration(s.mb.feed.gate.waited.Load() - waited)
+	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
 		"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery), "rerun", job.rerun)
 	s.mb.mu.Lock()
 	s.mb.feed.done = append(s.mb.feed.done, done)
@@ -698,7 +702,7 @@ func (s *streamRun) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 	if found && due.endSeq+uint64(s.cfg.DiscoverEvery) < endSeq {
 		s.m.metrics.discoveries.WithLabelValues(s.name, "late").Inc()
 		s.log.Warn("discovery merged late: it took longer than discover-every records",
-			"window_end", due.endSeq, "merged_at", endSeq, "seconds", due.took.Seconds())
+			"window_end", due.endSeq, "merged_at", endSeq, "seconds", due.took.Seconds(), "held_s", due.held.Seconds())
 	}
 	return due, found
 }

@@ -213,7 +213,6 @@ func cadenceEvents(t *testing.T, mode int) ([]alerts.Event, int) {
 		}
 	}, false)
 	if mode == paused {
-		c.s.mb.feed.gate.maxHold = time.Hour // no slice: the gate alone decides
 		c.s.mb.feed.discoveryStep = func(ctx context.Context) {
 			if steps.Add(1) != 3 {
 				return

@@ -7,15 +7,6 @@ import (
 	"time"
 )
 
-// How long a discovery is held back while checks run back to back: after
-// discoveryMaxHold in a row it is let through for discoverySlice, then held
-// again, so that it still gets about a tenth of the time when the checks
-// never stop (and so still ends, late) instead of starving.
-const (
-	discoveryMaxHold = time.Second
-	discoverySlice   = 100 * time.Millisecond
-)
-
 // checkGate makes a stream's running discovery (two cadences) yield the
 // CPU to its checks: discovery only uses what the checks leave.
 //
@@ -26,18 +17,22 @@ const (
 // Both call it under mailbox.mu, so that the queue and the gate change
 // together. The discovery goroutine waits on it before encoding each
 // column of its snapshot (encodeSnapshot), and its workers
-// (discovery.Options.Pause) before each unit of work: one node's
-// partition, one candidate's validation.
+// (discovery.Options.Pause) before each unit of work (one node's
+// partition, one candidate's validation) and within a long validation
+// every few thousand rows of work.
 //
-// Guarantee: while the gate is held no discovery worker starts a unit of
-// work, except during a slice of discoverySlice after the gate has been
-// held discoveryMaxHold in a row (measured from when it was held, or from
-// the end of the last slice). A check thus shares the CPU, from its
-// dispatch to its save, with at most the units already under way (one per
-// worker: on a 100k-row window of 20 fields, a lattice unit takes 2.5 ms
-// at p99 and 25 ms at most, a column's encoding under 1 ms to 60 ms, but
-// 0.2 s for a timestamp column of 100k distinct values, whose parse is
-// one unit) and with ingest, not with the rest of the discovery. Waiting changes no discovery result, only when it ends.
+// Guarantee: while the gate is held no discovery worker goes on with its
+// work, however long the checks run back to back. A check thus shares the
+// CPU, from its dispatch to its save, with ingest and with at most the
+// pieces of discovery work under way when it was dispatched (one per
+// worker: on a 100k-row window of 20 fields a fraction of a millisecond
+// to a few milliseconds, a partition product included, but up to 0.2 s
+// for encoding a timestamp column of 100k distinct values, one piece),
+// not with the rest of the discovery. There is no starvation guard: while
+// the checks cannot keep up (they are coalesced), discovery waits, and
+// ends once they catch up (merged late, or the discoveries due meanwhile
+// skipped; both counted and logged). Waiting changes no discovery result,
+// only when it ends.
 type checkGate struct {
 	held atomic.Bool // checks && !merging: the fast path of wait
 
@@ -46,16 +41,16 @@ type checkGate struct {
 	// waits for a discovery.
 	checks, merging bool
 	opened          chan struct{} // closed when the gate opens; a new one when held
-	since           time.Time     // start of the current hold (or end of the last slice)
-	sliceEnd        time.Time
-	maxHold, slice  time.Duration
 
 	waiting atomic.Int32 // workers blocked in wait (tests)
+	// waited is the time discovery's workers spent blocked in wait, in
+	// nanoseconds, summed over the workers (the discovery log's held_s).
+	waited atomic.Int64
 }
 
-// newCheckGate returns an open gate with the package's hold and slice.
+// newCheckGate returns an open gate.
 func newCheckGate() *checkGate {
-	return &checkGate{opened: make(chan struct{}), maxHold: discoveryMaxHold, slice: discoverySlice}
+	return &checkGate{opened: make(chan struct{})}
 }
 
 // setChecks records whether checks are queued or running (the consumer
@@ -81,7 +76,6 @@ func (g *checkGate) update() {
 	switch {
 	case held && !g.held.Load():
 		g.opened = make(chan struct{})
-		g.since = time.Now()
 		g.held.Store(true)
 	case !held && g.held.Load():
 		g.held.Store(false)
@@ -89,50 +83,27 @@ func (g *checkGate) update() {
 	}
 }
 
-// wait returns once the gate lets a unit of discovery work through: at
-// once when it is open (one atomic load) or during a slice, else when it
-// opens or its hold reaches maxHold. It returns ctx's error when ctx is
-// done first.
+// wait returns once the gate is open: at once when it is (one atomic
+// load), else when it opens. It returns ctx's error when ctx is done
+// first.
 func (g *checkGate) wait(ctx context.Context) error {
 	if !g.held.Load() {
 		return nil
 	}
-	for {
-		g.mu.Lock()
-		if !g.held.Load() {
-			g.mu.Unlock()
-			return nil
-		}
-		now := time.Now()
-		if now.Before(g.sliceEnd) {
-			g.mu.Unlock()
-			return nil
-		}
-		if now.Sub(g.since) >= g.maxHold {
-			g.sliceEnd = now.Add(g.slice)
-			g.since = g.sliceEnd
-			g.mu.Unlock()
-			return nil
-		}
-		opened, left := g.opened, g.since.Add(g.maxHold).Sub(now)
-		g.mu.Unlock()
-		if err := g.block(ctx, opened, left); err != nil {
-			return err
-		}
+	g.mu.Lock()
+	opened, held := g.opened, g.held.Load()
+	g.mu.Unlock()
+	if !held {
+		return nil
 	}
-}
-
-// block waits for opened, for d, or for ctx, counted in waiting.
-func (g *checkGate) block(ctx context.Context, opened <-chan struct{}, d time.Duration) error {
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
-	t := time.NewTimer(d)
-	defer t.Stop()
+	start := time.Now()
+	defer func() { g.waited.Add(int64(time.Since(start))) }()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-opened:
-	case <-t.C:
+		return nil
 	}
-	return nil
 }
