@@ -30,6 +30,12 @@ import (
 // check given the cuts its caller compares counts with (e.g. floor((eps +
 // margin) * n)) skips an OC whose bounds lie on one side of every cut: its
 // verdict cannot have changed. It never skips once MaxStale rows changed.
+// The upper bound is tighter than one per row entered: a row that entered
+// and is consistent with a largest consistent subset of its class kept
+// from the last recount, and with the rows accepted so far, cannot raise
+// the count, so the bound grows by the rows not accepted only (the fit
+// bound: see incremental_fit.go). An OC that the plain bounds would
+// recount has its new rows tested so before it is decided.
 //
 // Values are strings as the window holds them (AppendCoded takes the
 // caller's dictionary codes with them, and spares hashing a value whose
@@ -41,7 +47,8 @@ import (
 // that depends on that column at the next check.
 //
 // An Incremental is not safe for concurrent use. A check may run its
-// phases (interning, applying rows, settling columns, recounting OCs) on
+// phases (interning, applying rows, settling columns, fit tests,
+// recounting OCs) on
 // two goroutines of its own, each phase split into units that touch
 // disjoint state (see checkPhase).
 type Incremental struct {
@@ -86,6 +93,11 @@ type Incremental struct {
 	// of the recounts that run at once.
 	todo    []*incOC
 	scratch [2]recountScratch
+	// fits are the OCs a check tests the rows that entered of (see
+	// incOC.fit); fitMax is the pairs a sorted class keeps in A per
+	// polarity at most (defaultFitMax).
+	fits   []*incOC
+	fitMax int
 	// presorts are the OCs a check presorts (see runRecounts), presortMin
 	// the backlog of a sorted class that makes it ripe for presorting
 	// (defaultPresortMin; see sortedClass).
@@ -204,6 +216,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		batchMax:      defaultBatchRows,
 		parallelMin:   defaultParallelMin,
 		presortMin:    defaultPresortMin,
+		fitMax:        defaultFitMax,
 
 		flushParallelMin: defaultFlushParallelMin,
 		fdStride:         defaultFDStride,
@@ -730,7 +743,7 @@ func (e *Incremental) Check(cuts []int) []IncrementalResult {
 			}
 			if len(d.oc.dirty) > 0 {
 				r.Exact = false
-				r.Low, r.High = max(r.Removals-d.oc.del, 0), r.Removals+d.oc.ins
+				r.Low, r.High = max(r.Removals-d.oc.del, 0), r.Removals+d.oc.misfits(boolIndex(d.desc))
 			}
 		}
 		if r.Exact {
@@ -773,14 +786,30 @@ func (e *Incremental) recountOCs(cuts []int) {
 		if len(o.dirty) == 0 && !o.mustRecount {
 			continue
 		}
-		if e.exact || o.mustRecount || o.ins+o.del > o.staleLimit ||
-			(o.asc && !unchangedVerdict(o.totAsc, o.ins, o.del, cuts)) ||
-			(o.desc && !unchangedVerdict(o.totDesc, o.ins, o.del, cuts)) {
+		if e.exact || o.mustRecount || o.ins+o.del > o.staleLimit {
+			forced += e.recount(o, sl)
+			continue
+		}
+		if !o.unchanged(cuts) {
+			if o.mayFit(cuts) {
+				e.fits = append(e.fits, o) // may be spared by the fit bound
+			} else {
+				forced += e.recount(o, sl)
+			}
+			continue
+		}
+		cands = append(cands, early{o: o, left: sl.checksLeft(o), period: sl.period(o), rows: o.dirtyRows()})
+	}
+	e.runFits()
+	for _, o := range e.fits {
+		if !o.unchanged(cuts) {
 			forced += e.recount(o, sl)
 			continue
 		}
 		cands = append(cands, early{o: o, left: sl.checksLeft(o), period: sl.period(o), rows: o.dirtyRows()})
 	}
+	clear(e.fits)
+	e.fits = e.fits[:0]
 	switch {
 	case e.recountBudget > 0:
 		rate = e.recountBudget
@@ -824,6 +853,7 @@ func (e *Incremental) slide(cuts []int) slide {
 // recount recounts o and returns the rows it read.
 func (e *Incremental) recount(o *incOC, sl slide) int {
 	rows := o.dirtyRows()
+	o.fitCuts, o.fitLeft = sl.cuts, sl.left
 	e.todo = append(e.todo, o)
 	o.lastRows = rows
 	o.ripe = o.ripe[:0] // the recount sorts its backlog
@@ -866,28 +896,40 @@ func (e *Incremental) runRecounts() {
 }
 
 // checksLeft is how many more checks like this one o can skip: each adds
-// sl.entered to its rows entered and sl.left to its rows left.
-func (sl slide) checksLeft(o *incOC) int { return sl.skippable(o, o.ins, o.del) }
+// sl.left to its rows left, sl.entered to its rows entered and the share
+// of them the fit tests do not accept (misfitsPerCheck) to its misfits.
+func (sl slide) checksLeft(o *incOC) int {
+	return sl.skippable(o, o.ins, o.del, [2]int{o.misfits(0), o.misfits(1)})
+}
 
 // period is how many checks like this one o can skip after a recount.
-func (sl slide) period(o *incOC) int { return sl.skippable(o, 0, 0) }
+func (sl slide) period(o *incOC) int { return sl.skippable(o, 0, 0, [2]int{}) }
 
-func (sl slide) skippable(o *incOC, ins, del int) int {
+func (sl slide) skippable(o *incOC, ins, del int, misfits [2]int) int {
 	k := (o.staleLimit - (ins + del)) / (sl.entered + sl.left)
 	for p, r := range [2]int{o.totAsc, o.totDesc} {
-		if p == 0 && !o.asc || p == 1 && !o.desc {
+		if !o.tracks(p) {
 			continue
 		}
-		lo, hi := r-del, r+ins
+		lo, hi := r-del, r+misfits[p]
 		for _, t := range sl.cuts {
 			if hi <= t {
-				k = min(k, (t-hi)/sl.entered)
+				k = min(k, (t-hi)/sl.misfitsPerCheck(o, p))
 			} else {
 				k = min(k, (lo-t-1)/sl.left)
 			}
 		}
 	}
 	return max(k, 0)
+}
+
+// misfitsPerCheck estimates how much a check like this one adds to o's
+// misfits of polarity p: the rows entering that recent fit tests did not
+// accept, at least fitRateFloor of them, and at least one (a heuristic for
+// scheduling; the bounds themselves are exact).
+func (sl slide) misfitsPerCheck(o *incOC, p int) int {
+	share := max(1-o.accShare[p], fitRateFloor)
+	return max(int(share*float64(sl.entered)), 1)
 }
 
 // unchangedVerdict reports whether a count that was r, after entered rows

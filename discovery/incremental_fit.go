@@ -1,6 +1,10 @@
 package discovery
 
-import "math/bits"
+import (
+	"cmp"
+	"math/bits"
+	"slices"
+)
 
 // The fit bound: a tighter upper bound on an OC's removals between
 // recounts than one per row that entered.
@@ -128,4 +132,287 @@ func prevSet(set []uint64, i int) int {
 		}
 	}
 	return -1
+}
+
+// classFit is a sorted class's fit state for one polarity: set is S (see
+// above) when ok, over the class's sorted pairs; a is A, the pairs
+// accepted since the class's last recount, in sorted runs, each
+// consistent with S and with the runs before it.
+type classFit struct {
+	ok  bool
+	set []uint64
+	a   pairLog
+}
+
+// defaultFitMax is Incremental.fitMax's value: the pairs a sorted class
+// keeps in A per polarity at most (16 bytes each). A row tested once A is
+// full is a misfit, which is sound: A may be any subset of the rows that
+// entered that is consistent with S.
+const defaultFitMax = 1 << 16
+
+// fitRateFloor is the least share of the rows entering per check that the
+// scheduling heuristics (slide.skippable) take an OC's misfits to grow by,
+// however many its last fit tests accepted.
+const fitRateFloor = 1.0 / 32
+
+// wantsFit says whether o's recount records S in sorted class c for
+// polarity p, whose count is now r: when the OC's count (estimated with
+// the classes recounted so far) is at or below some cut, so that its
+// upper bound may decide a verdict, and at least a check's rows leaving
+// (as many as at the check that scheduled the recount) cannot take it
+// across a cut below, so that its lower bound does not force the next
+// check's recount anyway. A heuristic: any choice is sound.
+func (o *incOC) wantsFit(p int, c uint32, r int) bool {
+	est := o.totAsc - int(o.remAsc[c]) + r
+	if p == 1 {
+		est = o.totDesc - int(o.remDesc[c]) + r
+	}
+	below := false
+	for _, t := range o.fitCuts {
+		if t >= est {
+			below = true
+		} else if est-o.fitLeft <= t {
+			return false
+		}
+	}
+	return below
+}
+
+// places returns w's scratch of n places for polarity p, or nil when not
+// rec.
+func (w *recountScratch) places(p int, rec bool, n int) []uint32 {
+	if !rec {
+		return nil
+	}
+	w.pos[p] = slices.Grow(w.pos[p][:0], n)[:n]
+	return w.pos[p]
+}
+
+// tracks reports whether o counts polarity p (0 asc, 1 desc).
+func (o *incOC) tracks(p int) bool { return p == 0 && o.asc || p == 1 && o.desc }
+
+// misfits is the bound on how much o's count of polarity p may have grown
+// since its last recount: the rows that entered and were not accepted.
+func (o *incOC) misfits(p int) int { return o.ins - o.acc[p] }
+
+// unchanged reports whether no tracked polarity of o can have crossed a
+// cut since its last recount (within [tot - del, tot + misfits]).
+func (o *incOC) unchanged(cuts []int) bool {
+	return (!o.asc || unchangedVerdict(o.totAsc, o.misfits(0), o.del, cuts)) &&
+		(!o.desc || unchangedVerdict(o.totDesc, o.misfits(1), o.del, cuts))
+}
+
+// mayFit reports whether fit tests could spare o's recount: whether it
+// would be unchanged were every row that entered accepted (its lower
+// bound alone may force it).
+func (o *incOC) mayFit(cuts []int) bool {
+	return (!o.asc || unchangedVerdict(o.totAsc, 0, o.del, cuts)) &&
+		(!o.desc || unchangedVerdict(o.totDesc, 0, o.del, cuts))
+}
+
+// fit tests the rows that entered o's sorted classes since they were last
+// tested (the pending ones) against each class's S and A, per polarity
+// recorded, and counts the accepted ones into o.acc. The pending rows'
+// pairs go to the class's adds as one sorted run, as presort puts them,
+// so the recount that may follow merges them instead of sorting. Labels
+// must be settled; it writes o's state and w only (a unit of phaseFit).
+func (o *incOC) fit(e *Incremental, w *recountScratch) {
+	for _, c := range o.dirty {
+		if int(c) >= len(o.big) || o.big[c] == nil {
+			continue
+		}
+		sc := o.big[c]
+		test := [2]bool{o.asc && sc.fit[0].ok, o.desc && sc.fit[1].ok}
+		if len(sc.pending) == 0 || !test[0] && !test[1] {
+			continue
+		}
+		sc.adds.sortTail(&w.runs) // none unsorted, unless presort changes
+		start := len(sc.adds.ps)
+		for _, s := range sc.pending {
+			if e.alive(s) {
+				sc.adds.ps = append(sc.adds.ps, o.pair(e, s))
+			}
+		}
+		sc.pending = sc.pending[:0]
+		sc.presorted = e.to
+		run := sc.adds.ps[start:]
+		sortPairs(run)
+		for p := range 2 {
+			if !test[p] || len(run) == 0 {
+				continue
+			}
+			a := sc.fitRun(run, p, e.fitMax, &w.runs)
+			o.acc[p] += a
+			o.accShare[p] = (o.accShare[p] + float64(a)/float64(len(run))) / 2
+		}
+		sc.adds.endRun(&w.runs)
+	}
+}
+
+// fitRun tests the pairs of run (sorted), rows that entered sc, for
+// polarity p: a pair is accepted when it is consistent with S, with A and
+// with the pairs of run accepted before it, and while A holds fewer than
+// limit pairs. It adds the accepted ones to A as a run and returns how
+// many. Keys are lb (asc) or ^lb (desc); in a consistent set the keys do
+// not decrease as la grows, so x fits iff every key of a pair with a
+// smaller la is at most x's, and every key of a pair with a larger la at
+// least x's. The pairs of run come in la order, so those accepted before
+// x with a smaller la are folded into running when la changes (pairs of
+// equal la constrain each other in nothing).
+func (sc *sortedClass) fitRun(run []ocPair, p, limit int, buf *[]ocPair) int {
+	f := &sc.fit[p]
+	desc := p == 1
+	start := len(f.a.ps)
+	room := limit - start
+	var running, group, lo, hi uint64
+	from := 0 // S's first pair with la at least the group's
+	for i, x := range run {
+		if i == 0 || x.la != run[i-1].la {
+			running, group = max(running, group), 0
+			lo, hi = f.boundsS(sc.la, sc.lb, &from, x.la, desc)
+			alo, ahi := f.boundsA(x.la, desc)
+			lo, hi = max(lo, alo, running), min(hi, ahi)
+		}
+		k := x.lb
+		if desc {
+			k = ^k
+		}
+		if lo <= k && k <= hi && len(f.a.ps)-start < room {
+			f.a.ps = append(f.a.ps, x)
+			group = max(group, k)
+		}
+	}
+	n := len(f.a.ps) - start
+	f.a.endRun(buf)
+	return n
+}
+
+// boundsS returns the largest key of S's pairs with la below v (0 if
+// none) and the smallest of those with la above v (all ones if none).
+// The pairs before *from have la below v; it is moved to the first pair
+// whose la is not. Every search gallops from a place near its answer.
+func (f *classFit) boundsS(la, lb []uint64, from *int, v uint64, desc bool) (lo, hi uint64) {
+	n := len(la)
+	cut := gallopLabels(la, *from, v)
+	*from = cut
+	above := firstAbove(la, cut, v)
+	lo, hi = 0, ^uint64(0)
+	if i := prevSet(f.set, cut); i >= 0 {
+		if desc {
+			// The largest ^lb below v is in la[i]'s run, at its first pair in S.
+			i = nextSet(f.set, runStart(la, i), n)
+			lo = ^lb[i]
+		} else {
+			lo = lb[i]
+		}
+	}
+	if i := nextSet(f.set, above, n); i < n {
+		if desc {
+			// The smallest ^lb above v is in la[i]'s run, at its last pair in S.
+			i = prevSet(f.set, firstAbove(la, i, la[i]))
+			hi = ^lb[i]
+		} else {
+			hi = lb[i]
+		}
+	}
+	return lo, hi
+}
+
+// boundsA is boundsS over A's sorted runs (all of whose pairs are in A).
+func (f *classFit) boundsA(v uint64, desc bool) (lo, hi uint64) {
+	lo, hi = 0, ^uint64(0)
+	from := 0
+	for _, end := range f.a.ends {
+		run := f.a.ps[from:end]
+		from = end
+		cut, _ := slices.BinarySearchFunc(run, v, func(p ocPair, v uint64) int { return cmp.Compare(p.la, v) })
+		if cut > 0 {
+			i := cut - 1
+			if desc {
+				i, _ = slices.BinarySearchFunc(run[:i], run[i].la, func(p ocPair, v uint64) int { return cmp.Compare(p.la, v) })
+				lo = max(lo, ^run[i].lb)
+			} else {
+				lo = max(lo, run[i].lb)
+			}
+		}
+		above := cut + pairsAtLabel(run[cut:], v)
+		if above < len(run) {
+			i := above
+			if desc {
+				i += pairsAtLabel(run[i:], run[i].la) - 1
+				hi = min(hi, ^run[i].lb)
+			} else {
+				hi = min(hi, run[i].lb)
+			}
+		}
+	}
+	return lo, hi
+}
+
+// pairsAtLabel is the number of leading pairs of ps (sorted) with la v.
+func pairsAtLabel(ps []ocPair, v uint64) int {
+	i, _ := slices.BinarySearchFunc(ps, v, func(p ocPair, v uint64) int {
+		if p.la <= v {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+// gallopLabels returns the first index from from on whose label is not
+// below v (those before from are), galloping from from.
+func gallopLabels(la []uint64, from int, v uint64) int {
+	if from == len(la) || la[from] >= v {
+		return from
+	}
+	lo, hi := from, from+1 // la[lo] < v; the answer is in (lo, hi]
+	for step := 1; hi < len(la) && la[hi] < v; step *= 2 {
+		lo, hi = hi, hi+step
+	}
+	hi = min(hi, len(la))
+	i, _ := slices.BinarySearch(la[lo+1:hi], v)
+	return lo + 1 + i
+}
+
+// firstAbove returns the first index from from on whose label is above v
+// (la sorted), galloping from from.
+func firstAbove(la []uint64, from int, v uint64) int {
+	if v == ^uint64(0) {
+		return len(la)
+	}
+	return gallopLabels(la, from, v+1)
+}
+
+// runStart returns the first index of the run of labels equal to la[i]
+// (la sorted), galloping back from i.
+func runStart(la []uint64, i int) int {
+	v := la[i]
+	if i == 0 || la[i-1] != v {
+		return i
+	}
+	lo, hi := i-1, i-1 // la[hi] == v; the answer is in (lo', hi] once la[lo'] < v
+	for step := 1; ; step *= 2 {
+		lo = hi - step
+		if lo < 0 {
+			lo = -1
+			break
+		}
+		if la[lo] != v {
+			break
+		}
+		hi = lo
+	}
+	j, _ := slices.BinarySearch(la[lo+1:hi], v)
+	return lo + 1 + j
+}
+
+// runFits runs the fit tests of the OCs in e.fits (phaseFit), on two
+// goroutines when their pending rows reach flushParallelMin.
+func (e *Incremental) runFits() {
+	work := 0
+	for _, o := range e.fits {
+		work += o.ins
+	}
+	e.spread(phaseFit, len(e.fits), work, e.flushParallelMin)
 }

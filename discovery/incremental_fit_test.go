@@ -3,6 +3,7 @@ package discovery
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -57,8 +58,9 @@ func TestBacktrackLargestConsistent(t *testing.T) {
 		}
 		o := &incOC{asc: true, desc: true}
 		var sets [2][]uint64
-		asc, desc := o.lnds(&w, la, lb, [2]*[]uint64{&sets[0], &sets[1]})
+		asc, desc := o.lnds(&w, la, lb, [2]bool{true, true})
 		for p, rem := range []int{asc, desc} {
+			sets[p] = backtrack(nil, la, lb, w.pos[p], n-rem, p == 1)
 			isDesc := p == 1
 			want := largestConsistent(ps, isDesc)
 			if n-rem != want {
@@ -105,6 +107,153 @@ func TestBitsScan(t *testing.T) {
 			}
 			if got := prevSet(set, i); got != prev {
 				t.Fatalf("n %d: prevSet(%d) = %d, want %d", n, i, got, prev)
+			}
+		}
+	}
+}
+
+// TestIncrementalFitBound is a differential test aimed at the fit bound:
+// OCs that nearly hold (B mostly a non-decreasing function of A, with
+// ties, and noise), both polarities, in the empty context and in one of a
+// few classes, small slides, and at every check cuts just around each
+// dependency's true count, so that the OCs are fit-tested check after
+// check between recounts and A grows. Every count must be exact or
+// bracket the full recomputation on the same side of every cut.
+func TestIncrementalFitBound(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 15
+	}
+	tested := 0
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		tested += fitRun(t, seed, 150)
+	}
+	if tested == 0 {
+		t.Fatal("no row was accepted by a fit test")
+	}
+	t.Logf("%d rows accepted (summed over the checks)", tested)
+}
+
+// fitRun is one run of TestIncrementalFitBound; it returns the rows the
+// fit tests accepted.
+func fitRun(t *testing.T, seed uint64, steps int) (accepted int) {
+	r := rand.New(rand.NewPCG(seed, 77))
+	names := []string{"x", "a", "b"}
+	var deps []Dependency
+	for _, ctx := range [][]string{nil, {"x"}} {
+		for _, pol := range []Polarity{Asc, Desc} {
+			deps = append(deps, Dependency{Kind: KindOC, Context: ctx, Left: "a", Right: "b", Polarity: pol})
+		}
+	}
+	e, err := NewIncremental(deps, IncrementalOptions{SortedMin: 2 + r.IntN(4), RecountBudget: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.presortMin = 1 + r.IntN(8)
+	if r.IntN(3) == 0 {
+		e.fitMax = r.IntN(20)
+	}
+	m := &incModel{names: names}
+	for _, name := range names {
+		e.Column(name)
+	}
+	// B grows (asc holds) or falls (desc holds) with A, but for noise
+	// rows; a wide domain of A leaves gaps between S's pairs, where noise
+	// rows fit S and may conflict with each other.
+	dir := 1 - 2*r.IntN(2)
+	noise := r.Float64() * 0.3
+	dom := []int{30, 1000}[r.IntN(2)]
+	div := 1 + r.IntN(3)
+	jitter := []int{3, 30, 300}[r.IntN(3)]
+	row := func() []incCell {
+		a := r.IntN(dom)
+		b := dir * (a / div)
+		if r.Float64() < noise {
+			b = dir * ((a + r.IntN(2*jitter+1) - jitter) / div)
+		}
+		return []incCell{{v: strconv.Itoa(r.IntN(3))}, {v: strconv.Itoa(a)}, {v: strconv.Itoa(b)}}
+	}
+	size := 40 + r.IntN(150)
+	vals, nulls := make([]string, 3), make([]bool, 3)
+	for step := 0; step < steps; step++ {
+		out := r.IntN(6)
+		if len(m.rows) < size || r.IntN(4) != 0 {
+			out = 0 // rows that leave loosen the bound: mostly none
+		}
+		out = min(out, len(m.rows))
+		e.Evict(out)
+		m.rows = m.rows[out:]
+		for k := r.IntN(8); k >= 0; k-- {
+			c := row()
+			for i := range c {
+				vals[e.colIdx[names[i]]] = c[i].v
+			}
+			e.Append(vals, nulls)
+			m.rows = append(m.rows, c)
+		}
+		want := m.removals(t, deps)
+		var cuts []int
+		for _, w := range want {
+			cuts = append(cuts, w+r.IntN(3))
+			if r.IntN(3) == 0 {
+				cuts = append(cuts, w-1-r.IntN(3))
+			}
+		}
+		got := e.Check(cuts)
+		for i, res := range got {
+			w := want[i]
+			if res.Exact && res.Removals != w || w < res.Low || w > res.High {
+				t.Fatalf("seed %d step %d: %s: %d removals in [%d, %d] (exact %v), full recomputation %d",
+					seed, step, deps[i], res.Removals, res.Low, res.High, res.Exact, w)
+			}
+			for _, c := range cuts {
+				if (w > c) != (res.Removals > c) {
+					t.Fatalf("seed %d step %d: %s skipped with %d removals (full %d) across cut %d", seed, step, deps[i], res.Removals, w, c)
+				}
+			}
+		}
+		for _, o := range e.ocs {
+			accepted += o.acc[0] + o.acc[1]
+		}
+	}
+	return accepted
+}
+
+// TestLabelSearches checks gallopLabels, firstAbove and runStart against
+// linear scans, on labels with long runs.
+func TestLabelSearches(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for trial := 0; trial < 300; trial++ {
+		n := 1 + r.IntN(200)
+		la := make([]uint64, n)
+		for i := range la {
+			la[i] = r.Uint64N(uint64(1 + r.IntN(20)))
+		}
+		slices.Sort(la)
+		for i := range la {
+			want := i
+			for want > 0 && la[want-1] == la[i] {
+				want--
+			}
+			if got := runStart(la, i); got != want {
+				t.Fatalf("%v: runStart(%d) = %d, want %d", la, i, got, want)
+			}
+		}
+		for v := uint64(0); v <= 21; v++ {
+			lower, upper := 0, 0
+			for lower < n && la[lower] < v {
+				lower++
+			}
+			for upper < n && la[upper] <= v {
+				upper++
+			}
+			for from := 0; from <= lower; from++ {
+				if got := gallopLabels(la, from, v); got != lower {
+					t.Fatalf("%v: gallopLabels(%d, %d) = %d, want %d", la, from, v, got, lower)
+				}
+			}
+			if got := firstAbove(la, lower, v); got != upper {
+				t.Fatalf("%v: firstAbove(%d, %d) = %d, want %d", la, lower, v, got, upper)
 			}
 		}
 	}

@@ -33,6 +33,17 @@ type incOC struct {
 	staleLimit  int            // changed rows after which it is recounted whatever the cuts
 	stale       bool
 	ripe        []uint32 // sorted classes whose backlog reached presortMin since the last presort
+	// The fit bound (see incremental_fit.go). fitCuts and fitLeft are the
+	// cuts and the rows left at the check that scheduled the recount
+	// running (see wantsFit). Per polarity (asc, desc), acc counts the
+	// rows accepted into the sorted classes' A since the last recount
+	// (the count is at most tot + ins - acc), and accShare is about the
+	// share of the rows tested that recent fit tests accepted (for
+	// scheduling only).
+	fitCuts  []int
+	fitLeft  int
+	acc      [2]int
+	accShare [2]float64
 }
 
 // sortedClass is a large class's rows as (label A, label B) pairs in
@@ -48,7 +59,9 @@ type incOC struct {
 // with seq from merged to presorted, and both adds and dead are kept as
 // sorted runs (pairLog). A presorted row that leaves before the recount
 // (once every merged row has left) has its pair in gone, which the
-// recount takes out of adds.
+// recount takes out of adds. A fit test (incOC.fit) moves the pending
+// rows to adds as presort does, and tests them against fit (see
+// classFit), which its recount records.
 type sortedClass struct {
 	la, lb     []uint64
 	merged     uint32
@@ -56,6 +69,7 @@ type sortedClass struct {
 	pending    []uint32
 	adds, dead pairLog
 	gone       []ocPair
+	fit        [2]classFit // asc, desc
 }
 
 // pairLog is a list of pairs as sorted runs (ends: where each ends)
@@ -83,6 +97,16 @@ func (l *pairLog) sortTail(buf *[]ocPair) {
 		return
 	}
 	sortPairs(l.ps[start:])
+	l.endRun(buf)
+}
+
+// endRun makes the pairs not in a run yet, which must be sorted, a run,
+// and merges the last two runs while the earlier one is not more than
+// twice as long.
+func (l *pairLog) endRun(buf *[]ocPair) {
+	if l.sortedLen() == len(l.ps) {
+		return
+	}
 	l.ends = append(l.ends, len(l.ps))
 	for len(l.ends) >= 2 {
 		a, m, b := l.lastRuns()
@@ -231,6 +255,7 @@ func (o *incOC) presort(e *Incremental, w *recountScratch) {
 // labels of A or B, or the classes of x, changed.
 func (o *incOC) resetAll() {
 	clear(o.big)
+	o.acc = [2]int{}
 	o.ripe = o.ripe[:0]
 	n := max(len(o.x.size), len(o.isDirty))
 	for c := 0; c < n; c++ {
@@ -271,8 +296,8 @@ type recountScratch struct {
 	la, lb   []uint64
 	mla, mlb []uint64 // merged pairs (see merge)
 	tails    []uint64
-	pos      []uint32 // each row's place among the tails (see backtrack)
-	runs     []ocPair // pairLog's merges
+	pos      [2][]uint32 // per polarity, each row's place among the tails (see backtrack)
+	runs     []ocPair    // pairLog's merges
 }
 
 // recount recomputes the dirty classes with scratch w; the totals are
@@ -306,6 +331,7 @@ func (o *incOC) recount(e *Incremental, w *recountScratch) {
 	ns := float64(time.Since(start).Nanoseconds()) - recountChangeNs*float64(o.ins+o.del)
 	o.rowNs = max(ns, 1) / float64(max(o.lastRows, 1))
 	o.ins, o.del, o.mustRecount = 0, 0, false
+	o.acc, o.fitCuts = [2]int{}, nil
 }
 
 func (o *incOC) pair(e *Incremental, seq uint32) ocPair {
@@ -327,7 +353,7 @@ func (o *incOC) recountSmall(e *Incremental, w *recountScratch, c uint32) (asc, 
 		lb = append(lb, it.lb)
 	}
 	w.la, w.lb = la, lb
-	return o.lnds(w, la, lb, [2]*[]uint64{})
+	return o.lnds(w, la, lb, [2]bool{})
 }
 
 // sortPairs sorts pairs: a quicksort with a median-of-three pivot, and
@@ -415,7 +441,17 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		sc.dead.reset()
 	}
 	sc.merged, sc.presorted = e.to, e.to
-	return o.lnds(w, sc.la, sc.lb, [2]*[]uint64{})
+	rec := [2]bool{len(o.fitCuts) > 0, len(o.fitCuts) > 0}
+	asc, desc = o.lnds(w, sc.la, sc.lb, rec)
+	for p, r := range [2]int{asc, desc} {
+		f := &sc.fit[p]
+		f.a.reset()
+		f.ok = rec[p] && o.tracks(p) && o.wantsFit(p, c, r)
+		if f.ok {
+			f.set = backtrack(f.set, sc.la, sc.lb, w.pos[p], len(sc.la)-r, p == 1)
+		}
+	}
+	return asc, desc
 }
 
 // merge rebuilds sc's pairs without the pairs of dead and with
@@ -486,21 +522,18 @@ func gallopPairs(la, lb []uint64, from int, p ocPair) int {
 // lnds returns the removals of one class ordered by (la, lb): the rows
 // outside a longest non-decreasing subsequence of lb (asc), and, reading
 // each run of equal la backwards, of a longest non-increasing one (desc).
-// For each polarity p with keep[p] non-nil it also records in *keep[p] one
-// largest consistent subset, as a bitset over the positions (see
-// backtrack).
+// For each polarity p with rec[p] it records in w.pos[p] each row's
+// place among the tails when pushed, from which backtrack finds one
+// largest consistent subset.
 //
 // Within a run of equal la the values pushed only grow (lb ascending, or
 // its complement read backwards), so each one's place among the tails is
 // after the previous one's: it is searched galloping from there, and a
 // long run (a column with few values) costs a step or two a row instead of
 // a binary search of all the tails.
-func (o *incOC) lnds(w *recountScratch, la, lb []uint64, keep [2]*[]uint64) (asc, desc int) {
+func (o *incOC) lnds(w *recountScratch, la, lb []uint64, rec [2]bool) (asc, desc int) {
 	if o.asc {
-		rec := keep[0] != nil
-		if rec {
-			w.pos = slices.Grow(w.pos[:0], len(la))[:len(la)]
-		}
+		pos := w.places(0, rec[0], len(la))
 		t := w.tails[:0]
 		for i := 0; i < len(la); {
 			at := -1 // place of the run's previous value; -1: none yet
@@ -509,22 +542,16 @@ func (o *incOC) lnds(w *recountScratch, la, lb []uint64, keep [2]*[]uint64) (asc
 					break
 				}
 				t, at = pushTailFrom(t, lb[i], at+1)
-				if rec {
-					w.pos[i] = uint32(at)
+				if pos != nil {
+					pos[i] = uint32(at)
 				}
 			}
 		}
 		w.tails = t
 		asc = len(lb) - len(t)
-		if rec {
-			*keep[0] = backtrack(*keep[0], la, lb, w.pos, len(t), false)
-		}
 	}
 	if o.desc {
-		rec := keep[1] != nil
-		if rec {
-			w.pos = slices.Grow(w.pos[:0], len(la))[:len(la)]
-		}
+		pos := w.places(1, rec[1], len(la))
 		t := w.tails[:0]
 		for i := 0; i < len(la); {
 			j := i + 1
@@ -534,17 +561,14 @@ func (o *incOC) lnds(w *recountScratch, la, lb []uint64, keep [2]*[]uint64) (asc
 			at := -1
 			for k := j - 1; k >= i; k-- {
 				t, at = pushTailFrom(t, ^lb[k], at+1)
-				if rec {
-					w.pos[k] = uint32(at)
+				if pos != nil {
+					pos[k] = uint32(at)
 				}
 			}
 			i = j
 		}
 		w.tails = t
 		desc = len(lb) - len(t)
-		if rec {
-			*keep[1] = backtrack(*keep[1], la, lb, w.pos, len(t), true)
-		}
 	}
 	return asc, desc
 }

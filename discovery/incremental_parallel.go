@@ -22,6 +22,9 @@ import (
 //     its nodes', and every one of them is in the tree, applied in the
 //     tree's order, parents first. All units read the columns' codes and
 //     ids, which no unit of these phases writes.
+//   - phaseFit: a unit is one OC's fit test (e.fits; see incOC.fit),
+//     with the scratch of the goroutine that runs it; it writes that OC's
+//     state and reads the nodes and columns, which no unit writes.
 //   - phaseRecount: a unit is one OC's recount (e.todo; see
 //     incOC.recount), or, after them, the presorting of one OC that is
 //     not recounted (e.presorts; see incOC.presort), with the scratch of
@@ -41,6 +44,7 @@ const (
 	phaseEnter                     // incTree.enter: the rows that arrived
 	phaseSettle                    // the column's settle
 	phaseRebuild                   // incTree.rebuild: every row, into the stale nodes
+	phaseFit                       // incOC.fit
 	phaseRecount                   // incOC.recount
 )
 
@@ -117,6 +121,8 @@ func (e *Incremental) unit(p checkPhase, w, i int) {
 		e.switched[c], e.relabelled[c] = e.cols[c].settle()
 	case phaseRebuild:
 		e.trees[i].rebuild(e)
+	case phaseFit:
+		e.fits[i].fit(e, &e.scratch[w])
 	case phaseRecount:
 		if i < len(e.todo) {
 			e.todo[i].recount(e, &e.scratch[w])

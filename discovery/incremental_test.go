@@ -189,6 +189,9 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	if g.r.IntN(2) == 0 {
 		e.fdStride = 2 + g.r.IntN(8) // FD blocks of 0 to 3 pairs, out of line from 2 to 9 rows
 	}
+	if g.r.IntN(2) == 0 {
+		e.fitMax = g.r.IntN(4) // A full at once, or after a few rows: the rest are misfits
+	}
 	at := make([]int, len(g.names)) // engine column of each model column
 	for i, name := range g.names {
 		at[i] = e.Column(name)
