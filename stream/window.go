@@ -42,15 +42,28 @@ type Window struct {
 	// fieldHint[i] is the column the i-th field of the last record went
 	// to (a guess, checked by name).
 	fieldHint []int
-	maxCols   int
-	dropped   uint64 // fields not stored because the window had maxCols columns
-	newest    int64  // newest row time seen (time windows), noTime if none
-	parts     map[int32]*partState
+	// fields is Append's scratch: the record's fields to intern.
+	fields []pendingField
+	// touch keeps what Append's and evictOldest's prefetching loads read,
+	// so that the compiler keeps the loads.
+	touch   uint32
+	maxCols int
+	dropped uint64 // fields not stored because the window had maxCols columns
+	newest  int64  // newest row time seen (time windows), noTime if none
+	parts   map[int32]*partState
 	// times keeps, per block of timeBlock ring positions, the smallest and
 	// largest row time written to it since its first position was last
 	// written, so that TimeRange reads whole blocks instead of rows.
 	times     []timeSpan
 	timeBlock int
+}
+
+// pendingField is a non-NULL field of the record Append is adding: its
+// index in the record, its column, and its value's hash and shortWord.
+type pendingField struct {
+	field, col int
+	hash       uint32
+	word       uint64
 }
 
 // timeSpan is a range of row times, empty when lo > hi.
@@ -85,11 +98,33 @@ type winColumn struct {
 	nonNull int
 }
 
-// codeRef is a code's reference count and its value's index hash, side by
-// side: the eviction of a row touches both.
+// codeRef is what the window keeps per code beside its dictionary string:
+// the rows holding it, its value's index hash (releasing the last row does
+// not hash the value again) and, for a value of at most maxInlineValue
+// bytes, the value itself (shortWord), so that interning a short value
+// already known compares words here instead of reading the string. The
+// increment of the count reads the same line.
 type codeRef struct {
 	n    uint32
 	hash uint32
+	word uint64 // shortWord of the value; 0 for a longer value
+}
+
+// maxInlineValue is the longest value a codeRef holds inline.
+const maxInlineValue = 7
+
+// shortWord packs a value of at most maxInlineValue bytes and its length
+// into a word no other value packs to (the length+1 in the top byte, so
+// never 0); a longer value gives 0.
+func shortWord(v []byte) uint64 {
+	if len(v) > maxInlineValue {
+		return 0
+	}
+	var w uint64
+	for i, b := range v {
+		w |= uint64(b) << (8 * i)
+	}
+	return w | uint64(len(v)+1)<<56
 }
 
 // initialCapacity is the first ring size; the ring doubles up to size.
@@ -232,6 +267,42 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 	}
 	span.add(w.meta[pos].time)
 
+	w.fields = w.columnsOf(rec, w.fields[:0])
+	// The values' index slots of the big columns miss the cache: load them
+	// all first, so that the misses overlap, then intern.
+	var touch uint32
+	for _, f := range w.fields {
+		touch += w.cols[f.col].index.Prefetch(f.hash)
+	}
+	w.touch = touch
+	for _, f := range w.fields {
+		c := w.cols[f.col]
+		_, value, _ := rec.Field(f.field)
+		code := c.intern(value, f.hash, f.word)
+		if old := c.codes[pos]; old != 0 {
+			// The record named the field twice: the last non-NULL
+			// value wins.
+			c.release(old)
+		} else {
+			c.nonNull++
+		}
+		c.codes[pos] = code
+	}
+
+	if t := w.meta[pos].time; w.interval > 0 && t != noTime {
+		w.newest = max(w.newest, t)
+		cutoff := w.newest - int64(w.interval)
+		for w.n > 0 && w.meta[w.head].time < cutoff {
+			w.evictOldest()
+		}
+	}
+	w.dropDeadColumns()
+	return true
+}
+
+// columnsOf appends to fields the non-NULL fields of rec with their
+// columns (added as needed) and their values' hashes, in record order.
+func (w *Window) columnsOf(rec *FlatRecord, fields []pendingField) []pendingField {
 	for i := range rec.Len() {
 		name, value, null := rec.Field(i)
 		if null {
@@ -260,27 +331,9 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 				w.fieldHint = append(w.fieldHint, ci)
 			}
 		}
-		c := w.cols[ci]
-		code := c.intern(value)
-		if old := c.codes[pos]; old != 0 {
-			// The record named the field twice: the last non-NULL
-			// value wins.
-			c.release(old)
-		} else {
-			c.nonNull++
-		}
-		c.codes[pos] = code
+		fields = append(fields, pendingField{field: i, col: ci, hash: w.cols[ci].index.HashBytes(value), word: shortWord(value)})
 	}
-
-	if t := w.meta[pos].time; w.interval > 0 && t != noTime {
-		w.newest = max(w.newest, t)
-		cutoff := w.newest - int64(w.interval)
-		for w.n > 0 && w.meta[w.head].time < cutoff {
-			w.evictOldest()
-		}
-	}
-	w.dropDeadColumns()
-	return true
+	return fields
 }
 
 func (w *Window) addColumn(name string) int {
@@ -347,6 +400,20 @@ func (w *Window) TimeRange() (lo, hi int64, ok bool) {
 
 func (w *Window) evictOldest() {
 	pos := w.head
+	// The codes' counts, then the index slots of the values whose last row
+	// this is, are loaded first, side by side (see Append).
+	touch := w.touch
+	for _, c := range w.cols {
+		if code := c.codes[pos]; code != 0 {
+			touch += c.refs[code-1].n
+		}
+	}
+	for _, c := range w.cols {
+		if code := c.codes[pos]; code != 0 && c.refs[code-1].n == 1 {
+			touch += c.index.Prefetch(c.refs[code-1].hash)
+		}
+	}
+	w.touch = touch
 	for _, c := range w.cols {
 		if code := c.codes[pos]; code != 0 {
 			c.release(code)
@@ -392,21 +459,28 @@ func (w *Window) dropDeadColumns() {
 }
 
 // intern returns the code of value, taking a reference.
-func (c *winColumn) intern(value []byte) uint32 {
-	code, h := c.index.LookupBytes(c.dict, value)
+// h and word are value's HashBytes and shortWord.
+func (c *winColumn) intern(value []byte, h uint32, word uint64) uint32 {
+	code := c.index.LookupHashed(h, func(code uint32) bool {
+		if r := &c.refs[code-1]; word != 0 || r.word != 0 {
+			return r.word == word
+		}
+		return c.dict[code-1] == string(value)
+	})
 	if code != 0 {
 		c.refs[code-1].n++
 		return code
 	}
 	s := string(value)
+	ref := codeRef{n: 1, hash: h, word: word}
 	if k := len(c.free); k > 0 {
 		code = c.free[k-1]
 		c.free = c.free[:k-1]
 		c.dict[code-1] = s
-		c.refs[code-1] = codeRef{n: 1, hash: h}
+		c.refs[code-1] = ref
 	} else {
 		c.dict = append(c.dict, s)
-		c.refs = append(c.refs, codeRef{n: 1, hash: h})
+		c.refs = append(c.refs, ref)
 		code = uint32(len(c.dict))
 	}
 	c.index.Insert(code, h)

@@ -316,7 +316,7 @@ func TestWindowMatchesNaiveModel(t *testing.T) {
 			w.timeBlock = 3 // TimeRange's blocks: partial ones at both ends and at the ring's end
 			m := &modelWindow{size: cfg.size, interval: cfg.interval, last: map[int32]int64{}}
 			offsets := map[int32]int64{}
-			names := []string{"a", "b", "c", "d.e", "f", "rare"}
+			names := []string{"a", "b", "c", "d.e", "f", "rare", "s"}
 			for step := range 3000 {
 				p := int32(rng.IntN(3))
 				off := offsets[p] + 1
@@ -337,7 +337,13 @@ func TestWindowMatchesNaiveModel(t *testing.T) {
 					if n == "b" {
 						card = 1 << 30 // mostly unique
 					}
-					fields = append(fields, testField{n, strconv.Itoa(rng.IntN(card)), rng.IntN(10) == 0})
+					v := strconv.Itoa(rng.IntN(card))
+					if n == "s" {
+						// Values either side of maxInlineValue, and ones
+						// that differ only by trailing zero bytes.
+						v = trickyValues[rng.IntN(len(trickyValues))]
+					}
+					fields = append(fields, testField{n, v, rng.IntN(10) == 0})
 				}
 				if rng.IntN(30) == 0 && len(fields) > 0 {
 					fields = append(fields, testField{fields[0].name, "dup", false})
@@ -354,6 +360,27 @@ func TestWindowMatchesNaiveModel(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// trickyValues are values whose inline words (shortWord) could be confused
+// if the length were not part of them.
+var trickyValues = []string{"", "\x00", "a", "a\x00", "a\x00\x00", "abcdefg", "abcdefg\x00", "abcdefgh", "abcdefghi", "abcdefgi", "\xff\xff\xff\xff\xff\xff\xff"}
+
+func TestShortWord(t *testing.T) {
+	seen := map[uint64]string{}
+	for _, v := range trickyValues {
+		w := shortWord([]byte(v))
+		if (w == 0) != (len(v) > maxInlineValue) {
+			t.Fatalf("shortWord(%q) = %#x", v, w)
+		}
+		if w == 0 {
+			continue
+		}
+		if o, ok := seen[w]; ok {
+			t.Fatalf("shortWord(%q) = shortWord(%q) = %#x", v, o, w)
+		}
+		seen[w] = v
 	}
 }
 

@@ -73,6 +73,40 @@ func (x *Index) LookupBytes(dict []string, v []byte) (code, h uint32) {
 	}
 }
 
+// HashBytes is the hash Lookup and LookupBytes compute for v.
+func (x *Index) HashBytes(v []byte) uint32 { return uint32(maphash.Bytes(x.seed, v)) }
+
+// LookupHashed returns the code whose hash is h and for which same(code)
+// reports true (0 if none): for a caller that can tell a code's value
+// without reading the dictionary (a short value kept beside the code).
+func (x *Index) LookupHashed(h uint32, same func(code uint32) bool) uint32 {
+	if x.n == 0 {
+		return 0
+	}
+	mask := uint32(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := x.slots[i]
+		if s.code == 0 {
+			return 0
+		}
+		if s.hash == h && same(s.code) {
+			return s.code
+		}
+	}
+}
+
+// Prefetch reads the slot where a lookup or a removal of hash h starts
+// and returns its code (0 if empty), which the caller must use (keep it):
+// a caller with several lookups to make reads their slots first, side by
+// side, so that their cache misses overlap instead of coming one after
+// another.
+func (x *Index) Prefetch(h uint32) uint32 {
+	if len(x.slots) == 0 {
+		return 0
+	}
+	return x.slots[h&uint32(len(x.slots)-1)].code
+}
+
 // Insert adds code, whose value is not in the index, with the hash h that
 // Lookup returned for it.
 func (x *Index) Insert(code, h uint32) {

@@ -22,6 +22,15 @@ func TestIndexMatchesMap(t *testing.T) {
 		if bcode, bh := x.LookupBytes(dict, []byte(v)); bcode != code || bh != h {
 			t.Fatalf("step %d: LookupBytes %q = %d, %d; Lookup = %d, %d", step, v, bcode, bh, code, h)
 		}
+		if c := x.Prefetch(h); code != 0 && c == 0 {
+			t.Fatalf("step %d: Prefetch %q = 0, but %q has code %d", step, v, v, code)
+		}
+		if hh := x.HashBytes([]byte(v)); hh != h {
+			t.Fatalf("step %d: HashBytes %q = %d, Lookup's hash %d", step, v, hh, h)
+		}
+		if hcode := x.LookupHashed(h, func(c uint32) bool { return dict[c-1] == v }); hcode != code {
+			t.Fatalf("step %d: LookupHashed %q = %d; Lookup = %d", step, v, hcode, code)
+		}
 		if code != want[v] {
 			t.Fatalf("step %d: lookup %q = %d, want %d", step, v, code, want[v])
 		}
