@@ -5,8 +5,10 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // valuesByRow renders a column back to text through its ranks.
@@ -270,7 +272,9 @@ func TestEncodeTypedPause(t *testing.T) {
 	}
 	calls := 0
 	got, err := EncodeTypedPause(context.Background(), cols, Typing{}, func(context.Context) error { calls++; return nil })
-	if err != nil || !reflect.DeepEqual(got, want) || calls != len(cols) {
+	// Before each column, and after typing and sorting it (the columns
+	// are shorter than encodePauseValues).
+	if err != nil || !reflect.DeepEqual(got, want) || calls != 3*len(cols) {
 		t.Fatalf("err %v, %d pauses for %d columns, equal to EncodeTyped: %v", err, calls, len(cols), reflect.DeepEqual(got, want))
 	}
 	errStop := errors.New("stop")
@@ -283,5 +287,103 @@ func TestEncodeTypedPause(t *testing.T) {
 	})
 	if err != errStop || calls != 2 {
 		t.Fatalf("err %v after %d pauses, want the pause's error at the second", err, calls)
+	}
+}
+
+// TestEncodePauseWithinColumn: with the pacer forced to pause at every
+// value (encodePauseValues is 1), a column's encoding passes the pause
+// while it types the column, the result is the one without pauses, and a
+// pause's error stops it (there, or after typing text), returned as it is.
+func TestEncodePauseWithinColumn(t *testing.T) {
+	base := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var ts, nums, text []string
+	for i := range 300 {
+		at := base.Add(time.Duration(i*7919) * time.Second)
+		// Most values share a layout; every tenth another, so that the
+		// remembered layout changes back and forth.
+		switch i % 10 {
+		case 3:
+			ts = append(ts, at.Format("2006-01-02 15:04:05"))
+		case 7:
+			ts = append(ts, at.Format("2006-01-02"))
+		default:
+			ts = append(ts, at.Format(time.RFC3339Nano))
+		}
+		nums = append(nums, strconv.Itoa(i*37%101-50))
+		text = append(text, "v"+strconv.Itoa(i*13%97))
+	}
+	for _, vals := range [][]string{ts, nums, text} {
+		dc := DictColumn{Name: "c", Codes: make([]uint32, len(vals))}
+		at := map[string]uint32{}
+		for r, v := range vals {
+			if _, ok := at[v]; !ok {
+				dc.Dict = append(dc.Dict, v)
+				at[v] = uint32(len(dc.Dict))
+			}
+			dc.Codes[r] = at[v]
+		}
+		want, err := encodeColumn(&dc, false, false, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		p := &pacer{ctx: context.Background(), every: 1, pause: func(context.Context) error { calls++; return nil }}
+		got, err := encodeColumn(&dc, false, false, nil, p)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s column: err %v, equal to the unpaused encoding: %v", want.Type, err, reflect.DeepEqual(got, want))
+		}
+		// Text is typed by its first value (no number, no date); the
+		// others parse every value.
+		if want.Type != Nominal && calls < len(dc.Dict) {
+			t.Fatalf("%s column: %d pauses for %d values typed, want one per value", want.Type, calls, len(dc.Dict))
+		}
+		errStop := errors.New("stop")
+		calls = 0
+		p = &pacer{ctx: context.Background(), every: 1, pause: func(context.Context) error {
+			if calls++; calls == 3 {
+				return errStop
+			}
+			return nil
+		}}
+		if _, err := encodeColumn(&dc, false, false, nil, p); err != errStop || calls != 3 {
+			t.Fatalf("%s column: err %v after %d pauses, want the pause's error at the third", want.Type, err, calls)
+		}
+	}
+}
+
+// TestParseTemporalFrom: whatever layout it tries first, parseTemporalFrom
+// reads what parseTemporal reads, because a string reads in at most one
+// layout; it remembers the layout that read the string.
+func TestParseTemporalFrom(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 34, 56, 789000000, time.FixedZone("", 5*3600+1800))
+	var inputs []string
+	for _, layout := range temporalLayouts {
+		inputs = append(inputs, at.Format(layout), at.UTC().Format(layout))
+	}
+	inputs = append(inputs, at.Format(time.RFC3339Nano), at.UTC().Format(time.RFC3339Nano),
+		"2026-03-01T12:34:56.5", "2026-03-01 12:34:56,5", "2026-13-01", "2026-03", "2026-03-01T25:00", "20260301", "x026-03-01", "")
+	for _, s := range inputs {
+		readers := 0
+		for _, layout := range temporalLayouts {
+			if _, err := time.Parse(layout, s); err == nil {
+				readers++
+			}
+		}
+		if readers > 1 {
+			t.Errorf("%q reads in %d layouts", s, readers)
+		}
+		want, wantOK := parseTemporal(s)
+		for first := range temporalLayouts {
+			layout := first
+			got, ok := parseTemporalFrom(s, &layout)
+			if ok != wantOK || !got.Equal(want) || got.Location().String() != want.Location().String() {
+				t.Errorf("%q from layout %d: %v %v, parseTemporal %v %v", s, first, got, ok, want, wantOK)
+			}
+			if ok {
+				if _, err := time.Parse(temporalLayouts[layout], s); err != nil {
+					t.Errorf("%q: remembered layout %q does not read it", s, temporalLayouts[layout])
+				}
+			}
+		}
 	}
 }

@@ -437,7 +437,8 @@ func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq ui
 }
 
 // encodeSnapshot encodes cols typed by ty (discovery.EncodeTypedPause),
-// passing pause, when set, before each column. It returns pause's error as
+// passing pause, when set, before each column and within one (every few
+// thousand values typed, between its steps). It returns pause's error as
 // it is, a *stepError when encoding fails.
 func encodeSnapshot(ctx context.Context, cols []discovery.DictColumn, ty discovery.Typing, pause func(context.Context) error) (*discovery.Table, error) {
 	var paused error

@@ -15,8 +15,9 @@ import (
 // after running the checks, and opens it while a check waits for the
 // discovery it merges (waitMerge: the check needs that discovery to end).
 // Both call it under mailbox.mu, so that the queue and the gate change
-// together. The discovery goroutine waits on it before encoding each
-// column of its snapshot (encodeSnapshot), and its workers
+// together. The discovery goroutine waits on it while it encodes its
+// snapshot (encodeSnapshot: before each column, and within one every few
+// thousand values typed and between its steps), and its workers
 // (discovery.Options.Pause) before each unit of work (one node's
 // partition, one candidate's validation) and within a long validation
 // every few thousand rows of work.
@@ -26,9 +27,9 @@ import (
 // CPU, from its dispatch to its save, with ingest and with at most the
 // pieces of discovery work under way when it was dispatched (one per
 // worker: on a 100k-row window of 20 fields a fraction of a millisecond
-// to a few milliseconds, a partition product included, but up to 0.2 s
-// for encoding a timestamp column of 100k distinct values, one piece),
-// not with the rest of the discovery. There is no starvation guard: while
+// to a few milliseconds, a partition product included; the longest, tens
+// of milliseconds, sort a column's 100k distinct values while the
+// snapshot is encoded), not with the rest of the discovery. There is no starvation guard: while
 // the checks cannot keep up (they are coalesced), discovery waits, and
 // ends once they catch up (merged late, or the discoveries due meanwhile
 // skipped; both counted and logged). Waiting changes no discovery result,
