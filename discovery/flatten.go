@@ -87,15 +87,15 @@ func (p *flatParser) errorf(format string, args ...any) error {
 	return fmt.Errorf("json offset %d: %w", p.i, fmt.Errorf(format, args...))
 }
 
+// The scanning loops below keep the offset in a local variable and store
+// it in p.i once: p.i itself would be loaded and stored at every byte.
+
 func (p *flatParser) skipSpace() {
-	for p.i < len(p.data) {
-		switch p.data[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
+	d, i := p.data, p.i
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
 	}
+	p.i = i
 }
 
 // object parses an object at p.i (which is '{'); the current field name
@@ -207,66 +207,75 @@ func (p *flatParser) literal(word string, null bool) error {
 
 // number scans a JSON number (RFC 8259 grammar).
 func (p *flatParser) number() error {
-	d := p.data
-	if p.i < len(d) && d[p.i] == '-' {
-		p.i++
+	d, i := p.data, p.i
+	if i < len(d) && d[i] == '-' {
+		i++
 	}
 	switch {
-	case p.i < len(d) && d[p.i] == '0':
-		p.i++
-	case p.i < len(d) && d[p.i] >= '1' && d[p.i] <= '9':
-		for p.i < len(d) && d[p.i] >= '0' && d[p.i] <= '9' {
-			p.i++
-		}
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && d[i] >= '1' && d[i] <= '9':
+		i = skipDigits(d, i)
 	default:
+		p.i = i
 		return p.errorf("invalid number")
 	}
-	if p.i < len(d) && d[p.i] == '.' {
-		p.i++
-		if p.i >= len(d) || d[p.i] < '0' || d[p.i] > '9' {
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			p.i = i
 			return p.errorf("invalid number")
 		}
-		for p.i < len(d) && d[p.i] >= '0' && d[p.i] <= '9' {
-			p.i++
-		}
+		i = skipDigits(d, i)
 	}
-	if p.i < len(d) && (d[p.i] == 'e' || d[p.i] == 'E') {
-		p.i++
-		if p.i < len(d) && (d[p.i] == '+' || d[p.i] == '-') {
-			p.i++
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
 		}
-		if p.i >= len(d) || d[p.i] < '0' || d[p.i] > '9' {
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			p.i = i
 			return p.errorf("invalid number")
 		}
-		for p.i < len(d) && d[p.i] >= '0' && d[p.i] <= '9' {
-			p.i++
-		}
+		i = skipDigits(d, i)
 	}
+	p.i = i
 	return nil
+}
+
+// skipDigits returns the offset of the first byte from i on that is not
+// a decimal digit.
+func skipDigits(d []byte, i int) int {
+	for i < len(d) && d[i]-'0' <= 9 {
+		i++
+	}
+	return i
 }
 
 // str scans a string at p.i (which is '"'). Without escapes it returns a
 // slice of the input; otherwise it unescapes into *buf.
 func (p *flatParser) str(buf *[]byte) ([]byte, error) {
 	d := p.data
-	p.i++ // opening quote
-	start := p.i
-	for p.i < len(d) {
-		c := d[p.i]
+	start := p.i + 1 // after the opening quote
+	i := start
+	for i < len(d) {
+		c := d[i]
 		if c == '"' {
-			s := d[start:p.i]
-			p.i++
-			return s, nil
+			p.i = i + 1
+			return d[start:i], nil
 		}
 		if c == '\\' {
-			*buf = append((*buf)[:0], d[start:p.i]...)
+			p.i = i
+			*buf = append((*buf)[:0], d[start:i]...)
 			return p.strEscaped(buf)
 		}
 		if c < 0x20 {
+			p.i = i
 			return nil, p.errorf("control character in a string")
 		}
-		p.i++
+		i++
 	}
+	p.i = i
 	return nil, p.errorf("unterminated string")
 }
 
