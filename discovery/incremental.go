@@ -143,7 +143,10 @@ type IncrementalOptions struct {
 	SortedMin int
 	// MaxStale bounds the number of changed rows after which an OC is
 	// recounted whatever the cuts (the OCs' limits are spread over
-	// [MaxStale/2, MaxStale]); 0 means the window's row count.
+	// [MaxStale/2, MaxStale]); 0 means the window's row count, at most
+	// 200,000 (defaultMaxStaleRows). An OC that skips keeps the rows that
+	// changed since its last recount (about 50 bytes each), so the limit
+	// bounds that backlog.
 	MaxStale int
 	// RecountBudget is the rows of early recounts a check adds to the
 	// credit, in OCs whose count could still be skipped (see recountOCs);
@@ -172,6 +175,16 @@ const defaultParallelMin = 20_000
 // recount after many skipped checks merges sorted runs instead of sorting
 // its whole backlog.
 const defaultPresortMin = 2048
+
+// defaultMaxStaleRows caps IncrementalOptions.MaxStale's default (the
+// window's rows): the changed rows after which an OC that could still skip
+// is recounted. An OC that skips holds a backlog per changed row (the
+// pending row, its pair in adds or dead, its pair in A per polarity), so
+// on a large window whose holding OCs could skip until a window's worth of
+// rows changed the backlogs would add up to hundreds of megabytes; 200k
+// changed rows are 100 checks of a 1k-record slide, and a recount of a
+// 1M-row class every 50-100 checks costs little per check.
+const defaultMaxStaleRows = 200_000
 
 // recountChangeNs is about the time a recount spends per row that entered
 // or left its classes since the last one (see runRecounts).
@@ -844,7 +857,7 @@ type slide struct {
 func (e *Incremental) slide(cuts []int) slide {
 	sl := slide{cuts: cuts, maxStale: e.maxStale, entered: max(e.entered, 1), left: max(e.left, 1)}
 	if sl.maxStale <= 0 {
-		sl.maxStale = e.n
+		sl.maxStale = min(e.n, defaultMaxStaleRows)
 	}
 	e.entered, e.left = 0, 0
 	return sl
