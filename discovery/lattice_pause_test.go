@@ -206,12 +206,16 @@ func discoverEvery(ctx context.Context, t *Table, opts Options, every int) (*Dis
 
 // withinUnit reports whether the Pause being called was passed from
 // within a unit of work: by a Validator's tick.
-func withinUnit() bool {
+func withinUnit() bool { return calledFrom("(*Validator).tick") }
+
+// calledFrom reports whether fn (a function name's suffix) is on the
+// caller's stack.
+func calledFrom(fn string) bool {
 	pc := make([]uintptr, 32)
 	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
 	for {
 		f, more := frames.Next()
-		if strings.HasSuffix(f.Function, "(*Validator).tick") {
+		if strings.HasSuffix(f.Function, fn) {
 			return true
 		}
 		if !more {
@@ -237,12 +241,16 @@ func TestDiscoverPauseWithinUnits(t *testing.T) {
 	}
 
 	t.Run("called within units, same result", func(t *testing.T) {
+		var products atomic.Int64
 		count := func(every int) (units, within int64) {
 			var u, w atomic.Int64
 			o := opts
 			o.Pause = func(context.Context) error {
 				if withinUnit() {
 					w.Add(1)
+					if calledFrom("(*partitionScratch).product") {
+						products.Add(1)
+					}
 				} else {
 					u.Add(1)
 				}
@@ -258,8 +266,9 @@ func TestDiscoverPauseWithinUnits(t *testing.T) {
 			return u.Load(), w.Load()
 		}
 		units, within := count(1)
-		if within < units {
-			t.Fatalf("pausing every row: %d calls within units for %d between them, want more within", within, units)
+		if within < units || products.Load() == 0 {
+			t.Fatalf("pausing every row: %d calls within units (%d in partition products) for %d between them, want more within, some in products",
+				within, products.Load(), units)
 		}
 		if u, w := count(math.MaxInt); w != 0 || u != units {
 			t.Fatalf("never pausing within units: %d calls within, %d between (want 0 and %d)", w, u, units)

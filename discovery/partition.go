@@ -172,8 +172,9 @@ func (s *partitionScratch) ensure(n, classes int) {
 }
 
 // product returns the stripped partition of the union of p's and q's
-// contexts (TANE's product).
-func (s *partitionScratch) product(p, q *StrippedPartition) *StrippedPartition {
+// contexts (TANE's product). tick, when not nil, is told the rows gone
+// through after probing p and after each class of q (Validator.tick).
+func (s *partitionScratch) product(p, q *StrippedPartition, tick func(rows int)) *StrippedPartition {
 	if q.Covered() < p.Covered() {
 		p, q = q, p // probe the smaller one: fewer writes to reset
 	}
@@ -186,6 +187,9 @@ func (s *partitionScratch) product(p, q *StrippedPartition) *StrippedPartition {
 		for _, r := range p.Class(i) {
 			s.probe[r] = int32(i)
 		}
+	}
+	if tick != nil {
+		tick(p.Covered())
 	}
 	out.Rows = make([]uint32, 0, p.Covered())
 	out.Starts = make([]uint32, 0, 16)
@@ -227,6 +231,9 @@ func (s *partitionScratch) product(p, q *StrippedPartition) *StrippedPartition {
 		for _, i := range s.touched {
 			s.cnt[i] = 0
 		}
+		if tick != nil {
+			tick(len(cls))
+		}
 	}
 	if len(out.Starts) > 0 {
 		out.Starts = append(out.Starts, uint32(len(out.Rows)))
@@ -241,7 +248,7 @@ func (s *partitionScratch) product(p, q *StrippedPartition) *StrippedPartition {
 // contexts. Both must be over the same rows.
 func (p *StrippedPartition) Product(q *StrippedPartition) *StrippedPartition {
 	var s partitionScratch
-	return s.product(p, q)
+	return s.product(p, q, nil)
 }
 
 // PartitionOf builds the stripped partition of t by the given columns
@@ -253,7 +260,7 @@ func PartitionOf(t *Table, cols []int) *StrippedPartition {
 	var s partitionScratch
 	p := ColumnPartition(&t.Columns[cols[0]])
 	for _, c := range cols[1:] {
-		p = s.product(p, ColumnPartition(&t.Columns[c]))
+		p = s.product(p, ColumnPartition(&t.Columns[c]), nil)
 	}
 	return p
 }

@@ -95,7 +95,10 @@ func NewValidator() *Validator { return &Validator{pauseEvery: pauseRows} }
 // Product returns the stripped partition of the union of p's and q's
 // contexts, using the Validator's probe table.
 func (v *Validator) Product(p, q *StrippedPartition) *StrippedPartition {
-	return v.part.product(p, q)
+	if v.pause == nil {
+		return v.part.product(p, q, nil)
+	}
+	return v.part.product(p, q, v.tick)
 }
 
 // rankBits is the number of bits needed for the ranks of c.
