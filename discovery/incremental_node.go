@@ -3,12 +3,17 @@ package discovery
 // u64map maps uint64 keys to uint32 values: open addressing with linear
 // probing and backward-shift deletion, so that a table whose keys keep
 // changing (classes of a sliding window) leaves no tombstones behind and
-// holds no pointers.
+// holds no pointers. A slot holds its key and value together, so a probe
+// reads one cache line.
 type u64map struct {
-	keys  []uint64
-	vals  []uint32 // value+1; 0 = empty slot
+	slots []u64slot
 	n     int
 	shift uint
+}
+
+type u64slot struct {
+	key uint64
+	val uint32 // value+1; 0 = empty slot
 }
 
 func (m *u64map) home(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> m.shift) }
@@ -17,68 +22,69 @@ func (m *u64map) get(k uint64) (uint32, bool) {
 	if m.n == 0 {
 		return 0, false
 	}
-	mask := len(m.keys) - 1
+	mask := len(m.slots) - 1
 	for i := m.home(k); ; i = (i + 1) & mask {
-		if m.vals[i] == 0 {
+		s := &m.slots[i]
+		if s.val == 0 {
 			return 0, false
 		}
-		if m.keys[i] == k {
-			return m.vals[i] - 1, true
+		if s.key == k {
+			return s.val - 1, true
 		}
 	}
 }
 
 // put adds k (not present) with value v.
 func (m *u64map) put(k uint64, v uint32) {
-	if 2*(m.n+1) > len(m.keys) {
+	if 2*(m.n+1) > len(m.slots) {
 		m.grow()
 	}
-	mask := len(m.keys) - 1
+	mask := len(m.slots) - 1
 	i := m.home(k)
-	for m.vals[i] != 0 {
+	for m.slots[i].val != 0 {
 		i = (i + 1) & mask
 	}
-	m.keys[i], m.vals[i] = k, v+1
+	m.slots[i] = u64slot{k, v + 1}
 	m.n++
 }
 
 func (m *u64map) grow() {
-	oldK, oldV := m.keys, m.vals
-	size := max(2*len(oldK), 16)
-	m.keys, m.vals = make([]uint64, size), make([]uint32, size)
+	old := m.slots
+	size := max(2*len(old), 16)
+	m.slots = make([]u64slot, size)
 	m.shift = 64
 	for s := size; s > 1; s >>= 1 {
 		m.shift--
 	}
 	mask := size - 1
-	for j, v := range oldV {
-		if v == 0 {
+	for _, s := range old {
+		if s.val == 0 {
 			continue
 		}
-		i := m.home(oldK[j])
-		for m.vals[i] != 0 {
+		i := m.home(s.key)
+		for m.slots[i].val != 0 {
 			i = (i + 1) & mask
 		}
-		m.keys[i], m.vals[i] = oldK[j], v
+		m.slots[i] = s
 	}
 }
 
 // del removes k, which must be present.
 func (m *u64map) del(k uint64) {
-	mask := len(m.keys) - 1
+	mask := len(m.slots) - 1
 	i := m.home(k)
-	for m.keys[i] != k || m.vals[i] == 0 {
+	for m.slots[i].key != k || m.slots[i].val == 0 {
 		i = (i + 1) & mask
 	}
 	m.n--
 	for j := i; ; {
 		j = (j + 1) & mask
-		if m.vals[j] == 0 {
+		if m.slots[j].val == 0 {
 			break
 		}
 		// The entry at j may fill the hole at i unless its home lies
 		// cyclically in (i, j].
-		h := m.home(m.keys[j])
+		h := m.home(m.slots[j].key)
 		if i <= j {
 			if i < h && h <= j {
 				continue
@@ -86,10 +92,10 @@ func (m *u64map) del(k uint64) {
 		} else if i < h || h <= j {
 			continue
 		}
-		m.keys[i], m.vals[i] = m.keys[j], m.vals[j]
+		m.slots[i] = m.slots[j]
 		i = j
 	}
-	m.vals[i] = 0
+	m.slots[i].val = 0
 }
 
 func (m *u64map) reset() { *m = u64map{} }

@@ -142,6 +142,7 @@ type incTree struct {
 	ocs    []*incOC
 	weight int        // about its cost per row: nodes, twice its FDs, its OCs
 	stale  []*incNode // the nodes rebuildNodes replays the window into
+	fds    []*incFD   // scratch of liveFDs
 }
 
 // listTrees rebuilds e.trees from e.nodes, e.fds and e.ocs (listed),
@@ -184,12 +185,11 @@ func (t *incTree) leave(e *Incremental, rs span) {
 		if nd.stale {
 			continue
 		}
+		fds := t.liveFDs(nd)
 		for s := rs.from; s != rs.to; s++ {
 			slot := s & e.mask
-			for _, f := range nd.fds {
-				if !f.stale && !f.x.stale {
-					f.removing(slot)
-				}
+			for _, f := range fds {
+				f.removing(slot)
 			}
 			nd.remove(slot)
 		}
@@ -204,17 +204,27 @@ func (t *incTree) enter(e *Incremental, rs span) {
 		if nd.stale {
 			continue
 		}
+		fds := t.liveFDs(nd)
 		for s := rs.from; s != rs.to; s++ {
 			slot := s & e.mask
 			nd.insert(e.cols, slot, s)
-			for _, f := range nd.fds {
-				if !f.stale && !f.x.stale {
-					f.inserted(slot)
-				}
+			for _, f := range fds {
+				f.inserted(slot)
 			}
 		}
 	}
 	t.touchOCs(e, rs, true)
+}
+
+// liveFDs returns nd's FDs that are not stale (in t.fds).
+func (t *incTree) liveFDs(nd *incNode) []*incFD {
+	t.fds = t.fds[:0]
+	for _, f := range nd.fds {
+		if !f.stale && !f.x.stale {
+			t.fds = append(t.fds, f)
+		}
+	}
+	return t.fds
 }
 
 // touchOCs marks, in each of t's OCs that is not stale, the classes the
