@@ -27,13 +27,13 @@ import (
 // CPU, from its dispatch to its save, with ingest and with at most the
 // pieces of discovery work under way when it was dispatched (one per
 // worker: on a 100k-row window of 20 fields a fraction of a millisecond
-// to a few milliseconds, a partition product included; the longest, tens
-// of milliseconds, sort a column's 100k distinct values while the
-// snapshot is encoded), not with the rest of the discovery. There is no starvation guard: while
-// the checks cannot keep up (they are coalesced), discovery waits, and
-// ends once they catch up (merged late, or the discoveries due meanwhile
-// skipped; both counted and logged). Waiting changes no discovery result,
-// only when it ends.
+// to a few milliseconds, a partition product included; the longest sort a
+// column's 100k distinct values while the snapshot is encoded, about
+// 10 ms), not with the rest of the discovery. There is no starvation
+// guard: while the checks cannot keep up (they are coalesced), discovery
+// waits, and ends once they catch up (merged late, or the discoveries due
+// meanwhile skipped; both counted and logged). Waiting changes no
+// discovery result, only when it ends.
 type checkGate struct {
 	held atomic.Bool // checks && !merging: the fast path of wait
 
