@@ -29,8 +29,10 @@ import (
 //
 // A sorted class records S at its recount (lnds, backtrack) as a bitset
 // over its sorted pairs, which do not change until its next recount; A
-// keeps the accepted rows' pairs (sorted), and a row is accepted when it
-// is consistent with S, A and the rows accepted before it (fitClass).
+// keeps the accepted rows' pairs (in sorted runs), and a row is accepted
+// when it is consistent with S, A and the rows accepted before it
+// (incOC.fit, fitRun). A row that entered and was not tested yet counts
+// as a misfit: the bound holds whenever the tests run.
 // Pairs of rows that left stay in S and A: that only constrains more.
 
 // backtrack returns, in set (reused), the bitset over the rows 0..n-1 of a
