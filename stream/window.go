@@ -20,7 +20,9 @@ type RowMeta struct {
 // Window is the in-memory columnar mirror of a stream's window (docs/DESIGN.md
 // "Performance model"): per column a dictionary of distinct values and one
 // uint32 code per row, in a ring buffer of rows. A row costs 4 bytes per
-// column plus its RowMeta; a distinct value costs its string once.
+// column plus its RowMeta; a distinct value costs its string once, its
+// codeRef (16 bytes) and its index slots (8 bytes each, at most half of
+// them full).
 //
 // Dictionaries do not grow without bound over a sliding window: each code is
 // reference counted and a code whose last row is evicted goes to a free list
