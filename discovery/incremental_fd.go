@@ -71,17 +71,8 @@ func (f *incFD) block(cx uint32) []uint32 {
 	return f.blk[end-int(f.stride) : end : end]
 }
 
-// inserted runs after both nodes took the row in slot.
-func (f *incFD) inserted(slot uint32) {
-	f.enter(f.x.class(slot), f.xa.size[f.xa.class(slot)])
-}
-
-// removing runs before the nodes let the row in slot go.
-func (f *incFD) removing(slot uint32) {
-	f.leave(f.x.class(slot), f.xa.size[f.xa.class(slot)])
-}
-
-// enter moves one class of X+A in class cx of X from size k-1 to k.
+// enter moves one class of X+A in class cx of X from size k-1 to k: it
+// runs after both nodes took a row.
 func (f *incFD) enter(cx, k uint32) {
 	b := f.block(cx)
 	if k > b[0] {
@@ -102,7 +93,8 @@ func (f *incFD) enter(cx, k uint32) {
 	f.move(b, k-1, k)
 }
 
-// leave moves one class of X+A in class cx of X from size k to k-1.
+// leave moves one class of X+A in class cx of X from size k to k-1: it
+// runs before the nodes let a row go.
 func (f *incFD) leave(cx, k uint32) {
 	b := f.blk[cx*f.stride : (cx+1)*f.stride]
 	if b[0] < f.stride {
@@ -167,38 +159,43 @@ func (f *incFD) move(b []uint32, from, to uint32) uint32 {
 }
 
 // movePairs is move in a block of pairs; ok is false when size to needs a
-// pair and none is free (the move from size from is made).
+// pair and none is free (the move from size from is made). One pass finds
+// the pairs of both sizes and a free one; a class moving from a size no
+// other class has to a size no other class has keeps its pair.
 func (f *incFD) movePairs(b []uint32, from, to uint32) (left uint32, ok bool) {
-	end := 2 + 2*f.pairs
-	if from > 0 {
-		for i := uint32(2); i < end; i += 2 {
-			if b[i] == from {
-				b[i+1]--
-				left = b[i+1]
-				if left == 0 {
-					b[i] = 0
-				}
-				break
+	var fi, ti, free uint32 // pair indexes; 0: none
+	for i := uint32(2); i < 2+2*f.pairs; i += 2 {
+		switch k := b[i]; {
+		case k == 0:
+			if free == 0 {
+				free = i
 			}
+		case k == from:
+			fi = i
+		case k == to:
+			ti = i
 		}
 	}
-	if to == 0 {
-		return left, true
-	}
-	free := uint32(0)
-	for i := uint32(2); i < end; i += 2 {
-		switch {
-		case b[i] == to:
-			b[i+1]++
-			return left, true
-		case b[i] == 0 && free == 0:
-			free = i
+	if fi != 0 {
+		b[fi+1]--
+		left = b[fi+1]
+		if left == 0 {
+			if to != 0 && ti == 0 {
+				b[fi], b[fi+1] = to, 1
+				return 0, true
+			}
+			b[fi] = 0
 		}
 	}
-	if free == 0 {
+	switch {
+	case to == 0:
+	case ti != 0:
+		b[ti+1]++
+	case free != 0:
+		b[free], b[free+1] = to, 1
+	default:
 		return left, false
 	}
-	b[free], b[free+1] = to, 1
 	return left, true
 }
 

@@ -199,7 +199,8 @@ func (nd *incNode) classFor(cols []*incColumn, slot uint32) uint32 {
 	return c
 }
 
-func (nd *incNode) insert(cols []*incColumn, slot, seq uint32) {
+// insert adds the row in slot (sequence number seq) and returns its class.
+func (nd *incNode) insert(cols []*incColumn, slot, seq uint32) uint32 {
 	c := nd.classFor(cols, slot)
 	if nd.classOf != nil {
 		nd.classOf[slot] = c
@@ -214,10 +215,11 @@ func (nd *incNode) insert(cols []*incColumn, slot, seq uint32) {
 		}
 		nd.members[c].push(seq)
 	}
+	return c
 }
 
-func (nd *incNode) remove(slot uint32) {
-	c := nd.class(slot)
+// remove lets the oldest row of class c go.
+func (nd *incNode) remove(c uint32) {
 	nd.size[c]--
 	if nd.withMembers {
 		nd.members[c].pop()

@@ -188,10 +188,11 @@ func (t *incTree) leave(e *Incremental, rs span) {
 		fds := t.liveFDs(nd)
 		for s := rs.from; s != rs.to; s++ {
 			slot := s & e.mask
+			c := nd.class(slot)
 			for _, f := range fds {
-				f.removing(slot)
+				f.leave(f.x.class(slot), nd.size[c])
 			}
-			nd.remove(slot)
+			nd.remove(c)
 		}
 	}
 }
@@ -207,9 +208,9 @@ func (t *incTree) enter(e *Incremental, rs span) {
 		fds := t.liveFDs(nd)
 		for s := rs.from; s != rs.to; s++ {
 			slot := s & e.mask
-			nd.insert(e.cols, slot, s)
+			c := nd.insert(e.cols, slot, s)
 			for _, f := range fds {
-				f.inserted(slot)
+				f.enter(f.x.class(slot), nd.size[c])
 			}
 		}
 	}
