@@ -243,7 +243,7 @@ func (o *incOC) fit(e *Incremental, w *recountScratch) {
 			if !test[p] || len(run) == 0 {
 				continue
 			}
-			a := sc.fitRun(run, p, e.fitMax, &w.runs)
+			a := sc.fitRun(run, p, e.fitMax, w)
 			o.acc[p] += a
 			o.accShare[p] = (o.accShare[p] + float64(a)/float64(len(run))) / 2
 		}
@@ -261,18 +261,26 @@ func (o *incOC) fit(e *Incremental, w *recountScratch) {
 // least x's. The pairs of run come in la order, so those accepted before
 // x with a smaller la are folded into running when la changes (pairs of
 // equal la constrain each other in nothing).
-func (sc *sortedClass) fitRun(run []ocPair, p, limit int, buf *[]ocPair) int {
+func (sc *sortedClass) fitRun(run []ocPair, p, limit int, w *recountScratch) int {
 	f := &sc.fit[p]
 	desc := p == 1
 	start := len(f.a.ps)
 	room := limit - start
 	var running, group, lo, hi uint64
 	from := 0 // S's first pair with la at least the group's
+	// Per run of A, its first pair with la at least the group's.
+	w.aFrom = append(w.aFrom[:0], f.a.ends...)
+	for r := range w.aFrom {
+		w.aFrom[r] = 0
+		if r > 0 {
+			w.aFrom[r] = f.a.ends[r-1]
+		}
+	}
 	for i, x := range run {
 		if i == 0 || x.la != run[i-1].la {
 			running, group = max(running, group), 0
 			lo, hi = f.boundsS(sc.la, sc.lb, &from, x.la, desc)
-			alo, ahi := f.boundsA(x.la, desc)
+			alo, ahi := f.boundsA(w.aFrom, x.la, desc)
 			lo, hi = max(lo, alo, running), min(hi, ahi)
 		}
 		k := x.lb
@@ -285,7 +293,7 @@ func (sc *sortedClass) fitRun(run []ocPair, p, limit int, buf *[]ocPair) int {
 		}
 	}
 	n := len(f.a.ps) - start
-	f.a.endRun(buf)
+	f.a.endRun(&w.runs)
 	return n
 }
 
@@ -320,29 +328,31 @@ func (f *classFit) boundsS(la, lb []uint64, from *int, v uint64, desc bool) (lo,
 	return lo, hi
 }
 
-// boundsA is boundsS over A's sorted runs (all of whose pairs are in A).
-func (f *classFit) boundsA(v uint64, desc bool) (lo, hi uint64) {
+// boundsA is boundsS over A's sorted runs (all of whose pairs are in A):
+// from[r] is the index in f.a.ps of run r's first pair whose la is not
+// below v (those before are below), galloped on from its last place.
+func (f *classFit) boundsA(from []int, v uint64, desc bool) (lo, hi uint64) {
 	lo, hi = 0, ^uint64(0)
-	from := 0
-	for _, end := range f.a.ends {
-		run := f.a.ps[from:end]
-		from = end
-		cut, _ := slices.BinarySearchFunc(run, v, func(p ocPair, v uint64) int { return cmp.Compare(p.la, v) })
+	start := 0
+	for r, end := range f.a.ends {
+		run := f.a.ps[start:end]
+		cut := gallopPairLabels(run, from[r]-start, v)
+		from[r] = start + cut
+		start = end
 		if cut > 0 {
 			i := cut - 1
 			if desc {
-				i, _ = slices.BinarySearchFunc(run[:i], run[i].la, func(p ocPair, v uint64) int { return cmp.Compare(p.la, v) })
-				lo = max(lo, ^run[i].lb)
+				// The largest ^lb below v: the first pair of run[i]'s la.
+				lo = max(lo, ^run[pairRunStart(run, i)].lb)
 			} else {
 				lo = max(lo, run[i].lb)
 			}
 		}
-		above := cut + pairsAtLabel(run[cut:], v)
-		if above < len(run) {
+		if above := pairsAbove(run, cut, v); above < len(run) {
 			i := above
 			if desc {
-				i += pairsAtLabel(run[i:], run[i].la) - 1
-				hi = min(hi, ^run[i].lb)
+				// The smallest ^lb above v: the last pair of run[i]'s la.
+				hi = min(hi, ^run[pairsAbove(run, i, run[i].la)-1].lb)
 			} else {
 				hi = min(hi, run[i].lb)
 			}
@@ -351,15 +361,47 @@ func (f *classFit) boundsA(v uint64, desc bool) (lo, hi uint64) {
 	return lo, hi
 }
 
-// pairsAtLabel is the number of leading pairs of ps (sorted) with la v.
-func pairsAtLabel(ps []ocPair, v uint64) int {
-	i, _ := slices.BinarySearchFunc(ps, v, func(p ocPair, v uint64) int {
-		if p.la <= v {
-			return -1
+// gallopPairLabels returns the first index from from on whose pair's la is
+// not below v (those before from are), galloping from from.
+func gallopPairLabels(ps []ocPair, from int, v uint64) int {
+	if from == len(ps) || ps[from].la >= v {
+		return from
+	}
+	lo, hi := from, from+1 // ps[lo].la < v; the answer is in (lo, hi]
+	for step := 1; hi < len(ps) && ps[hi].la < v; step *= 2 {
+		lo, hi = hi, hi+step
+	}
+	hi = min(hi, len(ps))
+	i, _ := slices.BinarySearchFunc(ps[lo+1:hi], v, func(p ocPair, v uint64) int { return cmp.Compare(p.la, v) })
+	return lo + 1 + i
+}
+
+// pairsAbove returns the first index from from on whose pair's la is
+// above v (those before from are not), galloping from from.
+func pairsAbove(ps []ocPair, from int, v uint64) int {
+	if v == ^uint64(0) {
+		return len(ps)
+	}
+	return gallopPairLabels(ps, from, v+1)
+}
+
+// pairRunStart returns the first index of the pairs whose la is ps[i]'s
+// (ps sorted), galloping back from i.
+func pairRunStart(ps []ocPair, i int) int {
+	v := ps[i].la
+	hi := i // ps[hi].la == v
+	lo := -1
+	for step := 1; hi > 0; step *= 2 {
+		j := max(hi-step, 0)
+		if ps[j].la != v {
+			lo = j
+			break
 		}
-		return 1
-	})
-	return i
+		hi = j
+	}
+	// ps[lo].la < v (or lo = -1), ps[hi].la == v: search (lo, hi].
+	k, _ := slices.BinarySearchFunc(ps[lo+1:hi], v, func(p ocPair, v uint64) int { return cmp.Compare(p.la, v) })
+	return lo + 1 + k
 }
 
 // gallopLabels returns the first index from from on whose label is not

@@ -219,8 +219,9 @@ func fitRun(t *testing.T, seed uint64, steps int) (accepted int) {
 	return accepted
 }
 
-// TestLabelSearches checks gallopLabels, firstAbove and runStart against
-// linear scans, on labels with long runs.
+// TestLabelSearches checks gallopLabels, firstAbove and runStart, and
+// their versions over pairs (gallopPairLabels, pairsAbove, pairRunStart),
+// against linear scans, on labels with long runs.
 func TestLabelSearches(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for trial := 0; trial < 300; trial++ {
@@ -230,6 +231,10 @@ func TestLabelSearches(t *testing.T) {
 			la[i] = r.Uint64N(uint64(1 + r.IntN(20)))
 		}
 		slices.Sort(la)
+		ps := make([]ocPair, n)
+		for i, v := range la {
+			ps[i] = ocPair{la: v, lb: r.Uint64()}
+		}
 		for i := range la {
 			want := i
 			for want > 0 && la[want-1] == la[i] {
@@ -237,6 +242,9 @@ func TestLabelSearches(t *testing.T) {
 			}
 			if got := runStart(la, i); got != want {
 				t.Fatalf("%v: runStart(%d) = %d, want %d", la, i, got, want)
+			}
+			if got := pairRunStart(ps, i); got != want {
+				t.Fatalf("%v: pairRunStart(%d) = %d, want %d", la, i, got, want)
 			}
 		}
 		for v := uint64(0); v <= 21; v++ {
@@ -251,9 +259,17 @@ func TestLabelSearches(t *testing.T) {
 				if got := gallopLabels(la, from, v); got != lower {
 					t.Fatalf("%v: gallopLabels(%d, %d) = %d, want %d", la, from, v, got, lower)
 				}
+				if got := gallopPairLabels(ps, from, v); got != lower {
+					t.Fatalf("%v: gallopPairLabels(%d, %d) = %d, want %d", la, from, v, got, lower)
+				}
 			}
-			if got := firstAbove(la, lower, v); got != upper {
-				t.Fatalf("%v: firstAbove(%d, %d) = %d, want %d", la, lower, v, got, upper)
+			for from := 0; from <= lower; from++ {
+				if got := firstAbove(la, from, v); got != upper {
+					t.Fatalf("%v: firstAbove(%d, %d) = %d, want %d", la, from, v, got, upper)
+				}
+				if got := pairsAbove(ps, from, v); got != upper {
+					t.Fatalf("%v: pairsAbove(%d, %d) = %d, want %d", la, from, v, got, upper)
+				}
 			}
 		}
 	}

@@ -298,6 +298,7 @@ type recountScratch struct {
 	tails    []uint64
 	pos      [2][]uint32 // per polarity, each row's place among the tails (see backtrack)
 	runs     []ocPair    // pairLog's merges
+	aFrom    []int       // fitRun's places in the runs of A
 }
 
 // recount recomputes the dirty classes with scratch w; the totals are
