@@ -71,7 +71,7 @@ func TestBadInput(t *testing.T) {
 		{"bad-avro", ReasonBadAvro, []byte{0xff, 0xff, 0xff, 0x01}},
 		{"bad-conf", ReasonUnknownSchema, confluentFrame(99, goodAvro(1))},
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -177,7 +177,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 		Streams: []StreamConfig{{Topic: "flaky", Format: "avro-confluent", RegistryURL: srv.URL, Window: 10, Epsilon: 0.01}},
 	})
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flaky", BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flaky", BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	rec := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: rec}); err != nil {
@@ -208,7 +208,7 @@ func TestStopDuringRegistryOutage(t *testing.T) {
 		Streams: []StreamConfig{{Topic: "down", Format: "avro-confluent", RegistryURL: srv.URL, Window: 10, Epsilon: 0.01}},
 	})
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "down", BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "down", BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	rec := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: rec}); err != nil {
@@ -259,7 +259,7 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 	for i := range 5 {
 		msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil, `{"salary":%d,"tax":%d}`, i, i)})
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "src", BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "src", BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)

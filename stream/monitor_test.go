@@ -182,6 +182,19 @@ func startTestBroker(t testing.TB, topics map[string]int) string {
 	return addr
 }
 
+// testTransport returns a kafka-go transport of the test's own, closed at
+// cleanup. A writer or client without one shares kafka.DefaultTransport,
+// whose connection pools and cached metadata are kept per broker address
+// for the life of the process: a test broker that gets the port of an
+// earlier test's broker is served that broker's metadata (up to its 6 s
+// refresh), and a writer that does not auto-create topics fails with
+// Unknown Topic Or Partition.
+func testTransport(t testing.TB) *kafka.Transport {
+	tr := &kafka.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	return tr
+}
+
 // readAt reads the record at topic/partition/offset.
 func readAt(t testing.TB, addr, topic string, partition int, offset int64) kafka.Message {
 	t.Helper()

@@ -34,12 +34,9 @@ type TopicRecord struct {
 // monitor reads a window back on takeover. The value passed to fn is only
 // valid during the call. dialer may be nil (plaintext).
 func ReadTopicRange(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, from, to TopicBound, fn func(TopicRecord) error) error {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
-	if dialer != nil {
-		t := transportFor(dialer)
-		defer t.CloseIdleConnections()
-		client.Transport = t
-	}
+	tr := ownTransport(dialer)
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second, Transport: tr}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return fmt.Errorf("metadata of %s: %w", topic, err)

@@ -260,7 +260,7 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 func produceTimed(t *testing.T, addr, topic string, from, n int, start time.Time, step time.Duration) {
 	t.Helper()
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.RoundRobin{}, BatchSize: 1000,
-		BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll}
+		BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
 	defer w.Close()
 	g := &payrollGen{rng: rand.New(rand.NewSource(int64(from)))}
 	var msgs []kafka.Message
@@ -270,7 +270,7 @@ func produceTimed(t *testing.T, addr, topic string, from, n int, start time.Time
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatal(err)
+		t.Fatalf("produce to %s: %v", topic, err)
 	}
 }
 
@@ -290,7 +290,7 @@ func TestTimeWindowReadBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: testTransport(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tc := range []struct {

@@ -17,12 +17,9 @@ import (
 // events topic's tail (dedupeFromEventsTopic) and the state topic
 // (readStateRecord), off the consumer group.
 func scanTopic(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, tail int64, fn func(partition int, rec *kafka.Record)) error {
-	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
-	if dialer != nil {
-		t := transportFor(dialer)
-		defer t.CloseIdleConnections() // a transport of its own: do not leave its connections behind
-		client.Transport = t
-	}
+	tr := ownTransport(dialer)
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
 	if err != nil {
 		return fmt.Errorf("metadata of %s: %w", topic, err)
