@@ -148,6 +148,9 @@ type Monitor struct {
 	// stateWriter publishes tracker states to cfg.StateTopic (nil when
 	// unset).
 	stateWriter *kafka.Writer
+	// writers is the transport of the events, state topic and dead-letter
+	// writers (see ownTransport), closed after them.
+	writers *kafka.Transport
 	// balancer assigns topics to the group's members (when this member
 	// leads the group) and tells the leader what this member owns.
 	balancer *topicBalancer
@@ -226,12 +229,11 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	m.storeOpen.Store(true)
 
 	m.sinks = append(m.sinks, namedSink{"log", alerts.NewLogSink(log)})
+	m.writers = ownTransport(cfg.Dialer)
 	if cfg.EventsTopic != "" {
 		w := alerts.NewKafkaWriter(cfg.Brokers, cfg.EventsTopic)
 		w.AllowAutoTopicCreation = true
-		if cfg.Dialer != nil {
-			w.Transport = transportFor(cfg.Dialer)
-		}
+		w.Transport = m.writers
 		var opts []alerts.KafkaOption
 		if cfg.EventsRegistry != "" {
 			opts = append(opts, alerts.KafkaSchemaRegistry(cfg.EventsRegistry, cfg.EventsTopic+"-value"))
@@ -247,7 +249,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		m.sinks = append(m.sinks, namedSink{fmt.Sprintf("extra%d", i), s})
 	}
 	if cfg.StateTopic != "" {
-		m.stateWriter = newStateWriter(cfg)
+		m.stateWriter = newStateWriter(cfg, m.writers)
 	}
 	if cfg.DLQTopic != "" {
 		m.dlq = &kafka.Writer{
@@ -258,9 +260,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 			BatchTimeout:           10 * time.Millisecond,
 			BatchBytes:             BrokerMaxMessageBytes,
 			AllowAutoTopicCreation: true,
-		}
-		if cfg.Dialer != nil {
-			m.dlq.Transport = transportFor(cfg.Dialer)
+			Transport:              m.writers,
 		}
 	}
 	return m, nil
@@ -416,6 +416,9 @@ func (m *Monitor) closeAll() error {
 		if err := m.stateWriter.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("close state topic writer: %w", err))
 		}
+	}
+	if m.writers != nil {
+		m.writers.CloseIdleConnections()
 	}
 	m.storeOpen.Store(false)
 	if err := m.store.Close(); err != nil {

@@ -36,8 +36,9 @@ const stateWriteTimeout = 10 * time.Second
 // newStateWriter returns the synchronous writer of the state topic: one
 // message per evaluation, written before the evaluation's events are
 // delivered, hashed by stream name so that a stream's values stay in one
-// partition (compaction keeps the latest).
-func newStateWriter(cfg Config) *kafka.Writer {
+// partition (compaction keeps the latest). It writes over tr, which the
+// caller closes.
+func newStateWriter(cfg Config, tr *kafka.Transport) *kafka.Writer {
 	w := &kafka.Writer{
 		Addr:                   kafka.TCP(cfg.Brokers...),
 		Topic:                  cfg.StateTopic,
@@ -46,9 +47,7 @@ func newStateWriter(cfg Config) *kafka.Writer {
 		BatchTimeout:           time.Millisecond, // one message per write: do not wait for more
 		BatchBytes:             BrokerMaxMessageBytes,
 		AllowAutoTopicCreation: true,
-	}
-	if cfg.Dialer != nil {
-		w.Transport = transportFor(cfg.Dialer)
+		Transport:              tr,
 	}
 	return w
 }
