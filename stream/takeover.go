@@ -231,7 +231,7 @@ func readRange(ctx context.Context, client *kafka.Client, topic string, partitio
 			off = r.Offset + 1
 			readBytes(r.Key)
 			if err := fn(r); err != nil {
-				return err
+				return fmt.Errorf("read back %s/%d at %d: %w", topic, partition, r.Offset, err)
 			}
 		}
 		if n == 0 && off < upTo {
