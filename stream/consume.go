@@ -361,10 +361,7 @@ func (m *Monitor) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer group: %w", err)
 	}
-	transport := &kafka.Transport{}
-	if m.cfg.Dialer != nil {
-		transport = transportFor(m.cfg.Dialer)
-	}
+	transport := ownTransport(m.cfg.Dialer)
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(m.cfg.Brokers...), Transport: transport, Timeout: 10 * time.Second}
 	for {
