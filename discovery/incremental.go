@@ -1019,17 +1019,22 @@ func (e *Incremental) rebuildNodes() {
 }
 
 // DictColumns returns the window's rows as dictionary-coded columns, oldest
-// row first (for Encode, e.g. to sample a removal set). Codes are copied;
-// dictionaries share the strings.
-func (e *Incremental) DictColumns() []DictColumn {
+// row first (for Encode, e.g. to sample a removal set), in Columns' order:
+// every column, or only those named (names it does not know are ignored),
+// so that a caller sampling a few columns does not copy the others. Codes
+// are copied; dictionaries share the strings.
+func (e *Incremental) DictColumns(names ...string) []DictColumn {
 	e.internBatch()
-	out := make([]DictColumn, len(e.cols))
-	for i, c := range e.cols {
+	var out []DictColumn
+	for _, c := range e.cols {
+		if len(names) > 0 && !slices.Contains(names, c.name) {
+			continue
+		}
 		codes := make([]uint32, e.n)
 		for k := range codes {
 			codes[k] = c.codes[(e.oldest+uint32(k))&e.mask]
 		}
-		out[i] = DictColumn{Name: c.name, Dict: append([]string(nil), c.vals...), Codes: codes}
+		out = append(out, DictColumn{Name: c.name, Dict: append([]string(nil), c.vals...), Codes: codes})
 	}
 	return out
 }

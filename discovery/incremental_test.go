@@ -427,6 +427,30 @@ func checkDictColumns(t testing.TB, e *Incremental, m *incModel, at []int) {
 			}
 		}
 	}
+	// Named columns (here every other one, named in reverse, and a name
+	// it does not know): those of the full list, in its order.
+	var names, want []string
+	for i := len(cols) - 1; i >= 0; i-- {
+		if i%2 == 1 {
+			names = append(names, cols[i].Name)
+		}
+	}
+	names = append(names, "no such column")
+	for i, dc := range cols {
+		if i%2 == 1 {
+			want = append(want, dc.Name)
+		}
+	}
+	some := e.DictColumns(names...)
+	if len(some) != len(want) {
+		t.Fatalf("DictColumns(%q): %d columns, want %d", names, len(some), len(want))
+	}
+	for k, dc := range some {
+		full := cols[2*k+1]
+		if dc.Name != want[k] || !slices.Equal(dc.Codes, full.Codes) || !slices.Equal(dc.Dict, full.Dict) {
+			t.Fatalf("DictColumns(%q): column %d is %s, not as DictColumns() gives %s", names, k, dc.Name, full.Name)
+		}
+	}
 }
 
 // checkFDState checks that each FD's state, updated row by row, is what

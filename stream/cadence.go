@@ -810,7 +810,7 @@ func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOu
 	if len(deps) == 0 {
 		return
 	}
-	cols := sampledColumns(c.eng.DictColumns(), deps)
+	cols := c.eng.DictColumns(sampledColumns(deps)...)
 	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
 	if err != nil {
 		e.log.Warn("removal sample: encode", "err", err)
@@ -907,18 +907,20 @@ func sampledDependencies(events []alerts.Event) ([]discovery.Dependency, map[str
 	return deps, at
 }
 
-// sampledColumns are the columns of cols that deps (sampledDependencies)
-// mention: only those are encoded for the samples, since encoding every
-// column of the window (a timestamp column's parse above all) cost more
-// than the check itself.
-func sampledColumns(cols []discovery.DictColumn, deps []discovery.Dependency) []discovery.DictColumn {
-	names := map[string]bool{}
+// sampledColumns are the names of the columns deps (sampledDependencies)
+// mention: only those are copied from the checker and encoded for the
+// samples, since copying and encoding every column of the window (a
+// timestamp column's parse above all) cost more than the check itself.
+func sampledColumns(deps []discovery.Dependency) []string {
+	var names []string
 	for _, d := range deps {
 		for _, n := range d.Columns() {
-			names[n] = true
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
 		}
 	}
-	return slices.DeleteFunc(cols, func(c discovery.DictColumn) bool { return !names[c.Name] })
+	return names
 }
 
 // startDiscoverer starts the discovery goroutine of a two-cadence stream;

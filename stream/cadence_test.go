@@ -678,7 +678,8 @@ func TestCheckMergeMinScore(t *testing.T) {
 
 // TestSampledColumns: the dependencies sampled for events are an event's
 // own and its related ones with removals, for the event types that carry
-// samples, each once; only their columns are encoded.
+// samples, each once; only their columns are copied from the checker and
+// encoded.
 func TestSampledColumns(t *testing.T) {
 	dep := func(s string) discovery.Dependency {
 		d, err := discovery.ParseDependency(s)
@@ -687,9 +688,12 @@ func TestSampledColumns(t *testing.T) {
 		}
 		return d
 	}
-	var cols []discovery.DictColumn
+	eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range []string{"a", "b", "c", "d", "e", "f", "ts"} {
-		cols = append(cols, discovery.DictColumn{Name: n})
+		eng.Column(n)
 	}
 	events := []alerts.Event{
 		{Type: alerts.EventViolated, Removals: 3, Dependency: dep("{a}: [] -> b"),
@@ -710,13 +714,13 @@ func TestSampledColumns(t *testing.T) {
 		t.Fatalf("sampled dependencies %v, want %v", ids, want)
 	}
 	var got []string
-	for _, c := range sampledColumns(cols, deps) {
+	for _, c := range eng.DictColumns(sampledColumns(deps)...) {
 		got = append(got, c.Name)
 	}
 	if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
 		t.Fatalf("sampled columns %v, want %v", got, want)
 	}
-	if got := sampledColumns(slices.Clone(cols), nil); len(got) != 0 {
+	if got := sampledColumns(nil); len(got) != 0 {
 		t.Fatalf("no dependencies: sampled columns %v, want none", got)
 	}
 }
