@@ -1,7 +1,6 @@
 package discovery
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 )
@@ -303,14 +302,14 @@ func (sc *sortedClass) fitRun(run []ocPair, p, limit int, w *recountScratch) int
 // whose la is not. Every search gallops from a place near its answer.
 func (f *classFit) boundsS(la, lb []uint64, from *int, v uint64, desc bool) (lo, hi uint64) {
 	n := len(la)
-	cut := gallopLabels(la, *from, v)
+	cut := gallopLabels(la, *from, v, label)
 	*from = cut
-	above := firstAbove(la, cut, v)
+	above := firstAbove(la, cut, v, label)
 	lo, hi = 0, ^uint64(0)
 	if i := prevSet(f.set, cut); i >= 0 {
 		if desc {
 			// The largest ^lb below v is in la[i]'s run, at its first pair in S.
-			i = nextSet(f.set, runStart(la, i), n)
+			i = nextSet(f.set, runStart(la, i, label), n)
 			lo = ^lb[i]
 		} else {
 			lo = lb[i]
@@ -319,7 +318,7 @@ func (f *classFit) boundsS(la, lb []uint64, from *int, v uint64, desc bool) (lo,
 	if i := nextSet(f.set, above, n); i < n {
 		if desc {
 			// The smallest ^lb above v is in la[i]'s run, at its last pair in S.
-			i = prevSet(f.set, firstAbove(la, i, la[i]))
+			i = prevSet(f.set, firstAbove(la, i, la[i], label))
 			hi = ^lb[i]
 		} else {
 			hi = lb[i]
@@ -336,23 +335,23 @@ func (f *classFit) boundsA(from []int, v uint64, desc bool) (lo, hi uint64) {
 	start := 0
 	for r, end := range f.a.ends {
 		run := f.a.ps[start:end]
-		cut := gallopPairLabels(run, from[r]-start, v)
+		cut := gallopLabels(run, from[r]-start, v, laOf)
 		from[r] = start + cut
 		start = end
 		if cut > 0 {
 			i := cut - 1
 			if desc {
 				// The largest ^lb below v: the first pair of run[i]'s la.
-				lo = max(lo, ^run[pairRunStart(run, i)].lb)
+				lo = max(lo, ^run[runStart(run, i, laOf)].lb)
 			} else {
 				lo = max(lo, run[i].lb)
 			}
 		}
-		if above := pairsAbove(run, cut, v); above < len(run) {
+		if above := firstAbove(run, cut, v, laOf); above < len(run) {
 			i := above
 			if desc {
 				// The smallest ^lb above v: the last pair of run[i]'s la.
-				hi = min(hi, ^run[pairsAbove(run, i, run[i].la)-1].lb)
+				hi = min(hi, ^run[firstAbove(run, i, run[i].la, laOf)-1].lb)
 			} else {
 				hi = min(hi, run[i].lb)
 			}
@@ -361,94 +360,69 @@ func (f *classFit) boundsA(from []int, v uint64, desc bool) (lo, hi uint64) {
 	return lo, hi
 }
 
-// gallopPairLabels returns the first index from from on whose pair's la is
-// not below v (those before from are), galloping from from.
-func gallopPairLabels(ps []ocPair, from int, v uint64) int {
-	if from == len(ps) || ps[from].la >= v {
+// laOf is a pair's label of A, the key its searches go by.
+func laOf(p ocPair) uint64 { return p.la }
+
+// label is a label as its own key.
+func label(v uint64) uint64 { return v }
+
+// gallopLabels returns the first index from from on whose key is not
+// below v (those before from are; xs sorted by key), galloping from from.
+func gallopLabels[E any](xs []E, from int, v uint64, key func(E) uint64) int {
+	if from == len(xs) || key(xs[from]) >= v {
 		return from
 	}
-	lo, hi := from, from+1 // ps[lo].la < v; the answer is in (lo, hi]
-	for step := 1; hi < len(ps) && ps[hi].la < v; step *= 2 {
+	lo, hi := from, from+1 // key(xs[lo]) < v; the answer is in (lo, hi]
+	for step := 1; hi < len(xs) && key(xs[hi]) < v; step *= 2 {
 		lo, hi = hi, hi+step
 	}
-	hi = min(hi, len(ps))
-	i, _ := slices.BinarySearchFunc(ps[lo+1:hi], v, func(p ocPair, v uint64) int { return cmp.Compare(p.la, v) })
-	return lo + 1 + i
+	return searchKeys(xs, lo, min(hi, len(xs)), v, key)
 }
 
-// pairsAbove returns the first index from from on whose pair's la is
-// above v (those before from are not), galloping from from.
-func pairsAbove(ps []ocPair, from int, v uint64) int {
+// firstAbove returns the first index from from on whose key is above v
+// (those before from are not; xs sorted by key), galloping from from.
+func firstAbove[E any](xs []E, from int, v uint64, key func(E) uint64) int {
 	if v == ^uint64(0) {
-		return len(ps)
+		return len(xs)
 	}
-	return gallopPairLabels(ps, from, v+1)
+	return gallopLabels(xs, from, v+1, key)
 }
 
-// pairRunStart returns the first index of the pairs whose la is ps[i]'s
-// (ps sorted), galloping back from i.
-func pairRunStart(ps []ocPair, i int) int {
-	v := ps[i].la
-	hi := i // ps[hi].la == v
-	lo := -1
-	for step := 1; hi > 0; step *= 2 {
-		j := max(hi-step, 0)
-		if ps[j].la != v {
-			lo = j
-			break
-		}
-		hi = j
-	}
-	// ps[lo].la < v (or lo = -1), ps[hi].la == v: search (lo, hi].
-	k, _ := slices.BinarySearchFunc(ps[lo+1:hi], v, func(p ocPair, v uint64) int { return cmp.Compare(p.la, v) })
-	return lo + 1 + k
-}
-
-// gallopLabels returns the first index from from on whose label is not
-// below v (those before from are), galloping from from.
-func gallopLabels(la []uint64, from int, v uint64) int {
-	if from == len(la) || la[from] >= v {
-		return from
-	}
-	lo, hi := from, from+1 // la[lo] < v; the answer is in (lo, hi]
-	for step := 1; hi < len(la) && la[hi] < v; step *= 2 {
-		lo, hi = hi, hi+step
-	}
-	hi = min(hi, len(la))
-	i, _ := slices.BinarySearch(la[lo+1:hi], v)
-	return lo + 1 + i
-}
-
-// firstAbove returns the first index from from on whose label is above v
-// (la sorted), galloping from from.
-func firstAbove(la []uint64, from int, v uint64) int {
-	if v == ^uint64(0) {
-		return len(la)
-	}
-	return gallopLabels(la, from, v+1)
-}
-
-// runStart returns the first index of the run of labels equal to la[i]
-// (la sorted), galloping back from i.
-func runStart(la []uint64, i int) int {
-	v := la[i]
-	if i == 0 || la[i-1] != v {
+// runStart returns the first index of the run of keys equal to xs[i]'s
+// (xs sorted by key), galloping back from i.
+func runStart[E any](xs []E, i int, key func(E) uint64) int {
+	v := key(xs[i])
+	if i == 0 || key(xs[i-1]) != v {
 		return i
 	}
-	lo, hi := i-1, i-1 // la[hi] == v; the answer is in (lo', hi] once la[lo'] < v
+	lo, hi := i-1, i-1 // key(xs[hi]) == v; the answer is in (lo', hi] once key(xs[lo']) < v
 	for step := 1; ; step *= 2 {
 		lo = hi - step
 		if lo < 0 {
 			lo = -1
 			break
 		}
-		if la[lo] != v {
+		if key(xs[lo]) != v {
 			break
 		}
 		hi = lo
 	}
-	j, _ := slices.BinarySearch(la[lo+1:hi], v)
-	return lo + 1 + j
+	return searchKeys(xs, lo, hi, v, key)
+}
+
+// searchKeys returns the first index in (lo, hi] whose key is not below v,
+// given that xs[lo]'s is below v (or lo is -1) and xs[hi]'s is not (or hi
+// is len(xs)).
+func searchKeys[E any](xs []E, lo, hi int, v uint64, key func(E) uint64) int {
+	for lo+1 < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if key(xs[mid]) < v {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
 }
 
 // runFits runs the fit tests of the OCs in e.fits (phaseFit), on two

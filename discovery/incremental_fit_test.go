@@ -219,9 +219,9 @@ func fitRun(t *testing.T, seed uint64, steps int) (accepted int) {
 	return accepted
 }
 
-// TestLabelSearches checks gallopLabels, firstAbove and runStart, and
-// their versions over pairs (gallopPairLabels, pairsAbove, pairRunStart),
-// against linear scans, on labels with long runs.
+// TestLabelSearches checks gallopLabels, firstAbove and runStart, over
+// labels and over pairs (keyed by la), against linear scans, on labels
+// with long runs.
 func TestLabelSearches(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for trial := 0; trial < 300; trial++ {
@@ -240,11 +240,11 @@ func TestLabelSearches(t *testing.T) {
 			for want > 0 && la[want-1] == la[i] {
 				want--
 			}
-			if got := runStart(la, i); got != want {
+			if got := runStart(la, i, label); got != want {
 				t.Fatalf("%v: runStart(%d) = %d, want %d", la, i, got, want)
 			}
-			if got := pairRunStart(ps, i); got != want {
-				t.Fatalf("%v: pairRunStart(%d) = %d, want %d", la, i, got, want)
+			if got := runStart(ps, i, laOf); got != want {
+				t.Fatalf("%v: runStart(pairs, %d) = %d, want %d", la, i, got, want)
 			}
 		}
 		for v := uint64(0); v <= 21; v++ {
@@ -256,19 +256,19 @@ func TestLabelSearches(t *testing.T) {
 				upper++
 			}
 			for from := 0; from <= lower; from++ {
-				if got := gallopLabels(la, from, v); got != lower {
+				if got := gallopLabels(la, from, v, label); got != lower {
 					t.Fatalf("%v: gallopLabels(%d, %d) = %d, want %d", la, from, v, got, lower)
 				}
-				if got := gallopPairLabels(ps, from, v); got != lower {
-					t.Fatalf("%v: gallopPairLabels(%d, %d) = %d, want %d", la, from, v, got, lower)
+				if got := gallopLabels(ps, from, v, laOf); got != lower {
+					t.Fatalf("%v: gallopLabels(pairs, %d, %d) = %d, want %d", la, from, v, got, lower)
 				}
 			}
 			for from := 0; from <= lower; from++ {
-				if got := firstAbove(la, from, v); got != upper {
+				if got := firstAbove(la, from, v, label); got != upper {
 					t.Fatalf("%v: firstAbove(%d, %d) = %d, want %d", la, from, v, got, upper)
 				}
-				if got := pairsAbove(ps, from, v); got != upper {
-					t.Fatalf("%v: pairsAbove(%d, %d) = %d, want %d", la, from, v, got, upper)
+				if got := firstAbove(ps, from, v, laOf); got != upper {
+					t.Fatalf("%v: firstAbove(pairs, %d, %d) = %d, want %d", la, from, v, got, upper)
 				}
 			}
 		}
