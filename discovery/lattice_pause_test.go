@@ -110,29 +110,9 @@ func TestDiscoverPause(t *testing.T) {
 		var blocked atomic.Int64
 		o := opts
 		o.Pause = blockAt(20, release, &blocked)
-		type res struct {
-			d   *Discovery
-			err error
-		}
-		done := make(chan res, 1)
-		go func() {
-			d, err := Discover(context.Background(), tab, o)
-			done <- res{d, err}
-		}()
-		waitUntil(t, "a worker to block in Pause", func() bool { return blocked.Load() > 0 })
-		select {
-		case <-done:
-			t.Fatal("Discover returned while a worker was paused")
-		default:
-		}
-		close(release)
-		r := <-done
-		if r.err != nil || !r.d.Complete {
-			t.Fatalf("err %v complete %v", r.err, r.d.Complete)
-		}
-		if !slices.Equal(discoveryLines(r.d), discoveryLines(base)) {
-			t.Fatalf("after a pause:\n%q\nwithout:\n%q", discoveryLines(r.d), discoveryLines(base))
-		}
+		resumesUnchanged(t, "a worker to block in Pause", &blocked, release, base, func() (*Discovery, error) {
+			return Discover(context.Background(), tab, o)
+		})
 	})
 
 	// completedPrefix: a stopped run's result is partial and holds only
@@ -297,29 +277,9 @@ func TestDiscoverPauseWithinUnits(t *testing.T) {
 				return ctx.Err()
 			}
 		}
-		type res struct {
-			d   *Discovery
-			err error
-		}
-		done := make(chan res, 1)
-		go func() {
-			d, err := discoverEvery(context.Background(), tab, o, 1)
-			done <- res{d, err}
-		}()
-		waitUntil(t, "a worker to block within a unit", func() bool { return blocked.Load() > 0 })
-		select {
-		case <-done:
-			t.Fatal("Discover returned while a worker was paused")
-		default:
-		}
-		close(release)
-		r := <-done
-		if r.err != nil || !r.d.Complete {
-			t.Fatalf("err %v complete %v", r.err, r.d.Complete)
-		}
-		if !slices.Equal(discoveryLines(r.d), discoveryLines(base)) {
-			t.Fatalf("after a pause:\n%q\nwithout:\n%q", discoveryLines(r.d), discoveryLines(base))
-		}
+		resumesUnchanged(t, "a worker to block within a unit", &blocked, release, base, func() (*Discovery, error) {
+			return discoverEvery(context.Background(), tab, o, 1)
+		})
 	})
 
 	t.Run("error within a unit stops the run", func(t *testing.T) {
@@ -346,4 +306,34 @@ func TestDiscoverPauseWithinUnits(t *testing.T) {
 			}
 		}
 	})
+}
+
+// resumesUnchanged starts run, waits (what) until blocked counts a worker
+// blocked in Pause, checks that run has not returned, closes release and
+// checks that run completes with base's dependencies.
+func resumesUnchanged(t *testing.T, what string, blocked *atomic.Int64, release chan struct{}, base *Discovery, run func() (*Discovery, error)) {
+	t.Helper()
+	type res struct {
+		d   *Discovery
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		d, err := run()
+		done <- res{d, err}
+	}()
+	waitUntil(t, what, func() bool { return blocked.Load() > 0 })
+	select {
+	case <-done:
+		t.Fatal("Discover returned while a worker was paused")
+	default:
+	}
+	close(release)
+	r := <-done
+	if r.err != nil || !r.d.Complete {
+		t.Fatalf("err %v complete %v", r.err, r.d.Complete)
+	}
+	if !slices.Equal(discoveryLines(r.d), discoveryLines(base)) {
+		t.Fatalf("after a pause:\n%q\nwithout:\n%q", discoveryLines(r.d), discoveryLines(base))
+	}
 }
