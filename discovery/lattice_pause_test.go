@@ -89,19 +89,7 @@ func TestDiscoverPause(t *testing.T) {
 			if calls.Add(1) < k {
 				return nil
 			}
-			select {
-			case <-release:
-				return nil
-			default:
-			}
-			blocked.Add(1)
-			defer blocked.Add(-1)
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return blockUntil(ctx, release, blocked)
 		}
 	}
 
@@ -263,19 +251,7 @@ func TestDiscoverPauseWithinUnits(t *testing.T) {
 			if !withinUnit() {
 				return nil
 			}
-			select {
-			case <-release:
-				return nil
-			default:
-			}
-			blocked.Add(1)
-			defer blocked.Add(-1)
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
+			return blockUntil(ctx, release, &blocked)
 		}
 		resumesUnchanged(t, "a worker to block within a unit", &blocked, release, base, func() (*Discovery, error) {
 			return discoverEvery(context.Background(), tab, o, 1)
@@ -335,5 +311,23 @@ func resumesUnchanged(t *testing.T, what string, blocked *atomic.Int64, release 
 	}
 	if !slices.Equal(discoveryLines(r.d), discoveryLines(base)) {
 		t.Fatalf("after a pause:\n%q\nwithout:\n%q", discoveryLines(r.d), discoveryLines(base))
+	}
+}
+
+// blockUntil is a Pause that blocks until release is closed (at once if it
+// is) or ctx is done, counted in blocked while it blocks.
+func blockUntil(ctx context.Context, release <-chan struct{}, blocked *atomic.Int64) error {
+	select {
+	case <-release:
+		return nil
+	default:
+	}
+	blocked.Add(1)
+	defer blocked.Add(-1)
+	select {
+	case <-release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
