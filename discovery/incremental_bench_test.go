@@ -131,6 +131,20 @@ func dictColumns(rows [][]string) []DictColumn {
 	return cols
 }
 
+// benchWindow returns an Incremental tracking the 50 dependencies of
+// BenchmarkCheck, filled with a window of the stream's first rows and
+// checked once at cuts, with the feed that fills it.
+func benchWindow(b *testing.B, window int, cuts func(n int) []int) (*Incremental, *benchFeed) {
+	e, err := NewIncremental(benchDeps(), IncrementalOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := newBenchFeed(e, benchstream.New(1))
+	f.feed(window)
+	e.Check(cuts(window))
+	return e, f
+}
+
 // BenchmarkCheckMemory1M fills an Incremental with a 1M-record window of
 // the BenchmarkCheck stream and 50 dependencies, and reports the heap it
 // holds (values included; not the feed's window dictionaries) and the time of a 1k-record slide's check (mean
@@ -141,14 +155,7 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s := benchstream.New(1)
-		e, err := NewIncremental(benchDeps(), IncrementalOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		f := newBenchFeed(e, s)
-		f.feed(window)
-		e.Check(benchCuts(window))
+		e, f := benchWindow(b, window, benchCuts)
 		var times []time.Duration
 		rows := newBenchRows(slide)
 		for range 20 {
@@ -182,14 +189,7 @@ func BenchmarkCheckMemory1MSteady(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		s := benchstream.New(1)
-		e, err := NewIncremental(benchDeps(), IncrementalOptions{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		f := newBenchFeed(e, s)
-		f.feed(window)
-		e.Check(streamCuts(window))
+		e, f := benchWindow(b, window, streamCuts)
 		rows := newBenchRows(slide)
 		peak := 0.0
 		var times []time.Duration
