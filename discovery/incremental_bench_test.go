@@ -159,12 +159,7 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		var times []time.Duration
 		rows := newBenchRows(slide)
 		for range 20 {
-			f.generate(slide, rows)
-			start := time.Now()
-			e.Evict(slide)
-			f.append(rows)
-			e.Check(benchCuts(window))
-			times = append(times, time.Since(start))
+			times = append(times, f.timedSlide(slide, rows, benchCuts(window)))
 		}
 		f = nil // the window's dictionaries are the caller's, not the engine's
 		runtime.GC()
@@ -194,12 +189,7 @@ func BenchmarkCheckMemory1MSteady(b *testing.B) {
 		peak := 0.0
 		var times []time.Duration
 		for i := range checks {
-			f.generate(slide, rows)
-			start := time.Now()
-			e.Evict(slide)
-			f.append(rows)
-			e.Check(streamCuts(window))
-			times = append(times, time.Since(start))
+			times = append(times, f.timedSlide(slide, rows, streamCuts(window)))
 			if (i+1)%every == 0 {
 				runtime.GC()
 				runtime.ReadMemStats(&after)
@@ -307,6 +297,18 @@ func (f *benchFeed) code(rows benchRows, k int) {
 }
 
 // append appends rows made by generate.
+// timedSlide generates the next slide rows (untimed), then evicts as many
+// rows from the engine, appends them and checks at cuts, and returns the
+// time of those three steps.
+func (f *benchFeed) timedSlide(slide int, rows benchRows, cuts []int) time.Duration {
+	f.generate(slide, rows)
+	start := time.Now()
+	f.e.Evict(slide)
+	f.append(rows)
+	f.e.Check(cuts)
+	return time.Since(start)
+}
+
 func (f *benchFeed) append(rows benchRows) {
 	for k := range rows.vals {
 		f.append1(rows.vals[k], rows.codes[k])
