@@ -74,7 +74,8 @@ type pendingField struct {
 // timeSpan is a range of row times, empty when lo > hi.
 type timeSpan struct{ lo, hi int64 }
 
-var emptySpan = timeSpan{lo: math.MaxInt64, hi: noTime}
+// emptySpan is the span holding no time.
+func emptySpan() timeSpan { return timeSpan{lo: math.MaxInt64, hi: noTime} }
 
 func (s *timeSpan) add(t int64) {
 	if t != noTime {
@@ -268,7 +269,7 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 	ps.rows++
 	span := &w.times[pos/w.timeBlock]
 	if pos%w.timeBlock == 0 {
-		*span = emptySpan
+		*span = emptySpan()
 	}
 	span.add(w.meta[pos].time)
 
@@ -371,7 +372,7 @@ func (w *Window) grow() {
 	w.head = 0
 	w.times = make([]timeSpan, (c+w.timeBlock-1)/w.timeBlock)
 	for i := range w.times {
-		w.times[i] = emptySpan
+		w.times[i] = emptySpan()
 	}
 	for i := range w.n {
 		w.times[i/w.timeBlock].add(meta[i].time)
@@ -381,7 +382,7 @@ func (w *Window) grow() {
 // TimeRange returns the smallest and the largest row time in the window
 // (Unix nanoseconds); ok is false when no row has a time.
 func (w *Window) TimeRange() (lo, hi int64, ok bool) {
-	span := emptySpan
+	span := emptySpan()
 	for i := 0; i < w.n; {
 		p := w.head + i
 		if p >= len(w.meta) {
