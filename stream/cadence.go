@@ -141,6 +141,10 @@ type cadenceFeed struct {
 	discoveryStep func(ctx context.Context)
 	// beforeCheck, when set (by tests), runs before each check.
 	beforeCheck func(ctx context.Context, endSeq uint64)
+	// beforeRelated, when set (by tests), runs in every evaluation's
+	// record once its events are delivered, before the samples of their
+	// related dependencies are taken (recordStatus).
+	beforeRelated func(ctx context.Context, endSeq uint64, events []alerts.Event)
 	// exactChecks (tests) makes every check recount what changed, so that
 	// each observed error can be compared with a full validation.
 	exactChecks bool
@@ -752,7 +756,7 @@ func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, mer
 		return nil, err
 	}
 	n := c.eng.Len()
-	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked)}
+	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked), chk: c}
 	for _, r := range res {
 		if !r.Present {
 			continue // a column left the stream: not observed
@@ -801,46 +805,61 @@ func (e evalEnv) count(c *checker, deps []discovery.Dependency) ([]discovery.Inc
 	return c.eng.Check(e.removalCuts(c.eng.Len())), nil
 }
 
-// attachCheckSamples is attachSamples for a check: the window is encoded
-// from the checker's rows only when an event needs a sample. The samples
-// of the events' related dependencies, which the status history keeps
-// (encodeStatusEvent), are taken on the same table into out.related.
+// attachCheckSamples is attachSamples for a check: the events that carry
+// violating records get a sample of their own dependency's removal set,
+// taken from the checker's rows (checkerSamples) before the events are
+// saved and delivered. Their related dependencies' samples, which only
+// the status history keeps, are taken after delivery (relatedSamples).
 func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOutcome) {
-	deps, at := sampledDependencies(out.events)
+	deps, at := ownDependencies(out.events)
 	if len(deps) == 0 {
 		return
 	}
+	samples := e.checkerSamples(ctx, c, deps)
+	if samples == nil {
+		return
+	}
+	for i := range out.events {
+		if ev := &out.events[i]; carriesSample(ev) {
+			ev.Samples = samples[at[alerts.DependencyID(ev.Dependency)]]
+		}
+	}
+}
+
+// checkerSamples takes a sample of a minimal removal set of each of deps
+// on the checker's window: only deps' columns are copied from the checker
+// and encoded (sampledColumns), and one validation measures them all, so
+// that the partitions of shared contexts are built once. samples[i] is
+// deps[i]'s (nil when it could not be validated, logged); the result is
+// nil when the window could not be encoded or ctx is done.
+func (e evalEnv) checkerSamples(ctx context.Context, c *checker, deps []discovery.Dependency) [][]alerts.Sample {
 	cols := c.eng.DictColumns(sampledColumns(deps)...)
 	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
 	if err != nil {
 		e.log.Warn("removal sample: encode", "err", err)
-		return
+		return nil
 	}
-	// One validation of every dependency sampled: the partitions of shared
-	// contexts are built once.
 	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
 	results, errs, err := discovery.ValidateEach(ctx, table, deps, opts)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			e.log.Warn("removal sample", "err", err)
 		}
-		return
+		return nil
 	}
 	byName := make(map[string]int, len(cols))
 	for i, col := range cols {
 		byName[col.Name] = i
 	}
-	sample := func(d discovery.Dependency, text string) []alerts.Sample {
-		i := at[alerts.DependencyID(d)]
+	samples := make([][]alerts.Sample, len(deps))
+	for i, d := range deps {
 		if errs[i] != nil {
-			e.log.Warn("removal sample", "dependency", text, "err", errs[i])
-			return nil
+			e.log.Warn("removal sample", "dependency", d.String(), "err", errs[i])
+			continue
 		}
-		r := results[i]
-		var out []alerts.Sample
 		names := d.Columns()
-		for _, row := range r.RemovalSample {
-			if len(out) == e.cfg.Sample || row < 0 || row >= c.rows() {
+		for _, row := range results[i].RemovalSample {
+			if len(samples[i]) == e.cfg.Sample || row < 0 || row >= c.rows() {
 				break
 			}
 			m := c.meta(row)
@@ -852,65 +871,67 @@ func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOu
 					}
 				}
 			}
-			out = append(out, alerts.Sample{Topic: e.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: values})
-		}
-		return out
-	}
-	for i := range out.events {
-		ev := &out.events[i]
-		if !carriesSample(ev) {
-			continue
-		}
-		ev.Samples = sample(ev.Dependency, ev.DependencyText)
-		for _, r := range ev.Related {
-			if r.Removals == 0 {
-				continue
-			}
-			if smp := sample(r.Dependency, r.DependencyText); len(smp) > 0 {
-				if out.related == nil {
-					out.related = map[string]map[string][]alerts.Sample{}
-				}
-				if out.related[ev.ID] == nil {
-					out.related[ev.ID] = map[string][]alerts.Sample{}
-				}
-				out.related[ev.ID][r.DependencyID] = smp
-			}
+			samples[i] = append(samples[i], alerts.Sample{Topic: e.cfg.Topic, Partition: m.Partition, Offset: m.Offset, Values: values})
 		}
 	}
+	return samples
 }
 
-// sampledDependencies are the dependencies sampled for events
-// (carriesSample: their own, and their related ones that have removals),
-// each once, and the index of each one's id in them.
-func sampledDependencies(events []alerts.Event) ([]discovery.Dependency, map[string]int) {
-	var deps []discovery.Dependency
-	at := map[string]int{}
-	add := func(d discovery.Dependency) {
-		id := alerts.DependencyID(d)
-		if _, ok := at[id]; !ok {
-			at[id] = len(deps)
-			deps = append(deps, d)
+// ownDependencies are the dependencies of the events that carry a sample
+// (carriesSample), each once, and the index of each one's id in them.
+func ownDependencies(events []alerts.Event) ([]discovery.Dependency, map[string]int) {
+	var ds depSet
+	for i := range events {
+		if ev := &events[i]; carriesSample(ev) {
+			ds.add(ev.Dependency)
 		}
 	}
+	return ds.deps, ds.at
+}
+
+// relatedDependencies are the related dependencies with removals of the
+// events that carry a sample (carriesSample), each once, and the index of
+// each one's id in them: the ones the status history keeps samples of.
+func relatedDependencies(events []alerts.Event) ([]discovery.Dependency, map[string]int) {
+	var ds depSet
 	for i := range events {
 		ev := &events[i]
 		if !carriesSample(ev) {
 			continue
 		}
-		add(ev.Dependency)
 		for _, r := range ev.Related {
 			if r.Removals != 0 {
-				add(r.Dependency)
+				ds.add(r.Dependency)
 			}
 		}
 	}
-	return deps, at
+	return ds.deps, ds.at
 }
 
-// sampledColumns are the names of the columns deps (sampledDependencies)
-// mention: only those are copied from the checker and encoded for the
-// samples, since copying and encoding every column of the window (a
-// timestamp column's parse above all) cost more than the check itself.
+// depSet is a list of dependencies without repeats, with the index of
+// each one's id.
+type depSet struct {
+	deps []discovery.Dependency
+	at   map[string]int
+}
+
+func (s *depSet) add(d discovery.Dependency) {
+	id := alerts.DependencyID(d)
+	if _, ok := s.at[id]; ok {
+		return
+	}
+	if s.at == nil {
+		s.at = map[string]int{}
+	}
+	s.at[id] = len(s.deps)
+	s.deps = append(s.deps, d)
+}
+
+// sampledColumns are the names of the columns deps (ownDependencies or
+// relatedDependencies) mention: only those are copied from the checker and
+// encoded for the samples, since copying and encoding every column of the
+// window (a timestamp column's parse above all) cost more than the check
+// itself.
 func sampledColumns(deps []discovery.Dependency) []string {
 	var names []string
 	for _, d := range deps {

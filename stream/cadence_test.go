@@ -43,15 +43,24 @@ func newCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSe
 // typing says.
 func newTypedCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64), exact bool, typing discovery.Typing, pinned ...string) *cadenceRun {
 	t.Helper()
-	sink := &collectSink{}
-	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{{
+	return newCadenceRunOf(t, StreamConfig{
 		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05, Typing: typing, Pinned: pinned,
-	}}}, Options{Logger: testLogger(t), Sinks: []alerts.Sink{sink}})
+	}, func(f *cadenceFeed) { f.beforeDiscovery, f.exactChecks = beforeDiscovery, exact })
+}
+
+// newCadenceRunOf is newCadenceRun with the stream configured as sc says
+// (two cadences or one) and its feed's test hooks set by hooks, before its
+// evaluator starts.
+func newCadenceRunOf(t *testing.T, sc StreamConfig, hooks func(*cadenceFeed)) *cadenceRun {
+	t.Helper()
+	sink := &collectSink{}
+	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{sc}},
+		Options{Logger: testLogger(t), Sinks: []alerts.Sink{sink}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &cadenceRun{t: t, s: m.streams[0], sink: sink, done: make(chan error, 1), r: rand.New(rand.NewPCG(9, 9))}
-	c.s.mb.feed.beforeDiscovery, c.s.mb.feed.exactChecks = beforeDiscovery, exact
+	hooks(&c.s.mb.feed)
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go func() { c.done <- c.s.evaluator(ctx) }()
@@ -676,10 +685,11 @@ func TestCheckMergeMinScore(t *testing.T) {
 	}
 }
 
-// TestSampledColumns: the dependencies sampled for events are an event's
-// own and its related ones with removals, for the event types that carry
-// samples, each once; only their columns are copied from the checker and
-// encoded.
+// TestSampledColumns: the dependencies sampled with events (before
+// delivery) are the events' own, for the event types that carry samples,
+// each once; those sampled for the status history (after delivery) are
+// their related ones with removals, each once; each time only their
+// columns are copied from the checker and encoded.
 func TestSampledColumns(t *testing.T) {
 	dep := func(s string) discovery.Dependency {
 		d, err := discovery.ParseDependency(s)
@@ -692,33 +702,45 @@ func TestSampledColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"a", "b", "c", "d", "e", "f", "ts"} {
+	for _, n := range []string{"a", "b", "c", "d", "e", "f", "g", "ts"} {
 		eng.Column(n)
 	}
 	events := []alerts.Event{
 		{Type: alerts.EventViolated, Removals: 3, Dependency: dep("{a}: [] -> b"),
 			Related: []alerts.Related{{Dependency: dep("{}: c ~ d"), Removals: 2}, {Dependency: dep("{}: [] -> f")}}},
-		{Type: alerts.EventRestored, Removals: 1, Dependency: dep("{}: [] -> e")},  // carries no sample
+		{Type: alerts.EventRestored, Removals: 1, Dependency: dep("{}: [] -> e"), // carries no sample
+			Related: []alerts.Related{{Dependency: dep("{}: [] -> g"), Removals: 1}}},
 		{Type: alerts.EventViolated, Removals: 0, Dependency: dep("{}: [] -> ts")}, // nothing to sample
-		{Type: alerts.EventDiscovered, Removals: 1, Dependency: dep("{}: c ~ d")},  // sampled once
+		{Type: alerts.EventViolated, Removals: 1, Dependency: dep("{}: [] -> a"),
+			Related: []alerts.Related{{Dependency: dep("{}: c ~ d"), Removals: 1}}}, // sampled once
+		{Type: alerts.EventDiscovered, Removals: 1, Dependency: dep("{a}: [] -> b")}, // sampled once
 	}
-	deps, at := sampledDependencies(events)
-	var ids []string
-	for i, d := range deps {
-		ids = append(ids, d.String())
-		if at[alerts.DependencyID(d)] != i {
-			t.Errorf("index of %s: %d, want %d", d, at[alerts.DependencyID(d)], i)
+	for _, tc := range []struct {
+		name        string
+		list        func([]alerts.Event) ([]discovery.Dependency, map[string]int)
+		deps, names []string
+	}{
+		{"own", ownDependencies, []string{dep("{a}: [] -> b").String(), dep("{}: [] -> a").String()}, []string{"a", "b"}},
+		{"related", relatedDependencies, []string{dep("{}: c ~ d").String()}, []string{"c", "d"}},
+	} {
+		deps, at := tc.list(events)
+		var ids []string
+		for i, d := range deps {
+			ids = append(ids, d.String())
+			if at[alerts.DependencyID(d)] != i {
+				t.Errorf("%s: index of %s: %d, want %d", tc.name, d, at[alerts.DependencyID(d)], i)
+			}
 		}
-	}
-	if want := []string{dep("{a}: [] -> b").String(), dep("{}: c ~ d").String()}; !slices.Equal(ids, want) {
-		t.Fatalf("sampled dependencies %v, want %v", ids, want)
-	}
-	var got []string
-	for _, c := range eng.DictColumns(sampledColumns(deps)...) {
-		got = append(got, c.Name)
-	}
-	if want := []string{"a", "b", "c", "d"}; !slices.Equal(got, want) {
-		t.Fatalf("sampled columns %v, want %v", got, want)
+		if !slices.Equal(ids, tc.deps) {
+			t.Fatalf("%s: sampled dependencies %v, want %v", tc.name, ids, tc.deps)
+		}
+		var got []string
+		for _, c := range eng.DictColumns(sampledColumns(deps)...) {
+			got = append(got, c.Name)
+		}
+		if !slices.Equal(got, tc.names) {
+			t.Fatalf("%s: sampled columns %v, want %v", tc.name, got, tc.names)
+		}
 	}
 	if got := sampledColumns(nil); len(got) != 0 {
 		t.Fatalf("no dependencies: sampled columns %v, want none", got)

@@ -285,9 +285,14 @@ type evalOutcome struct {
 	tracked, found, checked int
 	// merged: a check (two cadences) that took in a discovery's result.
 	merged bool
-	// related: a check's samples of its events' related dependencies, by
-	// event id and dependency id (the status history's; a full evaluation
-	// takes them from table).
+	// chk: a check's checker, whose window is the check's until the
+	// evaluator applies the next check: the samples of the events' related
+	// dependencies are taken on it after delivery (relatedSamples; a full
+	// evaluation takes them on table).
+	chk *checker
+	// related: the samples of the events' related dependencies, by event
+	// id and dependency id (the status history's), once relatedSamples
+	// took them.
 	related map[string]map[string][]alerts.Sample
 	// Step durations, for the debug log and benchmarks.
 	encodeTime, discoverTime, checkTime time.Duration
@@ -598,7 +603,10 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 // record is the one place an evaluation's outcome leaves the evaluator:
 // the tracker state and the events are saved in one synced batch (the
 // outbox), the state is published to the state topic, the metrics are
-// updated and the events delivered.
+// updated and the events delivered; only then does the status history
+// take its part (recordStatus: the samples of the events' related
+// dependencies, which no event carries, then the history's append), so
+// that an event's delivery never waits for them.
 func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) error {
 	trackerState, err := s.tracker.MarshalJSON()
 	if err != nil {
@@ -616,7 +624,6 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 		return fmt.Errorf("stream %s: save evaluation: %w", s.name, err)
 	}
 	s.trackerEnd, s.hasTracker = job.endSeq, true
-	s.recordStatus(ctx, job.snap, out)
 	if !job.replay {
 		s.publishState(ctx, job.endSeq, job.next, trackerState)
 	}
@@ -627,7 +634,11 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 	}
 	s.m.metrics.alerts.Observe(out.events)
 	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
-	return s.deliver(ctx)
+	if err := s.deliver(ctx); err != nil {
+		return err
+	}
+	s.recordStatus(ctx, job.snap, out)
+	return nil
 }
 
 // discoveryWorkers leaves one core to the consume path, so that ingest

@@ -43,7 +43,12 @@
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
 // sent again on a timer (5 s, doubling up to a minute), after the next
-// evaluation, and on restart. Delivery markers are kept for a week. For the Kafka events sink the gap between a send and its mark is
+// evaluation, and on restart. An event carries the sample of its own
+// rule's violating records, taken before the save; the samples of its
+// related rules, which only the status history keeps, are taken after the
+// delivery, on the same window, and the history is appended then (display
+// data, unsynced: a crash between the save and that append leaves the
+// window out of the history, since a saved evaluation is not run again). Delivery markers are kept for a week. For the Kafka events sink the gap between a send and its mark is
 // closed on start by reading the tail of the events topic and marking the
 // ids found there (ce_id header), so no event id reaches the topic twice.
 //

@@ -108,13 +108,19 @@ type statusEventJSON struct {
 }
 
 // recordStatus is the status page's hook in an evaluation, called once it
-// is saved: it notes the window and appends the observations of the rules
-// still tracked, and the events with samples for their related rules, to
-// the store's status history (a retired rule's history is dropped). A
-// failure costs chart points, not correctness, so it is logged.
+// is saved and its events delivered (record): it notes the window, takes
+// the samples of the events' related rules (relatedSamples) and appends
+// the observations of the rules still tracked, and the events with those
+// samples, to the store's status history (a retired rule's history is
+// dropped). A failure costs chart points, not correctness, so it is
+// logged.
 func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalOutcome) {
 	info, obs, events := out.info, out.obs, out.events
 	s.m.status.set(s.name, lastEvaluation{at: time.Now(), window: info})
+	if hook := s.mb.feed.beforeRelated; hook != nil {
+		hook(ctx, info.EndSeq, events)
+	}
+	s.env().relatedSamples(ctx, out, snap)
 	violated := map[string]bool{}
 	for _, e := range s.tracker.Errors() {
 		violated[e.ID] = e.State == alerts.StateViolated
@@ -133,7 +139,7 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 		if _, tracked := violated[e.DependencyID]; !tracked && e.Type == alerts.EventRetired {
 			h.Drop = append(h.Drop, e.DependencyID)
 		}
-		payload, err := s.encodeStatusEvent(ctx, out, snap, e)
+		payload, err := encodeStatusEvent(out, e)
 		if err != nil {
 			s.log.Warn("status history: encode event", "id", e.ID, "err", err)
 			continue
@@ -145,37 +151,80 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 	}
 }
 
-// encodeStatusEvent stores e with samples of violating records for its
-// related dependencies, computed the way the event's own are (a minimal
-// removal set on the window; a check took them already, into
-// out.related). Events are rare, so this costs little.
-func (s *streamRun) encodeStatusEvent(ctx context.Context, out *evalOutcome, snap *Snapshot, e alerts.Event) ([]byte, error) {
+// relatedSamples takes, into out.related, a sample of violating records
+// for each related dependency (with removals) of the events that carry
+// one, computed the way the event's own are (a minimal removal set on the
+// window): on the checker's window for a check (out.chk, whose window is
+// still the check's: the evaluator applies the next check after record),
+// on the encoded window for a full evaluation (out.table and snap). Only
+// the status history keeps them, so record takes them after the events
+// are delivered. Events are rare, so this costs little.
+func (e evalEnv) relatedSamples(ctx context.Context, out *evalOutcome, snap *Snapshot) {
+	deps, at := relatedDependencies(out.events)
+	if len(deps) == 0 {
+		return
+	}
+	var samples [][]alerts.Sample
+	switch {
+	case out.chk != nil && out.chk.eng != nil:
+		samples = e.checkerSamples(ctx, out.chk, deps)
+	case out.table != nil && snap != nil:
+		samples = e.tableSamples(ctx, out.table, snap, deps)
+	}
+	if samples == nil {
+		return
+	}
+	for i := range out.events {
+		ev := &out.events[i]
+		if !carriesSample(ev) {
+			continue
+		}
+		for _, r := range ev.Related {
+			if r.Removals == 0 {
+				continue
+			}
+			smp := samples[at[alerts.DependencyID(r.Dependency)]]
+			if len(smp) == 0 {
+				continue
+			}
+			if out.related == nil {
+				out.related = map[string]map[string][]alerts.Sample{}
+			}
+			if out.related[ev.ID] == nil {
+				out.related[ev.ID] = map[string][]alerts.Sample{}
+			}
+			out.related[ev.ID][r.DependencyID] = smp
+		}
+	}
+}
+
+// tableSamples takes a sample of a minimal removal set of each of deps on
+// an evaluation's encoded window (snap's): samples[i] is deps[i]'s (nil
+// when it could not be validated, logged unless ctx is done).
+func (e evalEnv) tableSamples(ctx context.Context, table *discovery.Table, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
+	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
+	samples := make([][]alerts.Sample, len(deps))
+	for i, d := range deps {
+		r, err := discovery.Validate(ctx, table, d, opts)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("status history: removal sample", "dependency", d.String(), "err", err)
+			}
+			continue
+		}
+		samples[i] = e.samples(snap, d, r.RemovalSample)
+	}
+	return samples
+}
+
+// encodeStatusEvent stores e with the samples relatedSamples took for its
+// related dependencies.
+func encodeStatusEvent(out *evalOutcome, e alerts.Event) ([]byte, error) {
 	ev, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
-	se := statusEventJSON{Event: ev, RelatedSamples: out.related[e.ID]}
-	if table := out.table; table != nil && snap != nil && (e.Type == alerts.EventViolated || e.Type == alerts.EventDiscovered) {
-		env := s.env()
-		opts := discovery.Options{Epsilon: s.cfg.Epsilon, RemovalSample: s.cfg.Sample}
-		for _, r := range e.Related {
-			if r.Removals == 0 {
-				continue
-			}
-			res, err := discovery.Validate(ctx, table, r.Dependency, opts)
-			if err != nil {
-				s.log.Warn("status history: removal sample", "dependency", r.DependencyText, "err", err)
-				continue
-			}
-			if smp := env.samples(snap, r.Dependency, res.RemovalSample); len(smp) > 0 {
-				if se.RelatedSamples == nil {
-					se.RelatedSamples = map[string][]alerts.Sample{}
-				}
-				se.RelatedSamples[r.DependencyID] = smp
-			}
-		}
-	}
-	return json.Marshal(se)
+	return json.Marshal(statusEventJSON{Event: ev, RelatedSamples: out.related[e.ID]})
 }
 
 // decodeStatusEvent reads a stored StatusEvent.

@@ -1,0 +1,157 @@
+package stream
+
+import (
+	"context"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+)
+
+// TestRelatedSamplesAfterDelivery: the samples of an event's related
+// rules are taken after the event is delivered, and still reach the
+// status history. The related-sample step of the first evaluation whose
+// event has related rules with removals is held (a blocking hook) until
+// the test has seen the event on the sink, carrying its own samples, and
+// not yet in the status history; once let go, the history holds the event
+// with a sample for each of those rules. Both cadences: the checks' path
+// (samples from the checker's rows) and the full evaluations' (from the
+// encoded window).
+func TestRelatedSamplesAfterDelivery(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		discoverEvery int
+	}{
+		{"two cadences", cadDiscoverEvery},
+		{"one cadence", cadEvery},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// reached is the window end + 1 of the last evaluation whose
+			// related-sample step began: set after held is filled, so that
+			// a test that saw it also sees held.
+			var reached atomic.Uint64
+			held := make(chan alerts.Event, 1)
+			release := make(chan struct{})
+			var holding bool // the evaluator goroutine's
+			c := newCadenceRunOf(t, StreamConfig{Topic: "cad", Window: cadWindow, Every: cadEvery,
+				DiscoverEvery: tc.discoverEvery, Epsilon: 0.05}, func(f *cadenceFeed) {
+				f.beforeRelated = func(ctx context.Context, end uint64, events []alerts.Event) {
+					i := slices.IndexFunc(events, func(e alerts.Event) bool { return relatedRemovals(e) > 0 })
+					if holding || i < 0 {
+						reached.Store(end + 1)
+						return
+					}
+					holding = true
+					held <- events[i]
+					reached.Store(end + 1)
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+				}
+			})
+			defer func() {
+				select {
+				case <-release:
+				default:
+					close(release)
+				}
+			}()
+			var ev *alerts.Event
+			for c.seq < 2500 && ev == nil {
+				end, due := c.next()
+				if !due {
+					continue
+				}
+				c.s.dispatch(end)
+				waitFor(t, 60*time.Second, "the related-sample step of window "+strconv.FormatUint(end, 10), func() bool {
+					return reached.Load() >= end+1
+				})
+				select {
+				case e := <-held:
+					ev = &e
+				default:
+				}
+			}
+			if ev == nil {
+				t.Fatalf("no event with related rules with removals; events: %v", eventSummary(c.sink.snapshot()))
+			}
+			// Held in the related-sample step: the event is delivered,
+			// with its own samples, and not in the history yet.
+			i := slices.IndexFunc(c.sink.snapshot(), func(e alerts.Event) bool { return e.ID == ev.ID })
+			if i < 0 {
+				t.Fatalf("%s %s (window %d) not delivered before its related samples were taken", ev.Type, ev.DependencyText, ev.Window.EndSeq)
+			}
+			if got := c.sink.snapshot()[i]; len(got.Samples) == 0 || !reflect.DeepEqual(got.Samples, ev.Samples) {
+				t.Errorf("delivered event's samples %v, want its own removal sample %v", got.Samples, ev.Samples)
+			}
+			if _, ok := statusEvent(t, c, ev.ID); ok {
+				t.Errorf("%s in the status history before its related samples were taken", ev.DependencyText)
+			}
+			close(release)
+			var se StatusEvent
+			waitFor(t, 60*time.Second, "the event in the status history", func() bool {
+				var ok bool
+				se, ok = statusEvent(t, c, ev.ID)
+				return ok
+			})
+			for _, r := range ev.Related {
+				if r.Removals == 0 {
+					continue
+				}
+				smp := se.RelatedSamples[r.DependencyID]
+				if len(smp) == 0 {
+					t.Errorf("related %s (%d removals): no sample in the status history", r.DependencyText, r.Removals)
+				}
+				cols := r.Dependency.Columns()
+				for _, s := range smp {
+					if s.Topic != "cad" || s.Offset < 0 || s.Offset > int64(ev.Window.EndSeq) || len(s.Values) == 0 {
+						t.Errorf("related %s: sample %+v, want a record of the window with its values", r.DependencyText, s)
+					}
+					for name := range s.Values {
+						if !slices.Contains(cols, name) {
+							t.Errorf("related %s: sample has column %s, not the rule's", r.DependencyText, name)
+						}
+					}
+				}
+			}
+			if len(se.RelatedSamples) != relatedRemovals(*ev) {
+				t.Errorf("status history: samples for %d related rules, want %d (those with removals)", len(se.RelatedSamples), relatedRemovals(*ev))
+			}
+		})
+	}
+}
+
+// relatedRemovals is the number of e's related rules with removals when e
+// carries samples (carriesSample), else 0.
+func relatedRemovals(e alerts.Event) int {
+	if !carriesSample(&e) {
+		return 0
+	}
+	n := 0
+	for _, r := range e.Related {
+		if r.Removals != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// statusEvent is the event id in c's status history.
+func statusEvent(t *testing.T, c *cadenceRun, id string) (StatusEvent, bool) {
+	t.Helper()
+	evs, err := c.s.m.StatusEvents("cad")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Event.ID == id {
+			return e, true
+		}
+	}
+	return StatusEvent{}, false
+}
