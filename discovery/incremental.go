@@ -98,6 +98,11 @@ type Incremental struct {
 	// polarity at most (defaultFitMax).
 	fits   []*incOC
 	fitMax int
+	// floorMax is the pairs a sorted class keeps in its floor per polarity
+	// at most (defaultFloorMax; see classFloor), and cuts the cuts of the
+	// check running (for the fit tests).
+	floorMax int
+	cuts     []int
 	// presorts are the OCs a check presorts (see runRecounts), presortMin
 	// the backlog of a sorted class that makes it ripe for presorting
 	// (defaultPresortMin; see sortedClass).
@@ -230,6 +235,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		parallelMin:   defaultParallelMin,
 		presortMin:    defaultPresortMin,
 		fitMax:        defaultFitMax,
+		floorMax:      defaultFloorMax,
 
 		flushParallelMin: defaultFlushParallelMin,
 		fdStride:         defaultFDStride,
@@ -363,7 +369,7 @@ func (e *Incremental) oc(ctx []int, a, b int, desc bool) *incOC {
 	key := listKey(ctx) + "|" + strconv.Itoa(a) + "~" + strconv.Itoa(b)
 	o, ok := e.ocBy[key]
 	if !ok {
-		o = &incOC{x: e.node(ctx), a: a, b: b, stale: true}
+		o = &incOC{x: e.node(ctx), a: a, b: b, stale: true, lostShare: [2]float64{1, 1}}
 		e.ocBy[key] = o
 	}
 	if desc && !o.desc || !desc && !o.asc {
@@ -756,7 +762,8 @@ func (e *Incremental) Check(cuts []int) []IncrementalResult {
 			}
 			if len(d.oc.dirty) > 0 {
 				r.Exact = false
-				r.Low, r.High = max(r.Removals-d.oc.del, 0), r.Removals+d.oc.misfits(boolIndex(d.desc))
+				p := boolIndex(d.desc)
+				r.Low, r.High = max(r.Removals-d.oc.lost(p), 0), r.Removals+d.oc.misfits(p)
 			}
 		}
 		if r.Exact {
@@ -813,7 +820,9 @@ func (e *Incremental) recountOCs(cuts []int) {
 		}
 		cands = append(cands, early{o: o, left: sl.checksLeft(o), period: sl.period(o), rows: o.dirtyRows()})
 	}
+	e.cuts = cuts
 	e.runFits()
+	e.cuts = nil
 	for _, o := range e.fits {
 		if !o.unchanged(cuts) {
 			forced += e.recount(o, sl)
@@ -909,31 +918,44 @@ func (e *Incremental) runRecounts() {
 }
 
 // checksLeft is how many more checks like this one o can skip: each adds
-// sl.left to its rows left, sl.entered to its rows entered and the share
-// of them the fit tests do not accept (misfitsPerCheck) to its misfits.
+// sl.entered and sl.left to its changed rows, the share of the rows
+// entering that the fit tests do not accept (misfitsPerCheck) to its
+// misfits, and the share of the rows leaving that the floor tests do not
+// spare (lostPerCheck) to its lost rows.
 func (sl slide) checksLeft(o *incOC) int {
-	return sl.skippable(o, o.ins, o.del, [2]int{o.misfits(0), o.misfits(1)})
+	return sl.skippable(o, o.ins+o.del, [2]int{o.lost(0), o.lost(1)}, [2]int{o.misfits(0), o.misfits(1)})
 }
 
 // period is how many checks like this one o can skip after a recount.
-func (sl slide) period(o *incOC) int { return sl.skippable(o, 0, 0, [2]int{}) }
+func (sl slide) period(o *incOC) int { return sl.skippable(o, 0, [2]int{}, [2]int{}) }
 
-func (sl slide) skippable(o *incOC, ins, del int, misfits [2]int) int {
-	k := (o.staleLimit - (ins + del)) / (sl.entered + sl.left)
+// skippable is how many checks like this one o can skip with changed rows
+// changed since its last recount, and its count within [tot - lost, tot +
+// misfits].
+func (sl slide) skippable(o *incOC, changed int, lost, misfits [2]int) int {
+	k := (o.staleLimit - changed) / (sl.entered + sl.left)
 	for p, r := range [2]int{o.totAsc, o.totDesc} {
 		if !o.tracks(p) {
 			continue
 		}
-		lo, hi := r-del, r+misfits[p]
+		lo, hi := r-lost[p], r+misfits[p]
 		for _, t := range sl.cuts {
 			if hi <= t {
 				k = min(k, (t-hi)/sl.misfitsPerCheck(o, p))
 			} else {
-				k = min(k, (lo-t-1)/sl.left)
+				k = min(k, (lo-t-1)/sl.lostPerCheck(o, p))
 			}
 		}
 	}
 	return max(k, 0)
+}
+
+// lostPerCheck estimates how much a check like this one adds to o's lost
+// rows of polarity p: the rows leaving that recent floor tests did not
+// spare, at least fitRateFloor of them, and at least one (a heuristic for
+// scheduling; the bounds themselves are exact).
+func (sl slide) lostPerCheck(o *incOC, p int) int {
+	return max(int(max(o.lostShare[p], fitRateFloor)*float64(sl.left)), 1)
 }
 
 // misfitsPerCheck estimates how much a check like this one adds to o's

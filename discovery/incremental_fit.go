@@ -151,32 +151,42 @@ type classFit struct {
 // entered that is consistent with S.
 const defaultFitMax = 1 << 16
 
-// fitRateFloor is the least share of the rows entering per check that the
-// scheduling heuristics (slide.skippable) take an OC's misfits to grow by,
-// however many its last fit tests accepted.
-const fitRateFloor = 1.0 / 32
+// fitRateFloor is the least share of the rows entering (leaving) per
+// check that the scheduling heuristics (slide.skippable) take an OC's
+// misfits (lost rows) to grow by, however many its last fit (floor) tests
+// accepted (spared). Near the stream's default cuts (eps 0.01, cuts about
+// 1% of the window apart) a larger floor makes the OCs between the cuts
+// look due at every check, and their early recounts fill the checks.
+const fitRateFloor = 1.0 / 256
 
 // wantsFit says whether o's recount records S in sorted class c for
 // polarity p, whose count is now r: when the OC's count (estimated with
 // the classes recounted so far) is at or below some cut, so that its
-// upper bound may decide a verdict, and at least a check's rows leaving
-// (as many as at the check that scheduled the recount) cannot take it
-// across a cut below, so that its lower bound does not force the next
-// check's recount anyway. A heuristic: any choice is sound.
-func (o *incOC) wantsFit(p int, c uint32, r int) bool {
-	est := o.totAsc - int(o.remAsc[c]) + r
-	if p == 1 {
-		est = o.totDesc - int(o.remDesc[c]) + r
-	}
+// upper bound may decide a verdict, and, unless the class records its
+// floor, at least a check's rows leaving (as many as at the check that
+// scheduled the recount) cannot take it across a cut below, so that its
+// lower bound does not force the next check's recount anyway. A
+// heuristic: any choice is sound.
+func (o *incOC) wantsFit(p int, c uint32, r int, floored bool) bool {
+	est := o.estimate(p, c, r)
 	below := false
 	for _, t := range o.fitCuts {
 		if t >= est {
 			below = true
-		} else if est-o.fitLeft <= t {
+		} else if !floored && est-o.fitLeft <= t {
 			return false
 		}
 	}
 	return below
+}
+
+// estimate is o's count of polarity p with class c's count r and the
+// other classes' last counts.
+func (o *incOC) estimate(p int, c uint32, r int) int {
+	if p == 1 {
+		return o.totDesc - int(o.remDesc[c]) + r
+	}
+	return o.totAsc - int(o.remAsc[c]) + r
 }
 
 // places returns w's scratch of n places for polarity p, or nil when not
@@ -197,27 +207,42 @@ func (o *incOC) tracks(p int) bool { return p == 0 && o.asc || p == 1 && o.desc 
 func (o *incOC) misfits(p int) int { return o.ins - o.acc[p] }
 
 // unchanged reports whether no tracked polarity of o can have crossed a
-// cut since its last recount (within [tot - del, tot + misfits]).
+// cut since its last recount (within [tot - lost, tot + misfits]).
 func (o *incOC) unchanged(cuts []int) bool {
-	return (!o.asc || unchangedVerdict(o.totAsc, o.misfits(0), o.del, cuts)) &&
-		(!o.desc || unchangedVerdict(o.totDesc, o.misfits(1), o.del, cuts))
+	return (!o.asc || unchangedVerdict(o.totAsc, o.misfits(0), o.lost(0), cuts)) &&
+		(!o.desc || unchangedVerdict(o.totDesc, o.misfits(1), o.lost(1), cuts))
 }
 
-// mayFit reports whether fit tests could spare o's recount: whether it
-// would be unchanged were every row that entered accepted (its lower
-// bound alone may force it).
+// mayFit reports whether fit and floor tests could spare o's recount:
+// whether it would be unchanged were every row that entered accepted and
+// every row that left a class keeping a floor spared (the rows that left
+// other classes alone may force it).
 func (o *incOC) mayFit(cuts []int) bool {
-	return (!o.asc || unchangedVerdict(o.totAsc, 0, o.del, cuts)) &&
-		(!o.desc || unchangedVerdict(o.totDesc, 0, o.del, cuts))
+	return (!o.asc || unchangedVerdict(o.totAsc, 0, o.del-o.piled[0], cuts)) &&
+		(!o.desc || unchangedVerdict(o.totDesc, 0, o.del-o.piled[1], cuts))
+}
+
+// lowHolds reports whether o's lower bounds alone leave every tracked
+// polarity on its side of the cuts.
+func (o *incOC) lowHolds(cuts []int) bool {
+	return (!o.asc || unchangedVerdict(o.totAsc, 0, o.lost(0), cuts)) &&
+		(!o.desc || unchangedVerdict(o.totDesc, 0, o.lost(1), cuts))
 }
 
 // fit tests the rows that entered o's sorted classes since they were last
 // tested (the pending ones) against each class's S and A, per polarity
 // recorded, and counts the accepted ones into o.acc. The pending rows'
 // pairs go to the class's adds as one sorted run, as presort puts them,
-// so the recount that may follow merges them instead of sorting. Labels
-// must be settled; it writes o's state and w only (a unit of phaseFit).
+// so the recount that may follow merges them instead of sorting. It runs
+// the floor test first (incOC.floor), and tests nothing when the lower
+// bound alone crosses one of the check's cuts (the OC is recounted
+// anyway). Labels must be settled; it writes o's state and w only (a unit
+// of phaseFit).
 func (o *incOC) fit(e *Incremental, w *recountScratch) {
+	o.floor(w)
+	if !o.lowHolds(e.cuts) {
+		return // recounted at this check whatever the rows that entered
+	}
 	for _, c := range o.dirty {
 		if int(c) >= len(o.big) || o.big[c] == nil {
 			continue

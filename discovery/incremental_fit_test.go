@@ -126,7 +126,8 @@ func TestIncrementalFitBound(t *testing.T) {
 	}
 	tested := 0
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		tested += fitRun(t, seed, 150)
+		accepted, _ := fitRun(t, seed, 150, false)
+		tested += accepted
 	}
 	if tested == 0 {
 		t.Fatal("no row was accepted by a fit test")
@@ -134,9 +135,31 @@ func TestIncrementalFitBound(t *testing.T) {
 	t.Logf("%d rows accepted (summed over the checks)", tested)
 }
 
-// fitRun is one run of TestIncrementalFitBound; it returns the rows the
-// fit tests accepted.
-func fitRun(t *testing.T, seed uint64, steps int) (accepted int) {
+// TestIncrementalFloorBound is TestIncrementalFitBound aimed at the pile
+// bound: a window that slides (as many rows leave as enter, once full),
+// and cuts just below each dependency's true count as often as just
+// above, so that the OCs are floor-tested check after check between
+// recounts.
+func TestIncrementalFloorBound(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 15
+	}
+	tested := 0
+	for seed := uint64(1); seed <= uint64(seeds); seed++ {
+		_, spared := fitRun(t, seed, 150, true)
+		tested += spared
+	}
+	if tested == 0 {
+		t.Fatal("no row that left was spared by a floor test")
+	}
+	t.Logf("%d rows spared (summed over the checks)", tested)
+}
+
+// fitRun is one run of TestIncrementalFitBound, or with slide of
+// TestIncrementalFloorBound; it returns the rows the fit tests accepted
+// and the rows the floor tests spared.
+func fitRun(t *testing.T, seed uint64, steps int, slide bool) (accepted, spared int) {
 	r := rand.New(rand.NewPCG(seed, 77))
 	names := []string{"x", "a", "b"}
 	var deps []Dependency
@@ -152,6 +175,9 @@ func fitRun(t *testing.T, seed uint64, steps int) (accepted int) {
 	e.presortMin = 1 + r.IntN(8)
 	if r.IntN(3) == 0 {
 		e.fitMax = r.IntN(20)
+	}
+	if r.IntN(3) == 0 {
+		e.floorMax = r.IntN(20)
 	}
 	m := &incModel{names: names}
 	for _, name := range names {
@@ -176,14 +202,20 @@ func fitRun(t *testing.T, seed uint64, steps int) (accepted int) {
 	size := 40 + r.IntN(150)
 	vals, nulls := make([]string, 3), make([]bool, 3)
 	for step := 0; step < steps; step++ {
+		in := r.IntN(8) + 1
 		out := r.IntN(6)
-		if len(m.rows) < size || r.IntN(4) != 0 {
+		switch {
+		case slide && len(m.rows) >= size:
+			out = in + r.IntN(3) - 1
+		case slide:
+			out = 0
+		case len(m.rows) < size || r.IntN(4) != 0:
 			out = 0 // rows that leave loosen the bound: mostly none
 		}
 		out = min(out, len(m.rows))
 		e.Evict(out)
 		m.rows = m.rows[out:]
-		for k := r.IntN(8); k >= 0; k-- {
+		for k := in; k > 0; k-- {
 			c := row()
 			for i := range c {
 				vals[e.colIdx[names[i]]] = c[i].v
@@ -195,7 +227,7 @@ func fitRun(t *testing.T, seed uint64, steps int) (accepted int) {
 		var cuts []int
 		for _, w := range want {
 			cuts = append(cuts, w+r.IntN(3))
-			if r.IntN(3) == 0 {
+			if r.IntN(3) == 0 || slide && r.IntN(2) == 0 {
 				cuts = append(cuts, w-1-r.IntN(3))
 			}
 		}
@@ -214,9 +246,10 @@ func fitRun(t *testing.T, seed uint64, steps int) (accepted int) {
 		}
 		for _, o := range e.ocs {
 			accepted += o.acc[0] + o.acc[1]
+			spared += o.spared[0] + o.spared[1]
 		}
 	}
-	return accepted
+	return accepted, spared
 }
 
 // TestLabelSearches checks gallopLabels, firstAbove and runStart, over

@@ -44,6 +44,15 @@ type incOC struct {
 	fitLeft  int
 	acc      [2]int
 	accShare [2]float64
+	// The pile bound (see incremental_floor.go), per polarity: spared
+	// counts the rows that left since the last recount that the last floor
+	// test found not to lower the count, piled the rows that left classes
+	// keeping a floor, and lostShare is about the share of the rows that
+	// left that recent floor tests did not spare (for scheduling only; 1
+	// without floors).
+	spared, piled [2]int
+	lostShare     [2]float64
+	floored       [2]bool // a class recorded a floor at the last recount
 }
 
 // sortedClass is a large class's rows as (label A, label B) pairs in
@@ -69,7 +78,9 @@ type sortedClass struct {
 	pending    []uint32
 	adds, dead pairLog
 	gone       []ocPair
-	fit        [2]classFit // asc, desc
+	fit        [2]classFit   // asc, desc
+	floor      [2]classFloor // asc, desc
+	left       uint32        // rows that left since the recount
 }
 
 // pairLog is a list of pairs as sorted runs (ends: where each ends)
@@ -217,6 +228,12 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 		return
 	}
 	o.del++
+	if sc != nil {
+		sc.left++
+		for p := range 2 {
+			o.piled[p] += boolIndex(sc.floor[p].ok)
+		}
+	}
 	switch {
 	case sc == nil:
 	case int32(seq-sc.merged) < 0:
@@ -297,6 +314,7 @@ type recountScratch struct {
 	mla, mlb []uint64 // merged pairs (see merge)
 	tails    []uint64
 	pos      [2][]uint32 // per polarity, each row's place among the tails (see backtrack)
+	piles    []uint32    // rows per pile (see classFloor.build)
 	runs     []ocPair    // pairLog's merges
 	aFrom    []int       // fitRun's places in the runs of A
 }
@@ -306,6 +324,7 @@ type recountScratch struct {
 // recounted at once, each with its own scratch.
 func (o *incOC) recount(e *Incremental, w *recountScratch) {
 	start := time.Now()
+	o.floored = [2]bool{}
 	for _, c := range o.dirty {
 		o.isDirty[c] = false
 		var ra, rd int
@@ -333,6 +352,12 @@ func (o *incOC) recount(e *Incremental, w *recountScratch) {
 	o.rowNs = max(ns, 1) / float64(max(o.lastRows, 1))
 	o.ins, o.del, o.mustRecount = 0, 0, false
 	o.acc, o.fitCuts = [2]int{}, nil
+	o.spared, o.piled = [2]int{}, [2]int{}
+	for p := range 2 {
+		if !o.floored[p] {
+			o.lostShare[p] = 1
+		}
+	}
 }
 
 func (o *incOC) pair(e *Incremental, seq uint32) ocPair {
@@ -441,13 +466,20 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		sc.adds.reset()
 		sc.dead.reset()
 	}
-	sc.merged, sc.presorted = e.to, e.to
+	sc.merged, sc.presorted, sc.left = e.to, e.to, 0
 	rec := [2]bool{len(o.fitCuts) > 0, len(o.fitCuts) > 0}
 	asc, desc = o.lnds(w, sc.la, sc.lb, rec)
 	for p, r := range [2]int{asc, desc} {
+		fl := &sc.floor[p]
+		fl.ok = rec[p] && o.tracks(p) && o.wantsFloor(p, c, r) &&
+			fl.build(sc.la, sc.lb, w.pos[p], len(sc.la)-r, e.floorMax, &w.piles)
+		if !fl.ok {
+			fl.ps = nil
+		}
+		o.floored[p] = o.floored[p] || fl.ok
 		f := &sc.fit[p]
 		f.a.reset()
-		f.ok = rec[p] && o.tracks(p) && o.wantsFit(p, c, r)
+		f.ok = rec[p] && o.tracks(p) && o.wantsFit(p, c, r, fl.ok)
 		if f.ok {
 			f.set = backtrack(f.set, sc.la, sc.lb, w.pos[p], len(sc.la)-r, p == 1)
 		}

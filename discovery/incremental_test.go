@@ -192,6 +192,9 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	if g.r.IntN(2) == 0 {
 		e.fitMax = g.r.IntN(4) // A full at once, or after a few rows: the rest are misfits
 	}
+	if g.r.IntN(2) == 0 {
+		e.floorMax = g.r.IntN(4) // floors of a few pairs at most: larger classes keep none
+	}
 	at := make([]int, len(g.names)) // engine column of each model column
 	for i, name := range g.names {
 		at[i] = e.Column(name)
