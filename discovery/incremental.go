@@ -125,6 +125,9 @@ type Incremental struct {
 	sp                   spreader
 	flushParallelMin     int
 	switched, relabelled []bool
+	// nodeChunk is the rows a node and its FDs take at a time in flush
+	// (defaultNodeChunk; see incTree.enter).
+	nodeChunk int
 	// fdStride is the words of an FD's block per class of X
 	// (defaultFDStride; see incFD), taken when the FD is rebuilt.
 	fdStride int
@@ -239,6 +242,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 
 		flushParallelMin: defaultFlushParallelMin,
 		fdStride:         defaultFDStride,
+		nodeChunk:        defaultNodeChunk,
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin

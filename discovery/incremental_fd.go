@@ -93,6 +93,40 @@ func (f *incFD) enter(cx, k uint32) {
 	f.move(b, k-1, k)
 }
 
+// enterRows applies the rows of rs, which entered xa (b: their classes'
+// sizes, set by incNode.enterRows), in two passes: their classes of X
+// first, reading each one's block, so that the cache misses of the rows
+// overlap; then the moves.
+func (f *incFD) enterRows(rs span, mask uint32, b *rowBatch) {
+	f.classesX(rs, mask, b)
+	for i, k := range b.ks {
+		f.enter(b.cx[i], k)
+	}
+}
+
+// leaveRows applies the rows of rs, which are leaving xa (b: their
+// classes' sizes, set by incNode.leaveRows), in two passes as enterRows.
+func (f *incFD) leaveRows(rs span, mask uint32, b *rowBatch) {
+	f.classesX(rs, mask, b)
+	for i, k := range b.ks {
+		f.leave(b.cx[i], k)
+	}
+}
+
+// classesX sets b.cx to the classes of X of the rows of rs and reads the
+// first word of each one's block (if it has one).
+func (f *incFD) classesX(rs span, mask uint32, b *rowBatch) {
+	var sink uint32
+	for i := range b.cx {
+		cx := f.x.class((rs.from + uint32(i)) & mask)
+		b.cx[i] = cx
+		if at := int(cx) * int(f.stride); at < len(f.blk) {
+			sink |= f.blk[at]
+		}
+	}
+	b.sink |= sink
+}
+
 // leave moves one class of X+A in class cx of X from size k to k-1: it
 // runs before the nodes let a row go.
 func (f *incFD) leave(cx, k uint32) {

@@ -18,6 +18,17 @@ type u64slot struct {
 
 func (m *u64map) home(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> m.shift) }
 
+// peek reads the slot where a lookup or a removal of k starts and returns
+// its word (0 if the table is empty), which the caller must keep: a caller
+// with many keys to look up reads their slots first, side by side, so that
+// their cache misses overlap instead of coming one after another.
+func (m *u64map) peek(k uint64) uint32 {
+	if len(m.slots) == 0 {
+		return 0
+	}
+	return m.slots[m.home(k)].val
+}
+
 func (m *u64map) get(k uint64) (uint32, bool) {
 	if m.n == 0 {
 		return 0, false
@@ -182,20 +193,28 @@ func (nd *incNode) classFor(cols []*incColumn, slot uint32) uint32 {
 		c = col.eq(col.codes[slot])
 	default:
 		col := cols[nd.last]
-		k := uint64(nd.parent.class(slot))<<32 | uint64(col.eq(col.codes[slot]))
-		if got, ok := nd.index.get(k); ok {
-			return got
-		}
-		if n := len(nd.free); n > 0 {
-			c = nd.free[n-1]
-			nd.free = nd.free[:n-1]
-		} else {
-			c = uint32(len(nd.keys))
-			nd.keys = append(nd.keys, 0)
-		}
-		nd.keys[c] = k
-		nd.index.put(k, c)
+		c = nd.classOfKey(uint64(nd.parent.class(slot))<<32 | uint64(col.eq(col.codes[slot])))
 	}
+	return c
+}
+
+// classOfKey returns the class of key k (the parent's class, then the last
+// column's equality id) of a list of two columns or more, creating it if
+// needed.
+func (nd *incNode) classOfKey(k uint64) uint32 {
+	if got, ok := nd.index.get(k); ok {
+		return got
+	}
+	var c uint32
+	if n := len(nd.free); n > 0 {
+		c = nd.free[n-1]
+		nd.free = nd.free[:n-1]
+	} else {
+		c = uint32(len(nd.keys))
+		nd.keys = append(nd.keys, 0)
+	}
+	nd.keys[c] = k
+	nd.index.put(k, c)
 	return c
 }
 
@@ -218,14 +237,120 @@ func (nd *incNode) insert(cols []*incColumn, slot, seq uint32) uint32 {
 	return c
 }
 
-// remove lets the oldest row of class c go.
-func (nd *incNode) remove(c uint32) {
-	nd.size[c]--
-	if nd.withMembers {
-		nd.members[c].pop()
+// rowBatch is a tree's scratch for applying a chunk of rows to one node
+// and its FDs (enterRows, leaveRows, incFD.enterRows, incFD.leaveRows): per
+// row of the chunk, its class and the class's size just after it entered
+// or just before it left (cls, ks), keys, and its class of an FD's X (cx).
+// sink keeps what the loads
+// that only warm the cache read, so that the compiler keeps them.
+type rowBatch struct {
+	cls, ks, cx []uint32
+	keys        []uint64
+	sink        uint32
+}
+
+// size makes the buffers hold n rows and returns n.
+func (b *rowBatch) size(n int) int {
+	if cap(b.cls) < n {
+		b.cls, b.ks, b.cx, b.keys = make([]uint32, n), make([]uint32, n), make([]uint32, n), make([]uint64, n)
 	}
-	if nd.size[c] == 0 && nd.parent != nil {
-		nd.index.del(nd.keys[c])
-		nd.free = append(nd.free, c)
+	b.cls, b.ks, b.cx, b.keys = b.cls[:n], b.ks[:n], b.cx[:n], b.keys[:n]
+	return n
+}
+
+// enterRows adds the rows of rs (at most b's rows; mask maps a sequence
+// number to its ring slot) and sets b.cls and b.ks.
+func (nd *incNode) enterRows(cols []*incColumn, rs span, mask uint32, b *rowBatch) {
+	n := b.size(int(rs.to - rs.from))
+	cls, ks := b.cls, b.ks
+	switch {
+	case nd.last < 0:
+		clear(cls)
+	case nd.parent == nil:
+		col := cols[nd.last]
+		for i := range n {
+			cls[i] = col.eq(col.codes[(rs.from+uint32(i))&mask])
+		}
+	default:
+		nd.classesFor(cols, rs, mask, b)
+	}
+	for i, c := range cls {
+		for int(c) >= len(nd.size) {
+			nd.size = append(nd.size, 0)
+		}
+		nd.size[c]++
+		ks[i] = nd.size[c]
+	}
+	if nd.withMembers {
+		for i, c := range cls {
+			for int(c) >= len(nd.members) {
+				nd.members = append(nd.members, classQueue{})
+			}
+			nd.members[c].push(rs.from + uint32(i))
+		}
+	}
+}
+
+// classesFor sets b.cls to the classes of the rows of rs (a list of two
+// columns or more), creating them if needed, in two passes: the keys
+// first, reading each one's index slot, so that the cache misses of the
+// rows overlap; then the lookups, which find their slots in the cache.
+func (nd *incNode) classesFor(cols []*incColumn, rs span, mask uint32, b *rowBatch) {
+	col, p := cols[nd.last], nd.parent
+	keys := b.keys
+	var sink uint32
+	for i := range keys {
+		slot := (rs.from + uint32(i)) & mask
+		k := uint64(p.class(slot))<<32 | uint64(col.eq(col.codes[slot]))
+		keys[i] = k
+		sink |= nd.index.peek(k)
+	}
+	b.sink |= sink
+	for i, k := range keys {
+		c := nd.classOfKey(k)
+		nd.classOf[(rs.from+uint32(i))&mask] = c
+		b.cls[i] = c
+	}
+}
+
+// leaveRows takes the rows of rs (at most b's rows), which are leaving,
+// off the classes' sizes and sets b.cls and b.ks; dropRows then lets them
+// go (after the FDs read b).
+func (nd *incNode) leaveRows(rs span, mask uint32, b *rowBatch) {
+	b.size(int(rs.to - rs.from))
+	cls, ks := b.cls, b.ks
+	for i := range cls {
+		c := nd.class((rs.from + uint32(i)) & mask)
+		cls[i] = c
+		ks[i] = nd.size[c]
+		nd.size[c]--
+	}
+}
+
+// dropRows ends leaveRows: the rows leave the members, and the classes
+// they emptied the index, in two passes (the keys, reading each one's
+// index slot, then the removals).
+func (nd *incNode) dropRows(b *rowBatch) {
+	if nd.withMembers {
+		for _, c := range b.cls {
+			nd.members[c].pop()
+		}
+	}
+	if nd.parent == nil {
+		return
+	}
+	keys := b.keys[:0]
+	var sink uint32
+	for i, c := range b.cls {
+		if b.ks[i] == 1 {
+			k := nd.keys[c]
+			keys = append(keys, k)
+			sink |= nd.index.peek(k)
+			nd.free = append(nd.free, c)
+		}
+	}
+	b.sink |= sink
+	for _, k := range keys {
+		nd.index.del(k)
 	}
 }

@@ -143,6 +143,7 @@ type incTree struct {
 	weight int        // about its cost per row: nodes, twice its FDs, its OCs
 	stale  []*incNode // the nodes rebuildNodes replays the window into
 	fds    []*incFD   // scratch of liveFDs
+	batch  rowBatch   // scratch of enter and leave
 }
 
 // listTrees rebuilds e.trees from e.nodes, e.fds and e.ocs (listed),
@@ -177,8 +178,9 @@ func (e *Incremental) listTrees() {
 }
 
 // leave applies the rows of rs, which are leaving, to t: each OC marks
-// the classes they leave (as x still has them), then each node, after its
-// FDs, lets them go, one structure at a time.
+// the classes they leave (as x still has them), then each node, a chunk
+// of rows at a time, takes them off its classes' sizes, its FDs apply
+// them, and it lets them go, one structure at a time.
 func (t *incTree) leave(e *Incremental, rs span) {
 	t.touchOCs(e, rs, false)
 	for _, nd := range t.nodes {
@@ -186,35 +188,38 @@ func (t *incTree) leave(e *Incremental, rs span) {
 			continue
 		}
 		fds := t.liveFDs(nd)
-		for s := rs.from; s != rs.to; s++ {
-			slot := s & e.mask
-			c := nd.class(slot)
+		for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
+			nd.leaveRows(ch, e.mask, &t.batch)
 			for _, f := range fds {
-				f.leave(f.x.class(slot), nd.size[c])
+				f.leaveRows(ch, e.mask, &t.batch)
 			}
-			nd.remove(c)
+			nd.dropRows(&t.batch)
 		}
 	}
 }
 
 // enter applies the rows of rs, which arrived, to t: each node takes them
-// (parents first), then its FDs; then each OC marks the classes they
-// entered.
+// (parents first), a chunk of rows at a time, then its FDs; then each OC
+// marks the classes they entered.
 func (t *incTree) enter(e *Incremental, rs span) {
 	for _, nd := range t.nodes {
 		if nd.stale {
 			continue
 		}
 		fds := t.liveFDs(nd)
-		for s := rs.from; s != rs.to; s++ {
-			slot := s & e.mask
-			c := nd.insert(e.cols, slot, s)
+		for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
+			nd.enterRows(e.cols, ch, e.mask, &t.batch)
 			for _, f := range fds {
-				f.enter(f.x.class(slot), nd.size[c])
+				f.enterRows(ch, e.mask, &t.batch)
 			}
 		}
 	}
 	t.touchOCs(e, rs, true)
+}
+
+// chunk is the rows of rs from from on, at most n of them.
+func (rs span) chunk(from uint32, n int) span {
+	return span{from, from + min(rs.to-from, uint32(n))}
 }
 
 // liveFDs returns nd's FDs that are not stale (in t.fds).
@@ -254,3 +259,8 @@ func (t *incTree) rebuild(e *Incremental) {
 		}
 	}
 }
+
+// defaultNodeChunk is Incremental.nodeChunk's value: the rows whose index
+// slots a node reads side by side before it looks them up (see
+// incNode.classesFor); their slots and classes stay in the L1 cache.
+const defaultNodeChunk = 256

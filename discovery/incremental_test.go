@@ -190,6 +190,9 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 		e.fdStride = 2 + g.r.IntN(8) // FD blocks of 0 to 3 pairs, out of line from 2 to 9 rows
 	}
 	if g.r.IntN(2) == 0 {
+		e.nodeChunk = 1 + g.r.IntN(8) // a slide's rows reach each node in several chunks
+	}
+	if g.r.IntN(2) == 0 {
 		e.fitMax = g.r.IntN(4) // A full at once, or after a few rows: the rest are misfits
 	}
 	if g.r.IntN(2) == 0 {
