@@ -679,7 +679,8 @@ func (s *streamRun) runCheck(ctx context.Context, c *checker, job *checkJob) err
 	s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
 	s.log.Debug("check done", "window_end", job.endSeq, "records", c.rows(), "tracked", out.tracked,
 		"discovery_merged", out.merged, "events", len(out.events), "seconds", d.Seconds(),
-		"check_s", checked.Sub(start).Seconds(), "record_s", time.Since(checked).Seconds())
+		"check_s", checked.Sub(start).Seconds(), "delivered_s", out.delivered.Sub(start).Seconds(),
+		"record_s", time.Since(checked).Seconds())
 	return nil
 }
 

@@ -296,6 +296,9 @@ type evalOutcome struct {
 	related map[string]map[string][]alerts.Sample
 	// Step durations, for the debug log and benchmarks.
 	encodeTime, discoverTime, checkTime time.Duration
+	// delivered: when record's delivery of the events ended (before the
+	// status history's part), for the debug log.
+	delivered time.Time
 }
 
 // evaluateWindow runs the pipeline's steps on one window: encode it, run
@@ -596,7 +599,8 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 	s.log.Debug("evaluation done", "window_end", job.endSeq, "records", job.snap.Len(), "columns", len(out.table.Columns),
 		"tracked", out.tracked, "discovered", out.found, "events", len(out.events), "seconds", d.Seconds(),
 		"validated", out.checked, "encode_s", out.encodeTime.Seconds(), "discover_s", out.discoverTime.Seconds(),
-		"validate_s", out.checkTime.Seconds(), "persist_deliver_s", time.Since(evaluated).Seconds())
+		"validate_s", out.checkTime.Seconds(), "persist_deliver_s", out.delivered.Sub(evaluated).Seconds(),
+		"status_s", time.Since(out.delivered).Seconds())
 	return nil
 }
 
@@ -637,6 +641,7 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 	if err := s.deliver(ctx); err != nil {
 		return err
 	}
+	out.delivered = time.Now()
 	s.recordStatus(ctx, job.snap, out)
 	return nil
 }
