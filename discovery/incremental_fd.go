@@ -116,12 +116,12 @@ func (f *incFD) leaveRows(rs span, mask uint32, b *rowBatch) {
 // classesX sets b.cx to the classes of X of the rows of rs and reads the
 // first word of each one's block (if it has one).
 func (f *incFD) classesX(rs span, mask uint32, b *rowBatch) {
+	f.x.classes(rs, mask, b.cx)
 	var sink uint32
-	for i := range b.cx {
-		cx := f.x.class((rs.from + uint32(i)) & mask)
-		b.cx[i] = cx
-		if at := int(cx) * int(f.stride); at < len(f.blk) {
-			sink |= f.blk[at]
+	blk, stride := f.blk, int(f.stride)
+	for _, cx := range b.cx {
+		if at := int(cx) * stride; at < len(blk) {
+			sink |= blk[at]
 		}
 	}
 	b.sink |= sink

@@ -29,6 +29,20 @@ func (m *u64map) peek(k uint64) uint32 {
 	return m.slots[m.home(k)].val
 }
 
+// peekAll is peek of every key in keys, in a loop of its own (a few
+// instructions a key, so that many of the loads are under way at once);
+// it returns the words read, or-ed.
+func (m *u64map) peekAll(keys []uint64) uint32 {
+	if len(m.slots) == 0 {
+		return 0
+	}
+	var sink uint32
+	for _, k := range keys {
+		sink |= m.slots[m.home(k)].val
+	}
+	return sink
+}
+
 func (m *u64map) get(k uint64) (uint32, bool) {
 	if m.n == 0 {
 		return 0, false
@@ -298,18 +312,33 @@ func (nd *incNode) enterRows(cols []*incColumn, rs span, mask uint32, b *rowBatc
 func (nd *incNode) classesFor(cols []*incColumn, rs span, mask uint32, b *rowBatch) {
 	col, p := cols[nd.last], nd.parent
 	keys := b.keys
-	var sink uint32
 	for i := range keys {
 		slot := (rs.from + uint32(i)) & mask
-		k := uint64(p.class(slot))<<32 | uint64(col.eq(col.codes[slot]))
-		keys[i] = k
-		sink |= nd.index.peek(k)
+		keys[i] = uint64(p.class(slot))<<32 | uint64(col.eq(col.codes[slot]))
 	}
-	b.sink |= sink
+	b.sink |= nd.index.peekAll(keys)
 	for i, k := range keys {
 		c := nd.classOfKey(k)
 		nd.classOf[(rs.from+uint32(i))&mask] = c
 		b.cls[i] = c
+	}
+}
+
+// classes sets cls to the classes of the rows of rs, which the node
+// holds.
+func (nd *incNode) classes(rs span, mask uint32, cls []uint32) {
+	switch {
+	case nd.last < 0:
+		clear(cls)
+	case nd.parent == nil:
+		col := nd.lastCol
+		for i := range cls {
+			cls[i] = col.eq(col.codes[(rs.from+uint32(i))&mask])
+		}
+	default:
+		for i := range cls {
+			cls[i] = nd.classOf[(rs.from+uint32(i))&mask]
+		}
 	}
 }
 
@@ -319,11 +348,11 @@ func (nd *incNode) classesFor(cols []*incColumn, rs span, mask uint32, b *rowBat
 func (nd *incNode) leaveRows(rs span, mask uint32, b *rowBatch) {
 	b.size(int(rs.to - rs.from))
 	cls, ks := b.cls, b.ks
-	for i := range cls {
-		c := nd.class((rs.from + uint32(i)) & mask)
-		cls[i] = c
-		ks[i] = nd.size[c]
-		nd.size[c]--
+	nd.classes(rs, mask, cls)
+	size := nd.size
+	for i, c := range cls {
+		ks[i] = size[c]
+		size[c]--
 	}
 }
 
@@ -340,16 +369,13 @@ func (nd *incNode) dropRows(b *rowBatch) {
 		return
 	}
 	keys := b.keys[:0]
-	var sink uint32
 	for i, c := range b.cls {
 		if b.ks[i] == 1 {
-			k := nd.keys[c]
-			keys = append(keys, k)
-			sink |= nd.index.peek(k)
+			keys = append(keys, nd.keys[c])
 			nd.free = append(nd.free, c)
 		}
 	}
-	b.sink |= sink
+	b.sink |= nd.index.peekAll(keys)
 	for _, k := range keys {
 		nd.index.del(k)
 	}
