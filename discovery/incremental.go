@@ -61,6 +61,16 @@ type Incremental struct {
 	ocs    []*incOC
 	ocBy   map[string]*incOC
 	deps   []incDep
+	// prep are the dependencies kept up to date without being reported
+	// (Prepare); tracked and prepOCs split e.ocs into the OCs a tracked
+	// dependency uses and the others (see prune); restarts are the OCs
+	// whose counts start over at the next check (see startOver), true for
+	// those newly tracked; builds is what the last check built (LastBuilds).
+	prep       []incDep
+	trackedOCs []*incOC
+	prepOCs    []*incOC
+	restarts   map[*incOC]bool
+	builds     IncrementalBuilds
 
 	// The ring: row seq (mod 2^32) lives in slot seq & mask; rows are
 	// oldest .. oldest+n-1. The structures reflect rows from .. to-1 (see
@@ -218,6 +228,18 @@ type IncrementalResult struct {
 	Present bool
 }
 
+// IncrementalBuilds is what a check built from the whole window rather
+// than from the rows that changed: partitions (nodes) replayed, FD blocks
+// rebuilt, OCs whose classes were sorted again from their members
+// (Rebuilt), and OCs recounted in full from the sorted classes they kept
+// (Restarted: newly tracked ones that were prepared; see Prepare).
+type IncrementalBuilds struct {
+	Nodes, FDs, Rebuilt, Restarted int
+}
+
+// LastBuilds reports what the last Check built (see IncrementalBuilds).
+func (e *Incremental) LastBuilds() IncrementalBuilds { return e.builds }
+
 // NewIncremental returns an empty window tracking deps (OFDs and OCs; a
 // list-based OD is refused with ErrBadDependency).
 func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, error) {
@@ -226,6 +248,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		nodeBy:    map[string]*incNode{},
 		fdBy:      map[string]*incFD{},
 		ocBy:      map[string]*incOC{},
+		restarts:  map[*incOC]bool{},
 		mask:      initialSlots - 1,
 		typing:    opts.Typing,
 		exact:     opts.Exact,
@@ -287,7 +310,15 @@ func (e *Incremental) alive(seq uint32) bool { return seq-e.oldest < uint32(e.n)
 
 // SetDependencies replaces the tracked dependencies. State shared with the
 // previous set is kept; the state of new ones is built from the rows in
-// the window at the next Check.
+// the window at the next Check, unless Prepare built it ahead.
+//
+// A dependency's reported counts do not depend on whether or when it was
+// prepared: a newly tracked OC starts over at the next check (startOver)
+// as a new one would, from its prepared sorted classes instead of a sort
+// of the window, and what a newly tracked OC makes the rest start over
+// without Prepare (its context starting to keep member lists: a rebuild of
+// the context and its descendants) it makes them start over with Prepare
+// too (promote).
 func (e *Incremental) SetDependencies(deps []Dependency) error {
 	out := make([]incDep, 0, len(deps))
 	for _, d := range deps {
@@ -297,9 +328,150 @@ func (e *Incremental) SetDependencies(deps []Dependency) error {
 		}
 		out = append(out, dd)
 	}
+	was := map[*incOC]bool{}
+	for _, o := range e.trackedOCs {
+		was[o] = true
+	}
 	e.deps = out
 	e.prune()
+	e.promote(was)
 	return nil
+}
+
+// promote schedules the restarts that make the tracked OCs count as they
+// would had nothing been prepared, was being the OCs tracked before: an
+// OC newly tracked starts over as a new one (its history forgotten), and
+// when a newly tracked OC's context already kept member lists (for a
+// prepared OC) and no tracked OC's context was it before, every tracked
+// OC in its subtree starts over, as it would after the rebuild that
+// starting to keep members is (see listNodes).
+func (e *Incremental) promote(was map[*incOC]bool) {
+	wasContext := map[*incNode]bool{}
+	for o := range was {
+		wasContext[o.x] = true
+	}
+	gained := map[*incNode]bool{}
+	for _, o := range e.trackedOCs {
+		if !was[o] {
+			e.restarts[o] = true
+			if !wasContext[o.x] && !o.x.stale {
+				gained[o.x] = true
+			}
+		}
+	}
+	if len(gained) == 0 {
+		return
+	}
+	for _, o := range e.trackedOCs {
+		for nd := o.x; nd != nil; nd = nd.parent {
+			if gained[nd] {
+				if _, ok := e.restarts[o]; !ok {
+					e.restarts[o] = false // history kept, as a rebuild keeps it
+				}
+				break
+			}
+		}
+	}
+}
+
+// Prepare keeps the state of deps (OFDs and OCs) up to date from the next
+// Check on without reporting them (Check returns the tracked ones only),
+// so that a SetDependencies that tracks them later finds their partitions,
+// FD blocks and OCs' sorted classes built, and the check after it costs
+// about what changed. It replaces the previously prepared set and returns
+// how many of deps it prepares. It leaves out, for SetDependencies to
+// build, the ones whose state would change the tracked dependencies'
+// (their counts must not depend on what was prepared, or when):
+//   - the tracked ones, and OCs whose columns and context a tracked OC of
+//     the other polarity shares;
+//   - those mentioning a column the engine does not know (adding one
+//     renumbers nothing, but it is not Prepare's to add);
+//   - OCs comparing a column no tracked OC orders unless it is numeric
+//     (ordering a column labels it, and its labels' history would change
+//     the tracked OCs' restarts after it is tracked);
+//   - OCs whose context would start keeping member lists while a tracked
+//     OC's context lies in its subtree (the rebuild would restart it).
+//
+// A prepared OC is counted in full once built and then only when its
+// changed rows pass MaxStale; between, the rows that entered are presorted
+// as a skipped OC's are. It takes no part in the tracked OCs' recount
+// schedule.
+func (e *Incremental) Prepare(deps []Dependency) (int, error) {
+	v := prepView{ids: map[string]bool{}, ordered: make([]bool, len(e.cols)), ocs: map[*incOC]bool{},
+		context: map[*incNode]bool{}, under: map[*incNode]bool{}}
+	for _, d := range e.deps {
+		v.ids[d.dep.String()] = true
+		if d.oc != nil {
+			v.ordered[d.oc.a], v.ordered[d.oc.b] = true, true
+			v.ocs[d.oc], v.context[d.oc.x] = true, true
+			for nd := d.oc.x; nd != nil && !v.under[nd]; nd = nd.parent {
+				v.under[nd] = true
+			}
+		}
+	}
+	out := make([]incDep, 0, len(deps))
+	for _, d := range deps {
+		if d.Kind != KindOFD && d.Kind != KindOC {
+			return 0, fmt.Errorf("%s: %w: only OFDs and OCs are checked incrementally, not %v", d, ErrBadDependency, d.Kind)
+		}
+		if v.ids[d.String()] || !e.preparable(d, &v) {
+			continue
+		}
+		dd, err := e.dependency(d)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", d, err)
+		}
+		out = append(out, dd)
+	}
+	e.prep = out
+	e.prune()
+	return len(out), nil
+}
+
+// prepView is what Prepare's choice depends on: the tracked dependencies'
+// ids, the columns tracked OCs compare, the tracked OCs, their contexts,
+// and those contexts with their ancestors (under).
+type prepView struct {
+	ids            map[string]bool
+	ordered        []bool
+	ocs            map[*incOC]bool
+	context, under map[*incNode]bool
+}
+
+// preparable reports whether Prepare may keep d's state (see Prepare).
+func (e *Incremental) preparable(d Dependency, v *prepView) bool {
+	ctx := make([]int, 0, len(d.Context))
+	for _, name := range d.Context {
+		i, ok := e.colIdx[name]
+		if !ok {
+			return false
+		}
+		ctx = append(ctx, i)
+	}
+	slices.Sort(ctx)
+	ctx = slices.Compact(ctx)
+	if d.Kind == KindOFD {
+		_, ok := e.colIdx[d.RHS]
+		return ok
+	}
+	a, okA := e.colIdx[d.Left]
+	b, okB := e.colIdx[d.Right]
+	if !okA || !okB {
+		return false
+	}
+	for _, c := range []int{a, b} {
+		if !v.ordered[c] && e.cols[c].mode != modeNumeric {
+			return false
+		}
+	}
+	if b < a {
+		a, b = b, a
+	}
+	if o, ok := e.ocBy[listKey(ctx)+"|"+strconv.Itoa(a)+"~"+strconv.Itoa(b)]; ok && v.ocs[o] {
+		return false // tracked with the other polarity
+	}
+	nd, ok := e.nodeBy[listKey(ctx)]
+	return !ok || nd.withMembers || v.context[nd] || !v.under[nd]
 }
 
 func (e *Incremental) dependency(d Dependency) (incDep, error) {
@@ -396,46 +568,53 @@ func (e *Incremental) prune() {
 	u := e.used()
 	e.dropUnused(u)
 	e.listFDs()
-	members := e.listOCs()
+	members := e.listOCs(u)
 	e.listNodes(members)
 	e.listTrees()
 }
 
-// incUse is what the tracked dependencies use: their FDs, their OCs with
-// the polarities tracked of each, and the nodes of both with all their
-// ancestors.
+// incUse is what the tracked and prepared dependencies use: their FDs,
+// their OCs with the polarities counted of each (a tracked OC's tracked
+// ones only), and the nodes of both with all their ancestors; tracked are
+// the OCs a tracked dependency uses.
 type incUse struct {
-	fds   map[*incFD]bool
-	ocs   map[*incOC][2]bool // asc, desc
-	nodes map[*incNode]bool
+	fds     map[*incFD]bool
+	ocs     map[*incOC][2]bool // asc, desc
+	nodes   map[*incNode]bool
+	tracked map[*incOC]bool
 }
 
-// used returns what e.deps use.
+// used returns what e.deps and e.prep use.
 func (e *Incremental) used() incUse {
-	u := incUse{fds: map[*incFD]bool{}, ocs: map[*incOC][2]bool{}, nodes: map[*incNode]bool{}}
+	u := incUse{fds: map[*incFD]bool{}, ocs: map[*incOC][2]bool{}, nodes: map[*incNode]bool{}, tracked: map[*incOC]bool{}}
 	mark := func(nd *incNode) {
 		for ; nd != nil && !u.nodes[nd]; nd = nd.parent {
 			u.nodes[nd] = true
 		}
 	}
-	for _, d := range e.deps {
-		if d.fd != nil {
-			u.fds[d.fd] = true
-			mark(d.fd.x)
-			mark(d.fd.xa)
-		}
-		if d.oc != nil {
-			mark(d.oc.x)
-			p := u.ocs[d.oc]
-			p[boolIndex(d.desc)] = true
-			u.ocs[d.oc] = p
+	use := func(deps []incDep, tracked bool) {
+		for _, d := range deps {
+			if d.fd != nil {
+				u.fds[d.fd] = true
+				mark(d.fd.x)
+				mark(d.fd.xa)
+			}
+			if d.oc != nil && (tracked || !u.tracked[d.oc]) {
+				mark(d.oc.x)
+				p := u.ocs[d.oc]
+				p[boolIndex(d.desc)] = true
+				u.ocs[d.oc] = p
+				u.tracked[d.oc] = u.tracked[d.oc] || tracked
+			}
 		}
 	}
+	use(e.deps, true)
+	use(e.prep, false)
 	return u
 }
 
 // dropUnused deletes from fdBy, ocBy and nodeBy what u does not hold, and
-// sets each OC's polarities to the tracked ones.
+// sets each OC's polarities to the counted ones.
 func (e *Incremental) dropUnused(u incUse) {
 	for k, f := range e.fdBy {
 		if !u.fds[f] {
@@ -446,6 +625,9 @@ func (e *Incremental) dropUnused(u incUse) {
 		if pol, ok := u.ocs[o]; !ok {
 			delete(e.ocBy, k)
 		} else {
+			if pol[0] && !o.asc || pol[1] && !o.desc {
+				o.stale = true // a polarity not counted so far (a prepared one)
+			}
 			o.asc, o.desc = pol[0], pol[1]
 		}
 	}
@@ -467,16 +649,20 @@ func (e *Incremental) listFDs() {
 	})
 }
 
-// listOCs rebuilds e.ocs from ocBy, by context and columns, marks ordered
-// exactly the columns an OC compares, and returns the OCs' contexts: the
-// nodes that keep their classes' members.
-func (e *Incremental) listOCs() map[*incNode]bool {
+// listOCs rebuilds e.ocs from ocBy, by context and columns, and of them
+// trackedOCs (those in u.tracked) and prepOCs (the others), marks ordered
+// exactly the columns a tracked OC compares (a prepared one compares
+// numeric or ordered columns: see Prepare), and returns the OCs'
+// contexts: the nodes that keep their classes' members.
+func (e *Incremental) listOCs(u incUse) map[*incNode]bool {
 	e.ocs = e.ocs[:0]
 	ordered := make([]bool, len(e.cols))
 	members := map[*incNode]bool{}
 	for _, o := range e.ocBy {
 		e.ocs = append(e.ocs, o)
-		ordered[o.a], ordered[o.b] = true, true
+		if u.tracked[o] {
+			ordered[o.a], ordered[o.b] = true, true
+		}
 		members[o.x] = true
 	}
 	for i, c := range e.cols {
@@ -486,6 +672,14 @@ func (e *Incremental) listOCs() map[*incNode]bool {
 		return strings.Compare(x.x.key+"|"+strconv.Itoa(x.a)+"~"+strconv.Itoa(x.b),
 			y.x.key+"|"+strconv.Itoa(y.a)+"~"+strconv.Itoa(y.b))
 	})
+	e.trackedOCs, e.prepOCs = e.trackedOCs[:0], e.prepOCs[:0]
+	for _, o := range e.ocs {
+		if u.tracked[o] {
+			e.trackedOCs = append(e.trackedOCs, o)
+		} else {
+			e.prepOCs = append(e.prepOCs, o)
+		}
+	}
 	return members
 }
 
@@ -746,6 +940,7 @@ func (e *Incremental) grow() {
 // compares counts with: an OC whose count cannot have crossed any of them
 // since its last exact count is skipped (not with IncrementalOptions.Exact).
 func (e *Incremental) Check(cuts []int) []IncrementalResult {
+	e.builds = IncrementalBuilds{}
 	e.flush()
 	e.settle()
 	e.recountOCs(cuts)
@@ -801,11 +996,11 @@ func (e *Incremental) recountOCs(cuts []int) {
 	}
 	var cands []early
 	rate, forced := 0, 0
-	for i, o := range e.ocs {
+	for i, o := range e.trackedOCs {
 		// The OCs' stale limits spread over [MaxStale/2, MaxStale], or
 		// those counted together (all at the first check) would all reach
 		// it at the same later check.
-		o.staleLimit = sl.maxStale - sl.maxStale/2*i/len(e.ocs)
+		o.staleLimit = sl.maxStale - sl.maxStale/2*i/len(e.trackedOCs)
 		rate += o.lastRows / (sl.period(o) + 1)
 		if len(o.dirty) == 0 && !o.mustRecount {
 			continue
@@ -855,7 +1050,27 @@ func (e *Incremental) recountOCs(cuts []int) {
 	if len(cands) == 0 {
 		e.credit = min(e.credit, 0) // no credit saved up for OCs not dirty yet
 	}
+	e.recountPrepared(sl)
 	e.runRecounts()
+}
+
+// recountPrepared schedules the recounts of the prepared OCs (see
+// Prepare), apart from the tracked ones' schedule and credit: once built
+// (or reset), and when their changed rows pass MaxStale (which bounds
+// their backlog). They record no fit or floor, which only the tracked
+// OCs' bounds use.
+func (e *Incremental) recountPrepared(sl slide) {
+	for _, o := range e.prepOCs {
+		if !e.labelled(o.a) || !e.labelled(o.b) {
+			continue
+		}
+		if o.mustRecount || len(o.dirty) > 0 && o.ins+o.del > sl.maxStale {
+			o.fitCuts, o.fitLeft = nil, 0
+			e.todo = append(e.todo, o)
+			o.lastRows = o.dirtyRows()
+			o.ripe = o.ripe[:0]
+		}
+	}
 }
 
 // slide is what a check's recounts are scheduled by: the cuts, MaxStale,
@@ -1004,17 +1219,77 @@ func (e *Incremental) settle() {
 		if f.stale || f.x.stale || f.xa.stale {
 			f.rebuild(e.fdStride)
 			f.stale = false
+			e.builds.FDs++
 		}
 	}
 	for _, o := range e.ocs {
-		if o.stale || o.x.stale || switched[o.a] || switched[o.b] || relabelled[o.a] || relabelled[o.b] {
-			o.resetAll()
+		full := o.stale || o.x.stale || switched[o.a] || switched[o.b] || relabelled[o.a] || relabelled[o.b] ||
+			!e.labelled(o.a) || !e.labelled(o.b)
+		fresh, restart := e.restarts[o]
+		if fresh {
+			o.forget()
+		}
+		if full || restart {
+			e.startOver(o, !full)
 			o.stale = false
 		}
 	}
+	clear(e.restarts)
 	for _, nd := range e.nodes {
 		nd.stale = false
 	}
+}
+
+// startOver makes o count every class again at this check, as a new OC
+// would, whatever the history of its context's class ids: the classes in
+// the order of their oldest rows (not by id: a context built at another
+// time numbers them otherwise, and the fit and floor choices of a recount
+// depend on the classes' order), from counts of zero. With keep, the
+// sorted classes of at least sortedMin rows are kept (their pairs are
+// valid: the labels of A and B did not move), which spares the sort;
+// classes below sortedMin are gathered and sorted, as a new OC's are.
+// Labels and classes must be settled.
+func (e *Incremental) startOver(o *incOC, keep bool) {
+	var kept []*sortedClass
+	if keep {
+		kept = slices.Clone(o.big)
+		e.builds.Restarted++
+	} else {
+		e.builds.Rebuilt++
+	}
+	o.resetAll()
+	for _, c := range o.dirty {
+		o.isDirty[c] = false
+	}
+	o.dirty = o.dirty[:0]
+	clear(o.remAsc)
+	clear(o.remDesc)
+	o.totAsc, o.totDesc = 0, 0
+	for s := e.from; s != e.to; s++ {
+		o.touchClass(o.x.class(s & e.mask))
+	}
+	for c, sc := range kept {
+		if sc != nil && c < len(o.x.size) && int(o.x.size[c]) >= e.sortedMin {
+			o.big[c] = sc
+		}
+	}
+}
+
+// labelled reports whether column c's values have order labels: numbers
+// always, text and instants while a tracked OC orders the column (a
+// prepared OC comparing a column whose labels went, when the tracked OC
+// ordering it did, starts over at every check and is not counted until
+// they come back, see recountPrepared).
+func (e *Incremental) labelled(c int) bool {
+	return e.cols[c].mode == modeNumeric || e.cols[c].ordered
+}
+
+// forget gives o the history of a new OC (the recount schedule's
+// estimates), so that a newly tracked OC that was prepared is scheduled
+// as one built now would be.
+func (o *incOC) forget() {
+	o.lastRows, o.rowNs = 0, 0
+	o.accShare, o.lostShare = [2]float64{}, [2]float64{1, 1}
 }
 
 // rebuildNodes replays the window's rows into the stale nodes (and their
@@ -1042,6 +1317,7 @@ func (e *Incremental) rebuildNodes() {
 	if stale > 0 {
 		e.spread(phaseRebuild, len(e.trees), e.n*stale, e.flushParallelMin)
 	}
+	e.builds.Nodes += stale
 }
 
 // DictColumns returns the window's rows as dictionary-coded columns, oldest

@@ -1,0 +1,327 @@
+package discovery
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+// prepTwin is one engine of TestPrepareDoesNotChangeCounts with its feed.
+type prepTwin struct {
+	e    *Incremental
+	feed *incFeed
+	at   []int
+}
+
+// TestPrepareDoesNotChangeCounts runs twin engines over the same random
+// stream and the same tracked sets (as incRun draws them: typing
+// switches, relabels, polarities, contexts of 0-3 columns): one never
+// prepares, the other prepares the next tracked set at a random check
+// before it is tracked, and random sets that are never tracked. Every
+// check's results, skipped counts and bounds included, must be the same
+// (what a dependency reports does not depend on what was prepared or
+// when), and the exact ones equal a full recomputation; a newly tracked
+// dependency is exact at its first check.
+func TestPrepareDoesNotChangeCounts(t *testing.T) {
+	seeds := 150
+	if testing.Short() {
+		seeds = 40
+	}
+	for seed := range uint64(seeds) {
+		prepareRun(t, seed, 60)
+	}
+}
+
+func prepareRun(t *testing.T, seed uint64, steps int) {
+	g := newIncGen(seed, 3+int(seed%4))
+	deps := g.deps(1 + g.r.IntN(6))
+	opts := IncrementalOptions{SortedMin: []int{0, 2, 4}[g.r.IntN(3)], RecountBudget: []int{-1, 0, 5}[g.r.IntN(3)]}
+	if g.r.IntN(3) == 0 {
+		opts.MaxStale = 1 + g.r.IntN(20)
+	}
+	if g.r.IntN(3) == 0 {
+		opts.Typing.OrderText = true
+	}
+	stride := labelStride
+	if g.r.IntN(2) == 0 {
+		stride = uint64(1 + g.r.IntN(4)) // force relabels
+	}
+	presortMin := []int{defaultPresortMin, 1, 2}[g.r.IntN(3)]
+	var twins [2]prepTwin
+	for i := range twins {
+		e, err := NewIncremental(deps, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.presortMin = presortMin
+		tw := prepTwin{e: e, at: make([]int, len(g.names))}
+		for j, name := range g.names {
+			tw.at[j] = e.Column(name)
+		}
+		tw.feed = newIncFeed(seed, e, tw.at)
+		twins[i] = tw
+	}
+	setStride := func() {
+		for _, tw := range twins {
+			for _, c := range tw.e.cols {
+				c.text.stride, c.time.stride = stride, stride
+			}
+		}
+	}
+	setStride()
+	m := &incModel{names: g.names, typing: opts.Typing}
+	next := g.deps(1 + g.r.IntN(6))
+	switchAt, prepAt := 0, 0
+	plan := func(step int) {
+		switchAt = step + 1 + g.r.IntN(8)
+		prepAt = step + g.r.IntN(switchAt-step+1) // at switchAt: never prepared in time
+	}
+	plan(0)
+	prepared := 0
+	fresh := map[string]bool{}
+	for step := 0; step < steps; step++ {
+		if step == switchAt {
+			old := map[string]bool{}
+			for _, d := range deps {
+				old[stateKey(d)] = true
+			}
+			deps, fresh = next, map[string]bool{}
+			for _, d := range deps {
+				fresh[d.String()] = !old[stateKey(d)]
+			}
+			for _, tw := range twins {
+				if err := tw.e.SetDependencies(deps); err != nil {
+					t.Fatal(err)
+				}
+			}
+			next = g.deps(1 + g.r.IntN(6))
+			plan(step)
+		}
+		prep := twins[1].e
+		switch {
+		case step == prepAt:
+			n, err := prep.Prepare(next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prepared += n
+		case g.r.IntN(6) == 0:
+			// Prepared, never tracked (dropped at the next Prepare).
+			if _, err := prep.Prepare(g.deps(1 + g.r.IntN(4))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setStride()
+		out := min(g.r.IntN(20), len(m.rows))
+		in := g.r.IntN(22)
+		m.rows = m.rows[out:]
+		for _, tw := range twins {
+			tw.e.Evict(out)
+			tw.feed.evict(out)
+		}
+		for range in {
+			row := g.row()
+			m.rows = append(m.rows, row)
+			for _, tw := range twins {
+				tw.feed.append(row)
+			}
+		}
+		var cuts []int
+		for k := g.r.IntN(4); k > 0; k-- {
+			cuts = append(cuts, g.r.IntN(len(m.rows)+1))
+		}
+		plain, got := twins[0].e.Check(cuts), twins[1].e.Check(cuts)
+		if !reflect.DeepEqual(plain, got) {
+			t.Fatalf("seed %d step %d: results with Prepare differ:\n without %+v\n with    %+v", seed, step, plain, got)
+		}
+		want := m.removals(t, deps)
+		for i, r := range got {
+			if r.Exact && r.Removals != want[i] {
+				t.Fatalf("seed %d step %d: %s: %d removals, full recomputation %d", seed, step, deps[i], r.Removals, want[i])
+			}
+			if fresh[deps[i].String()] && !r.Exact {
+				t.Fatalf("seed %d step %d: %s newly tracked and not counted exactly", seed, step, deps[i])
+			}
+		}
+		fresh = nil
+	}
+	if seed == 0 && prepared == 0 {
+		t.Fatalf("seed %d: nothing prepared", seed)
+	}
+}
+
+// stateKey is what a dependency's state in an Incremental is keyed by: its
+// context as a set, its columns (an OC's as a set) and polarity.
+func stateKey(d Dependency) string {
+	ctx := slices.Clone(d.Context)
+	slices.Sort(ctx)
+	ctx = slices.Compact(ctx)
+	if d.Kind == KindOFD {
+		return fmt.Sprint(ctx, "->", d.RHS)
+	}
+	a, b := min(d.Left, d.Right), max(d.Left, d.Right)
+	return fmt.Sprint(ctx, a, "~", b, d.Polarity)
+}
+
+// TestPrepareBuildsAhead: the dependencies prepared are not reported, their
+// state is built at the check after Prepare, and the check after
+// SetDependencies tracks them builds nothing from the whole window (OCs
+// are recounted from their kept sorted classes), with counts equal to a
+// full recomputation.
+func TestPrepareBuildsAhead(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	names := []string{"a", "b", "c", "d"}
+	row := func() []string {
+		a := r.IntN(8)
+		return []string{fmt.Sprint(a), fmt.Sprint(2*a + r.IntN(2)), fmt.Sprint(r.IntN(3)), fmt.Sprint(r.IntN(50))}
+	}
+	tracked := []Dependency{{Kind: KindOFD, Context: []string{"a"}, RHS: "c"}}
+	later := []Dependency{
+		{Kind: KindOC, Context: []string{"c"}, Left: "a", Right: "b"},
+		{Kind: KindOC, Context: []string{"c", "d"}, Left: "a", Right: "b", Polarity: Desc},
+		{Kind: KindOFD, Context: []string{"c", "d"}, RHS: "a"},
+		{Kind: KindOC, Context: nil, Left: "a", Right: "d"},
+	}
+	e, err := NewIncremental(tracked, IncrementalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &incModel{names: names}
+	at := make([]int, len(names))
+	for i, n := range names {
+		at[i] = e.Column(n)
+	}
+	engineRow := make([]string, len(names))
+	slide := func(k int) {
+		out := min(k, len(m.rows))
+		e.Evict(out)
+		m.rows = m.rows[out:]
+		for range k {
+			vals := row()
+			for i, v := range vals {
+				engineRow[at[i]] = v
+			}
+			e.Append(engineRow, nil)
+			cells := make([]incCell, len(vals))
+			for i, v := range vals {
+				cells[i].v = v
+			}
+			m.rows = append(m.rows, cells)
+		}
+	}
+	slide(2000)
+	if res := e.Check(nil); len(res) != 1 || res[0].Removals != m.removals(t, tracked)[0] {
+		t.Fatalf("%+v, want 1 result of %d", res, m.removals(t, tracked)[0])
+	}
+	if n, err := e.Prepare(later); err != nil || n != len(later) {
+		t.Fatalf("Prepare: %d prepared, %v; want %d", n, err, len(later))
+	}
+	slide(100)
+	res := e.Check(nil)
+	if len(res) != 1 {
+		t.Fatalf("%d results with %d prepared, want the 1 tracked", len(res), len(later))
+	}
+	if b := e.LastBuilds(); b.Nodes == 0 || b.FDs == 0 || b.Rebuilt != 3 {
+		t.Fatalf("check after Prepare built %+v, want nodes, FDs and 3 OCs", b)
+	}
+	for range 3 {
+		slide(100)
+		e.Check([]int{5, 50})
+		if b := e.LastBuilds(); b != (IncrementalBuilds{}) {
+			t.Fatalf("check of prepared state built %+v, want nothing", b)
+		}
+	}
+	deps := append(tracked, later...)
+	if err := e.SetDependencies(deps); err != nil {
+		t.Fatal(err)
+	}
+	slide(100)
+	res = e.Check([]int{5, 50})
+	if b := e.LastBuilds(); b != (IncrementalBuilds{Restarted: 3}) {
+		t.Fatalf("check that tracks the prepared ones built %+v, want 3 OCs restarted from kept classes only", b)
+	}
+	want := m.removals(t, deps)
+	for i, r := range res {
+		if !r.Exact || r.Removals != want[i] {
+			t.Fatalf("%s: %d removals (exact %v), full recomputation %d", deps[i], r.Removals, r.Exact, want[i])
+		}
+	}
+}
+
+// TestPrepareContextGainedRestartsSubtree: an OC prepared on context {c}
+// makes {c} keep member lists ahead; an OC on {c, d} is tracked, then the
+// one on {c}. Without Prepare {c} starts keeping members only then, and
+// the rebuild makes the OC on {c, d} start over; with Prepare it must
+// start over too (promote), so that both engines report the same.
+func TestPrepareContextGainedRestartsSubtree(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	onC := Dependency{Kind: KindOC, Context: []string{"c"}, Left: "a", Right: "b"}
+	onCD := Dependency{Kind: KindOC, Context: []string{"c", "d"}, Left: "a", Right: "b"}
+	var twins [2]*Incremental
+	for i := range twins {
+		e, err := NewIncremental(nil, IncrementalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"a", "b", "c", "d"} {
+			e.Column(n)
+		}
+		twins[i] = e
+	}
+	check := func(step string, cuts []int) []IncrementalResult {
+		t.Helper()
+		vals := make([][]string, 20)
+		for i := range vals {
+			a := r.IntN(100)
+			b := a
+			if r.IntN(10) == 0 {
+				b = r.IntN(100)
+			}
+			vals[i] = []string{fmt.Sprint(a), fmt.Sprint(b), fmt.Sprint(r.IntN(2)), fmt.Sprint(r.IntN(2))}
+		}
+		var res [2][]IncrementalResult
+		for i, e := range twins {
+			e.Evict(max(e.Len()+len(vals)-200, 0))
+			for _, v := range vals {
+				e.Append(v, nil)
+			}
+			res[i] = e.Check(cuts)
+		}
+		if !reflect.DeepEqual(res[0], res[1]) {
+			t.Fatalf("%s: results with Prepare differ:\n without %+v\n with    %+v", step, res[0], res[1])
+		}
+		return res[1]
+	}
+	for range 10 {
+		check("fill", nil)
+	}
+	if n, err := twins[1].Prepare([]Dependency{onC}); err != nil || n != 1 {
+		t.Fatalf("Prepare: %d, %v", n, err)
+	}
+	check("prepared", nil)
+	for _, e := range twins {
+		if err := e.SetDependencies([]Dependency{onCD}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("tracked {c, d}", []int{5})
+	skipped := false
+	for range 3 {
+		res := check("skipping", []int{300})
+		skipped = skipped || !res[0].Exact
+	}
+	if !skipped {
+		t.Fatal("the OC on {c, d} never skipped: the test does not show it starting over")
+	}
+	for _, e := range twins {
+		if err := e.SetDependencies([]Dependency{onCD, onC}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := check("tracked {c}", []int{300})
+	if !res[0].Exact {
+		t.Fatal("the OC on {c, d} did not start over when {c} started keeping members")
+	}
+}
