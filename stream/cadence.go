@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -31,7 +32,13 @@ import (
 // of the window ending at S + DiscoverEvery (when the next discovery
 // starts): its minimal set, strengths and newly minimal dependencies join
 // that check's exact counts in one Tracker.Observe. Checks in between are
-// Tracker.ObserveCheck. The merge point depends on record numbers alone, so
+// Tracker.ObserveCheck. Between a discovery's end and its merge, each check
+// has the engine build the state of the rules the merge will add, a share
+// of them per check (prepareRules, discovery.Incremental.Prepare), so that
+// the merge check costs about an incremental check; what the engine built
+// ahead, and when, changes no count it reports, so neither the merge's
+// events nor their errors depend on when discovery finished. The merge
+// point depends on record numbers alone, so
 // a run gives the same events however long discovery takes, as long as it
 // takes less than DiscoverEvery records; one that takes longer is merged
 // into the first check after it finishes (logged), and a discovery due
@@ -145,6 +152,12 @@ type cadenceFeed struct {
 	// record once its events are delivered, before the samples of their
 	// related dependencies are taken (recordStatus).
 	beforeRelated func(ctx context.Context, endSeq uint64, events []alerts.Event)
+	// noPrepare (tests) keeps the checks from building the rules of a
+	// finished discovery ahead of its merge (prepareRules).
+	noPrepare bool
+	// afterCheck, when set (by tests), runs after each check's counts and
+	// tracker, before its record.
+	afterCheck func(endSeq uint64, out *evalOutcome)
 	// exactChecks (tests) makes every check recount what changed, so that
 	// each observed error can be compared with a full validation.
 	exactChecks bool
@@ -508,6 +521,13 @@ type checker struct {
 	head  int
 	vals  []string
 	codes []uint32
+	// prepare are the dependencies the next check hands to the engine to
+	// build ahead of their merge (streamRun.prepareRules), prepared the
+	// ids of those handed over so far.
+	prepare  []discovery.Dependency
+	prepared map[string]bool
+	// handed is how many the engine took at the last check.
+	handed int
 }
 
 // rows is the number of rows in the checker's window.
@@ -552,7 +572,7 @@ func (c *checker) build(names []string, codes [][]uint32, values [][]string, exa
 	if err != nil {
 		return err
 	}
-	c.eng, c.col = eng, map[string]int{}
+	c.eng, c.col, c.prepared = eng, map[string]int{}, nil
 	c.append(names, codes, values)
 	return nil
 }
@@ -680,7 +700,9 @@ func (s *streamRun) runCheck(ctx context.Context, c *checker, job *checkJob) err
 	s.log.Debug("check done", "window_end", job.endSeq, "records", c.rows(), "tracked", out.tracked,
 		"discovery_merged", out.merged, "events", len(out.events), "seconds", d.Seconds(),
 		"check_s", checked.Sub(start).Seconds(), "delivered_s", out.delivered.Sub(start).Seconds(),
-		"record_s", time.Since(checked).Seconds())
+		"record_s", time.Since(checked).Seconds(), "prepared", out.prepared,
+		"built_nodes", out.builds.Nodes, "built_fds", out.builds.FDs, "built_ocs", out.builds.Rebuilt,
+		"restarted_ocs", out.builds.Restarted)
 	return nil
 }
 
@@ -722,7 +744,102 @@ func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*eval
 	if merging {
 		merge = &done.outcome
 	}
-	return s.env().checkWindow(ctx, c, job, merge)
+	env := s.env()
+	if !s.mb.feed.noPrepare {
+		c.prepare = env.prepareRules(c, job.endSeq, s.pendingDiscoveries())
+	}
+	out, err := env.checkWindow(ctx, c, job, merge)
+	if err == nil && s.mb.feed.afterCheck != nil {
+		s.mb.feed.afterCheck(job.endSeq, out)
+	}
+	return out, err
+}
+
+// pendingDiscoveries are the discovery results finished and not merged
+// yet, oldest first (after dueDiscovery took the due one: none is due).
+func (s *streamRun) pendingDiscoveries() []discoveryDone {
+	s.mb.mu.Lock()
+	defer s.mb.mu.Unlock()
+	out := slices.Clone(s.mb.feed.done)
+	slices.SortFunc(out, func(x, y discoveryDone) int { return cmp.Compare(x.endSeq, y.endSeq) })
+	return out
+}
+
+// prepareRules are the dependencies the check of the window ending at
+// endSeq hands to the checker's engine to build ahead of their merge
+// (discovery.Incremental.Prepare): the newly minimal ones of each pending
+// discovery result (as checkWindow will select them at its merge), the
+// ones handed over before, and of the others an even share over the
+// checks left before the merge (prepareShare). What the engine builds
+// ahead changes no count it reports (see Prepare), so the merge's events
+// are the same whenever discovery finished; the merge check then costs
+// about an incremental check.
+func (e evalEnv) prepareRules(c *checker, endSeq uint64, pending []discoveryDone) []discovery.Dependency {
+	if c.eng == nil || len(pending) == 0 {
+		c.prepared = nil
+		return nil
+	}
+	inDeps := map[string]bool{}
+	for _, d := range checkable(e.tracker.Tracked()) {
+		inDeps[alerts.DependencyID(d)] = true
+	}
+	minScore := e.cfg.minScore(c.eng.Len())
+	var out []discovery.Dependency
+	handed := make(map[string]bool, len(c.prepared))
+	for _, p := range pending {
+		var fresh []discovery.Dependency
+		for _, d := range newlyMinimal(p.outcome.results, minScore, inDeps) {
+			if id := alerts.DependencyID(d); c.prepared[id] {
+				out, handed[id] = append(out, d), true
+			} else {
+				fresh = append(fresh, d)
+			}
+		}
+		mergeAt := p.endSeq + uint64(e.cfg.DiscoverEvery)
+		checks := uint64(1)
+		if mergeAt > endSeq && e.cfg.Every > 0 {
+			checks = max((mergeAt-endSeq)/uint64(e.cfg.Every), 1)
+		}
+		for _, d := range fresh[:prepareShare(len(fresh), checks)] {
+			out, handed[alerts.DependencyID(d)] = append(out, d), true
+		}
+	}
+	c.prepared = handed
+	return out
+}
+
+// prepareShare is how many of left rules not yet built ahead a check hands
+// to the engine when checks checks (this one included) come before their
+// merge: an even share, rounded up. Each rule's state (its partitions, FD
+// block, an OC's sorted classes) is built once, at about the cost of a
+// pass over the window, whenever it is built; an even share keeps the
+// largest cost a check adds as small as the checks left allow, and has
+// every rule built by the merge. A discovery that finishes a check before
+// its merge hands every rule to that check.
+func prepareShare(left int, checks uint64) int {
+	if checks <= 1 {
+		return left
+	}
+	return int((uint64(left) + checks - 1) / checks)
+}
+
+// newlyMinimal are the dependencies of results a merge adds to the
+// checked ones: those not in inDeps (ids) scoring at least minScore,
+// reliable, OFDs and OCs, in discovery's order (by score), as
+// observations does; each one's id is added to inDeps.
+func newlyMinimal(results []discovery.Result, minScore float64, inDeps map[string]bool) []discovery.Dependency {
+	var out []discovery.Dependency
+	for _, r := range results {
+		id := alerts.DependencyID(r.Dependency)
+		if r.Score < minScore || !r.Reliable || inDeps[id] {
+			continue
+		}
+		if r.Kind == discovery.KindOFD || r.Kind == discovery.KindOC {
+			inDeps[id] = true
+			out = append(out, r.Dependency)
+		}
+	}
+	return out
 }
 
 // checkWindow is a check of the checker's window (job's): the tracked
@@ -738,26 +855,15 @@ func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, mer
 	}
 	merging := merge != nil
 	if merging {
-		// The newly minimal ones, in discovery's order (by score), as
-		// observations does.
-		minScore := e.cfg.minScore(c.eng.Len())
-		for _, r := range merge.results {
-			id := alerts.DependencyID(r.Dependency)
-			if r.Score < minScore || !r.Reliable || inDeps[id] {
-				continue
-			}
-			if r.Kind == discovery.KindOFD || r.Kind == discovery.KindOC {
-				inDeps[id] = true
-				deps = append(deps, r.Dependency)
-			}
-		}
+		deps = append(deps, newlyMinimal(merge.results, e.cfg.minScore(c.eng.Len()), inDeps)...)
 	}
 	res, err := e.count(c, deps)
 	if err != nil {
 		return nil, err
 	}
 	n := c.eng.Len()
-	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked), chk: c}
+	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked), chk: c,
+		prepared: c.handed, builds: c.eng.LastBuilds()}
 	for _, r := range res {
 		if !r.Present {
 			continue // a column left the stream: not observed
@@ -798,11 +904,17 @@ func checkable(tracked []discovery.Dependency) []discovery.Dependency {
 	return deps
 }
 
-// count brings the checker's counts of deps up to date on its window.
+// count brings the checker's counts of deps up to date on its window, and
+// has the engine build the state of c.prepare ahead (not reported).
 func (e evalEnv) count(c *checker, deps []discovery.Dependency) ([]discovery.IncrementalResult, error) {
 	if err := c.eng.SetDependencies(deps); err != nil {
 		return nil, &stepError{"check", err}
 	}
+	n, err := c.eng.Prepare(c.prepare)
+	if err != nil {
+		e.log.Warn("check: rules not built ahead of their merge", "err", err) // built at the merge
+	}
+	c.prepare, c.handed = nil, n
 	return c.eng.Check(e.removalCuts(c.eng.Len())), nil
 }
 

@@ -204,6 +204,12 @@ const (
 // mode it also returns the number of checks that ran while a discovery
 // was paused at the gate.
 func cadenceEvents(t *testing.T, mode int) ([]alerts.Event, int) {
+	return cadenceEventsWith(t, mode, func(*cadenceFeed) {})
+}
+
+// cadenceEventsWith is cadenceEvents with the feed's test hooks set by
+// hooks before the first record.
+func cadenceEventsWith(t *testing.T, mode int, hooks func(*cadenceFeed)) ([]alerts.Event, int) {
 	const last = 2399
 	var c *cadenceRun
 	var steps atomic.Int64
@@ -221,6 +227,7 @@ func cadenceEvents(t *testing.T, mode int) ([]alerts.Event, int) {
 			steps.Store(0)
 		}
 	}, false)
+	hooks(&c.s.mb.feed)
 	if mode == paused {
 		c.s.mb.feed.discoveryStep = func(ctx context.Context) {
 			if steps.Add(1) != 3 {
@@ -744,5 +751,56 @@ func TestSampledColumns(t *testing.T) {
 	}
 	if got := sampledColumns(nil); len(got) != 0 {
 		t.Fatalf("no dependencies: sampled columns %v, want none", got)
+	}
+}
+
+// TestPreparedMergeBuildsNothing: discoveries finish long before their
+// merge (sequential), so the checks between build the state of the rules
+// each merge adds ahead (prepareRules): the merge checks replay no
+// partition, rebuild no FD block and sort no OC's classes again (the new
+// OCs are recounted from their kept sorted classes), where without
+// preparing they do; and the events, ids and errors included, are those
+// of the run that prepares nothing.
+func TestPreparedMergeBuildsNothing(t *testing.T) {
+	type merge struct {
+		end    uint64
+		builds discovery.IncrementalBuilds
+	}
+	collect := func(noPrepare bool) ([]alerts.Event, []merge, int) {
+		var mu sync.Mutex
+		var merges []merge
+		prepared := 0
+		evs, _ := cadenceEventsWith(t, sequential, func(f *cadenceFeed) {
+			f.noPrepare = noPrepare
+			f.afterCheck = func(end uint64, out *evalOutcome) {
+				mu.Lock()
+				defer mu.Unlock()
+				prepared += out.prepared
+				if out.merged {
+					merges = append(merges, merge{end, out.builds})
+				}
+			}
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		return evs, merges, prepared
+	}
+	plainEvents, plainMerges, _ := collect(true)
+	events, merges, prepared := collect(false)
+	t.Logf("merges without preparing %+v", plainMerges)
+	t.Logf("merges after preparing   %+v (%d rules kept ahead over the checks)", merges, prepared)
+	sameEvents(t, "prepared", plainEvents, events)
+	built, restarted := false, false
+	for _, m := range plainMerges {
+		built = built || m.builds.Nodes+m.builds.FDs+m.builds.Rebuilt > 0
+	}
+	for _, m := range merges {
+		if b := m.builds; b.Nodes+b.FDs+b.Rebuilt > 0 {
+			t.Errorf("merge at window %d built %+v from the whole window", m.end, b)
+		}
+		restarted = restarted || m.builds.Restarted > 0
+	}
+	if !built || !restarted || prepared == 0 {
+		t.Fatalf("the runs do not show rules built ahead (built without preparing %v, OCs restarted %v, %d kept ahead)", built, restarted, prepared)
 	}
 }

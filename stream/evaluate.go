@@ -285,6 +285,10 @@ type evalOutcome struct {
 	tracked, found, checked int
 	// merged: a check (two cadences) that took in a discovery's result.
 	merged bool
+	// prepared: the dependencies a check's engine kept ahead of their
+	// merge; builds: what it built from the whole window (debug log, tests).
+	prepared int
+	builds   discovery.IncrementalBuilds
 	// chk: a check's checker, whose window is the check's until the
 	// evaluator applies the next check: the samples of the events' related
 	// dependencies are taken on it after delivery (relatedSamples; a full
