@@ -196,22 +196,6 @@ func (nd *incNode) class(slot uint32) uint32 {
 	return nd.classOf[slot]
 }
 
-// classFor returns the class of the row in slot, creating it if needed.
-func (nd *incNode) classFor(cols []*incColumn, slot uint32) uint32 {
-	var c uint32
-	switch {
-	case nd.last < 0:
-		c = 0
-	case nd.parent == nil:
-		col := cols[nd.last]
-		c = col.eq(col.codes[slot])
-	default:
-		col := cols[nd.last]
-		c = nd.classOfKey(uint64(nd.parent.class(slot))<<32 | uint64(col.eq(col.codes[slot])))
-	}
-	return c
-}
-
 // classOfKey returns the class of key k (the parent's class, then the last
 // column's equality id) of a list of two columns or more, creating it if
 // needed.
@@ -229,25 +213,6 @@ func (nd *incNode) classOfKey(k uint64) uint32 {
 	}
 	nd.keys[c] = k
 	nd.index.put(k, c)
-	return c
-}
-
-// insert adds the row in slot (sequence number seq) and returns its class.
-func (nd *incNode) insert(cols []*incColumn, slot, seq uint32) uint32 {
-	c := nd.classFor(cols, slot)
-	if nd.classOf != nil {
-		nd.classOf[slot] = c
-	}
-	for int(c) >= len(nd.size) {
-		nd.size = append(nd.size, 0)
-	}
-	nd.size[c]++
-	if nd.withMembers {
-		for int(c) >= len(nd.members) {
-			nd.members = append(nd.members, classQueue{})
-		}
-		nd.members[c].push(seq)
-	}
 	return c
 }
 

@@ -246,16 +246,18 @@ func (t *incTree) touchOCs(e *Incremental, rs span, entered bool) {
 	}
 }
 
-// rebuild replays the window's rows into t's stale nodes, row by row so
-// that a parent has each row's class before its children ask for it.
+// rebuild replays the window's rows into t's stale nodes, a chunk of
+// rows at a time (see enter), each chunk into every stale node in order,
+// so that a parent has the chunk's classes before its children ask for
+// them.
 func (t *incTree) rebuild(e *Incremental) {
 	if len(t.stale) == 0 {
 		return
 	}
-	for i := 0; i < e.n; i++ {
-		seq := e.oldest + uint32(i)
+	rs := span{e.oldest, e.oldest + uint32(e.n)}
+	for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
 		for _, nd := range t.stale {
-			nd.insert(e.cols, seq&e.mask, seq)
+			nd.enterRows(e.cols, ch, e.mask, &t.batch)
 		}
 	}
 }
