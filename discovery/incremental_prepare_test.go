@@ -6,6 +6,9 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/odwatch/odwatch/internal/benchstream"
 )
 
 // prepTwin is one engine of TestPrepareDoesNotChangeCounts with its feed.
@@ -323,5 +326,58 @@ func TestPrepareContextGainedRestartsSubtree(t *testing.T) {
 	res := check("tracked {c}", []int{300})
 	if !res[0].Exact {
 		t.Fatal("the OC on {c, d} did not start over when {c} started keeping members")
+	}
+}
+
+// BenchmarkMergeCheck times the check that starts tracking new rules (a
+// discovery's merge) on BenchmarkCheck's stream: a 100k-record window, the
+// first 40 of its 50 dependencies tracked, the other 10 tracked from the
+// timed check (after a 1k-record slide), either built there ("at-merge",
+// as without Prepare) or prepared five slides before ("prepared"). It
+// reports the merge check's time (merge-ms), a plain slide's check before
+// it (slide-ms), and what the merge check built. Run it with -benchtime=3x
+// (each run fills its own window).
+func BenchmarkMergeCheck(b *testing.B) {
+	const window, slide = 100_000, 1_000
+	all := benchDeps()
+	tracked, merged := all[:40], all[40:]
+	for _, prepared := range []bool{false, true} {
+		name := "at-merge"
+		if prepared {
+			name = "prepared"
+		}
+		b.Run(name, func(b *testing.B) {
+			var merge, plain time.Duration
+			var builds IncrementalBuilds
+			for range b.N {
+				e, err := NewIncremental(tracked, IncrementalOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				f := newBenchFeed(e, benchstream.New(1))
+				f.feed(window)
+				e.Check(streamCuts(window))
+				rows := newBenchRows(slide)
+				if prepared {
+					if _, err := e.Prepare(merged); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for range 5 {
+					plain += f.timedSlide(slide, rows, streamCuts(window))
+				}
+				if err := e.SetDependencies(all); err != nil {
+					b.Fatal(err)
+				}
+				merge += f.timedSlide(slide, rows, streamCuts(window))
+				builds = e.LastBuilds()
+			}
+			b.ReportMetric(float64(merge.Microseconds())/1e3/float64(b.N), "merge-ms")
+			b.ReportMetric(float64(plain.Microseconds())/1e3/float64(5*b.N), "slide-ms")
+			b.ReportMetric(float64(builds.Nodes), "nodes-built")
+			b.ReportMetric(float64(builds.FDs), "fds-built")
+			b.ReportMetric(float64(builds.Rebuilt), "ocs-sorted")
+			b.ReportMetric(float64(builds.Restarted), "ocs-restarted")
+		})
 	}
 }
