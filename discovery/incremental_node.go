@@ -18,20 +18,11 @@ type u64slot struct {
 
 func (m *u64map) home(k uint64) int { return int((k * 0x9E3779B97F4A7C15) >> m.shift) }
 
-// peek reads the slot where a lookup or a removal of k starts and returns
-// its word (0 if the table is empty), which the caller must keep: a caller
-// with many keys to look up reads their slots first, side by side, so that
-// their cache misses overlap instead of coming one after another.
-func (m *u64map) peek(k uint64) uint32 {
-	if len(m.slots) == 0 {
-		return 0
-	}
-	return m.slots[m.home(k)].val
-}
-
-// peekAll is peek of every key in keys, in a loop of its own (a few
-// instructions a key, so that many of the loads are under way at once);
-// it returns the words read, or-ed.
+// peekAll reads the slot where a lookup or a removal of each key in keys
+// starts, in a loop of its own (a few instructions a key, so that many of
+// the loads are under way at once: their cache misses overlap instead of
+// coming one after another), and returns the words read, or-ed, which the
+// caller must keep.
 func (m *u64map) peekAll(keys []uint64) uint32 {
 	if len(m.slots) == 0 {
 		return 0

@@ -18,7 +18,7 @@ import (
 //     only (and settle's its entries of switched and relabelled).
 //   - phaseLeave, phaseEnter, phaseRebuild: a unit is a tree (incTree):
 //     its nodes, the FDs applied with them, and the OCs whose context is
-//     among them. A node's classes read its parent's (classFor), an FD's
+//     among them. A node's classes read its parent's (classesFor), an FD's
 //     its nodes', and every one of them is in the tree, applied in the
 //     tree's order, parents first. All units read the columns' codes and
 //     ids, which no unit of these phases writes.
