@@ -219,30 +219,23 @@ type rowBatch struct {
 	sink        uint32
 }
 
-// size makes the buffers hold n rows and returns n.
-func (b *rowBatch) size(n int) int {
+// size makes the buffers hold n rows.
+func (b *rowBatch) size(n int) {
 	if cap(b.cls) < n {
 		b.cls, b.ks, b.cx, b.keys = make([]uint32, n), make([]uint32, n), make([]uint32, n), make([]uint64, n)
 	}
 	b.cls, b.ks, b.cx, b.keys = b.cls[:n], b.ks[:n], b.cx[:n], b.keys[:n]
-	return n
 }
 
 // enterRows adds the rows of rs (at most b's rows; mask maps a sequence
 // number to its ring slot) and sets b.cls and b.ks.
 func (nd *incNode) enterRows(cols []*incColumn, rs span, mask uint32, b *rowBatch) {
-	n := b.size(int(rs.to - rs.from))
+	b.size(int(rs.to - rs.from))
 	cls, ks := b.cls, b.ks
-	switch {
-	case nd.last < 0:
-		clear(cls)
-	case nd.parent == nil:
-		col := cols[nd.last]
-		for i := range n {
-			cls[i] = col.eq(col.codes[(rs.from+uint32(i))&mask])
-		}
-	default:
+	if nd.parent != nil {
 		nd.classesFor(cols, rs, mask, b)
+	} else {
+		nd.classes(rs, mask, cls) // no lookup
 	}
 	for i, c := range cls {
 		for int(c) >= len(nd.size) {
@@ -281,7 +274,7 @@ func (nd *incNode) classesFor(cols []*incColumn, rs span, mask uint32, b *rowBat
 }
 
 // classes sets cls to the classes of the rows of rs, which the node
-// holds.
+// holds (or, for the empty list or one column, any rows).
 func (nd *incNode) classes(rs span, mask uint32, cls []uint32) {
 	switch {
 	case nd.last < 0:
