@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -337,6 +338,66 @@ func (h histogram) quantile(q float64) float64 {
 //	go test ./stream -run '^$' -bench BenchmarkEndToEnd -benchtime=1x
 //	ODWATCH_E2E_RATE=20000 ODWATCH_E2E_DISCOVER_EVERY=10000000 go test ./stream -run '^$' -bench BenchmarkEndToEnd -benchtime=1x
 //
+// procLines keeps the monitor process's output lines as they come, so that
+// the process never blocks on a full pipe: with ODWATCH_TEST_DEBUG=1 it logs
+// every check, and a pipe nobody read while the benchmark produced stalled
+// the monitor for seconds, which showed as coalesced checks.
+type procLines struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	lines []string
+	next  int // the first line find has not passed yet
+	done  bool
+}
+
+// readLines reads r's lines into a procLines until r ends.
+func readLines(r io.Reader) *procLines {
+	p := &procLines{}
+	p.cond = sync.NewCond(&p.mu)
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+			p.cond.Broadcast()
+		}
+		_, _ = io.Copy(io.Discard, r) // a line too long ends the scan, not the reading
+		p.mu.Lock()
+		p.done = true
+		p.mu.Unlock()
+		p.cond.Broadcast()
+	}()
+	return p
+}
+
+// find waits for the next line that starts with prefix and returns the
+// rest of it, or false once the output ended without one.
+func (p *procLines) find(prefix string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		for ; p.next < len(p.lines); p.next++ {
+			if rest, ok := strings.CutPrefix(p.lines[p.next], prefix); ok {
+				p.next++
+				return rest, true
+			}
+		}
+		if p.done {
+			return "", false
+		}
+		p.cond.Wait()
+	}
+}
+
+// text is the output read so far.
+func (p *procLines) text() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n") + "\n"
+}
+
 // ODWATCH_E2E_CPUPROFILE=FILE writes CPU profiles of the monitor process:
 // of the warm-up (the first window's ingest, its check and the discovery
 // running meanwhile) to FILE.warm, of the rest to FILE.
@@ -364,28 +425,16 @@ func runEndToEnd(b *testing.B) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	lines := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var res e2eResult
-	var out strings.Builder
+	lines := readLines(stdout)
 	wait := func(prefix string) string {
-		for line := range lines {
-			out.WriteString(line + "\n")
-			if rest, ok := strings.CutPrefix(line, prefix); ok {
-				return rest
-			}
+		if rest, ok := lines.find(prefix); ok {
+			return rest
 		}
 		_ = cmd.Wait()
-		b.Fatalf("monitor process ended before %q:\n%s\n%s", prefix, tail(out.String(), 4000), tail(logs.String(), 4000))
+		b.Fatalf("monitor process ended before %q:\n%s\n%s", prefix, tail(lines.text(), 4000), tail(logs.String(), 4000))
 		return ""
 	}
+	var res e2eResult
 	wait("READY")
 	b.StartTimer()
 	rate := e2eRate
@@ -410,17 +459,13 @@ func runEndToEnd(b *testing.B) {
 		b.Fatalf("bad result line: %v", err)
 	}
 	b.StopTimer()
-	go func() {
-		for range lines {
-		}
-	}()
 	if err := cmd.Wait(); err != nil {
 		b.Fatalf("monitor process: %v\n%s", err, tail(logs.String(), 4000))
 	}
 	if path := os.Getenv("ODWATCH_BENCH_LOG"); path != "" {
 		// The monitor process's log (with ODWATCH_TEST_DEBUG=1: every
 		// check's and discovery's timings).
-		if err := os.WriteFile(path, []byte(out.String()+logs.String()), 0o644); err != nil {
+		if err := os.WriteFile(path, []byte(lines.text()+logs.String()), 0o644); err != nil {
 			b.Logf("write %s: %v", path, err)
 		}
 	}
