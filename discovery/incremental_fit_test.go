@@ -119,41 +119,39 @@ func TestBitsScan(t *testing.T) {
 // dependency's true count, so that the OCs are fit-tested check after
 // check between recounts and A grows. Every count must be exact or
 // bracket the full recomputation on the same side of every cut.
-func TestIncrementalFitBound(t *testing.T) {
-	seeds := 40
-	if testing.Short() {
-		seeds = 15
-	}
-	tested := 0
-	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		accepted, _ := fitRun(t, seed, 150, false)
-		tested += accepted
-	}
-	if tested == 0 {
-		t.Fatal("no row was accepted by a fit test")
-	}
-	t.Logf("%d rows accepted (summed over the checks)", tested)
-}
+func TestIncrementalFitBound(t *testing.T) { boundRuns(t, false) }
 
 // TestIncrementalFloorBound is TestIncrementalFitBound aimed at the pile
 // bound: a window that slides (as many rows leave as enter, once full),
 // and cuts just below each dependency's true count as often as just
 // above, so that the OCs are floor-tested check after check between
 // recounts.
-func TestIncrementalFloorBound(t *testing.T) {
+func TestIncrementalFloorBound(t *testing.T) { boundRuns(t, true) }
+
+// boundRuns runs fitRun over the seeds, with slide or not, and fails when
+// the bound aimed at never took part: no row accepted by a fit test, or
+// with slide no row that left spared by a floor test.
+func boundRuns(t *testing.T, slide bool) {
 	seeds := 40
 	if testing.Short() {
 		seeds = 15
 	}
-	tested := 0
+	took := 0
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
-		_, spared := fitRun(t, seed, 150, true)
-		tested += spared
+		accepted, spared := fitRun(t, seed, 150, slide)
+		if slide {
+			accepted = spared
+		}
+		took += accepted
 	}
-	if tested == 0 {
-		t.Fatal("no row that left was spared by a floor test")
+	what := "rows accepted by a fit test"
+	if slide {
+		what = "rows that left spared by a floor test"
 	}
-	t.Logf("%d rows spared (summed over the checks)", tested)
+	if took == 0 {
+		t.Fatal("no " + what)
+	}
+	t.Logf("%d %s (summed over the checks)", took, what)
 }
 
 // fitRun is one run of TestIncrementalFitBound, or with slide of
