@@ -109,10 +109,8 @@ type Incremental struct {
 	fits   []*incOC
 	fitMax int
 	// floorMax is the pairs a sorted class keeps in its floor per polarity
-	// at most (defaultFloorMax; see classFloor), and cuts the cuts of the
-	// check running (for the fit tests).
+	// at most (defaultFloorMax; see classFloor).
 	floorMax int
-	cuts     []int
 	// presorts are the OCs a check presorts (see runRecounts), presortMin
 	// the backlog of a sorted class that makes it ripe for presorting
 	// (defaultPresortMin; see sortedClass).
@@ -1019,9 +1017,7 @@ func (e *Incremental) recountOCs(cuts []int) {
 		}
 		cands = append(cands, early{o: o, left: sl.checksLeft(o), period: sl.period(o), rows: o.dirtyRows()})
 	}
-	e.cuts = cuts
 	e.runFits()
-	e.cuts = nil
 	for _, o := range e.fits {
 		if !o.unchanged(cuts) {
 			forced += e.recount(o, sl)

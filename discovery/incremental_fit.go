@@ -213,18 +213,10 @@ func (o *incOC) unchanged(cuts []int) bool {
 		(!o.desc || unchangedVerdict(o.totDesc, o.misfits(1), o.lost(1), cuts))
 }
 
-// mayFit reports whether fit and floor tests could spare o's recount:
-// whether it would be unchanged were every row that entered accepted and
-// every row that left a class keeping a floor spared (the rows that left
-// other classes alone may force it).
+// mayFit reports whether fit tests could spare o's recount: whether it
+// would be unchanged were every row that entered accepted (its lower
+// bound alone may force it).
 func (o *incOC) mayFit(cuts []int) bool {
-	return (!o.asc || unchangedVerdict(o.totAsc, 0, o.del-o.piled[0], cuts)) &&
-		(!o.desc || unchangedVerdict(o.totDesc, 0, o.del-o.piled[1], cuts))
-}
-
-// lowHolds reports whether o's lower bounds alone leave every tracked
-// polarity on its side of the cuts.
-func (o *incOC) lowHolds(cuts []int) bool {
 	return (!o.asc || unchangedVerdict(o.totAsc, 0, o.lost(0), cuts)) &&
 		(!o.desc || unchangedVerdict(o.totDesc, 0, o.lost(1), cuts))
 }
@@ -233,16 +225,9 @@ func (o *incOC) lowHolds(cuts []int) bool {
 // tested (the pending ones) against each class's S and A, per polarity
 // recorded, and counts the accepted ones into o.acc. The pending rows'
 // pairs go to the class's adds as one sorted run, as presort puts them,
-// so the recount that may follow merges them instead of sorting. It runs
-// the floor test first (incOC.floor), and tests nothing when the lower
-// bound alone crosses one of the check's cuts (the OC is recounted
-// anyway). Labels must be settled; it writes o's state and w only (a unit
-// of phaseFit).
+// so the recount that may follow merges them instead of sorting. Labels
+// must be settled; it writes o's state and w only (a unit of phaseFit).
 func (o *incOC) fit(e *Incremental, w *recountScratch) {
-	o.floor(w)
-	if !o.lowHolds(e.cuts) {
-		return // recounted at this check whatever the rows that entered
-	}
 	for _, c := range o.dirty {
 		if int(c) >= len(o.big) || o.big[c] == nil {
 			continue

@@ -35,13 +35,14 @@ import "slices"
 // instead of by every one of them.
 //
 // A sorted class records, at its recount, the pairs with a row in a pile
-// of two rows or more and the spare of each (classFloor.build); a check
-// that may be spared a recount by it computes, from the pairs of the
-// merged rows that left (sortedClass.dead), how many of the rows that left
-// may have lowered the count (incOC.floor). Rows that entered after the
+// of two rows or more and the spare of each (classFloor.build); a merged
+// row that leaves is looked up there as it leaves (incOC.touch,
+// classFloor.take), which counts the rows of its pair that left so far,
+// and costs one once they pass the spare. Rows that entered after the
 // recount and left again cost nothing; rows that left classes that keep
 // no floor cost one each. Summed over the classes, the OC's count is at
-// least tot - lost(p) = tot - (del - spared[p]).
+// least tot - lost(p) = tot - (del - spared[p]), spared[p] the rows that
+// left and cost nothing.
 
 // classFloor is a sorted class's pile bound for one polarity, over its
 // pairs as of its last recount: when ok, ps are the distinct pairs with a
@@ -54,6 +55,7 @@ type classFloor struct {
 type floorPair struct {
 	p     ocPair
 	spare uint32 // the pair's rows in piles of one row
+	left  uint32 // the pair's rows that left since the recount
 }
 
 // defaultFloorMax is Incremental.floorMax's value: the pairs a sorted
@@ -97,76 +99,22 @@ func (f *classFloor) build(la, lb []uint64, pos []uint32, piles, max int, count 
 	return true
 }
 
-// cost returns how much the rows that left with pairs dead (sorted; rows
-// of the class at its recount) may have lowered its count, by the pile
-// bound.
-func (f *classFloor) cost(dead []ocPair) int {
-	cost := 0
-	if len(dead) < len(f.ps) {
-		// Few rows left: look each distinct pair up in the floor.
-		from := 0
-		for i := 0; i < len(dead); {
-			j := i + 1
-			for j < len(dead) && dead[j] == dead[i] {
-				j++
-			}
-			k, found := slices.BinarySearchFunc(f.ps[from:], dead[i], func(fp floorPair, p ocPair) int { return comparePairs(fp.p, p) })
-			from += k
-			if found {
-				cost += max(j-i-int(f.ps[from].spare), 0)
-			}
-			i = j
-		}
-		return cost
+// take counts a row of pair p, one of the class's rows at its recount,
+// leaving it, and reports whether the row leaves the pile bound where it
+// was: its pair has no row in a pile of two or more, or no more of its
+// rows left than it has in piles of one.
+func (f *classFloor) take(p ocPair) bool {
+	i, found := slices.BinarySearchFunc(f.ps, p, func(fp floorPair, p ocPair) int { return comparePairs(fp.p, p) })
+	if !found {
+		return true
 	}
-	// Many rows left: look each of the floor's pairs up among them.
-	from := 0
-	for _, fp := range f.ps {
-		k, _ := slices.BinarySearchFunc(dead[from:], fp.p, comparePairs)
-		from += k
-		m := 0
-		for from < len(dead) && dead[from] == fp.p {
-			m++
-			from++
-		}
-		cost += max(m-int(fp.spare), 0)
-	}
-	return cost
+	f.ps[i].left++
+	return f.ps[i].left <= f.ps[i].spare
 }
 
 // lost is the bound on how much o's count of polarity p may have fallen
-// since its last recount: the rows that left, but for those the last
-// floor test found spared.
+// since its last recount: the rows that left, but for those spared.
 func (o *incOC) lost(p int) int { return o.del - o.spared[p] }
-
-// floor finds, per polarity, the rows that left o's sorted classes with a
-// floor since its last recount without lowering their pile bound, into
-// o.spared (scratch w). Labels must be settled; it writes o's state and w
-// only (part of a unit of phaseFit).
-func (o *incOC) floor(w *recountScratch) {
-	var spared [2]int
-	for _, c := range o.dirty {
-		if int(c) >= len(o.big) || o.big[c] == nil {
-			continue
-		}
-		sc := o.big[c]
-		if sc.left == 0 || !sc.floor[0].ok && !sc.floor[1].ok {
-			continue
-		}
-		dead := sc.dead.sorted(&w.runs)
-		for p := range 2 {
-			if sc.floor[p].ok {
-				spared[p] += int(sc.left) - sc.floor[p].cost(dead)
-			}
-		}
-	}
-	o.spared = spared
-	if o.del > 0 {
-		for p := range 2 {
-			o.lostShare[p] = (o.lostShare[p] + float64(o.lost(p))/float64(o.del)) / 2
-		}
-	}
-}
 
 // wantsFloor says whether o's recount records the floor of polarity p in
 // sorted class c, whose count is now r: when the OC's count (estimated

@@ -49,7 +49,11 @@ func TestFloorBoundsRemovals(t *testing.T) {
 			for k := r.IntN(3); k > 0; k-- {
 				kept = append(kept, pair())
 			}
-			cost := f.cost(dead)
+			cost := 0
+			r.Shuffle(len(dead), func(i, j int) { dead[i], dead[j] = dead[j], dead[i] })
+			for _, q := range dead {
+				cost += boolIndex(!f.take(q))
+			}
 			if cost < 0 || cost > len(dead) {
 				t.Fatalf("%v desc=%v: cost %d of %d rows that left", ps, p == 1, cost, len(dead))
 			}
@@ -68,9 +72,11 @@ func TestFloorBoundsRemovals(t *testing.T) {
 	}
 }
 
-// TestFloorCostSearches checks both ways classFloor.cost looks pairs up
-// (few rows left, or many) against a count of each pair.
-func TestFloorCostSearches(t *testing.T) {
+// TestFloorTake checks classFloor.take against a count of each pair: the
+// rows that left in any order cost, per pair of the floor, how many more
+// of them left than it has in piles of one row, and a pair not in the
+// floor costs nothing.
+func TestFloorTake(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	for trial := 0; trial < 2000; trial++ {
 		dom := uint64(1 + r.IntN(5))
@@ -82,13 +88,13 @@ func TestFloorCostSearches(t *testing.T) {
 				}
 			}
 		}
+		spares := slices.Clone(f.ps)
 		dead := make([]ocPair, r.IntN(40))
 		for i := range dead {
 			dead[i] = ocPair{r.Uint64N(dom), r.Uint64N(dom)}
 		}
-		slices.SortFunc(dead, comparePairs)
 		want := 0
-		for _, fp := range f.ps {
+		for _, fp := range spares {
 			m := 0
 			for _, d := range dead {
 				if d == fp.p {
@@ -97,8 +103,12 @@ func TestFloorCostSearches(t *testing.T) {
 			}
 			want += max(m-int(fp.spare), 0)
 		}
-		if got := f.cost(dead); got != want {
-			t.Fatalf("floor %v, dead %v: cost %d, want %d", f.ps, dead, got, want)
+		got := 0
+		for _, d := range dead {
+			got += boolIndex(!f.take(d))
+		}
+		if got != want {
+			t.Fatalf("floor %v, rows that left %v: cost %d, want %d", spares, dead, got, want)
 		}
 	}
 }

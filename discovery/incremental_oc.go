@@ -45,14 +45,13 @@ type incOC struct {
 	acc      [2]int
 	accShare [2]float64
 	// The pile bound (see incremental_floor.go), per polarity: spared
-	// counts the rows that left since the last recount that the last floor
-	// test found not to lower the count, piled the rows that left classes
-	// keeping a floor, and lostShare is about the share of the rows that
-	// left that recent floor tests did not spare (for scheduling only; 1
-	// without floors).
-	spared, piled [2]int
-	lostShare     [2]float64
-	floored       [2]bool // a class recorded a floor at the last recount
+	// counts the rows that left since the last recount without lowering
+	// the bound (counted as they leave), and lostShare is about the share
+	// of the rows that left that recent recount periods did not spare (for
+	// scheduling only; 1 without floors).
+	spared    [2]int
+	lostShare [2]float64
+	floored   [2]bool // a class recorded a floor at the last recount
 }
 
 // sortedClass is a large class's rows as (label A, label B) pairs in
@@ -80,7 +79,6 @@ type sortedClass struct {
 	gone       []ocPair
 	fit        [2]classFit   // asc, desc
 	floor      [2]classFloor // asc, desc
-	left       uint32        // rows that left since the recount
 }
 
 // pairLog is a list of pairs as sorted runs (ends: where each ends)
@@ -228,21 +226,29 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 		return
 	}
 	o.del++
-	if sc != nil {
-		sc.left++
-		for p := range 2 {
-			o.piled[p] += boolIndex(sc.floor[p].ok)
+	if sc == nil {
+		return
+	}
+	// A row merged at the class's last recount costs what its floor
+	// says; one that entered since costs nothing (see incremental_floor.go).
+	merged := int32(seq-sc.merged) < 0
+	var pair ocPair
+	if merged || int32(seq-sc.presorted) < 0 {
+		pair = o.pair(e, seq)
+	}
+	for p := range 2 {
+		if sc.floor[p].ok && (!merged || sc.floor[p].take(pair)) {
+			o.spared[p]++
 		}
 	}
 	switch {
-	case sc == nil:
-	case int32(seq-sc.merged) < 0:
-		sc.dead.ps = append(sc.dead.ps, o.pair(e, seq))
+	case merged:
+		sc.dead.ps = append(sc.dead.ps, pair)
 		if len(sc.dead.ps)-sc.dead.sortedLen() == e.presortMin {
 			o.ripe = append(o.ripe, c)
 		}
 	case int32(seq-sc.presorted) < 0:
-		sc.gone = append(sc.gone, o.pair(e, seq))
+		sc.gone = append(sc.gone, pair)
 	}
 }
 
@@ -324,6 +330,11 @@ type recountScratch struct {
 // recounted at once, each with its own scratch.
 func (o *incOC) recount(e *Incremental, w *recountScratch) {
 	start := time.Now()
+	for p := range 2 {
+		if o.floored[p] && o.del > 0 {
+			o.lostShare[p] = (o.lostShare[p] + float64(o.lost(p))/float64(o.del)) / 2
+		}
+	}
 	o.floored = [2]bool{}
 	for _, c := range o.dirty {
 		o.isDirty[c] = false
@@ -352,7 +363,7 @@ func (o *incOC) recount(e *Incremental, w *recountScratch) {
 	o.rowNs = max(ns, 1) / float64(max(o.lastRows, 1))
 	o.ins, o.del, o.mustRecount = 0, 0, false
 	o.acc, o.fitCuts = [2]int{}, nil
-	o.spared, o.piled = [2]int{}, [2]int{}
+	o.spared = [2]int{}
 	for p := range 2 {
 		if !o.floored[p] {
 			o.lostShare[p] = 1
@@ -466,7 +477,7 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		sc.adds.reset()
 		sc.dead.reset()
 	}
-	sc.merged, sc.presorted, sc.left = e.to, e.to, 0
+	sc.merged, sc.presorted = e.to, e.to
 	rec := [2]bool{len(o.fitCuts) > 0, len(o.fitCuts) > 0}
 	asc, desc = o.lnds(w, sc.la, sc.lb, rec)
 	for p, r := range [2]int{asc, desc} {
