@@ -406,7 +406,7 @@ func BenchmarkLNDS(b *testing.B) {
 		o, w := &incOC{asc: true}, &recountScratch{}
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				o.lnds(w, la, lb, [2]bool{})
+				o.lnds(w, la, lb, false)
 			}
 		})
 	}

@@ -58,7 +58,7 @@ func TestBacktrackLargestConsistent(t *testing.T) {
 		}
 		o := &incOC{asc: true, desc: true}
 		var sets [2][]uint64
-		asc, desc := o.lnds(&w, la, lb, [2]bool{true, true})
+		asc, desc := o.lnds(&w, la, lb, true)
 		for p, rem := range []int{asc, desc} {
 			sets[p] = backtrack(nil, la, lb, w.pos[p], n-rem, p == 1)
 			isDesc := p == 1

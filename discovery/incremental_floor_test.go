@@ -29,7 +29,7 @@ func TestFloorBoundsRemovals(t *testing.T) {
 			la[i], lb[i] = p.la, p.lb
 		}
 		o := &incOC{asc: true, desc: true}
-		asc, desc := o.lnds(&w, la, lb, [2]bool{true, true})
+		asc, desc := o.lnds(&w, la, lb, true)
 		for p, rem := range []int{asc, desc} {
 			var f classFloor
 			if !f.build(la, lb, w.pos[p], n-rem, n, &w.piles) {

@@ -231,9 +231,9 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 	}
 	// A row merged at the class's last recount costs what its floor
 	// says; one that entered since costs nothing (see incremental_floor.go).
-	merged := int32(seq-sc.merged) < 0
+	merged, presorted := int32(seq-sc.merged) < 0, int32(seq-sc.presorted) < 0
 	var pair ocPair
-	if merged || int32(seq-sc.presorted) < 0 {
+	if merged || presorted {
 		pair = o.pair(e, seq)
 	}
 	for p := range 2 {
@@ -247,7 +247,7 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 		if len(sc.dead.ps)-sc.dead.sortedLen() == e.presortMin {
 			o.ripe = append(o.ripe, c)
 		}
-	case int32(seq-sc.presorted) < 0:
+	case presorted:
 		sc.gone = append(sc.gone, pair)
 	}
 }
@@ -390,7 +390,7 @@ func (o *incOC) recountSmall(e *Incremental, w *recountScratch, c uint32) (asc, 
 		lb = append(lb, it.lb)
 	}
 	w.la, w.lb = la, lb
-	return o.lnds(w, la, lb, [2]bool{})
+	return o.lnds(w, la, lb, false)
 }
 
 // sortPairs sorts pairs: a quicksort with a median-of-three pivot, and
@@ -478,11 +478,11 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		sc.dead.reset()
 	}
 	sc.merged, sc.presorted = e.to, e.to
-	rec := [2]bool{len(o.fitCuts) > 0, len(o.fitCuts) > 0}
+	rec := len(o.fitCuts) > 0
 	asc, desc = o.lnds(w, sc.la, sc.lb, rec)
 	for p, r := range [2]int{asc, desc} {
 		fl := &sc.floor[p]
-		fl.ok = rec[p] && o.tracks(p) && o.wantsFloor(p, c, r) &&
+		fl.ok = rec && o.tracks(p) && o.wantsFloor(p, c, r) &&
 			fl.build(sc.la, sc.lb, w.pos[p], len(sc.la)-r, e.floorMax, &w.piles)
 		if !fl.ok {
 			fl.ps = nil
@@ -490,7 +490,7 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		o.floored[p] = o.floored[p] || fl.ok
 		f := &sc.fit[p]
 		f.a.reset()
-		f.ok = rec[p] && o.tracks(p) && o.wantsFit(p, c, r, fl.ok)
+		f.ok = rec && o.tracks(p) && o.wantsFit(p, c, r, fl.ok)
 		if f.ok {
 			f.set = backtrack(f.set, sc.la, sc.lb, w.pos[p], len(sc.la)-r, p == 1)
 		}
@@ -566,18 +566,19 @@ func gallopPairs(la, lb []uint64, from int, p ocPair) int {
 // lnds returns the removals of one class ordered by (la, lb): the rows
 // outside a longest non-decreasing subsequence of lb (asc), and, reading
 // each run of equal la backwards, of a longest non-increasing one (desc).
-// For each polarity p with rec[p] it records in w.pos[p] each row's
-// place among the tails when pushed, from which backtrack finds one
-// largest consistent subset.
+// With rec it records in w.pos[p], for each polarity p counted, each
+// row's place among the tails when pushed (its pile), from which
+// backtrack finds one largest consistent subset and classFloor.build the
+// piles.
 //
 // Within a run of equal la the values pushed only grow (lb ascending, or
 // its complement read backwards), so each one's place among the tails is
 // after the previous one's: it is searched galloping from there, and a
 // long run (a column with few values) costs a step or two a row instead of
 // a binary search of all the tails.
-func (o *incOC) lnds(w *recountScratch, la, lb []uint64, rec [2]bool) (asc, desc int) {
+func (o *incOC) lnds(w *recountScratch, la, lb []uint64, rec bool) (asc, desc int) {
 	if o.asc {
-		pos := w.places(0, rec[0], len(la))
+		pos := w.places(0, rec, len(la))
 		t := w.tails[:0]
 		for i := 0; i < len(la); {
 			at := -1 // place of the run's previous value; -1: none yet
@@ -595,7 +596,7 @@ func (o *incOC) lnds(w *recountScratch, la, lb []uint64, rec [2]bool) (asc, desc
 		asc = len(lb) - len(t)
 	}
 	if o.desc {
-		pos := w.places(1, rec[1], len(la))
+		pos := w.places(1, rec, len(la))
 		t := w.tails[:0]
 		for i := 0; i < len(la); {
 			j := i + 1
