@@ -229,11 +229,11 @@ func (b *rowBatch) size(n int) {
 
 // enterRows adds the rows of rs (at most b's rows; mask maps a sequence
 // number to its ring slot) and sets b.cls and b.ks.
-func (nd *incNode) enterRows(cols []*incColumn, rs span, mask uint32, b *rowBatch) {
+func (nd *incNode) enterRows(rs span, mask uint32, b *rowBatch) {
 	b.size(int(rs.to - rs.from))
 	cls, ks := b.cls, b.ks
 	if nd.parent != nil {
-		nd.classesFor(cols, rs, mask, b)
+		nd.classesFor(rs, mask, b)
 	} else {
 		nd.classes(rs, mask, cls) // no lookup
 	}
@@ -258,8 +258,8 @@ func (nd *incNode) enterRows(cols []*incColumn, rs span, mask uint32, b *rowBatc
 // columns or more), creating them if needed, in two passes: the keys
 // first, reading each one's index slot, so that the cache misses of the
 // rows overlap; then the lookups, which find their slots in the cache.
-func (nd *incNode) classesFor(cols []*incColumn, rs span, mask uint32, b *rowBatch) {
-	col, p := cols[nd.last], nd.parent
+func (nd *incNode) classesFor(rs span, mask uint32, b *rowBatch) {
+	col, p := nd.lastCol, nd.parent
 	keys := b.keys
 	for i := range keys {
 		slot := (rs.from + uint32(i)) & mask

@@ -208,7 +208,7 @@ func (t *incTree) enter(e *Incremental, rs span) {
 		}
 		fds := t.liveFDs(nd)
 		for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
-			nd.enterRows(e.cols, ch, e.mask, &t.batch)
+			nd.enterRows(ch, e.mask, &t.batch)
 			for _, f := range fds {
 				f.enterRows(ch, e.mask, &t.batch)
 			}
@@ -257,7 +257,7 @@ func (t *incTree) rebuild(e *Incremental) {
 	rs := span{e.oldest, e.oldest + uint32(e.n)}
 	for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
 		for _, nd := range t.stale {
-			nd.enterRows(e.cols, ch, e.mask, &t.batch)
+			nd.enterRows(ch, e.mask, &t.batch)
 		}
 	}
 }
