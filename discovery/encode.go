@@ -250,17 +250,11 @@ var temporalLayouts = [...]string{
 }
 
 // parseTemporal reads s in one of temporalLayouts (fractional seconds are
-// accepted after the seconds by time.Parse).
+// accepted after the seconds by time.Parse): parseTemporalFrom from the
+// first layout.
 func parseTemporal(s string) (time.Time, bool) {
-	if len(s) < 7 || s[4] != '-' || s[0] < '0' || s[0] > '9' {
-		return time.Time{}, false
-	}
-	for _, layout := range temporalLayouts {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
+	first := 0
+	return parseTemporalFrom(s, &first)
 }
 
 // parseTemporalFrom is parseTemporal trying temporalLayouts[*layout]
@@ -269,7 +263,8 @@ func parseTemporal(s string) (time.Time, bool) {
 // time.Parse error (typing 100k timestamps of the last layout took five
 // times as long). A string reads in at most one of the layouts (they
 // differ in what follows the date, the minutes or the seconds, and
-// time.Parse rejects text left over), so the result is parseTemporal's.
+// time.Parse rejects text left over), so the result does not depend on
+// the layout tried first: it is parseTemporal's.
 func parseTemporalFrom(s string, layout *int) (time.Time, bool) {
 	if len(s) < 7 || s[4] != '-' || s[0] < '0' || s[0] > '9' {
 		return time.Time{}, false
