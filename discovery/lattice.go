@@ -171,6 +171,12 @@ type lattice struct {
 // dependencies of the levels it completed, with Complete false, together
 // with an error wrapping ctx.Err() (or Pause's error).
 func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
+	return discover(ctx, t, opts, pauseRows)
+}
+
+// discover is Discover with the workers' Validators passing opts.Pause
+// every pauseEvery rows of work within a unit (Discover: pauseRows).
+func discover(ctx context.Context, t *Table, opts Options, pauseEvery int) (*Discovery, error) {
 	start := time.Now()
 	if err := checkEncodedTable(t); err != nil {
 		return nil, err
@@ -188,6 +194,9 @@ func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
 		return d, nil
 	}
 	l := newLattice(t, opts)
+	for _, v := range l.validators {
+		v.pauseEvery = pauseEvery
+	}
 	err := l.run(ctx)
 	if err != nil {
 		d.Complete = false

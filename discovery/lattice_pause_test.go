@@ -160,18 +160,6 @@ func TestDiscoverPause(t *testing.T) {
 	})
 }
 
-// discoverEvery is Discover with every worker's Validator pausing every
-// `every` rows of work (pauseEvery forced) instead of every pauseRows.
-func discoverEvery(ctx context.Context, t *Table, opts Options, every int) (*Discovery, error) {
-	l := newLattice(t, opts)
-	for _, v := range l.validators {
-		v.pauseEvery = every
-	}
-	err := l.run(ctx)
-	d := &Discovery{Rows: t.Rows, Epsilon: opts.Epsilon, Complete: err == nil, Dependencies: l.results(), Stats: l.stats}
-	return d, err
-}
-
 // withinUnit reports whether the Pause being called was passed from
 // within a unit of work: by a Validator's tick.
 func withinUnit() bool { return calledFrom("(*Validator).tick") }
@@ -224,7 +212,7 @@ func TestDiscoverPauseWithinUnits(t *testing.T) {
 				}
 				return nil
 			}
-			d, err := discoverEvery(context.Background(), tab, o, every)
+			d, err := discover(context.Background(), tab, o, every)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -254,7 +242,7 @@ func TestDiscoverPauseWithinUnits(t *testing.T) {
 			return blockUntil(ctx, release, &blocked)
 		}
 		resumesUnchanged(t, "a worker to block within a unit", &blocked, release, base, func() (*Discovery, error) {
-			return discoverEvery(context.Background(), tab, o, 1)
+			return discover(context.Background(), tab, o, 1)
 		})
 	})
 
@@ -268,7 +256,7 @@ func TestDiscoverPauseWithinUnits(t *testing.T) {
 			}
 			return nil
 		}
-		d, err := discoverEvery(context.Background(), tab, o, 1)
+		d, err := discover(context.Background(), tab, o, 1)
 		if !errors.Is(err, errStop) {
 			t.Fatalf("err %v, want one wrapping Pause's", err)
 		}
