@@ -36,6 +36,19 @@ func pauseTable() *Table {
 	return tableFromInts(cols)
 }
 
+// pauseBase returns pauseTable, the options the pause tests run it with
+// and its discovery without a pause.
+func pauseBase(t *testing.T) (*Table, Options, *Discovery) {
+	t.Helper()
+	tab := pauseTable()
+	opts := Options{Epsilon: 0.1, Workers: 2}
+	base, err := Discover(context.Background(), tab, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab, opts, base
+}
+
 // waitUntil polls cond until it holds or the deadline passes.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -53,12 +66,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // a Pause that fails, or a cancel while paused, stops the run with the
 // levels completed and an error wrapping the cause.
 func TestDiscoverPause(t *testing.T) {
-	tab := pauseTable()
-	opts := Options{Epsilon: 0.1, Workers: 2}
-	base, err := Discover(context.Background(), tab, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab, opts, base := pauseBase(t)
 	if len(base.Dependencies) == 0 || base.Stats.Levels < 3 {
 		t.Fatalf("the table should give dependencies over several levels: %+v", base.Stats)
 	}
@@ -186,12 +194,7 @@ func calledFrom(fn string) bool {
 // the unit until it lets go, and an error there stops the run as one
 // between units does.
 func TestDiscoverPauseWithinUnits(t *testing.T) {
-	tab := pauseTable()
-	opts := Options{Epsilon: 0.1, Workers: 2}
-	base, err := Discover(context.Background(), tab, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tab, opts, base := pauseBase(t)
 	if pauseRows <= 1 || NewValidator().pauseEvery != pauseRows {
 		t.Fatalf("a Validator pauses every %d rows, want pauseRows (%d) > 1", NewValidator().pauseEvery, pauseRows)
 	}
