@@ -186,7 +186,7 @@ func (f *incFD) move(b []uint32, from, to uint32) uint32 {
 	if f.pairs > 0 {
 		b[2]++
 		if cc[0] < f.pairs && b[2] >= b[0] {
-			f.toPairs(b)
+			f.sparse(b)
 		}
 	}
 	return left
@@ -251,25 +251,13 @@ func (f *incFD) outOfLine(b []uint32) {
 		f.install(b, cc, sizes)
 		return
 	}
-	i := 2
-	for k := uint32(1); k < f.stride; k++ {
-		if counts[k] != 0 {
-			b[i], b[i+1] = k, counts[k]
-			i += 2
-		}
-	}
+	toPairs(b, counts[:f.stride])
 }
 
 // dense turns block b of pairs dense.
 func (f *incFD) dense(b []uint32) {
 	cc := f.array(int(b[0]) + 1)
-	sizes := uint32(0)
-	for i := uint32(2); i < 2+2*f.pairs; i += 2 {
-		if b[i+1] != 0 {
-			cc[b[i]] = b[i+1]
-			sizes++
-		}
-	}
+	sizes := f.fromPairs(b, cc)
 	clear(b[1:])
 	f.install(b, cc, sizes)
 }
@@ -299,17 +287,37 @@ func (f *incFD) array(n int) []uint32 {
 	return make([]uint32, n, max(n, 2*int(f.stride)))
 }
 
-// toPairs turns dense block b, whose sizes fit in the pairs, into pairs.
-func (f *incFD) toPairs(b []uint32) {
+// sparse turns dense block b, whose sizes fit in the pairs, into pairs.
+func (f *incFD) sparse(b []uint32) {
 	cc := f.release(b)
+	toPairs(b, cc[:b[0]+1])
+	f.give(cc, b[0])
+}
+
+// toPairs writes the counts of sizes 1.. that are not 0 (counts[k] is
+// the count of size k) into the pairs of block b, whose words 1.. are 0
+// and whose pairs hold them.
+func toPairs(b, counts []uint32) {
 	i := 2
-	for k := uint32(1); k <= b[0]; k++ {
-		if cc[k] != 0 {
-			b[i], b[i+1] = k, cc[k]
+	for k := 1; k < len(counts); k++ {
+		if counts[k] != 0 {
+			b[i], b[i+1] = uint32(k), counts[k]
 			i += 2
 		}
 	}
-	f.give(cc, b[0])
+}
+
+// fromPairs sets counts[k] to the count of size k held in the pairs of
+// block b, for the sizes that have a count, and returns how many do.
+func (f *incFD) fromPairs(b, counts []uint32) uint32 {
+	sizes := uint32(0)
+	for i := uint32(2); i < 2+2*f.pairs; i += 2 {
+		if b[i+1] != 0 {
+			counts[b[i]] = b[i+1]
+			sizes++
+		}
+	}
+	return sizes
 }
 
 // inline turns block b (pairs or dense), whose largest size dropped below
@@ -321,11 +329,7 @@ func (f *incFD) inline(b []uint32) {
 		copy(counts[1:f.stride], cc[1:])
 		f.give(cc, f.stride-1)
 	} else {
-		for i := uint32(2); i < 2+2*f.pairs; i += 2 {
-			if b[i+1] != 0 {
-				counts[b[i]] = b[i+1]
-			}
-		}
+		f.fromPairs(b, counts[:])
 	}
 	copy(b[1:], counts[1:f.stride])
 }
@@ -365,11 +369,7 @@ func (f *incFD) counts(cx uint32) []uint32 {
 	case b[1] != 0:
 		copy(out[1:], f.big[b[1]-1][1:m+1])
 	default:
-		for i := uint32(2); i < 2+2*f.pairs; i += 2 {
-			if b[i+1] != 0 {
-				out[b[i]] = b[i+1]
-			}
-		}
+		f.fromPairs(b, out)
 	}
 	return out
 }
