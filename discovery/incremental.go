@@ -465,10 +465,11 @@ func (e *Incremental) preparable(d Dependency, v *prepView) bool {
 	if b < a {
 		a, b = b, a
 	}
-	if o, ok := e.ocBy[listKey(ctx)+"|"+strconv.Itoa(a)+"~"+strconv.Itoa(b)]; ok && v.ocs[o] {
+	ctxKey := listKey(ctx)
+	if o, ok := e.ocBy[ocKey(ctxKey, a, b)]; ok && v.ocs[o] {
 		return false // tracked with the other polarity
 	}
-	nd, ok := e.nodeBy[listKey(ctx)]
+	nd, ok := e.nodeBy[ctxKey]
 	return !ok || nd.withMembers || v.context[nd] || !v.under[nd]
 }
 
@@ -536,11 +537,17 @@ func (e *Incremental) fd(ctx []int, a int) *incFD {
 	return f
 }
 
+// ocKey is the key in ocBy of the OC of columns a < b in the context
+// whose listKey is ctxKey.
+func ocKey(ctxKey string, a, b int) string {
+	return ctxKey + "|" + strconv.Itoa(a) + "~" + strconv.Itoa(b)
+}
+
 func (e *Incremental) oc(ctx []int, a, b int, desc bool) *incOC {
 	if b < a {
 		a, b = b, a // the removals of A ~ B and B ~ A are the same
 	}
-	key := listKey(ctx) + "|" + strconv.Itoa(a) + "~" + strconv.Itoa(b)
+	key := ocKey(listKey(ctx), a, b)
 	o, ok := e.ocBy[key]
 	if !ok {
 		o = &incOC{x: e.node(ctx), a: a, b: b, stale: true, lostShare: [2]float64{1, 1}}
@@ -667,8 +674,7 @@ func (e *Incremental) listOCs(u incUse) map[*incNode]bool {
 		c.ordered = ordered[i]
 	}
 	slices.SortFunc(e.ocs, func(x, y *incOC) int {
-		return strings.Compare(x.x.key+"|"+strconv.Itoa(x.a)+"~"+strconv.Itoa(x.b),
-			y.x.key+"|"+strconv.Itoa(y.a)+"~"+strconv.Itoa(y.b))
+		return strings.Compare(ocKey(x.x.key, x.a, x.b), ocKey(y.x.key, y.a, y.b))
 	})
 	e.trackedOCs, e.prepOCs = e.trackedOCs[:0], e.prepOCs[:0]
 	for _, o := range e.ocs {
