@@ -1067,10 +1067,7 @@ func (e *Incremental) recountPrepared(sl slide) {
 			continue
 		}
 		if o.mustRecount || len(o.dirty) > 0 && o.ins+o.del > sl.maxStale {
-			o.fitCuts, o.fitLeft = nil, 0
-			e.todo = append(e.todo, o)
-			o.lastRows = o.dirtyRows()
-			o.ripe = o.ripe[:0]
+			e.recount(o, slide{}) // no cuts: it records no fit or floor
 		}
 	}
 }
