@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -61,20 +60,11 @@ func ingestMeta(off int64) RowMeta {
 	return RowMeta{Offset: off, Seq: uint64(off), Time: ingestT0.Add(time.Duration(off) * time.Millisecond)}
 }
 
-// processCPU is the process's CPU time (user and system, every thread).
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // cpuPerOp reports the process's CPU time per op from start on (as
 // cpu-ns/op), which a loaded machine disturbs less than ns/op: time spent
 // waiting for a core is not counted.
 func cpuPerOp(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 }
 
 func BenchmarkIngest20(b *testing.B) {
@@ -85,7 +75,7 @@ func BenchmarkIngest20(b *testing.B) {
 		d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
 		var rec FlatRecord
 		b.ReportAllocs()
-		cpu := processCPU(b)
+		cpu := cpuTime(b)
 		for i := 0; b.Loop(); i++ {
 			if err := d.Decode(ctx, inputs[i%ingestInputs], &rec); err != nil {
 				b.Fatal(err)
@@ -97,7 +87,7 @@ func BenchmarkIngest20(b *testing.B) {
 		w, off := ingestWindowFull(recs)
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := processCPU(b)
+		cpu := cpuTime(b)
 		for b.Loop() {
 			w.Append(ingestMeta(off), recs[off%ingestInputs])
 			off++
@@ -121,9 +111,9 @@ func BenchmarkIngest20(b *testing.B) {
 					off++
 				}
 				b.StartTimer()
-				start := processCPU(b)
+				start := cpuTime(b)
 				f.delta(w, false, windowInfoOf(w, "s", "t", uint64(off-1)))
-				cpu += processCPU(b) - start
+				cpu += cpuTime(b) - start
 			}
 		}
 		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
@@ -137,7 +127,7 @@ func BenchmarkIngest20(b *testing.B) {
 		var arena []byte
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := processCPU(b)
+		cpu := cpuTime(b)
 		for b.Loop() {
 			if err := d.Decode(ctx, inputs[off%ingestInputs], &rec); err != nil {
 				b.Fatal(err)
