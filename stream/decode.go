@@ -137,7 +137,7 @@ func (s *fieldSink) emit(name, value []byte, null bool) {
 	if s.n > s.maxFields {
 		return
 	}
-	if s.sel.none || s.sel.keep(name) {
+	if s.sel.keep(name) {
 		s.rec.Add(name, value, null)
 	}
 }
