@@ -93,30 +93,39 @@ func (f *incFD) enter(cx, k uint32) {
 	f.move(b, k-1, k)
 }
 
-// enterRows applies the rows of rs, which entered xa (b: their classes'
-// sizes, set by incNode.enterRows), in two passes: their classes of X
-// first, reading each one's block, so that the cache misses of the rows
-// overlap; then the moves.
-func (f *incFD) enterRows(rs span, mask uint32, b *rowBatch) {
-	f.classesX(rs, mask, b)
+// enterRows applies the rows of a chunk, which entered xa (b: their
+// classes' keys and sizes, set by incNode.enterRows), in two passes:
+// their classes of X first, which xa's keys hold (the high word, the class
+// of xa's parent x), reading each one's block so that the cache misses of
+// the rows overlap; then the moves.
+func (f *incFD) enterRows(b *rowBatch) {
+	if f.xa.parent == nil {
+		clear(b.cx) // X is the empty list: one class
+	} else {
+		for i, k := range b.keys {
+			b.cx[i] = uint32(k >> 32)
+		}
+	}
+	f.readBlocks(b)
 	for i, k := range b.ks {
 		f.enter(b.cx[i], k)
 	}
 }
 
 // leaveRows applies the rows of rs, which are leaving xa (b: their
-// classes' sizes, set by incNode.leaveRows), in two passes as enterRows.
+// classes' sizes, set by incNode.leaveRows), in two passes as enterRows,
+// their classes of X read from x.
 func (f *incFD) leaveRows(rs span, mask uint32, b *rowBatch) {
-	f.classesX(rs, mask, b)
+	f.x.classes(rs, mask, b.cx)
+	f.readBlocks(b)
 	for i, k := range b.ks {
 		f.leave(b.cx[i], k)
 	}
 }
 
-// classesX sets b.cx to the classes of X of the rows of rs and reads the
-// first word of each one's block (if it has one).
-func (f *incFD) classesX(rs span, mask uint32, b *rowBatch) {
-	f.x.classes(rs, mask, b.cx)
+// readBlocks reads the first word of the block of each class of X in
+// b.cx (if it has one).
+func (f *incFD) readBlocks(b *rowBatch) {
 	var sink uint32
 	blk, stride := f.blk, int(f.stride)
 	for _, cx := range b.cx {

@@ -210,9 +210,11 @@ func (nd *incNode) classOfKey(k uint64) uint32 {
 // rowBatch is a tree's scratch for applying a chunk of rows to one node
 // and its FDs (enterRows, leaveRows, incFD.enterRows, incFD.leaveRows): per
 // row of the chunk, its class and the class's size just after it entered
-// or just before it left (cls, ks), keys, and its class of an FD's X (cx).
-// sink keeps what the loads
-// that only warm the cache read, so that the compiler keeps them.
+// or just before it left (cls, ks), its key in the node's index (keys: set
+// by enterRows for a list of two columns or more, read by incFD.enterRows;
+// scratch of dropRows), and its class of an FD's X (cx). sink keeps what
+// the loads that only warm the cache read, so that the compiler keeps
+// them.
 type rowBatch struct {
 	cls, ks, cx []uint32
 	keys        []uint64
@@ -228,7 +230,8 @@ func (b *rowBatch) size(n int) {
 }
 
 // enterRows adds the rows of rs (at most b's rows; mask maps a sequence
-// number to its ring slot) and sets b.cls and b.ks.
+// number to its ring slot) and sets b.cls and b.ks (and b.keys, for a
+// list of two columns or more).
 func (nd *incNode) enterRows(rs span, mask uint32, b *rowBatch) {
 	b.size(int(rs.to - rs.from))
 	cls, ks := b.cls, b.ks

@@ -210,7 +210,7 @@ func (t *incTree) enter(e *Incremental, rs span) {
 		for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
 			nd.enterRows(ch, e.mask, &t.batch)
 			for _, f := range fds {
-				f.enterRows(ch, e.mask, &t.batch)
+				f.enterRows(&t.batch)
 			}
 		}
 	}
