@@ -363,26 +363,6 @@ func (f *incFD) give(cc []uint32, m uint32) {
 	f.spare = append(f.spare, cc[:cap(cc)])
 }
 
-// counts returns the counts of sizes 0..m of class cx, m its largest
-// size (for tests; the count of size 0 is 0).
-func (f *incFD) counts(cx uint32) []uint32 {
-	if int(cx+1)*int(f.stride) > len(f.blk) {
-		return []uint32{0}
-	}
-	b := f.blk[cx*f.stride : (cx+1)*f.stride]
-	m := b[0]
-	out := make([]uint32, m+1)
-	switch {
-	case m < f.stride:
-		copy(out[1:], b[1:m+1])
-	case b[1] != 0:
-		copy(out[1:], f.big[b[1]-1][1:m+1])
-	default:
-		f.fromPairs(b, out)
-	}
-	return out
-}
-
 // rebuild recomputes the FD's counts from its nodes' classes, with blocks
 // of stride words: the largest size of each class of X first (a block of
 // largest size stride or more starts as empty pairs), then the counts.

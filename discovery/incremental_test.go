@@ -459,6 +459,26 @@ func checkDictColumns(t testing.TB, e *Incremental, m *incModel, at []int) {
 	}
 }
 
+// counts returns the counts of sizes 0..m of class cx, m its largest
+// size (the count of size 0 is 0): what checkFDState compares.
+func (f *incFD) counts(cx uint32) []uint32 {
+	if int(cx+1)*int(f.stride) > len(f.blk) {
+		return []uint32{0}
+	}
+	b := f.blk[cx*f.stride : (cx+1)*f.stride]
+	m := b[0]
+	out := make([]uint32, m+1)
+	switch {
+	case m < f.stride:
+		copy(out[1:], b[1:m+1])
+	case b[1] != 0:
+		copy(out[1:], f.big[b[1]-1][1:m+1])
+	default:
+		f.fromPairs(b, out)
+	}
+	return out
+}
+
 // checkFDState checks that each FD's state, updated row by row, is what
 // rebuilding it from its nodes gives.
 func checkFDState(t testing.TB, e *Incremental) {
