@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -521,13 +522,9 @@ type checker struct {
 	head  int
 	vals  []string
 	codes []uint32
-	// prepare are the dependencies the next check hands to the engine to
-	// build ahead of their merge (streamRun.prepareRules), prepared the
-	// ids of those handed over so far.
-	prepare  []discovery.Dependency
+	// prepared are the ids of the dependencies handed to the engine to
+	// build ahead of their merge so far (prepareRules).
 	prepared map[string]bool
-	// handed is how many the engine took at the last check.
-	handed int
 }
 
 // rows is the number of rows in the checker's window.
@@ -744,11 +741,11 @@ func (s *streamRun) check(ctx context.Context, c *checker, job *checkJob) (*eval
 	if merging {
 		merge = &done.outcome
 	}
-	env := s.env()
+	var pending []discoveryDone
 	if !s.mb.feed.noPrepare {
-		c.prepare = env.prepareRules(c, job.endSeq, s.pendingDiscoveries())
+		pending = s.pendingDiscoveries()
 	}
-	out, err := env.checkWindow(ctx, c, job, merge)
+	out, err := s.env().checkWindow(ctx, c, job, merge, pending)
 	if err == nil && s.mb.feed.afterCheck != nil {
 		s.mb.feed.afterCheck(job.endSeq, out)
 	}
@@ -768,21 +765,19 @@ func (s *streamRun) pendingDiscoveries() []discoveryDone {
 // prepareRules are the dependencies the check of the window ending at
 // endSeq hands to the checker's engine to build ahead of their merge
 // (discovery.Incremental.Prepare): the newly minimal ones of each pending
-// discovery result (as checkWindow will select them at its merge), the
-// ones handed over before, and of the others an even share over the
+// discovery result (as checkWindow will select them at its merge; tracked
+// are the ids of the tracked ones),
+// the ones handed over before, and of the others an even share over the
 // checks left before the merge (prepareShare). What the engine builds
 // ahead changes no count it reports (see Prepare), so the merge's events
 // are the same whenever discovery finished; the merge check then costs
 // about an incremental check.
-func (e evalEnv) prepareRules(c *checker, endSeq uint64, pending []discoveryDone) []discovery.Dependency {
-	if c.eng == nil || len(pending) == 0 {
+func (e evalEnv) prepareRules(c *checker, endSeq uint64, pending []discoveryDone, tracked map[string]bool) []discovery.Dependency {
+	if len(pending) == 0 {
 		c.prepared = nil
 		return nil
 	}
-	inDeps := map[string]bool{}
-	for _, d := range checkable(e.tracker.Tracked()) {
-		inDeps[alerts.DependencyID(d)] = true
-	}
+	inDeps := maps.Clone(tracked)
 	minScore := e.cfg.minScore(c.eng.Len())
 	var out []discovery.Dependency
 	handed := make(map[string]bool, len(c.prepared))
@@ -844,26 +839,29 @@ func newlyMinimal(results []discovery.Result, minScore float64, inDeps map[strin
 
 // checkWindow is a check of the checker's window (job's): the tracked
 // dependencies' counts, with the newly minimal ones of merge (a
-// discovery's result, or nil), the observations, the tracker and samples.
-// The monitor (streamRun.check) and replay share it.
-func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, merge *discoveryOutcome) (*evalOutcome, error) {
+// discovery's result, or nil), the rules of the pending discovery results
+// built ahead of their merge (prepareRules; none for nil), the
+// observations, the tracker and samples. The monitor (streamRun.check) and
+// replay share it.
+func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, merge *discoveryOutcome, pending []discoveryDone) (*evalOutcome, error) {
 	tracked := e.tracker.Tracked()
 	deps := checkable(tracked)
 	inDeps := make(map[string]bool, len(deps))
 	for _, d := range deps {
 		inDeps[alerts.DependencyID(d)] = true
 	}
+	prepare := e.prepareRules(c, job.endSeq, pending, inDeps)
 	merging := merge != nil
 	if merging {
 		deps = append(deps, newlyMinimal(merge.results, e.cfg.minScore(c.eng.Len()), inDeps)...)
 	}
-	res, err := e.count(c, deps)
+	res, prepared, err := e.count(c, deps, prepare)
 	if err != nil {
 		return nil, err
 	}
 	n := c.eng.Len()
 	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked), chk: c,
-		prepared: c.handed, builds: c.eng.LastBuilds()}
+		prepared: prepared, builds: c.eng.LastBuilds()}
 	for _, r := range res {
 		if !r.Present {
 			continue // a column left the stream: not observed
@@ -905,17 +903,17 @@ func checkable(tracked []discovery.Dependency) []discovery.Dependency {
 }
 
 // count brings the checker's counts of deps up to date on its window, and
-// has the engine build the state of c.prepare ahead (not reported).
-func (e evalEnv) count(c *checker, deps []discovery.Dependency) ([]discovery.IncrementalResult, error) {
+// has the engine build the state of prepare ahead (not reported); prepared
+// is how many of those the engine took.
+func (e evalEnv) count(c *checker, deps, prepare []discovery.Dependency) (res []discovery.IncrementalResult, prepared int, err error) {
 	if err := c.eng.SetDependencies(deps); err != nil {
-		return nil, &stepError{"check", err}
+		return nil, 0, &stepError{"check", err}
 	}
-	n, err := c.eng.Prepare(c.prepare)
+	prepared, err = c.eng.Prepare(prepare)
 	if err != nil {
 		e.log.Warn("check: rules not built ahead of their merge", "err", err) // built at the merge
 	}
-	c.prepare, c.handed = nil, n
-	return c.eng.Check(e.removalCuts(c.eng.Len())), nil
+	return c.eng.Check(e.removalCuts(c.eng.Len())), prepared, nil
 }
 
 // attachCheckSamples is attachSamples for a check: the events that carry

@@ -676,7 +676,7 @@ func TestCheckMergeMinScore(t *testing.T) {
 		for _, r := range merge.results {
 			merge.found[alerts.DependencyID(r.Dependency)] = r
 		}
-		out, err := env.checkWindow(context.Background(), c, &checkJob{endSeq: 99, info: alerts.WindowInfo{Stream: "ms", Records: 100, EndSeq: 99}}, merge)
+		out, err := env.checkWindow(context.Background(), c, &checkJob{endSeq: 99, info: alerts.WindowInfo{Stream: "ms", Records: 100, EndSeq: 99}}, merge, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

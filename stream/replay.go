@@ -137,7 +137,7 @@ func (r *Replayer) check(ctx context.Context, end uint64) (*evalOutcome, error) 
 			delete(r.pending, end-d)
 		}
 	}
-	return r.env.checkWindow(ctx, &r.chk, job, merge)
+	return r.env.checkWindow(ctx, &r.chk, job, merge, nil)
 }
 
 // Stats returns the summary so far.
