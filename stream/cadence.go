@@ -887,7 +887,7 @@ func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, mer
 		out.events = e.tracker.ObserveCheck(out.info, out.obs)
 	}
 	out.checked = len(res)
-	e.attachCheckSamples(ctx, c, out)
+	e.attachSamples(ctx, out, nil)
 	return out, nil
 }
 
@@ -914,27 +914,6 @@ func (e evalEnv) count(c *checker, deps, prepare []discovery.Dependency) (res []
 		e.log.Warn("check: rules not built ahead of their merge", "err", err) // built at the merge
 	}
 	return c.eng.Check(e.removalCuts(c.eng.Len())), prepared, nil
-}
-
-// attachCheckSamples is attachSamples for a check: the events that carry
-// violating records get a sample of their own dependency's removal set,
-// taken from the checker's rows (checkerSamples) before the events are
-// saved and delivered. Their related dependencies' samples, which only
-// the status history keeps, are taken after delivery (relatedSamples).
-func (e evalEnv) attachCheckSamples(ctx context.Context, c *checker, out *evalOutcome) {
-	deps, at := ownDependencies(out.events)
-	if len(deps) == 0 {
-		return
-	}
-	samples := e.checkerSamples(ctx, c, deps)
-	if samples == nil {
-		return
-	}
-	for i := range out.events {
-		if ev := &out.events[i]; carriesSample(ev) {
-			ev.Samples = samples[at[alerts.DependencyID(ev.Dependency)]]
-		}
-	}
 }
 
 // checkerSamples takes a sample of a minimal removal set of each of deps

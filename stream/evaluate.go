@@ -291,13 +291,9 @@ type evalOutcome struct {
 	builds   discovery.IncrementalBuilds
 	// chk: a check's checker, whose window is the check's until the
 	// evaluator applies the next check: the samples of the events' related
-	// dependencies are taken on it after delivery (relatedSamples; a full
+	// dependencies are taken on it after delivery (windowSamples; a full
 	// evaluation takes them on table).
 	chk *checker
-	// related: the samples of the events' related dependencies, by event
-	// id and dependency id (the status history's), once relatedSamples
-	// took them.
-	related map[string]map[string][]alerts.Sample
 	// Step durations, for the debug log and benchmarks.
 	encodeTime, discoverTime, checkTime time.Duration
 	// delivered: when record's delivery of the events ended (before the
@@ -345,7 +341,7 @@ func (e evalEnv) evaluateWindow(ctx context.Context, snap *Snapshot, endSeq uint
 
 	out.obs = observations(tracked, checked, disc, e.cfg.minScore(table.Rows))
 	out.events = e.tracker.Observe(out.info, out.obs)
-	e.attachSamples(ctx, table, snap, out.events)
+	e.attachSamples(ctx, out, snap)
 	out.tracked, out.found, out.checked = len(tracked), len(disc.found), len(deps)
 	out.encodeTime, out.discoverTime, out.checkTime = encoded.Sub(start), discovered.Sub(encoded), checkedAt.Sub(discovered)
 	return out, nil
@@ -541,21 +537,59 @@ func carriesSample(ev *alerts.Event) bool {
 // discovered) a sample of a minimal removal set. It runs after the tracker,
 // for the few dependencies that raise an event: a removal set costs a sort
 // of the dependency's classes, and computing one for every observation made
-// it a third of an evaluation's time.
-func (e evalEnv) attachSamples(ctx context.Context, table *discovery.Table, snap *Snapshot, events []alerts.Event) {
-	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
-	for i := range events {
-		ev := &events[i]
-		if !carriesSample(ev) {
-			continue
-		}
-		r, err := discovery.Validate(ctx, table, ev.Dependency, opts)
-		if err != nil {
-			e.log.Warn("removal sample", "dependency", ev.DependencyText, "err", err)
-			continue
-		}
-		ev.Samples = e.samples(snap, ev.Dependency, r.RemovalSample)
+// it a third of an evaluation's time. The samples are taken on the
+// outcome's window (windowSamples) before the events are saved and
+// delivered; their related dependencies' samples, which only the status
+// history keeps, are taken after delivery (relatedSamples).
+func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snapshot) {
+	deps, at := ownDependencies(out.events)
+	if len(deps) == 0 {
+		return
 	}
+	samples := e.windowSamples(ctx, out, snap, deps)
+	if samples == nil {
+		return
+	}
+	for i := range out.events {
+		if ev := &out.events[i]; carriesSample(ev) {
+			ev.Samples = samples[at[alerts.DependencyID(ev.Dependency)]]
+		}
+	}
+}
+
+// windowSamples takes a sample of a minimal removal set of each of deps
+// on the outcome's window: the checker's for a check (out.chk:
+// checkerSamples), the encoded window for a full evaluation (out.table,
+// snap's: tableSamples). samples[i] is deps[i]'s (nil when it could not be
+// validated); the result is nil when there is no window to take them on,
+// it could not be encoded or ctx is done.
+func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
+	switch {
+	case out.chk != nil && out.chk.eng != nil:
+		return e.checkerSamples(ctx, out.chk, deps)
+	case out.table != nil && snap != nil:
+		return e.tableSamples(ctx, out.table, snap, deps)
+	}
+	return nil
+}
+
+// tableSamples takes a sample of a minimal removal set of each of deps on
+// an evaluation's encoded window (snap's): samples[i] is deps[i]'s (nil
+// when it could not be validated, logged unless ctx is done).
+func (e evalEnv) tableSamples(ctx context.Context, table *discovery.Table, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
+	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
+	samples := make([][]alerts.Sample, len(deps))
+	for i, d := range deps {
+		r, err := discovery.Validate(ctx, table, d, opts)
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("removal sample", "dependency", d.String(), "err", err)
+			}
+			continue
+		}
+		samples[i] = e.samples(snap, d, r.RemovalSample)
+	}
+	return samples
 }
 
 // observeEval counts an evaluation that took d and ended in result, and

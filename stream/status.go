@@ -120,7 +120,7 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 	if hook := s.mb.feed.beforeRelated; hook != nil {
 		hook(ctx, info.EndSeq, events)
 	}
-	s.env().relatedSamples(ctx, out, snap)
+	samples, at := s.env().relatedSamples(ctx, out, snap)
 	violated := map[string]bool{}
 	for _, e := range s.tracker.Errors() {
 		violated[e.ID] = e.State == alerts.StateViolated
@@ -139,7 +139,7 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 		if _, tracked := violated[e.DependencyID]; !tracked && e.Type == alerts.EventRetired {
 			h.Drop = append(h.Drop, e.DependencyID)
 		}
-		payload, err := encodeStatusEvent(out, e)
+		payload, err := encodeStatusEvent(e, samples, at)
 		if err != nil {
 			s.log.Warn("status history: encode event", "id", e.ID, "err", err)
 			continue
@@ -151,80 +151,45 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 	}
 }
 
-// relatedSamples takes, into out.related, a sample of violating records
-// for each related dependency (with removals) of the events that carry
-// one, computed the way the event's own are (a minimal removal set on the
-// window): on the checker's window for a check (out.chk, whose window is
-// still the check's: the evaluator applies the next check after record),
-// on the encoded window for a full evaluation (out.table and snap). Only
-// the status history keeps them, so record takes them after the events
-// are delivered. Events are rare, so this costs little.
-func (e evalEnv) relatedSamples(ctx context.Context, out *evalOutcome, snap *Snapshot) {
+// relatedSamples takes a sample of violating records for each related
+// dependency (with removals) of the events that carry one, computed the
+// way the event's own are (a minimal removal set on the window,
+// windowSamples: a check's checker still holds the check's window, since
+// the evaluator applies the next check after record). samples[at[id]] is
+// the dependency id's (samples is nil when none could be taken). Only the
+// status history keeps them, so record takes them after the events are
+// delivered. Events are rare, so this costs little.
+func (e evalEnv) relatedSamples(ctx context.Context, out *evalOutcome, snap *Snapshot) (samples [][]alerts.Sample, at map[string]int) {
 	deps, at := relatedDependencies(out.events)
 	if len(deps) == 0 {
-		return
+		return nil, nil
 	}
-	var samples [][]alerts.Sample
-	switch {
-	case out.chk != nil && out.chk.eng != nil:
-		samples = e.checkerSamples(ctx, out.chk, deps)
-	case out.table != nil && snap != nil:
-		samples = e.tableSamples(ctx, out.table, snap, deps)
-	}
-	if samples == nil {
-		return
-	}
-	for i := range out.events {
-		ev := &out.events[i]
-		if !carriesSample(ev) {
-			continue
-		}
-		for _, r := range ev.Related {
-			if r.Removals == 0 {
-				continue
-			}
-			smp := samples[at[alerts.DependencyID(r.Dependency)]]
-			if len(smp) == 0 {
-				continue
-			}
-			if out.related == nil {
-				out.related = map[string]map[string][]alerts.Sample{}
-			}
-			if out.related[ev.ID] == nil {
-				out.related[ev.ID] = map[string][]alerts.Sample{}
-			}
-			out.related[ev.ID][r.DependencyID] = smp
-		}
-	}
-}
-
-// tableSamples takes a sample of a minimal removal set of each of deps on
-// an evaluation's encoded window (snap's): samples[i] is deps[i]'s (nil
-// when it could not be validated, logged unless ctx is done).
-func (e evalEnv) tableSamples(ctx context.Context, table *discovery.Table, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
-	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
-	samples := make([][]alerts.Sample, len(deps))
-	for i, d := range deps {
-		r, err := discovery.Validate(ctx, table, d, opts)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.log.Warn("status history: removal sample", "dependency", d.String(), "err", err)
-			}
-			continue
-		}
-		samples[i] = e.samples(snap, d, r.RemovalSample)
-	}
-	return samples
+	return e.windowSamples(ctx, out, snap, deps), at
 }
 
 // encodeStatusEvent stores e with the samples relatedSamples took for its
-// related dependencies.
-func encodeStatusEvent(out *evalOutcome, e alerts.Event) ([]byte, error) {
+// related dependencies (samples and at as it returns them), when e carries
+// samples.
+func encodeStatusEvent(e alerts.Event, samples [][]alerts.Sample, at map[string]int) ([]byte, error) {
 	ev, err := json.Marshal(e)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(statusEventJSON{Event: ev, RelatedSamples: out.related[e.ID]})
+	se := statusEventJSON{Event: ev}
+	if samples != nil && carriesSample(&e) {
+		for _, r := range e.Related {
+			if r.Removals == 0 {
+				continue
+			}
+			if smp := samples[at[alerts.DependencyID(r.Dependency)]]; len(smp) > 0 {
+				if se.RelatedSamples == nil {
+					se.RelatedSamples = map[string][]alerts.Sample{}
+				}
+				se.RelatedSamples[r.DependencyID] = smp
+			}
+		}
+	}
+	return json.Marshal(se)
 }
 
 // decodeStatusEvent reads a stored StatusEvent.
