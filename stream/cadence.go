@@ -860,7 +860,7 @@ func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, mer
 		return nil, err
 	}
 	n := c.eng.Len()
-	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked), chk: c,
+	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked), chk: &checkSampler{c: c},
 		prepared: prepared, builds: c.eng.LastBuilds()}
 	for _, r := range res {
 		if !r.Present {
@@ -916,21 +916,64 @@ func (e evalEnv) count(c *checker, deps, prepare []discovery.Dependency) (res []
 	return c.eng.Check(e.removalCuts(c.eng.Len())), prepared, nil
 }
 
+// checkSampler is a check's window to take removal samples on: its
+// checker's rows, which stay the check's until the evaluator applies the
+// next check (after record). It keeps the columns it copied from the
+// checker and encoded, so that the related rules' samples, taken after
+// delivery, copy and encode only the columns the events' own did not
+// mention (related rules share columns with the event's: see
+// alerts.Tracker).
+type checkSampler struct {
+	c *checker
+	// cols are the columns copied so far, table them encoded (the same
+	// columns, in the same order; nil before the first).
+	cols  []discovery.DictColumn
+	table *discovery.Table
+}
+
+// encode has s hold the named columns (those the checker knows), copying
+// and encoding the ones it does not hold yet.
+func (s *checkSampler) encode(names []string, typingFor func([]discovery.DictColumn) discovery.Typing) error {
+	var missing []string
+	for _, n := range names {
+		if !slices.ContainsFunc(s.cols, func(c discovery.DictColumn) bool { return c.Name == n }) {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 { // DictColumns() would copy every column
+		cols := s.c.eng.DictColumns(missing...)
+		t, err := discovery.EncodeTyped(cols, typingFor(cols))
+		if err != nil {
+			return err
+		}
+		if len(s.cols) == 0 {
+			s.table = t
+		} else {
+			s.table.Columns = append(s.table.Columns, t.Columns...)
+		}
+		s.cols = append(s.cols, cols...)
+	}
+	if s.table == nil {
+		s.table = &discovery.Table{}
+	}
+	return nil
+}
+
 // checkerSamples takes a sample of a minimal removal set of each of deps
-// on the checker's window: only deps' columns are copied from the checker
-// and encoded (sampledColumns), and one validation measures them all, so
-// that the partitions of shared contexts are built once. samples[i] is
-// deps[i]'s (nil when it could not be validated, logged); the result is
-// nil when the window could not be encoded or ctx is done.
-func (e evalEnv) checkerSamples(ctx context.Context, c *checker, deps []discovery.Dependency) [][]alerts.Sample {
-	cols := c.eng.DictColumns(sampledColumns(deps)...)
-	table, err := discovery.EncodeTyped(cols, e.cfg.typingFor(cols))
-	if err != nil {
+// on a check's window: only deps' columns are copied from the checker and
+// encoded (sampledColumns; once per check, checkSampler), and one
+// validation measures them all, so that the partitions of shared contexts
+// are built once. samples[i] is deps[i]'s (nil when it could not be
+// validated, logged); the result is nil when the window could not be
+// encoded or ctx is done.
+func (e evalEnv) checkerSamples(ctx context.Context, s *checkSampler, deps []discovery.Dependency) [][]alerts.Sample {
+	if err := s.encode(sampledColumns(deps), e.cfg.typingFor); err != nil {
 		e.log.Warn("removal sample: encode", "err", err)
 		return nil
 	}
+	c, cols := s.c, s.cols
 	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
-	results, errs, err := discovery.ValidateEach(ctx, table, deps, opts)
+	results, errs, err := discovery.ValidateEach(ctx, s.table, deps, opts)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			e.log.Warn("removal sample", "err", err)

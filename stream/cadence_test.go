@@ -804,3 +804,56 @@ func TestPreparedMergeBuildsNothing(t *testing.T) {
 		t.Fatalf("the runs do not show rules built ahead (built without preparing %v, OCs restarted %v, %d kept ahead)", built, restarted, prepared)
 	}
 }
+
+// TestCheckSamplerKeepsColumns: a check's sampler copies and encodes each
+// column once: the related rules' samples, taken on the columns the
+// events' own left encoded (the fast path), are those a sampler of their
+// own takes (the oracle), and only the columns not encoded yet are added.
+func TestCheckSamplerKeepsColumns(t *testing.T) {
+	cfg := StreamConfig{Topic: "ks", Window: 100, Epsilon: 0.01, Sample: 5}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	env := evalEnv{name: "ks", cfg: &cfg, log: testLogger(t)}
+	names := []string{"a", "b", "c", "d"}
+	codes, values := make([][]uint32, len(names)), make([][]string, len(names))
+	for c := range names {
+		codes[c], values[c] = make([]uint32, 100), make([]string, 100)
+	}
+	for r := range 100 {
+		// b and c follow a but for every 7th row; d is a key.
+		v := [4]int{r % 5, r % 5, r % 5, r}
+		if r%7 == 0 {
+			v[1], v[2] = 9, 8
+		}
+		for c := range names {
+			values[c][r], codes[c][r] = strconv.Itoa(v[c]), uint32(1+v[c])
+		}
+	}
+	c := &checker{}
+	if err := c.build(names, codes, values, false); err != nil {
+		t.Fatal(err)
+	}
+	c.metas = make([]RowMeta, 100)
+	for r := range c.metas {
+		c.metas[r] = RowMeta{Partition: int32(r % 3), Offset: int64(r)}
+	}
+	own := []discovery.Dependency{mustDep(t, "{a}: [] -> b")}
+	related := []discovery.Dependency{mustDep(t, "{a}: [] -> c"), mustDep(t, "{d}: [] -> b")}
+	s := &checkSampler{c: c}
+	if smp := env.checkerSamples(context.Background(), s, own); len(smp) != 1 || len(smp[0]) == 0 {
+		t.Fatalf("own samples %v, want one non-empty", smp)
+	}
+	got := env.checkerSamples(context.Background(), s, related)
+	want := env.checkerSamples(context.Background(), &checkSampler{c: c}, related)
+	if len(got[0]) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("related samples on the kept columns %v, want %v (a sampler of their own)", got, want)
+	}
+	var held []string
+	for _, col := range s.cols {
+		held = append(held, col.Name)
+	}
+	if want := []string{"a", "b", "c", "d"}; !slices.Equal(held, want) || len(s.table.Columns) != len(want) {
+		t.Fatalf("sampler holds %v (%d encoded), want %v each once", held, len(s.table.Columns), want)
+	}
+}

@@ -289,11 +289,11 @@ type evalOutcome struct {
 	// merge; builds: what it built from the whole window (debug log, tests).
 	prepared int
 	builds   discovery.IncrementalBuilds
-	// chk: a check's checker, whose window is the check's until the
-	// evaluator applies the next check: the samples of the events' related
-	// dependencies are taken on it after delivery (windowSamples; a full
-	// evaluation takes them on table).
-	chk *checker
+	// chk: a check's window to take samples on (its checker's, which is
+	// the check's until the evaluator applies the next check): the samples
+	// of the events' related dependencies are taken on it after delivery
+	// (windowSamples; a full evaluation takes them on table).
+	chk *checkSampler
 	// Step durations, for the debug log and benchmarks.
 	encodeTime, discoverTime, checkTime time.Duration
 	// delivered: when record's delivery of the events ended (before the
@@ -565,7 +565,7 @@ func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snap
 // it could not be encoded or ctx is done.
 func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
 	switch {
-	case out.chk != nil && out.chk.eng != nil:
+	case out.chk != nil && out.chk.c.eng != nil:
 		return e.checkerSamples(ctx, out.chk, deps)
 	case out.table != nil && snap != nil:
 		return e.tableSamples(ctx, out.table, snap, deps)
