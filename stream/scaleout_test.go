@@ -282,15 +282,7 @@ func TestTimeWindowReadBack(t *testing.T) {
 	addr := startTestBroker(t, map[string]int{"twr": 3})
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	produceTimed(t, addr, "twr", 0, 1000, start, 10*time.Millisecond)
-	m, err := NewMonitor(Config{
-		Brokers: []string{addr}, Group: "twr", StateDir: t.TempDir(),
-		Streams: []StreamConfig{{Topic: "twr", Window: 100000, Interval: time.Second, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: testTransport(t)}
+	m, client := newIntervalMonitor(t, addr, "twr")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -383,4 +375,20 @@ func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
 		t.Errorf("window after the takeover %d records %v seq %d; one member's %d %v seq %d",
 			len(got), got[:min(3, len(got))], b.m.streams[0].seq, len(want), want[:min(3, len(want))], ref.m.streams[0].seq)
 	}
+}
+
+// newIntervalMonitor is a monitor (not running) of topic, in a group of
+// that name, whose window is the last second of records, and a client of
+// the test's own for its takeOver. The monitor is closed at cleanup.
+func newIntervalMonitor(t *testing.T, addr, topic string) (*Monitor, *kafka.Client) {
+	t.Helper()
+	m, err := NewMonitor(Config{
+		Brokers: []string{addr}, Group: topic, StateDir: t.TempDir(),
+		Streams: []StreamConfig{{Topic: topic, Window: 100000, Interval: time.Second, Epsilon: 0.01}},
+	}, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m, &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: testTransport(t)}
 }

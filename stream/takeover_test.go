@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -64,20 +63,12 @@ func TestTakeOverRetriesTransientErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c, addr := startFaultBroker(t, map[string]int{topic: 3})
 			produceTimed(t, addr, topic, 0, 300, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), 10*time.Millisecond)
-			m, err := NewMonitor(Config{
-				Brokers: []string{addr}, Group: topic, StateDir: t.TempDir(),
-				Streams: []StreamConfig{{Topic: topic, Window: 100000, Interval: time.Second, Epsilon: 0.01}},
-			}, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: testTransport(t)}
+			m, client := newIntervalMonitor(t, addr, topic)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 
 			h := c.Fault(tc.fault)
-			err = m.takeOver(ctx, client, assignment{topic: {0: 100, 1: 100, 2: 100}})
+			err := m.takeOver(ctx, client, assignment{topic: {0: 100, 1: 100, 2: 100}})
 			h.Remove()
 			if tc.permanent {
 				if !errors.Is(err, kafka.TopicAuthorizationFailed) {
