@@ -30,7 +30,7 @@ func BenchmarkGateYield(b *testing.B) {
 		gateBenchCheck = 16 * time.Millisecond
 		gateBenchEvery = 25 * time.Millisecond
 	)
-	cols := benchWindowColumns(window)
+	cols := benchWindowColumns(b, window)
 	for b.Loop() {
 		g := newCheckGate()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -102,27 +102,22 @@ func reportYields(b *testing.B, prefix string, yields []time.Duration) {
 
 // benchWindowColumns is a window of n records of the e2e stream
 // (internal/benchstream) as a snapshot hands it over: dictionary-coded
-// columns.
-func benchWindowColumns(n int) []discovery.DictColumn {
-	s := benchstream.New(1)
-	cols := make([]discovery.DictColumn, len(benchstream.Fields))
-	idx := make([]map[string]uint32, len(cols))
-	for i, name := range benchstream.Fields {
-		cols[i] = discovery.DictColumn{Name: name, Codes: make([]uint32, n)}
-		idx[i] = map[string]uint32{}
+// columns (discovery.TableBuilder's).
+func benchWindowColumns(b testing.TB, n int) []discovery.DictColumn {
+	tb, err := discovery.NewTableBuilder(benchstream.Fields)
+	if err != nil {
+		b.Fatal(err)
 	}
-	row := make([]string, len(benchstream.Fields))
-	for r := range n {
+	s := benchstream.New(1)
+	row, vals := make([]string, len(benchstream.Fields)), make([][]byte, len(benchstream.Fields))
+	for range n {
 		s.Row(row, false)
 		for i, v := range row {
-			code, ok := idx[i][v]
-			if !ok {
-				cols[i].Dict = append(cols[i].Dict, v)
-				code = uint32(len(cols[i].Dict))
-				idx[i][v] = code
-			}
-			cols[i].Codes[r] = code
+			vals[i] = []byte(v)
+		}
+		if err := tb.AppendRow(vals, nil); err != nil {
+			b.Fatal(err)
 		}
 	}
-	return cols
+	return tb.DictColumns()
 }
