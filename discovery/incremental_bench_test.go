@@ -72,10 +72,10 @@ func p99(d []time.Duration) time.Duration {
 func BenchmarkCheck(b *testing.B) {
 	const window, slide = 100_000, 1_000
 	deps := benchDeps()
-	b.Run("incremental", func(b *testing.B) { benchIncremental(b, deps, window, slide, false, benchCuts) })
-	b.Run("incremental-eps0.01", func(b *testing.B) { benchIncremental(b, deps, window, slide, false, streamCuts) })
+	b.Run("incremental", func(b *testing.B) { benchIncremental(b, window, slide, false, benchCuts) })
+	b.Run("incremental-eps0.01", func(b *testing.B) { benchIncremental(b, window, slide, false, streamCuts) })
 	// No skipping: every touched class recounted.
-	b.Run("incremental-exact", func(b *testing.B) { benchIncremental(b, deps, window, slide, true, benchCuts) })
+	b.Run("incremental-exact", func(b *testing.B) { benchIncremental(b, window, slide, true, benchCuts) })
 	b.Run("full", func(b *testing.B) {
 		s := benchstream.New(1)
 		w := make([][]string, 0, window)
@@ -138,7 +138,7 @@ func dictColumns(rows [][]string) []DictColumn {
 // slides, less disturbed than a mean by other work on the machine.
 func BenchmarkCheckFlush(b *testing.B) {
 	const window, slide = 100_000, 1_000
-	e, f := benchWindow(b, window, streamCuts)
+	e, f := benchWindow(b, window, IncrementalOptions{}, streamCuts)
 	rows := newBenchRows(slide)
 	var times []time.Duration
 	for b.Loop() {
@@ -159,11 +159,11 @@ func BenchmarkCheckFlush(b *testing.B) {
 	b.ReportMetric(float64(times[0].Microseconds())/1000, "min-ms")
 }
 
-// benchWindow returns an Incremental tracking the 50 dependencies of
-// BenchmarkCheck, filled with a window of the stream's first rows and
-// checked once at cuts, with the feed that fills it.
-func benchWindow(b *testing.B, window int, cuts func(n int) []int) (*Incremental, *benchFeed) {
-	e, err := NewIncremental(benchDeps(), IncrementalOptions{})
+// benchWindow returns an Incremental with opts tracking the 50
+// dependencies of BenchmarkCheck, filled with a window of the stream's
+// first rows and checked once at cuts, with the feed that fills it.
+func benchWindow(b *testing.B, window int, opts IncrementalOptions, cuts func(n int) []int) (*Incremental, *benchFeed) {
+	e, err := NewIncremental(benchDeps(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e, f := benchWindow(b, window, benchCuts)
+		e, f := benchWindow(b, window, IncrementalOptions{}, benchCuts)
 		var times []time.Duration
 		rows := newBenchRows(slide)
 		for range 20 {
@@ -212,7 +212,7 @@ func BenchmarkCheckMemory1MSteady(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e, f := benchWindow(b, window, streamCuts)
+		e, f := benchWindow(b, window, IncrementalOptions{}, streamCuts)
 		rows := newBenchRows(slide)
 		peak := 0.0
 		var times []time.Duration
@@ -324,7 +324,6 @@ func (f *benchFeed) code(rows benchRows, k int) {
 	}
 }
 
-// append appends rows made by generate.
 // timedSlide generates the next slide rows (untimed), then evicts as many
 // rows from the engine, appends them and checks at cuts, and returns the
 // time of those three steps.
@@ -337,6 +336,7 @@ func (f *benchFeed) timedSlide(slide int, rows benchRows, cuts []int) time.Durat
 	return time.Since(start)
 }
 
+// append appends rows made by generate.
 func (f *benchFeed) append(rows benchRows) {
 	for k := range rows.vals {
 		f.append1(rows.vals[k], rows.codes[k])
@@ -351,15 +351,8 @@ func (f *benchFeed) append1(vals []string, codes []uint32) {
 }
 
 // benchIncremental is one BenchmarkCheck run of the incremental engine.
-func benchIncremental(b *testing.B, deps []Dependency, window, slide int, exact bool, cuts func(n int) []int) {
-	s := benchstream.New(1)
-	e, err := NewIncremental(deps, IncrementalOptions{Exact: exact})
-	if err != nil {
-		b.Fatal(err)
-	}
-	f := newBenchFeed(e, s)
-	f.feed(window)
-	e.Check(cuts(window))
+func benchIncremental(b *testing.B, window, slide int, exact bool, cuts func(n int) []int) {
+	e, f := benchWindow(b, window, IncrementalOptions{Exact: exact}, cuts)
 	var times []time.Duration
 	skipped := 0
 	b.ResetTimer()
