@@ -313,15 +313,14 @@ func TestEncodePauseWithinColumn(t *testing.T) {
 		text = append(text, "v"+strconv.Itoa(i*13%97))
 	}
 	for _, vals := range [][]string{ts, nums, text} {
-		dc := DictColumn{Name: "c", Codes: make([]uint32, len(vals))}
-		at := map[string]uint32{}
-		for r, v := range vals {
-			if _, ok := at[v]; !ok {
-				dc.Dict = append(dc.Dict, v)
-				at[v] = uint32(len(dc.Dict))
-			}
-			dc.Codes[r] = at[v]
+		b, err := NewTableBuilder([]string{"c"})
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, v := range vals {
+			b.appendStrings([]string{v})
+		}
+		dc := b.DictColumns()[0]
 		want, err := encodeColumn(&dc, false, false, nil, nil)
 		if err != nil {
 			t.Fatal(err)
