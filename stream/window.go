@@ -48,10 +48,7 @@ type Window struct {
 	fields []pendingField
 	// touch keeps what Append's and evictOldest's prefetching loads read,
 	// so that the compiler keeps the loads.
-	touch uint32
-	// mayDie is set when an eviction leaves a column without a value:
-	// dropDeadColumns looks for dead columns only then.
-	mayDie  bool
+	touch   uint32
 	maxCols int
 	dropped uint64 // fields not stored because the window had maxCols columns
 	newest  int64  // newest row time seen (time windows), noTime if none
@@ -420,16 +417,13 @@ func (w *Window) evictOldest() {
 		}
 	}
 	w.touch = touch
-	died := false
 	for _, c := range w.cols {
 		if code := c.codes[pos]; code != 0 {
 			c.release(code)
 			c.codes[pos] = 0
 			c.nonNull--
-			died = died || c.nonNull == 0
 		}
 	}
-	w.mayDie = w.mayDie || died
 	if ps := w.parts[w.meta[pos].partition]; ps != nil {
 		ps.rows--
 	}
@@ -444,10 +438,6 @@ func (w *Window) evictOldest() {
 // dropDeadColumns removes columns with no value left in the window, so that
 // a stream whose field names keep changing does not accumulate columns.
 func (w *Window) dropDeadColumns() {
-	if !w.mayDie {
-		return
-	}
-	w.mayDie = false
 	dead := false
 	for _, c := range w.cols {
 		if c.nonNull == 0 {
