@@ -257,10 +257,7 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 	if w.n == len(w.meta) {
 		w.grow()
 	}
-	pos := w.head + w.n
-	if pos >= len(w.meta) {
-		pos -= len(w.meta)
-	}
+	pos := w.ring(w.n)
 	w.meta[pos] = packMeta(meta)
 	w.n++
 	ps.rows++
@@ -381,10 +378,7 @@ func (w *Window) grow() {
 func (w *Window) TimeRange() (lo, hi int64, ok bool) {
 	span := emptySpan()
 	for i := 0; i < w.n; {
-		p := w.head + i
-		if p >= len(w.meta) {
-			p -= len(w.meta)
-		}
+		p := w.ring(i)
 		// A block whose first position is in the window and whose last
 		// one is too holds rows written after its first: its span is
 		// theirs. The blocks at the window's ends are read row by row.
@@ -399,6 +393,16 @@ func (w *Window) TimeRange() (lo, hi int64, ok bool) {
 		i++
 	}
 	return span.lo, span.hi, span.hi != noTime
+}
+
+// ring is the ring position of the i-th row, oldest first (i < len(w.meta);
+// i = w.n is where the next row goes).
+func (w *Window) ring(i int) int {
+	p := w.head + i
+	if p >= len(w.meta) {
+		p -= len(w.meta)
+	}
+	return p
 }
 
 func (w *Window) evictOldest() {
@@ -518,10 +522,7 @@ func (w *Window) EvictionBounds() map[int32]int64 {
 	// Offsets increase per partition, so a partition's first row from the
 	// oldest end is its smallest offset.
 	for i := 0; i < w.n && pending > 0; i++ {
-		pos := w.head + i
-		if pos >= len(w.meta) {
-			pos -= len(w.meta)
-		}
+		pos := w.ring(i)
 		m := &w.meta[pos]
 		if _, ok := b[m.partition]; !ok {
 			b[m.partition] = m.offset
