@@ -550,7 +550,8 @@ func (e *Incremental) oc(ctx []int, a, b int, desc bool) *incOC {
 	key := ocKey(listKey(ctx), a, b)
 	o, ok := e.ocBy[key]
 	if !ok {
-		o = &incOC{x: e.node(ctx), a: a, b: b, stale: true, lostShare: [2]float64{1, 1}}
+		o = &incOC{x: e.node(ctx), a: a, b: b, stale: true}
+		o.forget() // a new OC's history
 		e.ocBy[key] = o
 	}
 	if desc && !o.desc || !desc && !o.asc {
