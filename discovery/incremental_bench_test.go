@@ -138,7 +138,7 @@ func dictColumns(rows [][]string) []DictColumn {
 // slides, less disturbed than a mean by other work on the machine.
 func BenchmarkCheckFlush(b *testing.B) {
 	const window, slide = 100_000, 1_000
-	e, f := benchWindow(b, window, IncrementalOptions{}, streamCuts)
+	e, f := benchWindow(b, window, benchDeps(), IncrementalOptions{}, streamCuts)
 	rows := newBenchRows(slide)
 	var times []time.Duration
 	for b.Loop() {
@@ -159,11 +159,11 @@ func BenchmarkCheckFlush(b *testing.B) {
 	b.ReportMetric(float64(times[0].Microseconds())/1000, "min-ms")
 }
 
-// benchWindow returns an Incremental with opts tracking the 50
-// dependencies of BenchmarkCheck, filled with a window of the stream's
+// benchWindow returns an Incremental with opts tracking deps (of
+// BenchmarkCheck's 50, benchDeps), filled with a window of the stream's
 // first rows and checked once at cuts, with the feed that fills it.
-func benchWindow(b *testing.B, window int, opts IncrementalOptions, cuts func(n int) []int) (*Incremental, *benchFeed) {
-	e, err := NewIncremental(benchDeps(), opts)
+func benchWindow(b *testing.B, window int, deps []Dependency, opts IncrementalOptions, cuts func(n int) []int) (*Incremental, *benchFeed) {
+	e, err := NewIncremental(deps, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e, f := benchWindow(b, window, IncrementalOptions{}, benchCuts)
+		e, f := benchWindow(b, window, benchDeps(), IncrementalOptions{}, benchCuts)
 		var times []time.Duration
 		rows := newBenchRows(slide)
 		for range 20 {
@@ -212,7 +212,7 @@ func BenchmarkCheckMemory1MSteady(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e, f := benchWindow(b, window, IncrementalOptions{}, streamCuts)
+		e, f := benchWindow(b, window, benchDeps(), IncrementalOptions{}, streamCuts)
 		rows := newBenchRows(slide)
 		peak := 0.0
 		var times []time.Duration
@@ -352,7 +352,7 @@ func (f *benchFeed) append1(vals []string, codes []uint32) {
 
 // benchIncremental is one BenchmarkCheck run of the incremental engine.
 func benchIncremental(b *testing.B, window, slide int, exact bool, cuts func(n int) []int) {
-	e, f := benchWindow(b, window, IncrementalOptions{Exact: exact}, cuts)
+	e, f := benchWindow(b, window, benchDeps(), IncrementalOptions{Exact: exact}, cuts)
 	var times []time.Duration
 	skipped := 0
 	b.ResetTimer()

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/odwatch/odwatch/internal/benchstream"
 )
 
 // prepTwin is one engine of TestPrepareDoesNotChangeCounts with its feed.
@@ -350,13 +348,7 @@ func BenchmarkMergeCheck(b *testing.B) {
 			var merge, plain time.Duration
 			var builds IncrementalBuilds
 			for range b.N {
-				e, err := NewIncremental(tracked, IncrementalOptions{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				f := newBenchFeed(e, benchstream.New(1))
-				f.feed(window)
-				e.Check(streamCuts(window))
+				e, f := benchWindow(b, window, tracked, IncrementalOptions{}, streamCuts)
 				rows := newBenchRows(slide)
 				if prepared {
 					if _, err := e.Prepare(merged); err != nil {
