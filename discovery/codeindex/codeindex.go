@@ -57,7 +57,7 @@ func (x *Index) Lookup(dict []string, v string) (code, h uint32) {
 // repeated here rather than shared: a generic string|[]byte helper would
 // risk the conversion in the comparison allocating per record.)
 func (x *Index) LookupBytes(dict []string, v []byte) (code, h uint32) {
-	h = uint32(maphash.Bytes(x.seed, v))
+	h = x.HashBytes(v)
 	if x.n == 0 {
 		return 0, h
 	}
