@@ -48,9 +48,11 @@
 // related rules, which only the status history keeps, are taken after the
 // delivery, on the same window, and the history is appended then (display
 // data, unsynced: a crash between the save and that append leaves the
-// window out of the history, since a saved evaluation is not run again). Delivery markers are kept for a week. For the Kafka events sink the gap between a send and its mark is
-// closed on start by reading the tail of the events topic and marking the
-// ids found there (ce_id header), so no event id reaches the topic twice.
+// window out of the history, since a saved evaluation is not run again).
+// Delivery markers are kept for a week. For the Kafka events sink the gap
+// between a send and its mark is closed on start by reading the tail of
+// the events topic and marking the ids found there (ce_id header), so no
+// event id reaches the topic twice.
 //
 // # Scale-out and takeover
 //
