@@ -782,12 +782,13 @@ func (e evalEnv) prepareRules(c *checker, endSeq uint64, pending []discoveryDone
 	var out []discovery.Dependency
 	handed := make(map[string]bool, len(c.prepared))
 	for _, p := range pending {
-		var fresh []discovery.Dependency
-		for _, d := range newlyMinimal(p.outcome.results, minScore, inDeps) {
-			if id := alerts.DependencyID(d); c.prepared[id] {
-				out, handed[id] = append(out, d), true
+		var fresh []int
+		deps, ids := newlyMinimal(&p.outcome, minScore, inDeps)
+		for i, d := range deps {
+			if c.prepared[ids[i]] {
+				out, handed[ids[i]] = append(out, d), true
 			} else {
-				fresh = append(fresh, d)
+				fresh = append(fresh, i)
 			}
 		}
 		mergeAt := p.endSeq + uint64(e.cfg.DiscoverEvery)
@@ -795,8 +796,8 @@ func (e evalEnv) prepareRules(c *checker, endSeq uint64, pending []discoveryDone
 		if mergeAt > endSeq && e.cfg.Every > 0 {
 			checks = max((mergeAt-endSeq)/uint64(e.cfg.Every), 1)
 		}
-		for _, d := range fresh[:prepareShare(len(fresh), checks)] {
-			out, handed[alerts.DependencyID(d)] = append(out, d), true
+		for _, i := range fresh[:prepareShare(len(fresh), checks)] {
+			out, handed[ids[i]] = append(out, deps[i]), true
 		}
 	}
 	c.prepared = handed
@@ -818,23 +819,22 @@ func prepareShare(left int, checks uint64) int {
 	return int((uint64(left) + checks - 1) / checks)
 }
 
-// newlyMinimal are the dependencies of results a merge adds to the
-// checked ones: those not in inDeps (ids) scoring at least minScore,
-// reliable, OFDs and OCs, in discovery's order (by score), as
-// observations does; each one's id is added to inDeps.
-func newlyMinimal(results []discovery.Result, minScore float64, inDeps map[string]bool) []discovery.Dependency {
-	var out []discovery.Dependency
-	for _, r := range results {
-		id := alerts.DependencyID(r.Dependency)
+// newlyMinimal are the dependencies of a discovery's results a merge adds
+// to the checked ones: those not in inDeps (ids) scoring at least
+// minScore, reliable, OFDs and OCs, in discovery's order (by score), as
+// observations does, and their ids; each one's id is added to inDeps.
+func newlyMinimal(o *discoveryOutcome, minScore float64, inDeps map[string]bool) (deps []discovery.Dependency, ids []string) {
+	for i, r := range o.results {
+		id := o.ids[i]
 		if r.Score < minScore || !r.Reliable || inDeps[id] {
 			continue
 		}
 		if r.Kind == discovery.KindOFD || r.Kind == discovery.KindOC {
 			inDeps[id] = true
-			out = append(out, r.Dependency)
+			deps, ids = append(deps, r.Dependency), append(ids, id)
 		}
 	}
-	return out
+	return deps, ids
 }
 
 // checkWindow is a check of the checker's window (job's): the tracked
@@ -853,7 +853,8 @@ func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, mer
 	prepare := e.prepareRules(c, job.endSeq, pending, inDeps)
 	merging := merge != nil
 	if merging {
-		deps = append(deps, newlyMinimal(merge.results, e.cfg.minScore(c.eng.Len()), inDeps)...)
+		fresh, _ := newlyMinimal(merge, e.cfg.minScore(c.eng.Len()), inDeps)
+		deps = append(deps, fresh...)
 	}
 	res, prepared, err := e.count(c, deps, prepare)
 	if err != nil {

@@ -669,13 +669,11 @@ func TestCheckMergeMinScore(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.metas = make([]RowMeta, 100)
-		merge := &discoveryOutcome{complete: true, found: map[string]discovery.Result{}, results: []discovery.Result{
+		merge := &discoveryOutcome{complete: true}
+		merge.setResults([]discovery.Result{
 			{Dependency: mustDep(t, "{b}: [] -> a"), Reliable: true, Score: 0.25},
 			{Dependency: mustDep(t, "{k}: [] -> a"), Reliable: true, Score: NearKeyScore(100) / 2},
-		}}
-		for _, r := range merge.results {
-			merge.found[alerts.DependencyID(r.Dependency)] = r
-		}
+		})
 		out, err := env.checkWindow(context.Background(), c, &checkJob{endSeq: 99, info: alerts.WindowInfo{Stream: "ms", Records: 100, EndSeq: 99}}, merge, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -349,9 +349,12 @@ func (e evalEnv) evaluateWindow(ctx context.Context, snap *Snapshot, endSeq uint
 
 // discoveryOutcome is the discovery path's result on one window.
 type discoveryOutcome struct {
-	// results is the minimal set in discovery's order (by score), found
-	// the same by DependencyID.
+	// results is the minimal set in discovery's order (by score), ids[i]
+	// results[i]'s DependencyID (computed once: the checks before the
+	// merge read them again and again, prepareRules), found the results by
+	// it (setResults).
 	results []discovery.Result
+	ids     []string
 	found   map[string]discovery.Result
 	// complete: every level was searched; levels: the levels completed.
 	complete bool
@@ -390,12 +393,19 @@ func (e evalEnv) discover(ctx context.Context, table *discovery.Table, endSeq ui
 	out.found = map[string]discovery.Result{}
 	if disc != nil {
 		out.complete, out.levels = disc.Complete && derr == nil, disc.Stats.Levels
-		out.results = disc.Dependencies
-		for _, r := range disc.Dependencies {
-			out.found[alerts.DependencyID(r.Dependency)] = r
-		}
+		out.setResults(disc.Dependencies)
 	}
 	return out, nil
+}
+
+// setResults sets o's results and indexes them by id (ids, found).
+func (o *discoveryOutcome) setResults(results []discovery.Result) {
+	o.results, o.ids = results, make([]string, len(results))
+	o.found = make(map[string]discovery.Result, len(results))
+	for i, r := range results {
+		o.ids[i] = alerts.DependencyID(r.Dependency)
+		o.found[o.ids[i]] = r
+	}
 }
 
 // toCheck lists the tracked dependencies the check path validates: those
