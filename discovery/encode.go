@@ -110,8 +110,8 @@ type pacer struct {
 
 // now calls the pause unless it already failed, and returns its error.
 func (p *pacer) now() error {
-	if p == nil || p.pause == nil || p.err != nil {
-		return p.failed()
+	if p.pause == nil || p.err != nil {
+		return p.err
 	}
 	p.n = 0
 	p.err = p.pause(p.ctx)
@@ -121,7 +121,7 @@ func (p *pacer) now() error {
 // tick counts one step and calls the pause every p.every steps; it reports
 // whether the pause has failed (the caller stops).
 func (p *pacer) tick() bool {
-	if p == nil || p.pause == nil {
+	if p.pause == nil {
 		return false
 	}
 	if p.err == nil {
@@ -130,14 +130,6 @@ func (p *pacer) tick() bool {
 		}
 	}
 	return p.err != nil
-}
-
-// failed is the error the pause returned, if any.
-func (p *pacer) failed() error {
-	if p == nil {
-		return nil
-	}
-	return p.err
 }
 
 // columnKeys types a column from its used dictionary entries idx and returns
@@ -286,7 +278,7 @@ func parseTemporalFrom(s string, layout *int) (time.Time, bool) {
 
 // encodeColumn types and ranks one column; declared says the column is
 // declared ordinal, by list when list is not empty. It passes p's pause
-// (p may be nil) while typing and between its steps, and returns its
+// (when not nil) while typing and between its steps, and returns its
 // error as it is.
 func encodeColumn(dc *DictColumn, orderText, declared bool, list []string, p *pacer) (Column, error) {
 	d := len(dc.Dict)
@@ -318,11 +310,11 @@ func encodeColumn(dc *DictColumn, orderText, declared bool, list []string, p *pa
 		}
 	default:
 		order, ok = numericOrder(dc.Dict, idx, p)
-		if ok || p.failed() != nil {
+		if ok || p.err != nil {
 			break
 		}
 		if !orderText && !declared {
-			if order, ok = temporalOrder(dc.Dict, idx, p); ok || p.failed() != nil {
+			if order, ok = temporalOrder(dc.Dict, idx, p); ok || p.err != nil {
 				break
 			}
 		}

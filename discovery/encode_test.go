@@ -321,7 +321,7 @@ func TestEncodePauseWithinColumn(t *testing.T) {
 			b.appendStrings([]string{v})
 		}
 		dc := b.DictColumns()[0]
-		want, err := encodeColumn(&dc, false, false, nil, nil)
+		want, err := encodeColumn(&dc, false, false, nil, &pacer{})
 		if err != nil {
 			t.Fatal(err)
 		}
