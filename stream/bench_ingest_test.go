@@ -86,7 +86,6 @@ func BenchmarkIngest20(b *testing.B) {
 	b.Run("append", func(b *testing.B) {
 		w, off := ingestWindowFull(recs)
 		b.ReportAllocs()
-		b.ResetTimer()
 		cpu := cpuTime(b)
 		for b.Loop() {
 			w.Append(ingestMeta(off), recs[off%ingestInputs])
@@ -101,7 +100,6 @@ func BenchmarkIngest20(b *testing.B) {
 		f := newCadenceFeed()
 		f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))
 		b.ReportAllocs()
-		b.ResetTimer()
 		var cpu time.Duration
 		for i := 0; b.Loop(); i++ {
 			if i%ingestEvery == 0 {
@@ -126,7 +124,6 @@ func BenchmarkIngest20(b *testing.B) {
 		var rec FlatRecord
 		var arena []byte
 		b.ReportAllocs()
-		b.ResetTimer()
 		cpu := cpuTime(b)
 		for b.Loop() {
 			if err := d.Decode(ctx, inputs[off%ingestInputs], &rec); err != nil {
