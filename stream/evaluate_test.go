@@ -84,10 +84,8 @@ func TestObservations(t *testing.T) {
 			for _, r := range tc.checked {
 				checked[id(r.Dependency)] = r
 			}
-			disc := discoveryOutcome{results: tc.disc, found: map[string]discovery.Result{}, complete: tc.complete, levels: tc.levels}
-			for _, r := range tc.disc {
-				disc.found[id(r.Dependency)] = r
-			}
+			disc := discoveryOutcome{complete: tc.complete, levels: tc.levels}
+			disc.setResults(tc.disc)
 			got := observations(tc.tracked, checked, disc, tc.minScore)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %d observations %+v, want %d", len(got), got, len(tc.want))
