@@ -308,7 +308,9 @@ func (e *Incremental) alive(seq uint32) bool { return seq-e.oldest < uint32(e.n)
 
 // SetDependencies replaces the tracked dependencies. State shared with the
 // previous set is kept; the state of new ones is built from the rows in
-// the window at the next Check, unless Prepare built it ahead.
+// the window at the next Check, unless Prepare built it ahead. The
+// prepared dependencies that Prepare would no longer keep with the new
+// tracked set are dropped.
 //
 // A dependency's reported counts do not depend on whether or when it was
 // prepared: a newly tracked OC starts over at the next check (startOver)
@@ -331,6 +333,16 @@ func (e *Incremental) SetDependencies(deps []Dependency) error {
 		was[o] = true
 	}
 	e.deps = out
+	// What Prepare may keep depends on the tracked set (a prepared OC on
+	// a text column needs a tracked OC ordering it): the prepared set is
+	// chosen again, as Prepare would choose it now.
+	prepared := make([]Dependency, len(e.prep))
+	for i, d := range e.prep {
+		prepared[i] = d.dep
+	}
+	if err := e.choosePrepared(prepared); err != nil {
+		return err // none: Prepare took each of them
+	}
 	e.prune()
 	e.promote(was)
 	return nil
@@ -395,6 +407,16 @@ func (e *Incremental) promote(was map[*incOC]bool) {
 // as a skipped OC's are. It takes no part in the tracked OCs' recount
 // schedule.
 func (e *Incremental) Prepare(deps []Dependency) (int, error) {
+	if err := e.choosePrepared(deps); err != nil {
+		return 0, err
+	}
+	e.prune()
+	return len(e.prep), nil
+}
+
+// choosePrepared sets e.prep to the dependencies of deps Prepare keeps,
+// given the tracked ones (see Prepare).
+func (e *Incremental) choosePrepared(deps []Dependency) error {
 	v := prepView{ids: map[string]bool{}, ordered: make([]bool, len(e.cols)), ocs: map[*incOC]bool{},
 		context: map[*incNode]bool{}, under: map[*incNode]bool{}}
 	for _, d := range e.deps {
@@ -410,20 +432,19 @@ func (e *Incremental) Prepare(deps []Dependency) (int, error) {
 	out := make([]incDep, 0, len(deps))
 	for _, d := range deps {
 		if d.Kind != KindOFD && d.Kind != KindOC {
-			return 0, fmt.Errorf("%s: %w: only OFDs and OCs are checked incrementally, not %v", d, ErrBadDependency, d.Kind)
+			return fmt.Errorf("%s: %w: only OFDs and OCs are checked incrementally, not %v", d, ErrBadDependency, d.Kind)
 		}
 		if v.ids[d.String()] || !e.preparable(d, &v) {
 			continue
 		}
 		dd, err := e.dependency(d)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", d, err)
+			return fmt.Errorf("%s: %w", d, err)
 		}
 		out = append(out, dd)
 	}
 	e.prep = out
-	e.prune()
-	return len(out), nil
+	return nil
 }
 
 // prepView is what Prepare's choice depends on: the tracked dependencies'

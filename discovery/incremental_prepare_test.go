@@ -255,6 +255,51 @@ func TestPrepareBuildsAhead(t *testing.T) {
 // makes {c} keep member lists ahead; an OC on {c, d} is tracked, then the
 // one on {c}. Without Prepare {c} starts keeping members only then, and
 // the rebuild makes the OC on {c, d} start over; with Prepare it must
+
+// TestSetDependenciesDropsUnpreparable: a prepared OC on a text column is
+// kept while a tracked OC orders that column; once SetDependencies drops
+// the tracked OC, the prepared one is no longer kept (Prepare would refuse
+// it now), instead of starting over at every check without labels.
+func TestSetDependenciesDropsUnpreparable(t *testing.T) {
+	ordering := Dependency{Kind: KindOC, Left: "n", Right: "s"}
+	fd := Dependency{Kind: KindOFD, Context: []string{"n"}, RHS: "s"}
+	prepared := Dependency{Kind: KindOC, Context: []string{"k"}, Left: "n", Right: "s", Polarity: Desc}
+	e, err := NewIncremental([]Dependency{ordering, fd}, IncrementalOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"n", "s", "k"}
+	row := make([]string, len(names))
+	for i := range 500 {
+		for j, name := range names {
+			row[e.Column(name)] = []string{fmt.Sprint(i % 37), fmt.Sprintf("t%03d", i%37), fmt.Sprint(i % 3)}[j]
+		}
+		e.Append(row, nil)
+	}
+	e.Check(nil)
+	if n, err := e.Prepare([]Dependency{prepared}); err != nil || n != 1 {
+		t.Fatalf("Prepare: %d prepared, %v; want 1", n, err)
+	}
+	e.Check(nil)
+	if err := e.SetDependencies([]Dependency{fd}); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.prep) != 0 {
+		t.Fatalf("%d prepared after the OC ordering s left, want 0", len(e.prep))
+	}
+	for range 3 {
+		e.Evict(10)
+		for i := range 10 {
+			row[e.Column("n")], row[e.Column("s")], row[e.Column("k")] = fmt.Sprint(i), fmt.Sprintf("t%03d", i), "0"
+			e.Append(row, nil)
+		}
+		e.Check(nil)
+		if b := e.LastBuilds(); b.Rebuilt != 0 {
+			t.Fatalf("check built %+v, want no OC started over", b)
+		}
+	}
+}
+
 // start over too (promote), so that both engines report the same.
 func TestPrepareContextGainedRestartsSubtree(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
