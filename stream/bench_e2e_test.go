@@ -104,6 +104,7 @@ type e2eResult struct {
 	DiscoverySkips float64    `json:"discovery_skipped"`
 	Tracked        int        `json:"tracked"`
 	MaxLag         float64    `json:"max_lag"`
+	CPU            float64    `json:"cpu_s"` // the process's CPU time (user + system) over Seconds
 	RSSMB          float64    `json:"rss_hwm_mb"`
 	Events         []e2eEvent `json:"events"`
 }
@@ -186,13 +187,14 @@ func TestHelperE2EMonitor(t *testing.T) {
 	stopProfile()
 	stopProfile = e2eCPUProfile(t, profile, "")
 	fmt.Println("WARM")
-	first := time.Now()
+	first, cpu := time.Now(), cpuTime(t)
 	var maxLag float64
 	waitFor(t, 10*time.Minute, "all records consumed", func() bool {
 		maxLag = max(maxLag, metricValue(t, reg, "odwatch_consumer_lag", stream))
 		return consumed() >= e2eRecords
 	})
 	last := time.Now()
+	cpu = cpuTime(t) - cpu
 	for deadline := time.Now().Add(2 * time.Minute); s.evaluated.Load() < e2eRecords && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond) // polling, with a deadline
 	}
@@ -221,6 +223,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 		Discoveries:    disc,
 		DiscoverySkips: metricValue(t, reg, "odwatch_discoveries_total", map[string]string{"stream": "e2e", "result": "skipped"}),
 		MaxLag:         maxLag,
+		CPU:            cpu.Seconds(),
 		RSSMB:          vmHWM() / 1024,
 	}
 	res.RecordsPerSec = float64(res.Records) / res.Seconds
@@ -449,12 +452,13 @@ func runEndToEnd(b *testing.B) {
 		b.Fatalf("produce the first window: %v", err)
 	}
 	wait("WARM")
-	start := time.Now()
+	start, harnessCPU := time.Now(), cpuTime(b)
 	faultAt, err := p.produce(e2eRecords, rate)
 	if err != nil {
 		b.Fatalf("produce: %v", err)
 	}
 	prodSecs := time.Since(start).Seconds()
+	harnessCPU = cpuTime(b) - harnessCPU
 	if err := json.Unmarshal([]byte(wait("E2E ")), &res); err != nil {
 		b.Fatalf("bad result line: %v", err)
 	}
@@ -492,6 +496,9 @@ func runEndToEnd(b *testing.B) {
 	b.ReportMetric(float64(res.Discoveries), "discoveries")
 	b.ReportMetric(res.RSSMB, "rss-peak-MB")
 	b.ReportMetric(res.MaxLag, "max-lag")
+	b.ReportMetric(res.CPU/res.Seconds, "monitor-cores")
+	b.ReportMetric(res.CPU/float64(res.Records)*1e6, "monitor-cpu-µs/record")
+	b.ReportMetric(harnessCPU.Seconds()/prodSecs, "harness-cores")
 	b.Logf("after the warm-up: produced %d records in %.2f s, consumed %d in %.2f s; tracked %d; discoveries skipped %v; events %d",
 		e2eRecords-e2eWindow, prodSecs, res.Records, res.Seconds, res.Tracked, res.DiscoverySkips, len(res.Events))
 	if viol == nil {
