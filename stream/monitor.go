@@ -72,10 +72,13 @@
 // Config.StateTopic set, every evaluation also publishes the stream's
 // tracker state there (a compacted topic, key = stream name), and such a
 // member, when the topic holds a newer tracker state than its own store (a
-// fresh instance has none), restores the tracker from it and continues the
-// arrival sequence numbers where the previous owner's count stands: the
-// tracked dependencies keep their state, no discovered event is repeated,
-// and evaluations fall at the window ends of an uninterrupted member.
+// fresh instance has none), restores the tracker from it; either way it
+// continues the arrival sequence numbers where the previous owner's count
+// stands at the committed offsets (the state record's, less the records it
+// counted past them: an owner killed after publishing an evaluation and
+// before the offsets of its records were committed): the tracked
+// dependencies keep their state, no discovered event is repeated, and
+// evaluations fall at the window ends of an uninterrupted member.
 // Without a state topic the tracker starts empty and the dependencies are
 // rediscovered on the member's first window. A member that loses a topic
 // in a rebalance drops the stream's window (memory and store) so that it

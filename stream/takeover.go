@@ -36,7 +36,10 @@ func (m *Monitor) takeOver(ctx context.Context, client *kafka.Client, a assignme
 			if rec, adopt, err = s.stateToTakeOver(ctx); err != nil {
 				return err
 			}
-			rb, err = s.readBack(ctx, client, parts)
+			if rb, err = s.readBack(ctx, client, parts); err != nil || rec == nil {
+				return err
+			}
+			rb.ahead, err = s.countAhead(ctx, client, rb, rec)
 			return err
 		})
 		if err != nil {
@@ -67,8 +70,12 @@ type readBack struct {
 	rows  []readRow
 	arena []byte
 	first map[int32]int64 // the partitions' first offsets
+	last  map[int32]int64 // the partitions' last offsets (high watermarks)
 	from  map[int32]int64
 	upTo  map[int32]int64
+	// ahead are the decodable records past upTo that the state record
+	// counted (countAhead).
+	ahead uint64
 }
 
 type readRow struct {
@@ -100,7 +107,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 	if err != nil {
 		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
 	}
-	rb := &readBack{first: map[int32]int64{}, from: map[int32]int64{}, upTo: map[int32]int64{}}
+	rb := &readBack{first: map[int32]int64{}, last: map[int32]int64{}, from: map[int32]int64{}, upTo: map[int32]int64{}}
 	for _, po := range lo.Topics[topic] {
 		if po.Error != nil {
 			return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
@@ -114,7 +121,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 		if committed >= 0 {
 			upTo = min(max(committed, po.FirstOffset), po.LastOffset)
 		}
-		rb.first[p], rb.upTo[p] = po.FirstOffset, upTo
+		rb.first[p], rb.last[p], rb.upTo[p] = po.FirstOffset, po.LastOffset, upTo
 		rb.from[p] = max(po.FirstOffset, upTo-int64(s.cfg.Window))
 	}
 	if s.cfg.Interval > 0 {
@@ -125,11 +132,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 	var rec FlatRecord
 	for p, upTo := range rb.upTo {
 		err := readRange(ctx, client, topic, int(p), rb.from[p], upTo, func(r *kafka.Record) error {
-			value := readBytes(r.Value)
-			if err := s.dec.Decode(ctx, value, &rec); err != nil {
-				if de := (*DecodeError)(nil); errors.As(err, &de) && !de.Retryable() {
-					return nil
-				}
+			if ok, err := s.decodeReadBack(ctx, r, &rec); !ok {
 				return err
 			}
 			from := len(rb.arena)
@@ -144,6 +147,49 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 	slices.SortFunc(rb.rows, func(a, b readRow) int { return windowOrder(a.meta, b.meta) })
 	s.log.Info("window read back from kafka", "records", len(rb.rows), "from", fmt.Sprint(rb.from), "to", fmt.Sprint(rb.upTo))
 	return rb, nil
+}
+
+// decodeReadBack decodes a record read back into rec. It reports false
+// for a record that does not decode (err nil when it is undecodable for
+// good: the member that consumed it first counted and dead-lettered it,
+// and gave it no sequence number).
+func (s *streamRun) decodeReadBack(ctx context.Context, r *kafka.Record, rec *FlatRecord) (bool, error) {
+	if err := s.dec.Decode(ctx, readBytes(r.Value), rec); err != nil {
+		if de := (*DecodeError)(nil); errors.As(err, &de) && !de.Retryable() {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
+}
+
+// countAhead counts the decodable records between the read-back range and
+// the state record's positions where these are past the group's committed
+// offsets: the previous owner published the state of an evaluation before
+// the offsets of the records it evaluated reached the group (offset
+// commits lag the store by up to offsetCommitInterval, or a batch) and
+// stopped in between (kill -9). The state record's count includes them;
+// the new owner consumes them again from the committed offsets, so they
+// are counted out of the window's sequence numbers (applyTakeOver).
+func (s *streamRun) countAhead(ctx context.Context, client *kafka.Client, rb *readBack, rec *stateRecord) (uint64, error) {
+	var (
+		n   uint64
+		row FlatRecord
+	)
+	for p, upTo := range rb.upTo {
+		end := min(stateNext(rec, p, upTo), rb.last[p])
+		err := readRange(ctx, client, s.cfg.Topic, int(p), upTo, end, func(r *kafka.Record) error {
+			ok, err := s.decodeReadBack(ctx, r, &row)
+			if ok {
+				n++
+			}
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // intervalStarts narrows the read-back range of a time window to its last
@@ -249,10 +295,15 @@ func readRange(ctx context.Context, client *kafka.Client, topic string, partitio
 // the stream's count, so that the evaluations fall at the window ends an
 // uninterrupted member would have evaluated. With a state record the count
 // is its window end plus the decodable records past the positions of that
-// evaluation (NextOffsets); without one it is the records since the
-// partitions' first offsets. Records outside the read-back range count by
-// their offsets. The rebuilt window and the positions are committed to the
-// store at once.
+// evaluation (NextOffsets) up to the committed offsets, minus those past
+// the committed offsets up to its positions (rb.ahead: published before
+// the group's offsets reached them); without one it is the records since
+// the partitions' first offsets. Records between the state's positions and
+// the read-back range count by their offsets. The count is the group's
+// whatever this member's own tracker holds: when that one is newer (its
+// publish was lost), its checks up to its window end are skipped as
+// evaluated before (runCheck). The rebuilt window and the positions are
+// committed to the store at once.
 func (s *streamRun) applyTakeOver(rb *readBack, rec *stateRecord, adopt bool) error {
 	if len(s.next) > 0 || s.win.Len() > 0 {
 		if err := s.drop("taken over from the group's committed offsets"); err != nil {
@@ -282,11 +333,10 @@ func (s *streamRun) applyTakeOver(rb *readBack, rec *stateRecord, adopt bool) er
 			s.adoptState(rec)
 		}
 		next = rec.WindowEndSeq + 1 + since(func(p int32) int64 { return stateNext(rec, p, rb.from[p]) })
+		next -= min(next, rb.ahead)
 	} else {
 		next = since(func(p int32) int64 { return rb.first[p] })
 	}
-	// Sequence numbers never go back below the local tracker's window end.
-	next = max(next, s.evaluated.Load())
 	next = max(next, uint64(len(keep)))
 	seq := next - uint64(len(keep))
 	for _, r := range keep {

@@ -3,10 +3,16 @@ package stream
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"math/rand"
 	"net"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -118,4 +124,196 @@ func TestScanTopicSeesNewBroker(t *testing.T) {
 	if n != 3 {
 		t.Errorf("scanTopic read %d records of the new broker's topic, want 3", n)
 	}
+}
+
+// TestTakeOverCountsFromStateAheadOfGroup: a takeover numbers the records
+// it reads back as one uninterrupted member did, wherever the state
+// topic's last record stands against the group's committed offsets. An
+// owner publishes a check's state right after saving it, while the offsets
+// of the batch that check ended reach the group up to
+// offsetCommitInterval later (a member catching up closes its batches at
+// each check, so they are one check's records behind): a kill -9 in
+// between leaves a state record ahead of the committed offsets, and the
+// member taking over must count the decodable records between the two
+// down from the record's count, not number the window as if the group had
+// consumed them (a shift of one every in TestSoakKills). Two partitions of
+// 500 records, record j at partition j%2 offset j/2, records 620, 621 and
+// 700 undecodable; a state record's count is the decodable records below
+// its positions.
+func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
+	const topic, stateTopic = "ta", "ta-state"
+	addr := startTestBroker(t, map[string]int{topic: 2, stateTopic: 1})
+	bad := map[int]bool{620: true, 621: true, 700: true}
+	g := &payrollGen{rng: rand.New(rand.NewSource(1))}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var msgs []kafka.Message
+	for j := range 1000 {
+		v := slices.Clone(g.next(false))
+		if bad[j] {
+			v = []byte("not json")
+		}
+		msgs = append(msgs, kafka.Message{Key: []byte(strconv.Itoa(j % 2)), Value: v, Time: start.Add(time.Duration(j) * 10 * time.Millisecond)})
+	}
+	byKey := kafka.BalancerFunc(func(m kafka.Message, _ ...int) int { p, _ := strconv.Atoi(string(m.Key)); return p })
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: byKey, BatchSize: 1000, BatchTimeout: 10 * time.Millisecond,
+		RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// count is the decodable records below the offsets of each partition.
+	count := func(offsets map[int32]int64) uint64 {
+		n := uint64(0)
+		for j := range 1000 {
+			if !bad[j] && int64(j/2) < offsets[int32(j%2)] {
+				n++
+			}
+		}
+		return n
+	}
+	for _, tc := range []struct {
+		name             string
+		committed, state map[int32]int64
+		// local is the member's own last saved check (+1): a tracker
+		// newer than the state topic's, whose publish was lost.
+		local uint64
+	}{
+		{"state ahead of the group", map[int32]int64{0: 250, 1: 250}, map[int32]int64{0: 375, 1: 375}, 0},
+		{"state behind the group", map[int32]int64{0: 375, 1: 375}, map[int32]int64{0: 250, 1: 250}, 0},
+		{"state at the group's offsets", map[int32]int64{0: 375, 1: 375}, map[int32]int64{0: 375, 1: 375}, 0},
+		{"state ahead in one partition, behind in the other", map[int32]int64{0: 375, 1: 250}, map[int32]int64{0: 250, 1: 375}, 0},
+		{"local tracker ahead of the group", map[int32]int64{0: 400, 1: 250}, map[int32]int64{0: 250, 1: 250}, count(map[int32]int64{0: 375, 1: 375})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			group := fmt.Sprintf("ta-%d", time.Now().UnixNano())
+			m, err := NewMonitor(Config{
+				Brokers: []string{addr}, Group: group, StateDir: t.TempDir(), StateTopic: stateTopic,
+				Streams: []StreamConfig{{Name: group, Topic: topic, Window: 300, Every: 100, Epsilon: 0.01}},
+			}, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = m.Close() })
+			s := m.streams[0]
+			s.evaluated.Store(tc.local)
+			s.publishState(ctx, count(tc.state)-1, tc.state, []byte(`{}`))
+			client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: testTransport(t)}
+			if err := m.takeOver(ctx, client, assignment{topic: tc.committed}); err != nil {
+				t.Fatal(err)
+			}
+			want := count(tc.committed)
+			snap := s.win.Snapshot()
+			last := snap.Meta(snap.Len() - 1).Seq
+			if s.seq != want || last != want-1 || snap.Len() != 300 {
+				t.Errorf("after the takeover: next seq %d, window of %d records ending at seq %d; want next %d, 300 records ending at %d",
+					s.seq, snap.Len(), last, want, want-1)
+			}
+		})
+	}
+}
+
+// TestTakeoverAfterStateAheadOfGroup runs the interleaving of
+// TestTakeOverCountsFromStateAheadOfGroup in the pipeline: the owner's
+// offset commits fail (as if it were killed before they went out) while
+// it checks and publishes one more window end, then it stops; a fresh
+// member takes the topic over from the group's older offsets and the
+// newer state record. The two members together evaluate the same window
+// ends with the same events as one uninterrupted member, and end with its
+// window and sequence numbers.
+func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
+	const topic = "tb"
+	addr := startTestBroker(t, map[string]int{topic: 2, "tb-state": 1, "tb-ref-state": 1})
+	const window, every = 300, 100
+	cfg := func(group string) Config {
+		return Config{
+			Brokers: []string{addr}, Group: group, StateDir: t.TempDir(), StateTopic: group + "-state",
+			// One cadence: a takeover does not carry a pending
+			// discovery over.
+			Streams: []StreamConfig{{Topic: topic, Window: window, Every: every, DiscoverEvery: every, Epsilon: 0.02}},
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ref := startMonitor(t, cfg("tb-ref"))
+	fake := &fakeCommitter{}
+	a := startMonitorWith(t, cfg("tb"), func(m *Monitor) {
+		m.commitVia = func(gen *kafka.Generation) offsetCommitter {
+			fake.mu.Lock()
+			fake.next = gen
+			fake.mu.Unlock()
+			return fake
+		}
+	})
+	waitFor(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
+	evaluated := func(r *running) uint64 { return r.m.streams[0].evaluated.Load() }
+	total := 0
+	// produce adds n records (10% dirty after the first window) and waits
+	// until the reference and the owner evaluated them and done holds:
+	// one window end per call, none coalesced.
+	produce := func(n int, owner *running, done func() bool) {
+		t.Helper()
+		o := PayrollOptions{Brokers: []string{addr}, Topic: topic, Count: n, Seed: int64(total)}
+		if total > 0 {
+			o.ErrorRate = 0.1
+		}
+		if err := ProducePayroll(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		total += n
+		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+			return evaluated(ref) == uint64(total) && evaluated(owner) >= uint64(total) && done()
+		})
+	}
+	offsetsAt := func(n int) func() bool {
+		return func() bool { return committedTotal(t, addr, "tb", topic, 2) == int64(n) }
+	}
+	produce(window, a, offsetsAt(window))
+	produce(every, a, offsetsAt(window+every))
+	fake.mu.Lock()
+	fake.failNext = math.MaxInt
+	fake.mu.Unlock()
+	produce(every, a, func() bool {
+		rec, err := readStateRecord(ctx, []string{addr}, nil, "tb-state", topic)
+		return err == nil && rec != nil && rec.WindowEndSeq == uint64(total-1)
+	})
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if n := committedTotal(t, addr, "tb", topic, 2); n != int64(window+every) {
+		t.Fatalf("the group's offsets stand at %d records, want %d (behind the owner's last check)", n, window+every)
+	}
+	b := startMonitor(t, cfg("tb"))
+	offsetsAt = func(n int) func() bool {
+		return func() bool { return b.m.Ready() && committedTotal(t, addr, "tb", topic, 2) == int64(n) }
+	}
+	produce(every, b, offsetsAt(total+every))
+	produce(every, b, offsetsAt(total+every))
+	var got, want []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, want = eventKeys(a, b), eventKeys(ref)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events of the two members differ from one member's:\n got %v\nwant %v", got, want)
+	}
+	for _, r := range []*running{b, ref} {
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gotW, gotNext, gotSeq := windowKeys(t, b.m.cfg.StateDir, topic, window)
+	wantW, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, topic, window)
+	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
+		t.Errorf("window after the takeover %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
+			len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
+	}
+	t.Logf("%d events, %d records", len(want), total)
 }
