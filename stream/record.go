@@ -11,8 +11,10 @@ import (
 // allocates nothing per record once the buffers have grown to the largest
 // record seen.
 //
-// Names and values live in one byte buffer; the slices Field returns alias it
-// and stay valid until the next Reset, Add or UnmarshalBinary.
+// Names and values live in one byte buffer, already in the fields' part of
+// the binary layout (see AppendBinary), so that encoding a record copies
+// the buffer once; the slices Field returns alias it and stay valid until
+// the next Reset, Add or UnmarshalBinary.
 type FlatRecord struct {
 	buf     []byte
 	fields  []flatField
@@ -20,10 +22,11 @@ type FlatRecord struct {
 }
 
 // flatField locates one field in FlatRecord.buf: the name is
-// buf[off:off+nameLen], the value follows it.
+// buf[off:off+nameLen], the value buf[valOff:valOff+valLen].
 type flatField struct {
 	off     uint32
 	nameLen uint32
+	valOff  uint32
 	valLen  uint32
 	null    bool
 }
@@ -37,21 +40,38 @@ func (r *FlatRecord) Reset() {
 
 // Add appends a field, copying name and value. A NULL field has no value.
 func (r *FlatRecord) Add(name, value []byte, null bool) {
+	b := appendLen(r.buf, len(name))
+	f := flatField{off: uint32(len(b)), nameLen: uint32(len(name)), null: null}
+	b = append(b, name...)
 	if null {
-		value = nil
+		b = append(b, 1)
+	} else {
+		b = appendLen(append(b, 0), len(value))
+		f.valOff, f.valLen = uint32(len(b)), uint32(len(value))
+		b = append(b, value...)
 	}
-	off := len(r.buf)
-	r.buf = append(r.buf, name...)
-	r.buf = append(r.buf, value...)
-	r.fields = append(r.fields, flatField{off: uint32(off), nameLen: uint32(len(name)), valLen: uint32(len(value)), null: null})
+	r.buf = b
+	r.fields = append(r.fields, f)
+}
+
+// appendLen appends n as a uvarint: one byte, without
+// binary.AppendUvarint's loop, for the short names and values of most
+// fields.
+func appendLen(b []byte, n int) []byte {
+	if n < 0x80 {
+		return append(b, byte(n))
+	}
+	return binary.AppendUvarint(b, uint64(n))
 }
 
 // AddString is Add for string values (tests, generators).
 func (r *FlatRecord) AddString(name, value string) {
-	off := len(r.buf)
-	r.buf = append(r.buf, name...)
-	r.buf = append(r.buf, value...)
-	r.fields = append(r.fields, flatField{off: uint32(off), nameLen: uint32(len(name)), valLen: uint32(len(value))})
+	b := appendLen(r.buf, len(name))
+	f := flatField{off: uint32(len(b)), nameLen: uint32(len(name))}
+	b = appendLen(append(append(b, name...), 0), len(value))
+	f.valOff, f.valLen = uint32(len(b)), uint32(len(value))
+	r.buf = append(b, value...)
+	r.fields = append(r.fields, f)
 }
 
 // AddIgnored counts n non-scalar fields skipped while decoding.
@@ -64,8 +84,8 @@ func (r *FlatRecord) Len() int { return len(r.fields) }
 func (r *FlatRecord) Field(i int) (name, value []byte, null bool) {
 	f := r.fields[i]
 	n := f.off + f.nameLen
-	end := n + f.valLen
-	return r.buf[f.off:n:n], r.buf[n:end:end], f.null
+	end := f.valOff + f.valLen
+	return r.buf[f.off:n:n], r.buf[f.valOff:end:end], f.null
 }
 
 // Ignored is the number of non-scalar fields (arrays, maps, ...) skipped
@@ -85,24 +105,13 @@ const binaryVersion = 1
 // errBinary is wrapped by every UnmarshalBinary error.
 var errBinary = errors.New("stream: bad record encoding")
 
-// AppendBinary appends the binary encoding of r to dst.
+// AppendBinary appends the binary encoding of r to dst: the header, then
+// the record's buffer, which holds the fields already encoded.
 func (r *FlatRecord) AppendBinary(dst []byte) []byte {
 	dst = append(dst, binaryVersion)
 	dst = binary.AppendUvarint(dst, uint64(r.ignored))
 	dst = binary.AppendUvarint(dst, uint64(len(r.fields)))
-	for i := range r.fields {
-		name, value, null := r.Field(i)
-		dst = binary.AppendUvarint(dst, uint64(len(name)))
-		dst = append(dst, name...)
-		if null {
-			dst = append(dst, 1)
-			continue
-		}
-		dst = append(dst, 0)
-		dst = binary.AppendUvarint(dst, uint64(len(value)))
-		dst = append(dst, value...)
-	}
-	return dst
+	return append(dst, r.buf...)
 }
 
 // UnmarshalBinary resets r and decodes b into it. r copies what it needs: it

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 	"testing"
 )
@@ -15,6 +16,7 @@ func TestFlatRecordBinaryRoundTrip(t *testing.T) {
 		{"empty", nil, 0},
 		{"scalars", []testField{{"a", "1", false}, {"b.c", "héllo", false}, {"d", "", true}, {"e", "", false}}, 3},
 		{"long value", []testField{{"x", string(bytes.Repeat([]byte("v"), 1000)), false}}, 0},
+		{"long name", []testField{{string(bytes.Repeat([]byte("n"), 128)), "1", false}, {string(bytes.Repeat([]byte("m"), 127)), "", true}}, 200},
 		{"binary", []testField{{"\x00\xff", "\x00\x01\x80", false}}, 0},
 	}
 	for _, tt := range tests {
@@ -25,6 +27,21 @@ func TestFlatRecordBinaryRoundTrip(t *testing.T) {
 			}
 			r.AddIgnored(tt.ign)
 			enc := r.AppendBinary(nil)
+			if want := layoutOf(tt.fields, tt.ign); !bytes.Equal(enc, want) {
+				t.Fatalf("encoding: got %x want %x", enc, want)
+			}
+			var viaString FlatRecord
+			for _, f := range tt.fields {
+				if f.null {
+					viaString.Add([]byte(f.name), nil, true)
+				} else {
+					viaString.AddString(f.name, f.value)
+				}
+			}
+			viaString.AddIgnored(tt.ign)
+			if got := viaString.AppendBinary(nil); !bytes.Equal(got, enc) {
+				t.Fatalf("AddString's encoding %x, Add's %x", got, enc)
+			}
 			var back FlatRecord
 			back.AddString("stale", "x") // UnmarshalBinary must reset
 			if err := back.UnmarshalBinary(enc); err != nil {
@@ -41,6 +58,27 @@ func TestFlatRecordBinaryRoundTrip(t *testing.T) {
 			}
 		})
 	}
+}
+
+// layoutOf encodes fields as the binary layout of record.go's doc says,
+// field by field: the oracle of AppendBinary, which copies the record's
+// buffer instead.
+func layoutOf(fields []testField, ignored int) []byte {
+	b := []byte{binaryVersion}
+	b = binary.AppendUvarint(b, uint64(ignored))
+	b = binary.AppendUvarint(b, uint64(len(fields)))
+	for _, f := range fields {
+		b = binary.AppendUvarint(b, uint64(len(f.name)))
+		b = append(b, f.name...)
+		if f.null {
+			b = append(b, 1)
+			continue
+		}
+		b = append(b, 0)
+		b = binary.AppendUvarint(b, uint64(len(f.value)))
+		b = append(b, f.value...)
+	}
+	return b
 }
 
 func TestFlatRecordUnmarshalRejects(t *testing.T) {
