@@ -122,6 +122,24 @@ func TestApplyScanPosition(t *testing.T) {
 	if err != nil || seq != 9 || !reflect.DeepEqual(next, map[int32]int64{0: 13, 1: 6}) {
 		t.Fatalf("Position after partial commit = %v, %d, %v", next, seq, err)
 	}
+	// ForgetPositions deletes the stored positions first (of this stream
+	// only), then writes the commit's own.
+	for _, tc := range []struct {
+		name string
+		next map[int32]int64
+	}{
+		{"none written", map[int32]int64{}},
+		{"one written", map[int32]int64{1: 7}},
+	} {
+		mustApply(t, s, &Commit{Stream: "s", NextOffset: map[int32]int64{0: 13, 1: 6}, NextSeq: 9})
+		mustApply(t, s, &Commit{Stream: "s", NextOffset: tc.next, NextSeq: 9, ForgetPositions: true})
+		if next, seq, err := s.Position("s"); err != nil || seq != 9 || !reflect.DeepEqual(next, tc.next) {
+			t.Errorf("%s: Position after ForgetPositions = %v, %d, %v; want %v, 9", tc.name, next, seq, err, tc.next)
+		}
+	}
+	if next, _, err := s.Position("s2"); err != nil || !reflect.DeepEqual(next, map[int32]int64{0: 4}) {
+		t.Errorf("Position(s2) after s forgot its positions = %v, %v", next, err)
+	}
 }
 
 func TestRedeliveryOverwrites(t *testing.T) {

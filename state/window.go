@@ -23,13 +23,17 @@ type Record struct {
 // record with the same stream/partition/offset overwrites itself), the
 // stream's next offsets per partition and its next Seq in the same batch,
 // and eviction of records that left the window (offsets < EvictBelow[p]).
-// Partitions absent from NextOffset keep their stored position.
+// Partitions absent from NextOffset keep their stored position, unless
+// ForgetPositions deletes every stored position of the stream first.
 type Commit struct {
 	Stream     string
 	Records    []Record // Record.Stream may be empty (means Commit.Stream)
 	NextOffset map[int32]int64
 	NextSeq    uint64
 	EvictBelow map[int32]int64 // optional
+	// ForgetPositions deletes the stream's stored next offsets before
+	// NextOffset is written (a stream that dropped its window has none).
+	ForgetPositions bool
 }
 
 // record value flags.
@@ -150,6 +154,15 @@ func (s *Store) applyBatch(c *Commit) (_ *pebble.Batch, err error) {
 		val = appendRecordValue(val[:0], r)
 		// Batch.Set copies key and value, so the scratch buffers are reused.
 		if err := b.Set(key, val, nil); err != nil {
+			return nil, fmt.Errorf("state: apply %s: %w", c.Stream, err)
+		}
+	}
+	if c.ForgetPositions {
+		// Before this commit's positions, which it would delete too if
+		// it came after them (a range deletion carries a higher sequence
+		// number than the batch's earlier writes).
+		lower := streamPrefix(pfxOffset, c.Stream)
+		if err := b.DeleteRange(lower, prefixEnd(lower), nil); err != nil {
 			return nil, fmt.Errorf("state: apply %s: %w", c.Stream, err)
 		}
 	}

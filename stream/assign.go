@@ -68,12 +68,12 @@ func (m *Monitor) applyAssignment(a assignment) error {
 }
 
 // drop forgets the stream's window: the in-memory window and positions, the
-// pending evaluation, and the window records in the store (they would be
-// restored, stale, on a restart). The stored next offsets stay (the store
-// cannot forget them), which is harmless: the group's committed offset is
-// past them when the topic comes back, which drops again. The next record
-// is handled as a takeover (read-back from Kafka, tracker from the state
-// topic when newer). The tracker stays: it is the best this member knows
+// pending evaluation, and the window records and positions in the store
+// (they would be restored, stale, on a restart: a restart that gets the
+// topic back before the group consumed past them would go on from them
+// with an empty window, missing the evaluations until it refilled). The
+// next assignment of the topic is handled as a takeover (read-back from
+// Kafka, tracker from the state topic when newer). The tracker stays: it is the best this member knows
 // when no state topic is configured. Until the stream gets a record again,
 // an evaluation still running does not publish to the state topic, where it
 // could shadow the new owner's state.
@@ -83,7 +83,7 @@ func (s *streamRun) drop(why string) error {
 		for p, o := range s.next {
 			bounds[p] = o
 		}
-		if err := s.m.store.Apply(&state.Commit{Stream: s.name, NextSeq: s.seq, EvictBelow: bounds}); err != nil {
+		if err := s.m.store.Apply(&state.Commit{Stream: s.name, NextSeq: s.seq, EvictBelow: bounds, ForgetPositions: true}); err != nil {
 			return fmt.Errorf("stream %s: drop the window: %w", s.name, err)
 		}
 	}

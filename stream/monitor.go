@@ -81,12 +81,13 @@
 // evaluations fall at the window ends of an uninterrupted member.
 // Without a state topic the tracker starts empty and the dependencies are
 // rediscovered on the member's first window. A member that loses a topic
-// in a rebalance drops the stream's window (memory and store) so that it
-// never evaluates a stale one, and so does a member whose stored position
-// is behind the group's committed offset (it restarted on an old state
-// dir, or got the topic back): both then take over as above. A clean stop
-// commits and leaves the group at once; a crashed member's topics move
-// after Config.SessionTimeout.
+// in a rebalance drops the stream's window (memory and store, its
+// positions with it) so that it never evaluates a stale one, nor goes on
+// from those positions with an empty window after a restart, and so does
+// a member whose stored position is behind the group's committed offset
+// (it restarted on an old state dir, or got the topic back): both then
+// take over as above. A clean stop commits and leaves the group at once;
+// a crashed member's topics move after Config.SessionTimeout.
 //
 // # Broker outages
 //

@@ -317,3 +317,89 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	}
 	t.Logf("%d events, %d records", len(want), total)
 }
+
+// TestRestartAfterDropTakesOver: a member that lost a topic in a rebalance
+// (its window dropped) and restarts on its state dir takes the topic over
+// when it gets it back, also while the group's offsets are still the ones
+// it left: it does not go on from its own old positions with an empty
+// window (which missed the evaluations until the window refilled). The
+// member evaluates the window ends of one uninterrupted member, with its
+// events, and ends with its window.
+func TestRestartAfterDropTakesOver(t *testing.T) {
+	topics := []string{"da", "db"}
+	addr := startTestBroker(t, map[string]int{"da": 1, "db": 1, "dt-state": 1, "dt-ref-state": 1})
+	const window, every = 100, 50
+	cfg := func(group, dir string) Config {
+		c := Config{Brokers: []string{addr}, Group: group, StateDir: dir, StateTopic: group + "-state"}
+		for _, tp := range topics {
+			c.Streams = append(c.Streams, StreamConfig{Topic: tp, Window: window, Every: every, DiscoverEvery: every, Epsilon: 0.01})
+		}
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	total := 0
+	// produce adds n records to each topic and waits until both groups
+	// consumed them (and the reference evaluated them).
+	produce := func(n int, errorRate float64) {
+		t.Helper()
+		for i, tp := range topics {
+			o := PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, ErrorRate: errorRate, Seed: int64(total + i)}
+			if err := ProducePayroll(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		total += n
+		waitFor(t, 60*time.Second, fmt.Sprintf("%d records consumed", total), func() bool {
+			return committed(t, addr, "dt", "da") == int64(total) && committed(t, addr, "dt", "db") == int64(total)
+		})
+	}
+	ref := startMonitor(t, cfg("dt-ref", t.TempDir()))
+	dirA := t.TempDir()
+	a := startMonitor(t, cfg("dt", dirA))
+	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	produce(2*window, 0)
+	b := startMonitor(t, cfg("dt", t.TempDir()))
+	waitFor(t, 30*time.Second, "1 + 1", func() bool {
+		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
+	})
+	t.Logf("%v moved to the second member", b.m.balancer.topics())
+	// Both leave, no record meanwhile: the group's offsets of the moved
+	// topic are the first member's.
+	for _, r := range []*running{a, b} {
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a2 := startMonitor(t, cfg("dt", dirA))
+	waitFor(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.topics()) == 2 && a2.m.Ready() })
+	produce(every, 0.1)
+	waitFor(t, 60*time.Second, "the reference evaluated every record", func() bool {
+		return ref.m.streams[0].evaluated.Load() == uint64(total) && ref.m.streams[1].evaluated.Load() == uint64(total)
+	})
+	var got, want []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, want = eventKeys(a, b, a2), eventKeys(ref)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events of the members differ from one member's:\n got %v\nwant %v", got, want)
+	}
+	for _, r := range []*running{a2, ref} {
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tp := range topics {
+		gotW, gotNext, gotSeq := windowKeys(t, dirA, tp, window)
+		wantW, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, tp, window)
+		if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
+			t.Errorf("%s: the restarted member's window %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
+				tp, len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
+		}
+	}
+}
