@@ -63,7 +63,9 @@
 // topics where they are across rebalances and spreads them over the
 // members by load. When a generation assigns a topic whose partitions the
 // group consumed past this member's store (a takeover, or a lost state
-// dir), the member rebuilds the whole window before fetching anything new:
+// dir), or for none of which the store holds a position (a fresh member,
+// or a window it dropped; the group may have committed nothing yet), the
+// member rebuilds the whole window before fetching anything new:
 // the last Window records across partitions up to the group's committed
 // offsets (for a time window, only the records of the last Interval: each
 // partition is read from its first offset at or after the newest record

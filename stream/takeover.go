@@ -52,16 +52,24 @@ func (m *Monitor) takeOver(ctx context.Context, client *kafka.Client, a assignme
 	return nil
 }
 
-// needsTakeover reports whether the group consumed a partition of the
-// stream that the store has no position for: the stream's window is
-// elsewhere (another member's, or a lost state dir).
+// needsTakeover reports whether the stream's window is elsewhere: the
+// group consumed a partition of the stream that the store has no position
+// for (another member's window, or a lost state dir), or the store has no
+// position for any of them (a fresh member, or a window this member
+// dropped), also while the group has committed no offset: its count then
+// starts from the partitions' first offsets, not where this member's own
+// count stood when it dropped the window, and the state topic may hold the
+// evaluations of an owner whose offset commits never reached the group.
 func (s *streamRun) needsTakeover(parts map[int32]int64) bool {
+	anyKnown := false
 	for p, committed := range parts {
-		if _, known := s.next[p]; !known && committed > 0 {
+		_, known := s.next[p]
+		if !known && committed > 0 {
 			return true
 		}
+		anyKnown = anyKnown || known
 	}
-	return false
+	return !anyKnown
 }
 
 // readBack is a window read back from Kafka: rows in the window's order,

@@ -403,3 +403,99 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeoverWithoutCommittedOffsets: a member that holds no position for
+// a topic takes it over from the group also when the group has committed
+// no offset for it (the previous owners' commits never reached the group:
+// killed within offsetCommitInterval of their first records, or failing).
+// Its count then starts from the partitions' first offsets, less what the
+// state topic's record counted past them, not where its own count stood
+// when it last dropped the topic's window; and the tracker comes from the
+// state topic, so no window end is evaluated twice. Here every member's
+// offset commits fail; the first member loses one topic in a rebalance and
+// gets it back.
+func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
+	topics := []string{"ca", "cb"}
+	addr := startTestBroker(t, map[string]int{"ca": 1, "cb": 1, "ct-state": 1, "ct-ref-state": 1})
+	const window, every = 100, 50
+	cfg := func(group string) Config {
+		c := Config{Brokers: []string{addr}, Group: group, StateDir: t.TempDir(), StateTopic: group + "-state"}
+		for _, tp := range topics {
+			c.Streams = append(c.Streams, StreamConfig{Topic: tp, Window: window, Every: every, DiscoverEvery: every, Epsilon: 0.01})
+		}
+		return c
+	}
+	failing := func(m *Monitor) {
+		m.commitVia = func(*kafka.Generation) offsetCommitter { return &fakeCommitter{failNext: math.MaxInt} }
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	ref := startMonitor(t, cfg("ct-ref"))
+	total := 0
+	// produce adds n records to each topic and waits until the reference
+	// and the owners evaluated them.
+	produce := func(n int, owners ...*running) {
+		t.Helper()
+		for i, tp := range topics {
+			o := PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, Seed: int64(total + i)}
+			if total > 0 {
+				o.ErrorRate = 0.1
+			}
+			if err := ProducePayroll(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		total += n
+		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+			n := map[string]uint64{}
+			for _, r := range owners {
+				for _, s := range r.m.streams {
+					if slices.Contains(r.m.balancer.topics(), s.cfg.Topic) {
+						n[s.cfg.Topic] = s.evaluated.Load()
+					}
+				}
+			}
+			return ref.m.streams[0].evaluated.Load() == uint64(total) && ref.m.streams[1].evaluated.Load() == uint64(total) &&
+				n["ca"] >= uint64(total) && n["cb"] >= uint64(total)
+		})
+	}
+	a := startMonitorWith(t, cfg("ct"), failing)
+	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	produce(window, a)
+	b := startMonitorWith(t, cfg("ct"), failing)
+	waitFor(t, 30*time.Second, "1 + 1", func() bool {
+		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
+	})
+	t.Logf("%v moved to the second member", b.m.balancer.topics())
+	produce(every, a, b)
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	produce(every, a)
+	var got, want []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, want = eventKeys(a, b), eventKeys(ref)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events of the members differ from one member's:\n got %v\nwant %v", got, want)
+	}
+	for _, r := range []*running{a, ref} {
+		if err := r.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tp := range topics {
+		gotW, gotNext, gotSeq := windowKeys(t, a.m.cfg.StateDir, tp, window)
+		wantW, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, tp, window)
+		if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
+			t.Errorf("%s: the first member's window %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
+				tp, len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
+		}
+	}
+}
