@@ -28,6 +28,13 @@
 // deleted. The per-dependency history older versions wrote (h/) is no
 // longer written; DropLegacyHistory deletes it.
 //
+// Tables are written uncompressed. The window is a FIFO that Pebble writes
+// about twice per record (a flush, then the compaction into the last level
+// that drops what the next flush's range deletions cover), and compressing
+// those tables was the larger part of that work, for tables the window
+// bounds anyway. Tables written compressed (by older versions) stay
+// readable and are rewritten uncompressed as they are compacted.
+//
 // # Key layout (schema version 1)
 //
 // All keys start with a one-letter prefix and a slash, so the key space is
@@ -89,6 +96,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/record"
+	"github.com/cockroachdb/pebble/v2/sstable"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -126,6 +134,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// CacheSize is the Pebble block cache size in bytes; 0 means 64 MiB.
 	CacheSize int64
+	// memTableSize overrides memTableSize when > 0 (tests: small memtables
+	// flush and compact a short run).
+	memTableSize int64
 }
 
 // Store is an open state store. Its methods are safe for concurrent use.
@@ -151,6 +162,9 @@ type Store struct {
 }
 
 const defaultCacheSize = 64 << 20
+
+// memTableSize is the size of Pebble's memtables.
+const memTableSize = 32 << 20
 
 var keySchema = []byte("meta/schema")
 
@@ -183,7 +197,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		EventListener:      eventListener(dir, log, fail, wal),
 		// Larger memtables absorb a full window's churn between flushes;
 		// the default 4 MiB flushes every few thousand records.
-		MemTableSize: 32 << 20,
+		MemTableSize: memTableSize,
+	}
+	if opts.memTableSize > 0 {
+		popts.MemTableSize = uint64(opts.memTableSize)
+	}
+	// Tables are written uncompressed (see Growth in the package doc).
+	for i := range popts.Levels {
+		popts.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 	}
 	lock, err := lockStore(dir)
 	if err != nil {
