@@ -116,6 +116,10 @@ type Incremental struct {
 	// (defaultPresortMin; see sortedClass).
 	presorts   []*incOC
 	presortMin int
+	// countedRatio is how many times its distinct pairs a large class's
+	// rows must be for it to be kept counted (defaultCountedRatio; 0:
+	// never; see incremental_counted.go).
+	countedRatio int
 	// parallelMin is the rows a check's recounts must read together for
 	// them to run on two goroutines (defaultParallelMin).
 	parallelMin int
@@ -258,6 +262,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 		batchMax:      defaultBatchRows,
 		parallelMin:   defaultParallelMin,
 		presortMin:    defaultPresortMin,
+		countedRatio:  defaultCountedRatio,
 		fitMax:        defaultFitMax,
 		floorMax:      defaultFloorMax,
 
@@ -1291,6 +1296,7 @@ func (e *Incremental) startOver(o *incOC, keep bool) {
 	}
 	for c, sc := range kept {
 		if sc != nil && c < len(o.x.size) && int(o.x.size[c]) >= e.sortedMin {
+			sc.fresh = true
 			o.big[c] = sc
 		}
 	}

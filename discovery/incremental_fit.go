@@ -237,6 +237,16 @@ func (o *incOC) fit(e *Incremental, w *recountScratch) {
 		if len(sc.pending) == 0 || !test[0] && !test[1] {
 			continue
 		}
+		if sc.cnt != nil {
+			tested := len(sc.pending)
+			acc := o.fold(e, sc)
+			for p := range 2 {
+				if test[p] {
+					o.accShare[p] = (o.accShare[p] + float64(acc[p])/float64(tested)) / 2
+				}
+			}
+			continue
+		}
 		sc.adds.sortTail(&w.runs) // none unsorted, unless presort changes
 		start := len(sc.adds.ps)
 		for _, s := range sc.pending {

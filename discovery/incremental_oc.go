@@ -70,8 +70,17 @@ type incOC struct {
 // recount takes out of adds. A fit test (incOC.fit) moves the pending
 // rows to adds as presort does, and tests them against fit (see
 // classFit), which its recount records.
+//
+// A class whose rows hold few distinct pairs is kept counted instead
+// (cnt non-nil; see incremental_counted.go): its pending rows are
+// folded into cnt when ripe and at its recount, its merged rows that
+// leave are taken out of cnt as they leave, and la, lb, adds, dead,
+// gone, fit and floor are unused. fresh marks a class kept by startOver
+// and not recounted since (dirtyRows counts its rows, as a new OC's).
 type sortedClass struct {
 	la, lb     []uint64
+	cnt        *pairCounts
+	fresh      bool
 	merged     uint32
 	presorted  uint32
 	pending    []uint32
@@ -229,6 +238,12 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 	if sc == nil {
 		return
 	}
+	if sc.cnt != nil {
+		if int32(seq-sc.merged) < 0 {
+			sc.cnt.remove(o.pair(e, seq))
+		}
+		return
+	}
 	// A row merged at the class's last recount costs what its floor
 	// says; one that entered since costs nothing (see incremental_floor.go).
 	merged, presorted := int32(seq-sc.merged) < 0, int32(seq-sc.presorted) < 0
@@ -261,6 +276,10 @@ func (o *incOC) presort(e *Incremental, w *recountScratch) {
 			continue
 		}
 		sc := o.big[c]
+		if sc.cnt != nil {
+			o.fold(e, sc)
+			continue
+		}
 		for _, s := range sc.pending {
 			if e.alive(s) {
 				sc.adds.ps = append(sc.adds.ps, o.pair(e, s))
@@ -302,13 +321,19 @@ func (o *incOC) touchClass(c uint32) {
 }
 
 // dirtyRows is the number of rows in the dirty classes (all of x's rows
-// when every class must be recounted): about what a recount costs.
+// when every class must be recounted), a counted class's distinct pairs
+// and pending rows standing for its rows: about what a recount costs.
 func (o *incOC) dirtyRows() int {
 	rows := 0
 	for _, c := range o.dirty {
-		if int(c) < len(o.x.size) {
-			rows += int(o.x.size[c])
+		if int(c) >= len(o.x.size) {
+			continue
 		}
+		if sc := o.big[c]; sc != nil && sc.cnt != nil && !sc.fresh {
+			rows += len(sc.cnt.ids) + len(sc.pending)
+			continue
+		}
+		rows += int(o.x.size[c])
 	}
 	return rows
 }
@@ -323,6 +348,12 @@ type recountScratch struct {
 	piles    []uint32    // rows per pile (see classFloor.build)
 	runs     []ocPair    // pairLog's merges
 	aFrom    []int       // fitRun's places in the runs of A
+	// countedRemovals': each distinct pair's rank of lb (by id), the order
+	// a chain takes them in, the merges of their orders, the heaviest
+	// chain ending at each, and the prefix-maximum tree.
+	ranks, order, ids []uint32
+	dp                []int
+	tree              prefixMaxTree
 }
 
 // recount recomputes the dirty classes with scratch w; the totals are
@@ -449,6 +480,45 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		o.big[c] = sc
 		sc.pending = append(sc.pending, o.x.members[c].live()...)
 	}
+	sc.fresh = false
+	size := int(o.x.size[c])
+	rec := len(o.fitCuts) > 0
+	if sc.cnt != nil {
+		o.fold(e, sc)
+		sc.cnt.settle(w)
+		if countedForm(size, len(sc.cnt.ids), e.countedRatio) {
+			return o.countedRemovals(w, sc, c, rec)
+		}
+		sc.toSorted()
+	}
+	o.mergeBacklog(e, w, sc)
+	if e.countedRatio > 0 && countedForm(size, distinctPairs(sc.la, sc.lb), e.countedRatio) {
+		sc.toCounted()
+		return o.countedRemovals(w, sc, c, rec)
+	}
+	asc, desc = o.lnds(w, sc.la, sc.lb, rec)
+	for p, r := range [2]int{asc, desc} {
+		fl := &sc.floor[p]
+		fl.ok = rec && o.tracks(p) && o.wantsFloor(p, c, r) &&
+			fl.build(sc.la, sc.lb, w.pos[p], len(sc.la)-r, e.floorMax, &w.piles)
+		if !fl.ok {
+			fl.ps = nil
+		}
+		o.floored[p] = o.floored[p] || fl.ok
+		f := &sc.fit[p]
+		f.a.reset()
+		f.ok = rec && o.tracks(p) && o.wantsFit(p, c, r, fl.ok)
+		if f.ok {
+			f.set = backtrack(f.set, sc.la, sc.lb, w.pos[p], len(sc.la)-r, p == 1)
+		}
+	}
+	return asc, desc
+}
+
+// mergeBacklog brings sorted class sc's pairs up to date: its pending
+// rows and presorted pairs merged in, the pairs of its rows that left
+// out.
+func (o *incOC) mergeBacklog(e *Incremental, w *recountScratch, sc *sortedClass) {
 	if len(sc.pending) > 0 || len(sc.adds.ps) > 0 || len(sc.dead.ps) > 0 {
 		var items []ocPair
 		if len(sc.adds.ps) == 0 {
@@ -478,24 +548,6 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		sc.dead.reset()
 	}
 	sc.merged, sc.presorted = e.to, e.to
-	rec := len(o.fitCuts) > 0
-	asc, desc = o.lnds(w, sc.la, sc.lb, rec)
-	for p, r := range [2]int{asc, desc} {
-		fl := &sc.floor[p]
-		fl.ok = rec && o.tracks(p) && o.wantsFloor(p, c, r) &&
-			fl.build(sc.la, sc.lb, w.pos[p], len(sc.la)-r, e.floorMax, &w.piles)
-		if !fl.ok {
-			fl.ps = nil
-		}
-		o.floored[p] = o.floored[p] || fl.ok
-		f := &sc.fit[p]
-		f.a.reset()
-		f.ok = rec && o.tracks(p) && o.wantsFit(p, c, r, fl.ok)
-		if f.ok {
-			f.set = backtrack(f.set, sc.la, sc.lb, w.pos[p], len(sc.la)-r, p == 1)
-		}
-	}
-	return asc, desc
 }
 
 // merge rebuilds sc's pairs without the pairs of dead and with

@@ -50,6 +50,7 @@ func prepareRun(t *testing.T, seed uint64, steps int) {
 		stride = uint64(1 + g.r.IntN(4)) // force relabels
 	}
 	presortMin := []int{defaultPresortMin, 1, 2}[g.r.IntN(3)]
+	countedRatio := []int{defaultCountedRatio, 0, 1, 2}[g.r.IntN(4)] // counted classes: as by default, never, always, often
 	var twins [2]prepTwin
 	for i := range twins {
 		e, err := NewIncremental(deps, opts)
@@ -57,6 +58,7 @@ func prepareRun(t *testing.T, seed uint64, steps int) {
 			t.Fatal(err)
 		}
 		e.presortMin = presortMin
+		e.countedRatio = countedRatio
 		tw := prepTwin{e: e, at: make([]int, len(g.names))}
 		for j, name := range g.names {
 			tw.at[j] = e.Column(name)

@@ -198,6 +198,11 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	if g.r.IntN(2) == 0 {
 		e.floorMax = g.r.IntN(4) // floors of a few pairs at most: larger classes keep none
 	}
+	if g.r.IntN(2) == 0 {
+		// Counted classes never (0), always (1), or as their distinct
+		// pairs come and go.
+		e.countedRatio = g.r.IntN(4)
+	}
 	at := make([]int, len(g.names)) // engine column of each model column
 	for i, name := range g.names {
 		at[i] = e.Column(name)
