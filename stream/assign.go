@@ -73,10 +73,10 @@ func (m *Monitor) applyAssignment(a assignment) error {
 // topic back before the group consumed past them would go on from them
 // with an empty window, missing the evaluations until it refilled). The
 // next assignment of the topic is handled as a takeover (read-back from
-// Kafka, tracker from the state topic when newer). The tracker stays: it is the best this member knows
-// when no state topic is configured. Until the stream gets a record again,
-// an evaluation still running does not publish to the state topic, where it
-// could shadow the new owner's state.
+// Kafka, tracker from the state topic when newer). The tracker stays: it
+// is the best this member knows when no state topic is configured. Until
+// the stream gets a record again, an evaluation still running does not
+// publish to the state topic, where it could shadow the new owner's state.
 func (s *streamRun) drop(why string) error {
 	if len(s.next) > 0 {
 		bounds := make(map[int32]int64, len(s.next))
