@@ -120,20 +120,26 @@ func (p *flatParser) object(depth int) error {
 		if err != nil {
 			return err
 		}
-		// key may alias p.f.key, which nested keys overwrite: append it to
-		// the name now.
-		p.f.name = p.f.name[:prefix]
-		if prefix > 0 {
-			p.f.name = append(p.f.name, '.')
-		}
-		p.f.name = append(p.f.name, key...)
 		p.skipSpace()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
 			return p.errorf("expected ':' after a key")
 		}
 		p.i++
 		p.skipSpace()
-		if err := p.value(depth); err != nil {
+		// A scalar of the top-level object is named by its key alone,
+		// which stays valid until the next key: it is not copied. Other
+		// names are the prefix and the key; the key may alias p.f.key,
+		// which nested keys overwrite, so it is appended to p.f.name now.
+		name := key
+		if prefix > 0 || (p.i < len(p.data) && p.data[p.i] == '{') {
+			p.f.name = p.f.name[:prefix]
+			if prefix > 0 {
+				p.f.name = append(p.f.name, '.')
+			}
+			p.f.name = append(p.f.name, key...)
+			name = p.f.name
+		}
+		if err := p.value(depth, name); err != nil {
 			return err
 		}
 		p.skipSpace()
@@ -153,8 +159,9 @@ func (p *flatParser) object(depth int) error {
 	}
 }
 
-// value parses the value of the field named p.f.name and emits it.
-func (p *flatParser) value(depth int) error {
+// value parses the value of the field called name and emits it; name is
+// p.f.name when the value is an object, which extends it.
+func (p *flatParser) value(depth int, name []byte) error {
 	if p.i >= len(p.data) {
 		return p.errorf("unexpected end of input, expected a value")
 	}
@@ -170,27 +177,27 @@ func (p *flatParser) value(depth int) error {
 			return err
 		}
 		p.stats.Fields++
-		p.emit(p.f.name, v, false)
+		p.emit(name, v, false)
 	case c == 't':
-		return p.literal("true", false)
+		return p.literal(name, "true", false)
 	case c == 'f':
-		return p.literal("false", false)
+		return p.literal(name, "false", false)
 	case c == 'n':
-		return p.literal("null", true)
+		return p.literal(name, "null", true)
 	case c == '-' || (c >= '0' && c <= '9'):
 		start := p.i
 		if err := p.number(); err != nil {
 			return err
 		}
 		p.stats.Fields++
-		p.emit(p.f.name, p.data[start:p.i], false)
+		p.emit(name, p.data[start:p.i], false)
 	default:
 		return p.errorf("unexpected character %q", c)
 	}
 	return nil
 }
 
-func (p *flatParser) literal(word string, null bool) error {
+func (p *flatParser) literal(name []byte, word string, null bool) error {
 	if len(p.data)-p.i < len(word) || string(p.data[p.i:p.i+len(word)]) != word {
 		return p.errorf("invalid literal")
 	}
@@ -198,9 +205,9 @@ func (p *flatParser) literal(word string, null bool) error {
 	p.i += len(word)
 	p.stats.Fields++
 	if null {
-		p.emit(p.f.name, v[:0], true)
+		p.emit(name, v[:0], true)
 	} else {
-		p.emit(p.f.name, v, false)
+		p.emit(name, v, false)
 	}
 	return nil
 }

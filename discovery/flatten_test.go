@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 type field struct {
@@ -114,7 +115,94 @@ func FuzzFlattenJSON(f *testing.F) {
 		if err != nil && isObject && !strings.Contains(err.Error(), "too deep") {
 			t.Fatalf("rejected an object encoding/json accepts: %q: %v", input, err)
 		}
+		// Flatten passes a string's bytes through unvalidated, where
+		// encoding/json replaces invalid UTF-8.
+		if err == nil && utf8.ValidString(input) {
+			got, _, _ := flatten(t, input)
+			if want := flattenTokens(t, input); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%q: fields %+v, encoding/json's tokens give %+v", input, got, want)
+			}
+		}
 	})
+}
+
+// flattenTokens flattens a JSON object from encoding/json's token stream,
+// as Flatten's doc says: the oracle of the fields' names and values.
+func flattenTokens(t testing.TB, input string) []field {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(input))
+	dec.UseNumber()
+	next := func() json.Token {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatalf("%q: %v", input, err)
+		}
+		return tok
+	}
+	var out []field
+	var object func(prefix string)
+	// skip skips the rest of an array or object whose opening token was
+	// read.
+	skip := func() {
+		for depth := 1; depth > 0; {
+			switch next() {
+			case json.Delim('['), json.Delim('{'):
+				depth++
+			case json.Delim(']'), json.Delim('}'):
+				depth--
+			}
+		}
+	}
+	object = func(prefix string) {
+		for {
+			tok := next()
+			if tok == json.Delim('}') {
+				return
+			}
+			name := tok.(string)
+			if prefix != "" {
+				name = prefix + "." + name
+			}
+			switch v := next().(type) {
+			case json.Delim:
+				if v == '{' {
+					object(name)
+				} else {
+					skip()
+				}
+			case string:
+				out = append(out, field{name, v, false})
+			case json.Number:
+				out = append(out, field{name, string(v), false})
+			case bool:
+				out = append(out, field{name, fmt.Sprint(v), false})
+			case nil:
+				out = append(out, field{name, "", true})
+			}
+		}
+	}
+	if next() != json.Delim('{') {
+		t.Fatalf("%q: not an object", input)
+	}
+	object("")
+	return out
+}
+
+func TestFlattenJSONTokens(t *testing.T) {
+	for _, input := range []string{
+		`{"a":1,"b":{"c":"x","d":[1,{"e":null}]},"f":true}`,
+		`{"a\u002eb":{"c\n":1},"x":{"y":{"z":false},"w":-2.5e-3},"":{"":1,"k":"v"}}`,
+		` { "s" : "x" , "t" : { } , "u" : [ ] , "v" : null } `,
+		`{"a":{"b":1},"a":{"b":2},"c":"\ud83d\ude00"}`,
+	} {
+		got, _, err := flatten(t, input)
+		if err != nil {
+			t.Fatalf("%q: %v", input, err)
+		}
+		if want := flattenTokens(t, input); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%q: fields %+v, encoding/json's tokens give %+v", input, got, want)
+		}
+	}
 }
 
 // sixFields is a record shaped like the stream's payroll events.
