@@ -1,7 +1,10 @@
 package stream
 
 import (
+	"encoding/binary"
 	"math"
+	"math/bits"
+	"math/rand/v2"
 	"time"
 
 	"github.com/odwatch/odwatch/discovery"
@@ -97,6 +100,7 @@ type winColumn struct {
 	// hash, so that releasing the last one does not hash the value again.
 	refs    []codeRef
 	index   codeindex.Index
+	seed    uint64 // hashValue's seed for short values
 	free    []uint32
 	nonNull int
 }
@@ -118,17 +122,39 @@ const maxInlineValue = 7
 
 // shortWord packs a value of at most maxInlineValue bytes and its length
 // into a word no other value packs to (the length+1 in the top byte, so
-// never 0); a longer value gives 0.
+// never 0); a longer value gives 0. The value's bytes are read in at most
+// two loads, which overlap for lengths that are not a power of two (the
+// bytes both loads hold land at the same place in the word).
 func shortWord(v []byte) uint64 {
-	if len(v) > maxInlineValue {
-		return 0
-	}
+	n := len(v)
 	var w uint64
-	for i, b := range v {
-		w |= uint64(b) << (8 * i)
+	switch {
+	case n > maxInlineValue:
+		return 0
+	case n >= 4:
+		w = uint64(binary.LittleEndian.Uint32(v)) | uint64(binary.LittleEndian.Uint32(v[n-4:]))<<(8*(n-4))
+	case n >= 2:
+		w = uint64(binary.LittleEndian.Uint16(v)) | uint64(binary.LittleEndian.Uint16(v[n-2:]))<<(8*(n-2))
+	case n == 1:
+		w = uint64(v[0])
 	}
-	return w | uint64(len(v)+1)<<56
+	return w | uint64(n+1)<<56
 }
+
+// hashValue is the index hash of a value whose shortWord is word: a short
+// value's word mixed with the column's seed (one multiplication, where
+// hashing the bytes costs a call), a longer value's bytes hashed by the
+// index.
+func (c *winColumn) hashValue(v []byte, word uint64) uint32 {
+	if word == 0 {
+		return c.index.HashBytes(v)
+	}
+	hi, lo := bits.Mul64(word^c.seed, wordMix)
+	return uint32(hi ^ lo)
+}
+
+// wordMix is hashValue's multiplier (2^64 / the golden ratio, odd).
+const wordMix = 0x9e3779b97f4a7c15
 
 // initialCapacity is the first ring size; the ring doubles up to size.
 const initialCapacity = 1024
@@ -331,7 +357,8 @@ func (w *Window) columnsOf(rec *FlatRecord, fields []pendingField) []pendingFiel
 				w.fieldHint = append(w.fieldHint, ci)
 			}
 		}
-		fields = append(fields, pendingField{field: i, col: ci, hash: w.cols[ci].index.HashBytes(value), word: shortWord(value)})
+		word := shortWord(value)
+		fields = append(fields, pendingField{field: i, col: ci, hash: w.cols[ci].hashValue(value, word), word: word})
 	}
 	return fields
 }
@@ -341,6 +368,7 @@ func (w *Window) addColumn(name string) int {
 		name:  name,
 		codes: make([]uint32, len(w.meta)),
 		index: codeindex.New(),
+		seed:  rand.Uint64(),
 	})
 	w.colIndex[name] = len(w.cols) - 1
 	return len(w.cols) - 1
@@ -466,7 +494,7 @@ func (w *Window) dropDeadColumns() {
 }
 
 // intern returns the code of value, taking a reference.
-// h and word are value's HashBytes and shortWord.
+// h and word are value's hashValue and shortWord.
 func (c *winColumn) intern(value []byte, h uint32, word uint64) uint32 {
 	code := c.index.LookupHashed(h, func(code uint32) bool {
 		if r := &c.refs[code-1]; word != 0 || r.word != 0 {

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -382,6 +383,24 @@ func TestShortWord(t *testing.T) {
 		}
 		seen[w] = v
 	}
+	// The loads of shortWord against the definition, byte by byte.
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 1000 {
+		v := make([]byte, rng.IntN(maxInlineValue+3))
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		var want uint64
+		if len(v) <= maxInlineValue {
+			for i, b := range v {
+				want |= uint64(b) << (8 * i)
+			}
+			want |= uint64(len(v)+1) << 56
+		}
+		if got := shortWord(v); got != want {
+			t.Fatalf("shortWord(%x) = %#x, want %#x", v, got, want)
+		}
+	}
 }
 
 func checkAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
@@ -625,4 +644,28 @@ func FuzzWindowAppend(f *testing.F) {
 			checkAgainstModel(t, step, w, m)
 		}
 	})
+}
+
+// TestHashValueSpreads checks that the short values' hash (hashValue's
+// word mix) fills an index's slots as a random function would: the
+// decimal numbers below 2^16 into 2^17 home slots (the index's low bits)
+// occupy about 2^17 (1 - e^-1/2) of them.
+func TestHashValueSpreads(t *testing.T) {
+	w := NewWindow(0, 0)
+	c := w.cols[w.addColumn("x")]
+	const n, slots = 1 << 16, 1 << 17
+	home := make([]bool, slots)
+	used := 0
+	for i := range n {
+		v := strconv.AppendInt(nil, int64(i), 10)
+		h := c.hashValue(v, shortWord(v))
+		if !home[h%slots] {
+			home[h%slots] = true
+			used++
+		}
+	}
+	want := slots * (1 - math.Exp(-float64(n)/slots))
+	if math.Abs(float64(used)-want) > 0.02*want {
+		t.Fatalf("%d of %d home slots used, a random hash uses about %.0f", used, slots, want)
+	}
 }
