@@ -212,6 +212,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	popts.Lock = lock
 	existed, err := vetExisting(dir, popts, fail)
+	if err == nil && !existed {
+		err = beginCreation(dir)
+	}
 	if err != nil {
 		_ = lock.Close()
 		return nil, err
@@ -247,11 +250,15 @@ func lockStore(dir string) (*pebble.Lock, error) {
 // vetExisting says whether dir holds a store and, when it does, vets it
 // read-only first (its WAL mark, then every block): a read-write Open
 // replays and rewrites the WAL and manifest, and a store we then refuse
-// must be left exactly as we found it.
+// must be left exactly as we found it. A store whose creation a crash
+// interrupted (creationUnfinished) is created again, as if absent.
 func vetExisting(dir string, popts *pebble.Options, fail *failure) (existed bool, err error) {
 	existed, err = storeExists(dir)
 	if err != nil || !existed {
 		return existed, err
+	}
+	if unfinished, err := creationUnfinished(dir); err != nil || unfinished {
+		return false, err
 	}
 	if err := checkWALMark(dir); err != nil {
 		return true, err

@@ -23,7 +23,9 @@ import (
 // syncing it: after a crash the mark is the latest or an older one, never
 // ahead of what the log holds durably, and a torn mark fails its checksum
 // and is ignored. Open refuses a store whose log is shorter than its mark
-// says, or missing while no newer log exists.
+// says, or missing while no newer log exists. The mark file is created
+// empty before a new store's files (beginCreation): still empty, it says
+// that a crash interrupted the store's first Open.
 const walMarkName = "odwatch-wal-mark"
 
 var walCRC = crc32.MakeTable(crc32.Castagnoli)
@@ -118,6 +120,38 @@ func decodeWALMark(b []byte) (name string, size int64, ok bool) {
 		return "", 0, false
 	}
 	return string(b[1 : 1+n]), int64(binary.BigEndian.Uint64(b[1+n:])), true
+}
+
+// beginCreation creates the empty mark file of a store about to be
+// created, before Pebble writes any of its files. Its first Open writes
+// the schema key (synced) and then the mark, so a mark file still empty
+// says that a crash interrupted that Open: the store holds nothing (at
+// most the schema key), and Open creates it again rather than report an
+// existing store that lost its write-ahead log (which a store without a
+// mark file, or with a mark, that comes up empty is).
+func beginCreation(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, walMarkName), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("state: create %s: write-ahead log mark: %w", dir, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("state: create %s: write-ahead log mark: %w", dir, err)
+	}
+	return nil
+}
+
+// creationUnfinished reports whether the store in dir is one whose first
+// Open a crash interrupted: its mark file exists and is empty
+// (beginCreation).
+func creationUnfinished(dir string) (bool, error) {
+	fi, err := os.Stat(filepath.Join(dir, walMarkName))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("state: open %s: write-ahead log mark: %w", dir, err)
+	}
+	return fi.Size() == 0, nil
 }
 
 // checkWALMark compares an existing store's write-ahead log with its mark,
