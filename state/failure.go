@@ -56,8 +56,17 @@ func oneLine(s string) string {
 // default handler, which calls Logger.Fatalf. They are not logged here: the
 // failure is returned by the read that met it and by every later call, and
 // Failed tells the owner, who reports it once. WALCreated keeps the write-ahead log mark's view of the current log.
+// Flushes and compactions are logged at debug level (what was written to
+// which level, and what kind of compaction: a rewrite, a move, a
+// delete-only one).
 func eventListener(dir string, log *slog.Logger, f *failure, wal *walMark) *pebble.EventListener {
 	return &pebble.EventListener{
+		FlushEnd: func(info pebble.FlushInfo) {
+			log.Debug("pebble "+info.String(), "source", "pebble")
+		},
+		CompactionEnd: func(info pebble.CompactionInfo) {
+			log.Debug("pebble "+info.String(), "source", "pebble")
+		},
 		WALCreated: func(info pebble.WALCreateInfo) {
 			if info.Err == nil {
 				wal.created(info.Path)

@@ -1,9 +1,12 @@
 package state
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +23,25 @@ const (
 	fifoBatch    = 500
 	fifoMemTable = 1 << 20
 )
+
+// lockedBuffer is a log destination that Pebble's goroutines write to
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // storeFiles returns the bytes of the store's sstables and of all its files.
 func storeFiles(t testing.TB, dir string) (tables, all int64) {
@@ -48,7 +70,9 @@ func storeFiles(t testing.TB, dir string) (tables, all int64) {
 // its records.
 func TestWindowChurnBounded(t *testing.T) {
 	dir := t.TempDir()
-	s, err := Open(dir, Options{memTableSize: fifoMemTable})
+	var log lockedBuffer
+	s, err := Open(dir, Options{memTableSize: fifoMemTable,
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +111,9 @@ func TestWindowChurnBounded(t *testing.T) {
 		fifoRecords, fifoWindow, windowBytes>>10, m.Flush.Count, m.Compact.Count, maxTables>>10, maxAll>>10)
 	if m.Flush.Count < 10 {
 		t.Fatalf("only %d flushes: the run does not churn the store", m.Flush.Count)
+	}
+	if got := log.String(); !strings.Contains(got, "flushed 1 memtable") || !strings.Contains(got, "compacted(") {
+		t.Errorf("flushes and compactions not logged at debug level; log:\n%.2000s", got)
 	}
 	// What went through is 40 windows; the tables hold the window, the
 	// memtables' worth flushed since the last compaction, and deletions.

@@ -127,7 +127,8 @@ var (
 
 // Options configure Open. The zero value is usable.
 type Options struct {
-	// Logger receives Pebble's log lines (info at debug level). Nil means
+	// Logger receives Pebble's log lines (info at debug level) and its
+	// flushes and compactions (at debug level). Nil means
 	// slog.Default().
 	Logger *slog.Logger
 	// Registerer, when non-nil, receives the store's collectors.
