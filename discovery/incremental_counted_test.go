@@ -15,17 +15,10 @@ func TestCountedRemovals(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	var w recountScratch
 	for trial := 0; trial < 3000; trial++ {
-		n := 1 + r.IntN(12)
-		dom := uint64(1 + r.IntN(6))
-		ps := make([]ocPair, n)
-		for i := range ps {
-			ps[i] = ocPair{r.Uint64N(dom), r.Uint64N(dom)}
-		}
-		slices.SortFunc(ps, comparePairs)
+		ps := randomClass(r)
+		n := len(ps)
 		sc := &sortedClass{}
-		for _, p := range ps {
-			sc.la, sc.lb = append(sc.la, p.la), append(sc.lb, p.lb)
-		}
+		sc.la, sc.lb = pairColumns(ps)
 		sc.toCounted()
 		o := &incOC{asc: true, desc: true, fitCuts: []int{n}, remAsc: []uint32{0}, remDesc: []uint32{0}}
 		asc, desc := o.countedRemovals(&w, sc, 0, true)

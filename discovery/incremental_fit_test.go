@@ -38,6 +38,27 @@ func largestConsistent(ps []ocPair, desc bool) int {
 	return best
 }
 
+// randomClass returns a class of 1 to 12 rows' pairs over 1 to 6 labels
+// each, sorted: repeated pairs, ties in la and in lb.
+func randomClass(r *rand.Rand) []ocPair {
+	n, dom := 1+r.IntN(12), uint64(1+r.IntN(6))
+	ps := make([]ocPair, n)
+	for i := range ps {
+		ps[i] = ocPair{r.Uint64N(dom), r.Uint64N(dom)}
+	}
+	slices.SortFunc(ps, comparePairs)
+	return ps
+}
+
+// pairColumns returns ps's labels of A and of B.
+func pairColumns(ps []ocPair) (la, lb []uint64) {
+	la, lb = make([]uint64, len(ps)), make([]uint64, len(ps))
+	for i, p := range ps {
+		la[i], lb[i] = p.la, p.lb
+	}
+	return la, lb
+}
+
 // TestBacktrackLargestConsistent checks the subset lnds records (keep)
 // against brute force: it is consistent and as large as the largest, for
 // both polarities, on classes with ties in la and in lb.
@@ -45,17 +66,9 @@ func TestBacktrackLargestConsistent(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	var w recountScratch
 	for trial := 0; trial < 3000; trial++ {
-		n := 1 + r.IntN(12)
-		dom := uint64(1 + r.IntN(6))
-		ps := make([]ocPair, n)
-		for i := range ps {
-			ps[i] = ocPair{r.Uint64N(dom), r.Uint64N(dom)}
-		}
-		slices.SortFunc(ps, comparePairs)
-		la, lb := make([]uint64, n), make([]uint64, n)
-		for i, p := range ps {
-			la[i], lb[i] = p.la, p.lb
-		}
+		ps := randomClass(r)
+		n := len(ps)
+		la, lb := pairColumns(ps)
 		o := &incOC{asc: true, desc: true}
 		var sets [2][]uint64
 		asc, desc := o.lnds(&w, la, lb, true)
