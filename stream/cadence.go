@@ -149,10 +149,13 @@ type cadenceFeed struct {
 	discoveryStep func(ctx context.Context)
 	// beforeCheck, when set (by tests), runs before each check.
 	beforeCheck func(ctx context.Context, endSeq uint64)
-	// beforeRelated, when set (by tests), runs in every evaluation's
-	// record once its events are delivered, before the samples of their
-	// related dependencies are taken (recordStatus).
+	// beforeRelated, when set (by tests), runs on the historian for
+	// every evaluation, before the samples of its events' related
+	// dependencies are taken and its status history appended
+	// (appendStatus).
 	beforeRelated func(ctx context.Context, endSeq uint64, events []alerts.Event)
+	// maxRelated, when set (by tests), replaces defaultRelatedPending.
+	maxRelated int
 	// noPrepare (tests) keeps the checks from building the rules of a
 	// finished discovery ahead of its merge (prepareRules).
 	noPrepare bool
@@ -550,7 +553,10 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 	c.eng.Evict(job.evict)
 	c.head += job.evict
 	if c.head > len(c.metas)/2 {
-		c.metas = append(c.metas[:0], c.metas[c.head:]...)
+		// Into a new array: a check's sampler may still read the old one
+		// (newCheckSampler), so the elements of metas are never
+		// overwritten.
+		c.metas = slices.Clone(c.metas[c.head:])
 		c.head = 0
 	}
 	c.append(job.names, job.codes, job.values)
@@ -861,7 +867,7 @@ func (e evalEnv) checkWindow(ctx context.Context, c *checker, job *checkJob, mer
 		return nil, err
 	}
 	n := c.eng.Len()
-	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked), chk: &checkSampler{c: c},
+	out := &evalOutcome{info: job.info, result: "ok", tracked: len(tracked), chk: newCheckSampler(c),
 		prepared: prepared, builds: c.eng.LastBuilds()}
 	for _, r := range res {
 		if !r.Present {
@@ -920,21 +926,35 @@ func (e evalEnv) count(c *checker, deps, prepare []discovery.Dependency) (res []
 // checkSampler is a check's window to take removal samples on: its
 // checker's rows, which stay the check's until the evaluator applies the
 // next check (after record). It keeps the columns it copied from the
-// checker and encoded, so that the related rules' samples, taken after
-// delivery, copy and encode only the columns the events' own did not
-// mention (related rules share columns with the event's: see
-// alerts.Tracker).
+// checker and encoded, so that the related rules' samples copy and encode
+// only the columns the events' own did not mention (related rules share
+// columns with the event's: see alerts.Tracker). Once detached from the
+// checker (c nil: takeRelated, on the evaluator) it reads only what it
+// copied and metas, and can go on off the evaluator.
 type checkSampler struct {
 	c *checker
-	// cols are the columns copied so far, table them encoded (the same
-	// columns, in the same order; nil before the first).
-	cols  []discovery.DictColumn
-	table *discovery.Table
+	// metas are the check's rows' metadata: a view of the checker's, whose
+	// elements it never overwrites (checker.apply).
+	metas []RowMeta
+	// cols are the columns copied so far, the first encoded of them encoded
+	// in table (the same columns, in the same order; nil before the first).
+	cols    []discovery.DictColumn
+	encoded int
+	table   *discovery.Table
 }
 
-// encode has s hold the named columns (those the checker knows), copying
-// and encoding the ones it does not hold yet.
-func (s *checkSampler) encode(names []string, typingFor func([]discovery.DictColumn) discovery.Typing) error {
+// newCheckSampler is a sampler of c's window as it is now.
+func newCheckSampler(c *checker) *checkSampler {
+	n := len(c.metas)
+	return &checkSampler{c: c, metas: c.metas[c.head:n:n]}
+}
+
+// take copies from the checker the named columns (those it knows) that s
+// does not hold yet; a detached sampler takes nothing.
+func (s *checkSampler) take(names []string) {
+	if s.c == nil || s.c.eng == nil {
+		return
+	}
 	var missing []string
 	for _, n := range names {
 		if !slices.ContainsFunc(s.cols, func(c discovery.DictColumn) bool { return c.Name == n }) {
@@ -942,17 +962,24 @@ func (s *checkSampler) encode(names []string, typingFor func([]discovery.DictCol
 		}
 	}
 	if len(missing) > 0 { // DictColumns() would copy every column
-		cols := s.c.eng.DictColumns(missing...)
+		s.cols = append(s.cols, s.c.eng.DictColumns(missing...)...)
+	}
+}
+
+// encode encodes the columns s copied and has not encoded yet.
+func (s *checkSampler) encode(typingFor func([]discovery.DictColumn) discovery.Typing) error {
+	if s.encoded < len(s.cols) {
+		cols := s.cols[s.encoded:]
 		t, err := discovery.EncodeTyped(cols, typingFor(cols))
 		if err != nil {
 			return err
 		}
-		if len(s.cols) == 0 {
+		if s.table == nil {
 			s.table = t
 		} else {
 			s.table.Columns = append(s.table.Columns, t.Columns...)
 		}
-		s.cols = append(s.cols, cols...)
+		s.encoded = len(s.cols)
 	}
 	if s.table == nil {
 		s.table = &discovery.Table{}
@@ -968,11 +995,12 @@ func (s *checkSampler) encode(names []string, typingFor func([]discovery.DictCol
 // validated, logged); the result is nil when the window could not be
 // encoded or ctx is done.
 func (e evalEnv) checkerSamples(ctx context.Context, s *checkSampler, deps []discovery.Dependency) [][]alerts.Sample {
-	if err := s.encode(sampledColumns(deps), e.cfg.typingFor); err != nil {
+	s.take(sampledColumns(deps))
+	if err := s.encode(e.cfg.typingFor); err != nil {
 		e.log.Warn("removal sample: encode", "err", err)
 		return nil
 	}
-	c, cols := s.c, s.cols
+	metas, cols := s.metas, s.cols
 	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
 	results, errs, err := discovery.ValidateEach(ctx, s.table, deps, opts)
 	if err != nil {
@@ -993,10 +1021,10 @@ func (e evalEnv) checkerSamples(ctx context.Context, s *checkSampler, deps []dis
 		}
 		names := d.Columns()
 		for _, row := range results[i].RemovalSample {
-			if len(samples[i]) == e.cfg.Sample || row < 0 || row >= c.rows() {
+			if len(samples[i]) == e.cfg.Sample || row < 0 || row >= len(metas) {
 				break
 			}
-			m := c.meta(row)
+			m := metas[row]
 			values := make(map[string]string, len(names))
 			for _, name := range names {
 				if ci, ok := byName[name]; ok {

@@ -119,6 +119,15 @@ func (c *cadenceRun) waitChecked(end uint64) {
 	})
 }
 
+// waitStatus waits until the status history holds the evaluation of
+// window end (appended off the evaluator, after its check is saved).
+func (c *cadenceRun) waitStatus(end uint64) {
+	c.t.Helper()
+	waitFor(c.t, 60*time.Second, "status history of window "+strconv.FormatUint(end, 10), func() bool {
+		return c.s.statusEnd.Load() >= end+1
+	})
+}
+
 func isDiscoveryEnd(end uint64) bool { return (end+1-cadWindow)%cadDiscoverEvery == 0 }
 
 // TestSlowDiscoveryNeverDelaysACheck holds a discovery run until the test
@@ -470,6 +479,7 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 		}
 		c.s.dispatch(seq)
 		c.waitChecked(seq)
+		c.waitStatus(seq)
 		snap := c.s.win.Snapshot()
 		table, err := discovery.EncodeTyped(snap.Columns(), typing)
 		if err != nil {
@@ -838,12 +848,12 @@ func TestCheckSamplerKeepsColumns(t *testing.T) {
 	}
 	own := []discovery.Dependency{mustDep(t, "{a}: [] -> b")}
 	related := []discovery.Dependency{mustDep(t, "{a}: [] -> c"), mustDep(t, "{d}: [] -> b")}
-	s := &checkSampler{c: c}
+	s := newCheckSampler(c)
 	if smp := env.checkerSamples(context.Background(), s, own); len(smp) != 1 || len(smp[0]) == 0 {
 		t.Fatalf("own samples %v, want one non-empty", smp)
 	}
 	got := env.checkerSamples(context.Background(), s, related)
-	want := env.checkerSamples(context.Background(), &checkSampler{c: c}, related)
+	want := env.checkerSamples(context.Background(), newCheckSampler(c), related)
 	if len(got[0]) == 0 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("related samples on the kept columns %v, want %v (a sampler of their own)", got, want)
 	}

@@ -78,6 +78,11 @@ type streamRun struct {
 	handedOver atomic.Bool
 	maxEval    atomic.Int64  // longest evaluation, nanoseconds (benchmarks)
 	evaluated  atomic.Uint64 // window end of the last saved evaluation + 1 (tests)
+	// hist appends the status history off the evaluator (started and
+	// closed by evaluator); statusEnd is the window end of the last
+	// evaluation it appended + 1 (tests).
+	hist      *historian
+	statusEnd atomic.Uint64
 
 	rejectLog      logLimiter
 	consumed       prometheus.Counter

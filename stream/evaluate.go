@@ -169,6 +169,12 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 	rearm()
 	wait := s.startDiscoverer(ctx)
 	defer wait()
+	maxRelated := s.mb.feed.maxRelated
+	if maxRelated <= 0 {
+		maxRelated = defaultRelatedPending
+	}
+	s.hist = startHistorian(ctx, maxRelated, s.appendStatus)
+	defer s.hist.close()
 	chk := checker{typing: s.cfg.Typing}
 	for {
 		select {
@@ -290,14 +296,15 @@ type evalOutcome struct {
 	prepared int
 	builds   discovery.IncrementalBuilds
 	// chk: a check's window to take samples on (its checker's, which is
-	// the check's until the evaluator applies the next check): the samples
-	// of the events' related dependencies are taken on it after delivery
-	// (windowSamples; a full evaluation takes them on table).
+	// the check's until the evaluator applies the next check); the samples
+	// of the events' related dependencies are taken on the columns it
+	// copies after delivery, off the evaluator (takeRelated; a full
+	// evaluation takes them on table).
 	chk *checkSampler
 	// Step durations, for the debug log and benchmarks.
 	encodeTime, discoverTime, checkTime time.Duration
 	// delivered: when record's delivery of the events ended (before the
-	// status history's part), for the debug log.
+	// status history's hand-off), for the debug log.
 	delivered time.Time
 }
 
@@ -550,7 +557,8 @@ func carriesSample(ev *alerts.Event) bool {
 // it a third of an evaluation's time. The samples are taken on the
 // outcome's window (windowSamples) before the events are saved and
 // delivered; their related dependencies' samples, which only the status
-// history keeps, are taken after delivery (relatedSamples).
+// history keeps, are taken after delivery, off the evaluator
+// (recordStatus, relatedSamples).
 func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snapshot) {
 	deps, at := ownDependencies(out.events)
 	if len(deps) == 0 {
@@ -575,7 +583,7 @@ func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snap
 // it could not be encoded or ctx is done.
 func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
 	switch {
-	case out.chk != nil && out.chk.c.eng != nil:
+	case out.chk != nil && out.chk.c != nil && out.chk.c.eng != nil:
 		return e.checkerSamples(ctx, out.chk, deps)
 	case out.table != nil && snap != nil:
 		return e.tableSamples(ctx, out.table, snap, deps)
@@ -655,10 +663,11 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 // record is the one place an evaluation's outcome leaves the evaluator:
 // the tracker state and the events are saved in one synced batch (the
 // outbox), the state is published to the state topic, the metrics are
-// updated and the events delivered; only then does the status history
-// take its part (recordStatus: the samples of the events' related
-// dependencies, which no event carries, then the history's append), so
-// that an event's delivery never waits for them.
+// updated and the events delivered; only then is the status history's
+// part handed to the stream's historian (recordStatus: the samples of the
+// events' related dependencies, which no event carries, then the
+// history's append, off the evaluator), so that neither an event's
+// delivery nor the next evaluation waits for them.
 func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) error {
 	trackerState, err := s.tracker.MarshalJSON()
 	if err != nil {
@@ -690,7 +699,7 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 		return err
 	}
 	out.delivered = time.Now()
-	s.recordStatus(ctx, job.snap, out)
+	s.recordStatus(job.snap, out)
 	return nil
 }
 

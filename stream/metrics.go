@@ -25,6 +25,7 @@ import (
 //	odwatch_consumer_lag{stream}                       gauge     records behind the partitions' high watermarks (sum over partitions, as of the last fetch)
 //	odwatch_last_evaluation_timestamp_seconds{stream}  gauge     unix time of the last successful evaluation
 //	odwatch_state_publish_errors_total{stream}         counter   tracker states not written to Config.StateTopic (the local store has them; the next evaluation publishes again)
+//	odwatch_status_samples_skipped_total{stream}       counter   evaluations appended to the status history without the samples of their events' related rules, because the history's worker was behind
 //	odwatch_kafka_unreachable_seconds_total            counter   time Kafka did not answer (fetches or the consumer group failing; retried with backoff, /readyz 503 meanwhile)
 //	odwatch_kafka_reachable                            gauge     1 while Kafka answers, 0 during an outage
 //
@@ -62,6 +63,9 @@ type metrics struct {
 	lag                *prometheus.GaugeVec
 	lastEval           *prometheus.GaugeVec
 	statePublishErrors *prometheus.CounterVec
+	// statusSamplesSkipped: evaluations whose related samples the status
+	// history skipped, its historian being behind.
+	statusSamplesSkipped *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *brokerHealth) (*metrics, error) {
@@ -100,6 +104,7 @@ func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *bro
 	m.epsilon = gauge("odwatch_epsilon", "Epsilon of the stream.")
 	m.lag = gauge("odwatch_consumer_lag", "Records behind the high watermark, summed over partitions.")
 	m.statePublishErrors = counter("odwatch_state_publish_errors_total", "Tracker states that could not be written to the state topic.")
+	m.statusSamplesSkipped = counter("odwatch_status_samples_skipped_total", "Evaluations whose related rules' samples the status history skipped, its worker being behind.")
 	m.lastEval = gauge("odwatch_last_evaluation_timestamp_seconds", "Unix time of the last successful evaluation.")
 	m.collectors = append(m.collectors,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{

@@ -46,9 +46,16 @@
 // evaluation, and on restart. An event carries the sample of its own
 // rule's violating records, taken before the save; the samples of its
 // related rules, which only the status history keeps, are taken after the
-// delivery, on the same window, and the history is appended then (display
+// delivery, on copies of the window's columns they mention, and the
+// history is appended, by the stream's historian (historian.go): a
+// goroutine of its own that runs them one evaluation at a time in window
+// order, so that the next evaluation never waits for them. It is display
 // data, unsynced: a crash between the save and that append leaves the
-// window out of the history, since a saved evaluation is not run again).
+// window out of the history, since a saved evaluation is not run again (a
+// clean stop still appends what is queued, skipping the related samples not
+// taken yet). When the historian is behind by two evaluations with related
+// samples, the next ones' are skipped (odwatch_status_samples_skipped_total);
+// their rules' points and events are still appended.
 // Delivery markers are kept for a week. For the Kafka events sink the gap
 // between a send and its mark is closed on start by reading the tail of
 // the events topic and marking the ids found there (ce_id header), so no

@@ -13,14 +13,17 @@ import (
 )
 
 // TestRelatedSamplesAfterDelivery: the samples of an event's related
-// rules are taken after the event is delivered, and still reach the
-// status history. The related-sample step of the first evaluation whose
-// event has related rules with removals is held (a blocking hook) until
-// the test has seen the event on the sink, carrying its own samples, and
-// not yet in the status history; once let go, the history holds the event
-// with a sample for each of those rules. Both cadences: the checks' path
-// (samples from the checker's rows) and the full evaluations' (from the
-// encoded window).
+// rules are taken after the event is delivered and off the evaluator, and
+// still reach the status history. The related-sample step of the first
+// evaluation whose event has related rules with removals is held (a
+// blocking hook) until the test has seen the event on the sink, carrying
+// its own samples, and not yet in the status history, and has seen the
+// next check run and be saved meanwhile (with the step on the evaluator,
+// it would wait for the hold and time out); once let go, the history holds
+// the event with a sample for each of those rules, and the rules' points
+// of both windows in window order. Both cadences: the checks' path
+// (samples from the columns copied from the checker) and the full
+// evaluations' (from the encoded window).
 func TestRelatedSamplesAfterDelivery(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -36,7 +39,7 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 			var reached atomic.Uint64
 			held := make(chan alerts.Event, 1)
 			release := make(chan struct{})
-			var holding bool // the evaluator goroutine's
+			var holding bool // the historian goroutine's
 			c := newCadenceRunOf(t, StreamConfig{Topic: "cad", Window: cadWindow, Every: cadEvery,
 				DiscoverEvery: tc.discoverEvery, Epsilon: 0.05}, func(f *cadenceFeed) {
 				f.beforeRelated = func(ctx context.Context, end uint64, events []alerts.Event) {
@@ -92,13 +95,25 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 			if _, ok := statusEvent(t, c, ev.ID); ok {
 				t.Errorf("%s in the status history before its related samples were taken", ev.DependencyText)
 			}
+			// The next check runs and is saved while the step is held.
+			first := ev.Window.EndSeq
+			next := first
+			for next == first {
+				if end, due := c.next(); due {
+					next = end
+				}
+			}
+			c.s.dispatch(next)
+			c.waitChecked(next)
+			if got := c.s.statusEnd.Load(); got > first {
+				t.Fatalf("status history appended up to window %d while window %d's related samples were held", got-1, first)
+			}
 			close(release)
-			var se StatusEvent
-			waitFor(t, 60*time.Second, "the event in the status history", func() bool {
-				var ok bool
-				se, ok = statusEvent(t, c, ev.ID)
-				return ok
-			})
+			c.waitStatus(next)
+			se, ok := statusEvent(t, c, ev.ID)
+			if !ok {
+				t.Fatalf("%s (window %d) not in the status history once its related samples were taken", ev.DependencyText, first)
+			}
 			for _, r := range ev.Related {
 				if r.Removals == 0 {
 					continue
@@ -121,6 +136,19 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 			}
 			if len(se.RelatedSamples) != relatedRemovals(*ev) {
 				t.Errorf("status history: samples for %d related rules, want %d (those with removals)", len(se.RelatedSamples), relatedRemovals(*ev))
+			}
+			// The event's rule (violated or discovered, so still tracked)
+			// has a point for both windows, in window order.
+			pts, err := c.s.m.StatusHistory("cad", ev.DependencyID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ends []uint64
+			for _, p := range pts {
+				ends = append(ends, p.WindowEnd)
+			}
+			if len(ends) < 2 || ends[len(ends)-2] != first || ends[len(ends)-1] != next || !slices.IsSorted(ends) {
+				t.Errorf("%s: status history at windows %v, want them in order ending with %d, %d", ev.DependencyText, ends, first, next)
 			}
 		})
 	}

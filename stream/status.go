@@ -107,20 +107,20 @@ type statusEventJSON struct {
 	RelatedSamples map[string][]alerts.Sample `json:"related_samples,omitempty"`
 }
 
-// recordStatus is the status page's hook in an evaluation, called once it
-// is saved and its events delivered (record): it notes the window, takes
-// the samples of the events' related rules (relatedSamples) and appends
-// the observations of the rules still tracked, and the events with those
-// samples, to the store's status history (a retired rule's history is
-// dropped). A failure costs chart points, not correctness, so it is
-// logged.
-func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalOutcome) {
+// recordStatus is the status page's hook in an evaluation, called on the
+// evaluator once it is saved and its events delivered (record): it notes
+// the window, takes from the tracker the observations of the rules still
+// tracked (a retired rule's history is dropped) and, for the events'
+// related rules (relatedDependencies), what their samples need from the
+// window (takeRelated: copies of the columns they mention, cheap), and
+// hands the rest to the stream's historian (appendStatus), so that the
+// next check never waits for the samples or the append. When the
+// historian is behind by its bound of jobs with samples
+// (defaultRelatedPending), the samples are skipped (logged at debug, counted): the rules' points and the events are
+// still appended, in window order.
+func (s *streamRun) recordStatus(snap *Snapshot, out *evalOutcome) {
 	info, obs, events := out.info, out.obs, out.events
 	s.m.status.set(s.name, lastEvaluation{at: time.Now(), window: info})
-	if hook := s.mb.feed.beforeRelated; hook != nil {
-		hook(ctx, info.EndSeq, events)
-	}
-	samples, at := s.env().relatedSamples(ctx, out, snap)
 	violated := map[string]bool{}
 	for _, e := range s.tracker.Errors() {
 		violated[e.ID] = e.State == alerts.StateViolated
@@ -139,6 +139,35 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 		if _, tracked := violated[e.DependencyID]; !tracked && e.Type == alerts.EventRetired {
 			h.Drop = append(h.Drop, e.DependencyID)
 		}
+	}
+	job := &historyJob{h: h, events: events}
+	if deps, at := relatedDependencies(events); len(deps) > 0 {
+		if job.reserved = s.hist.reserve(); job.reserved {
+			job.related = takeRelated(out, snap, deps, at)
+		} else {
+			s.m.metrics.statusSamplesSkipped.WithLabelValues(s.name).Inc()
+			s.log.Debug("status history: related samples skipped, the history is behind", "window_end", info.EndSeq)
+		}
+	}
+	s.hist.add(job)
+}
+
+// appendStatus is the historian's part of recordStatus (on its goroutine):
+// the samples of the events' related rules (relatedSamples), then the
+// append of the rules' points and the events with those samples to the
+// store's status history. A failure costs chart points, not correctness,
+// so it is logged.
+func (s *streamRun) appendStatus(ctx context.Context, job *historyJob) {
+	h := job.h
+	if hook := s.mb.feed.beforeRelated; hook != nil {
+		hook(ctx, h.WindowEnd, job.events)
+	}
+	var samples [][]alerts.Sample
+	var at map[string]int
+	if job.related != nil {
+		samples, at = s.env().relatedSamples(ctx, job.related), job.related.at
+	}
+	for _, e := range job.events {
 		payload, err := encodeStatusEvent(e, samples, at)
 		if err != nil {
 			s.log.Warn("status history: encode event", "id", e.ID, "err", err)
@@ -147,24 +176,44 @@ func (s *streamRun) recordStatus(ctx context.Context, snap *Snapshot, out *evalO
 		h.Events = append(h.Events, payload)
 	}
 	if _, err := s.m.store.AppendHistory(h); err != nil {
-		s.log.Warn("status history", "window_end", info.EndSeq, "err", err)
+		s.log.Warn("status history", "window_end", h.WindowEnd, "err", err)
 	}
+	s.statusEnd.Store(h.WindowEnd + 1)
+}
+
+// takeRelated takes from an evaluation's window, on the evaluator, what
+// the samples of deps (relatedDependencies, indexed by at) need: for a
+// check, its sampler with the columns they mention copied from the
+// checker (the checker moves on with the next check), detached; for a
+// full evaluation, its encoded window and snapshot, which nothing changes.
+// It is nil when there is no window to take them on.
+func takeRelated(out *evalOutcome, snap *Snapshot, deps []discovery.Dependency, at map[string]int) *relatedWork {
+	w := &relatedWork{deps: deps, at: at}
+	switch {
+	case out.chk != nil && out.chk.c != nil && out.chk.c.eng != nil:
+		out.chk.take(sampledColumns(deps))
+		out.chk.c = nil
+		w.chk = out.chk
+	case out.table != nil && snap != nil:
+		w.table, w.snap = out.table, snap
+	default:
+		return nil
+	}
+	return w
 }
 
 // relatedSamples takes a sample of violating records for each related
-// dependency (with removals) of the events that carry one, computed the
-// way the event's own are (a minimal removal set on the window,
-// windowSamples: a check's checker still holds the check's window, since
-// the evaluator applies the next check after record). samples[at[id]] is
-// the dependency id's (samples is nil when none could be taken). Only the
-// status history keeps them, so record takes them after the events are
-// delivered. Events are rare, so this costs little.
-func (e evalEnv) relatedSamples(ctx context.Context, out *evalOutcome, snap *Snapshot) (samples [][]alerts.Sample, at map[string]int) {
-	deps, at := relatedDependencies(out.events)
-	if len(deps) == 0 {
-		return nil, nil
+// dependency (with removals) of an evaluation's events, computed the way
+// the events' own are (a minimal removal set on the window, as
+// windowSamples does) on what takeRelated took of the window.
+// samples[w.at[id]] is the dependency id's (samples is nil when none could
+// be taken). Only the status history keeps them, so the historian takes
+// them, off the evaluator.
+func (e evalEnv) relatedSamples(ctx context.Context, w *relatedWork) [][]alerts.Sample {
+	if w.chk != nil {
+		return e.checkerSamples(ctx, w.chk, w.deps)
 	}
-	return e.windowSamples(ctx, out, snap, deps), at
+	return e.tableSamples(ctx, w.table, w.snap, w.deps)
 }
 
 // encodeStatusEvent stores e with the samples relatedSamples took for its
