@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestRelatedSamplesAfterDelivery: the samples of an event's related
@@ -182,4 +184,93 @@ func statusEvent(t *testing.T, c *cadenceRun, id string) (StatusEvent, bool) {
 		}
 	}
 	return StatusEvent{}, false
+}
+
+// TestStatusSkipsRelatedWhenBehind: with the historian holding as many
+// evaluations with related samples as its bound allows (one here, its
+// related-sample step held), the next evaluation's related samples are
+// skipped and counted, and its event is still appended to the history,
+// after the held one's, which gets its samples once let go.
+func TestStatusSkipsRelatedWhenBehind(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
+		Streams: []StreamConfig{{Topic: "sk", Window: 100, Every: 100, Epsilon: 0.05}}},
+		Options{Logger: testLogger(t), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	s := m.streams[0]
+	// b and c follow a but in every 10th and every 7th row.
+	for r := range 100 {
+		var rec FlatRecord
+		b, c := r%5, r%5
+		if r%10 == 0 {
+			b = 9
+		}
+		if r%7 == 0 {
+			c = 8
+		}
+		rec.AddString("a", strconv.Itoa(r%5))
+		rec.AddString("b", strconv.Itoa(b))
+		rec.AddString("c", strconv.Itoa(c))
+		s.win.Append(RowMeta{Offset: int64(r), Seq: uint64(r), Time: time.Unix(int64(r), 0)}, &rec)
+	}
+	snap := s.win.Snapshot()
+	table, err := discovery.EncodeTyped(snap.Columns(), s.cfg.typingFor(snap.Columns()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, rel := mustDep(t, "{a}: [] -> b"), mustDep(t, "{a}: [] -> c")
+	outcome := func(end uint64) *evalOutcome {
+		ev := alerts.Event{ID: "e" + strconv.FormatUint(end, 10), Type: alerts.EventViolated, Dependency: own,
+			DependencyID: alerts.DependencyID(own), DependencyText: own.String(), Removals: 10,
+			Window:  alerts.WindowInfo{Stream: "sk", EndSeq: end, Records: 100},
+			Related: []alerts.Related{{DependencyID: alerts.DependencyID(rel), Dependency: rel, DependencyText: rel.String(), Removals: 14}}}
+		return &evalOutcome{info: ev.Window, table: table, events: []alerts.Event{ev}}
+	}
+	release := make(chan struct{})
+	s.mb.feed.beforeRelated = func(ctx context.Context, end uint64, _ []alerts.Event) {
+		if end == 99 {
+			<-release
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.hist = startHistorian(ctx, 1, s.appendStatus)
+	s.recordStatus(snap, outcome(99))
+	s.recordStatus(snap, outcome(199)) // returns at once: the historian is held
+	if got := metricValue(t, reg, "odwatch_status_samples_skipped_total", map[string]string{"stream": "sk"}); got != 1 {
+		t.Errorf("odwatch_status_samples_skipped_total %v, want 1", got)
+	}
+	close(release)
+	s.hist.close()
+	evs, err := m.StatusEvents("sk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, e := range evs {
+		ids = append(ids, e.Event.ID)
+	}
+	if !slices.Equal(ids, []string{"e99", "e199"}) {
+		t.Fatalf("status history events %v, want [e99 e199]", ids)
+	}
+	relID := alerts.DependencyID(rel)
+	if smp := evs[0].RelatedSamples[relID]; len(smp) == 0 {
+		t.Errorf("held evaluation: no sample of its related rule")
+	} else {
+		for _, x := range smp {
+			if x.Offset%7 != 0 || x.Values["c"] != "8" { // the minority of c in each class of a
+				t.Errorf("sample %+v is not a violating row of %s", x, rel)
+			}
+		}
+	}
+	if len(evs[1].RelatedSamples) != 0 {
+		t.Errorf("evaluation past the bound: related samples %v, want none (skipped)", evs[1].RelatedSamples)
+	}
 }
