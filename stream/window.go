@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/codeindex"
@@ -48,10 +49,7 @@ type Window struct {
 	// to (a guess, checked by name).
 	fieldHint []int
 	// fields is Append's scratch: the record's fields to intern.
-	fields []pendingField
-	// touch keeps what Append's and evictOldest's prefetching loads read,
-	// so that the compiler keeps the loads.
-	touch   uint32
+	fields  []pendingField
 	maxCols int
 	dropped uint64 // fields not stored because the window had maxCols columns
 	newest  int64  // newest row time seen (time windows), noTime if none
@@ -294,13 +292,12 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 	span.add(w.meta[pos].time)
 
 	w.fields = w.columnsOf(rec, w.fields[:0])
-	// The values' index slots of the big columns miss the cache: load them
-	// all first, so that the misses overlap, then intern.
-	var touch uint32
+	// The values' index slots of the big columns miss the cache: start
+	// loading them all first (prefetches, which do not wait), so that the
+	// misses overlap, then intern.
 	for _, f := range w.fields {
-		touch += w.cols[f.col].index.Prefetch(f.hash)
+		w.cols[f.col].index.Touch(f.hash)
 	}
-	w.touch = touch
 	for _, f := range w.fields {
 		c := w.cols[f.col]
 		_, value, _ := rec.Field(f.field)
@@ -436,19 +433,17 @@ func (w *Window) ring(i int) int {
 func (w *Window) evictOldest() {
 	pos := w.head
 	// The codes' counts, then the index slots of the values whose last row
-	// this is, are loaded first, side by side (see Append).
-	touch := w.touch
+	// this is, start loading first, side by side (see Append).
 	for _, c := range w.cols {
 		if code := c.codes[pos]; code != 0 {
-			touch += c.refs[code-1].n
+			codeindex.TouchAt(unsafe.Pointer(&c.refs[code-1]))
 		}
 	}
 	for _, c := range w.cols {
 		if code := c.codes[pos]; code != 0 && c.refs[code-1].n == 1 {
-			touch += c.index.Prefetch(c.refs[code-1].hash)
+			c.index.Touch(c.refs[code-1].hash)
 		}
 	}
-	w.touch = touch
 	for _, c := range w.cols {
 		if code := c.codes[pos]; code != 0 {
 			c.release(code)

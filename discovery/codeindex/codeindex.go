@@ -13,7 +13,10 @@
 // them; and a slot costs 8 bytes instead of a map entry's ~24 plus overhead.
 package codeindex
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"unsafe"
+)
 
 // Index maps values to codes. The zero value is not ready: use New.
 type Index struct {
@@ -93,18 +96,6 @@ func (x *Index) LookupHashed(h uint32, same func(code uint32) bool) uint32 {
 			return s.code
 		}
 	}
-}
-
-// Prefetch reads the slot where a lookup or a removal of hash h starts
-// and returns its code (0 if empty), which the caller must use (keep it):
-// a caller with several lookups to make reads their slots first, side by
-// side, so that their cache misses overlap instead of coming one after
-// another.
-func (x *Index) Prefetch(h uint32) uint32 {
-	if len(x.slots) == 0 {
-		return 0
-	}
-	return x.slots[h&uint32(len(x.slots)-1)].code
 }
 
 // Insert adds code, whose value is not in the index, with the hash h that
@@ -187,3 +178,16 @@ func (x *Index) RemoveHashed(code, h uint32) {
 	}
 	x.slots[i] = slot{}
 }
+
+// Touch starts loading the slot where a lookup or a removal of hash h
+// starts, without waiting for it: a caller with several lookups to make
+// touches their slots first so that their cache misses overlap.
+func (x *Index) Touch(h uint32) {
+	if len(x.slots) > 0 {
+		prefetch(unsafe.Pointer(&x.slots[h&uint32(len(x.slots)-1)]))
+	}
+}
+
+// TouchAt starts loading the cache line at p without waiting for it (see
+// Touch), for a caller's own arrays.
+func TouchAt(p unsafe.Pointer) { prefetch(p) }

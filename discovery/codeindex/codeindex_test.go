@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
+	"unsafe"
 )
 
 // TestIndexMatchesMap drives the hash index with random inserts and
@@ -22,9 +23,7 @@ func TestIndexMatchesMap(t *testing.T) {
 		if bcode, bh := x.LookupBytes(dict, []byte(v)); bcode != code || bh != h {
 			t.Fatalf("step %d: LookupBytes %q = %d, %d; Lookup = %d, %d", step, v, bcode, bh, code, h)
 		}
-		if c := x.Prefetch(h); code != 0 && c == 0 {
-			t.Fatalf("step %d: Prefetch %q = 0, but %q has code %d", step, v, v, code)
-		}
+		x.Touch(h) // changes nothing
 		if hh := x.HashBytes([]byte(v)); hh != h {
 			t.Fatalf("step %d: HashBytes %q = %d, Lookup's hash %d", step, v, hh, h)
 		}
@@ -65,6 +64,28 @@ func TestIndexMatchesMap(t *testing.T) {
 	for v, code := range want {
 		if got, _ := x.LookupBytes(dict, []byte(v)); got != code {
 			t.Fatalf("final lookup %q = %d, want %d", v, got, code)
+		}
+	}
+}
+
+// Touch and TouchAt only start loads: they change nothing and accept an
+// empty index.
+func TestTouch(t *testing.T) {
+	x := New()
+	x.Touch(7) // no slots yet
+	dict := []string{"a", "b"}
+	for i, v := range dict {
+		_, h := x.Lookup(dict[:i], v)
+		x.Insert(uint32(i+1), h)
+	}
+	for _, v := range dict {
+		_, h := x.Lookup(dict, v)
+		x.Touch(h)
+		TouchAt(unsafe.Pointer(&dict[0]))
+	}
+	for i, v := range dict {
+		if code, _ := x.Lookup(dict, v); code != uint32(i+1) {
+			t.Fatalf("%q: code %d after Touch, want %d", v, code, i+1)
 		}
 	}
 }
