@@ -74,9 +74,21 @@ func (m *Monitor) applyAssignment(a assignment) error {
 // with an empty window, missing the evaluations until it refilled). The
 // next assignment of the topic is handled as a takeover (read-back from
 // Kafka, tracker from the state topic when newer). The tracker stays: it
-// is the best this member knows when no state topic is configured. Until
-// the stream gets a record again, an evaluation still running does not
-// publish to the state topic, where it could shadow the new owner's state.
+// is the best this member knows when no state topic is configured.
+//
+// The work dispatched for the dropped window is forgotten with it: drop
+// moves the mailbox's generation on (mailbox.gen) and, under mailbox.mu,
+// clears the pending evaluation and, with two cadences, the queued checks
+// and discoveries, the discovery results not merged yet and the merges
+// waited for, stops the running discovery, opens the check gate and makes
+// the next check job a reset (cadenceFeed.forget). An evaluation or check
+// already running is not saved, its events neither stored nor delivered,
+// and the tracker it changed goes back to the saved state (record,
+// discardDropped): its generation is checked under mailbox.saveMu, which
+// drop holds while it moves the generation on, so none of it is saved once
+// drop returns. One saved before then is delivered, but until the stream
+// gets a record again it is not published to the state topic
+// (handedOver), where it could shadow the new owner's state.
 func (s *streamRun) drop(why string) error {
 	if len(s.next) > 0 {
 		bounds := make(map[int32]int64, len(s.next))
@@ -92,9 +104,13 @@ func (s *streamRun) drop(why string) error {
 	clear(s.lag)
 	s.due = false
 	s.holds = nil
+	s.mb.saveMu.Lock()
 	s.mb.mu.Lock()
+	s.mb.gen.Add(1)
 	s.mb.pending, s.mb.replay = nil, nil
+	s.mb.feed.forget()
 	s.mb.mu.Unlock()
+	s.mb.saveMu.Unlock()
 	s.windowGauge.Set(0)
 	s.lagGauge.Set(0)
 	s.handedOver.Store(true)

@@ -95,6 +95,7 @@ type checkJob struct {
 	// (restoreCadence): it is checked on its own (never coalesced) and not
 	// published to the state topic (see evalJob.replay).
 	replay bool
+	gen    uint64 // the window's generation (mailbox.gen) at dispatch
 }
 
 // discoveryJob is one window to run discovery on.
@@ -105,6 +106,7 @@ type discoveryJob struct {
 	// the records the store kept for it; it is never skipped, and the
 	// check it merges into waits for it (see restoreCadence).
 	rerun bool
+	gen   uint64 // the window's generation (mailbox.gen) at dispatch
 }
 
 // discoveryDone is a discovery's result, to be merged into the check of
@@ -142,6 +144,9 @@ type cadenceFeed struct {
 	rerun map[uint64]bool
 	// gate holds discovery back while checks are queued or running.
 	gate *checkGate
+	// stopDiscovery cancels the running discovery (drop); nil when none
+	// runs.
+	stopDiscovery context.CancelFunc
 	// beforeDiscovery, when set (by tests), runs before each discovery.
 	beforeDiscovery func(ctx context.Context, endSeq uint64)
 	// discoveryStep, when set (by tests), runs before each unit of a
@@ -177,13 +182,35 @@ func newCadenceFeed() cadenceFeed {
 	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), rerun: map[uint64]bool{}, gate: newCheckGate()}
 }
 
+// forget is drop's part for two cadences, on the consumer goroutine under
+// mailbox.mu (with the mailbox's generation already moved on): the queued
+// checks and discoveries, the results not merged and the merges waited
+// for are forgotten, the running discovery is stopped, the gate is opened
+// (nothing of the dropped window is queued; the running check, if any, is
+// discarded), a check waiting for its merge is woken, and the next check
+// job carries the whole window (a reset: the checker starts over).
+func (f *cadenceFeed) forget() {
+	f.checks, f.discs, f.done = nil, nil, nil
+	clear(f.rerun)
+	if f.stopDiscovery != nil {
+		f.stopDiscovery()
+	}
+	f.gate.setChecks(false)
+	f.gate.setMerging(false)
+	f.fed, f.lastSeq, f.lastLen, f.resync = false, 0, 0, false
+	select {
+	case f.discDone <- struct{}{}:
+	default:
+	}
+}
+
 // dispatchCheck is dispatch for two cadences: the window's delta to the
 // checker and, every DiscoverEvery records, a snapshot to discovery.
 // replay marks a check lost in a crash, dispatched by restore.
 func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 	s.evalSeq = max(s.evalSeq, endSeq+1)
 	job := s.checkDelta(endSeq)
-	job.replay = replay
+	job.replay, job.gen = replay, s.mb.gen.Load()
 	if s.m.stateWriter != nil {
 		job.next = make(map[int32]int64, len(s.next))
 		for p, o := range s.next {
@@ -217,7 +244,7 @@ func (c *StreamConfig) discoveryPoint(endSeq uint64) bool {
 // (rerun). A live discovery due while the previous live one still waits
 // replaces it (skipped); a rerun is never skipped.
 func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
-	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun}
+	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun, gen: s.mb.gen.Load()}
 	if len(s.holds) == maxHolds {
 		s.holds = slices.Delete(s.holds, 0, 1)
 	}
@@ -397,7 +424,9 @@ func (s *streamRun) discoverer(ctx context.Context) {
 }
 
 // discover runs one discovery job and hands its result to the checker; it
-// reports false when ctx is done.
+// reports false when ctx is done. The discovery of a window dropped
+// meanwhile is stopped (cadenceFeed.forget) and its result never handed
+// over.
 func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	defer func() {
 		select {
@@ -405,18 +434,41 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 		default:
 		}
 	}()
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	s.mb.mu.Lock()
+	live := job.gen == s.mb.gen.Load()
+	if live {
+		s.mb.feed.stopDiscovery = stop
+	}
+	s.mb.mu.Unlock()
+	if !live {
+		return true
+	}
+	defer func() {
+		s.mb.mu.Lock()
+		s.mb.feed.stopDiscovery = nil
+		s.mb.mu.Unlock()
+	}()
 	if hook := s.mb.feed.beforeDiscovery; hook != nil {
-		hook(ctx, job.endSeq)
+		hook(dctx, job.endSeq)
 	}
 	start, waited := time.Now(), s.mb.feed.gate.waited.Load()
 	done := discoveryDone{endSeq: job.endSeq}
 	env := s.env()
 	env.pause = s.pauseDiscovery
 	var err error
-	done.outcome, err = env.discoverSnapshot(ctx, job.snap, job.endSeq)
+	done.outcome, err = env.discoverSnapshot(dctx, job.snap, job.endSeq)
+	if err == nil && dctx.Err() != nil {
+		err = dctx.Err()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return false
+		}
+		if dctx.Err() != nil {
+			s.log.Info("discovery of a dropped window stopped", "window_end", job.endSeq)
+			return true
 		}
 		s.log.Error("discovery failed", "window_end", job.endSeq, "err", err)
 		s.mb.mu.Lock()
@@ -431,7 +483,9 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
 		"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery), "rerun", job.rerun)
 	s.mb.mu.Lock()
-	s.mb.feed.done = append(s.mb.feed.done, done)
+	if job.gen == s.mb.gen.Load() {
+		s.mb.feed.done = append(s.mb.feed.done, done)
+	}
 	s.mb.mu.Unlock()
 	return true
 }
@@ -655,9 +709,14 @@ func (e evalEnv) removalCuts(n int) []int {
 // (and all with inOrder), which are checked each.
 func (s *streamRun) runChecks(ctx context.Context, c *checker, jobs []*checkJob) error {
 	for i, job := range jobs {
+		if job.gen != s.mb.gen.Load() {
+			continue // a dropped window's: the next live job is a reset
+		}
 		if !c.apply(job, s.mb.feed.exactChecks) {
 			s.mb.mu.Lock()
-			s.mb.feed.resync = true
+			if job.gen == s.mb.gen.Load() { // else the next job is a reset
+				s.mb.feed.resync = true
+			}
 			s.mb.mu.Unlock()
 			c.eng = nil
 			s.log.Warn("check skipped: the window changed under the checker; resynchronizing", "window_end", job.endSeq)
@@ -688,13 +747,16 @@ func (s *streamRun) runCheck(ctx context.Context, c *checker, job *checkJob) err
 	if hook := s.mb.feed.beforeCheck; hook != nil {
 		hook(ctx, job.endSeq)
 	}
+	if job.gen != s.mb.gen.Load() {
+		return nil // dropped meanwhile (record checks again, as it saves)
+	}
 	start := time.Now()
 	out, err := s.check(ctx, c, job)
 	if err != nil {
 		return err
 	}
 	checked := time.Now()
-	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay}, out); err != nil {
+	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay, gen: job.gen}, out); err != nil {
 		return err
 	}
 	d := time.Since(start)

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
@@ -30,6 +31,8 @@ type evalJob struct {
 	// consumer knows whether this member still owns the stream, so it is
 	// not published to the state topic (it could shadow a newer owner's).
 	replay bool
+	// gen is the window's generation (mailbox.gen) at dispatch.
+	gen uint64
 }
 
 // mailbox holds at most one pending evaluation. A new window due while the
@@ -44,6 +47,16 @@ type mailbox struct {
 	restore *stateRecord // a tracker state to restore before the next evaluation
 	wake    chan struct{}
 	feed    cadenceFeed // two cadences: checks and discoveries (cadence.go)
+	// gen counts the windows dropped (streamRun.drop): every job carries
+	// the generation it was dispatched in, and one of an older generation
+	// is a dropped window's, never saved (record) nor merged. drop changes
+	// it holding saveMu and mu; the consumer reads it freely (it is the
+	// only writer), the evaluator and the discoverer under one of them.
+	gen atomic.Uint64
+	// saveMu makes an evaluation's generation check and its save one step
+	// with respect to drop: once drop returns, no evaluation of the
+	// dropped window is saved.
+	saveMu sync.Mutex
 }
 
 func newMailbox() mailbox {
@@ -71,7 +84,7 @@ func (s *streamRun) dispatch(endSeq uint64) {
 		s.dispatchCheck(endSeq, false)
 		return
 	}
-	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq, bounds: s.win.EvictionBounds()}
+	job := &evalJob{snap: s.win.Snapshot(), endSeq: endSeq, bounds: s.win.EvictionBounds(), gen: s.mb.gen.Load()}
 	if s.m.stateWriter != nil {
 		job.next = make(map[int32]int64, len(s.next))
 		for p, o := range s.next {
@@ -667,7 +680,9 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 // part handed to the stream's historian (recordStatus: the samples of the
 // events' related dependencies, which no event carries, then the
 // history's append, off the evaluator), so that neither an event's
-// delivery nor the next evaluation waits for them.
+// delivery nor the next evaluation waits for them. The evaluation of a
+// window dropped meanwhile (job.gen older than the mailbox's) is not
+// saved: it is discarded (discardDropped).
 func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) error {
 	trackerState, err := s.tracker.MarshalJSON()
 	if err != nil {
@@ -681,7 +696,14 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 		}
 		ev.Events = append(ev.Events, state.OutboxEvent{ID: e.ID, Payload: payload})
 	}
-	if err := s.m.store.SaveEvaluation(ev); err != nil {
+	s.mb.saveMu.Lock()
+	if job.gen != s.mb.gen.Load() {
+		s.mb.saveMu.Unlock()
+		return s.discardDropped(job.endSeq, len(out.events))
+	}
+	err = s.m.store.SaveEvaluation(ev)
+	s.mb.saveMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("stream %s: save evaluation: %w", s.name, err)
 	}
 	s.trackerEnd, s.hasTracker = job.endSeq, true
@@ -700,6 +722,27 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 	}
 	out.delivered = time.Now()
 	s.recordStatus(job.snap, out)
+	return nil
+}
+
+// discardDropped forgets the evaluation of a window dropped while it ran
+// (streamRun.drop): nothing of it is saved or delivered, and the tracker,
+// which it changed, goes back to the state the store saved last (a fresh
+// tracker's when none), as if it had not run.
+func (s *streamRun) discardDropped(endSeq uint64, events int) error {
+	data, _, err := s.m.store.LoadTracker(s.name)
+	if err != nil {
+		return fmt.Errorf("stream %s: read tracker: %w", s.name, err)
+	}
+	if data == nil {
+		if data, err = newTracker(s.cfg).MarshalJSON(); err != nil {
+			return fmt.Errorf("stream %s: encode tracker: %w", s.name, err)
+		}
+	}
+	if err := s.tracker.UnmarshalJSON(data); err != nil {
+		return fmt.Errorf("stream %s: %w", s.name, err)
+	}
+	s.log.Info("evaluation of a dropped window discarded", "window_end", endSeq, "events", events)
 	return nil
 }
 

@@ -95,7 +95,13 @@
 // from those positions with an empty window after a restart, and so does
 // a member whose stored position is behind the group's committed offset
 // (it restarted on an old state dir, or got the topic back): both then
-// take over as above. A clean stop commits and leaves the group at once;
+// take over as above. What it dispatched for the dropped window goes with
+// it: the queued evaluations, checks and discoveries are forgotten, a
+// running discovery is stopped, and an evaluation or check running is not
+// saved, so that once the window is dropped none of its events is stored
+// or delivered by this member (the new owner raises them, with the same
+// ids), and a check after the topic comes back starts the checker over
+// (streamRun.drop). A clean stop commits and leaves the group at once;
 // a crashed member's topics move after Config.SessionTimeout.
 //
 // # Broker outages
