@@ -358,7 +358,25 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	dirA := t.TempDir()
 	a := startMonitor(t, cfg("dt", dirA))
 	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
-	produce(2*window, 0)
+	// A window at a time, each evaluated by both before the next comes,
+	// so that neither coalesces evaluations (which would change which
+	// windows discover what, however loaded the machine is).
+	for range 2 * window / every {
+		produce(every, 0)
+		if total < window {
+			continue // the first window is not full yet
+		}
+		waitFor(t, 60*time.Second, "both evaluated every record", func() bool {
+			for _, r := range []*running{ref, a} {
+				for _, s := range r.m.streams {
+					if s.evaluated.Load() != uint64(total) {
+						return false
+					}
+				}
+			}
+			return true
+		})
+	}
 	b := startMonitor(t, cfg("dt", t.TempDir()))
 	waitFor(t, 30*time.Second, "1 + 1", func() bool {
 		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
