@@ -227,31 +227,15 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 	produce(every, false, b)
 	produce(every, false, b)
 	// Events reach the sinks after the evaluation is saved: wait for them.
-	var got, want []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, want = eventKeys(a, b), eventKeys(ref)
-		if slices.Equal(got, want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("events of the two members differ from one member's:\n got %v\nwant %v", got, want)
-	}
+	events := membersMatch(t, ref, a, b)
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
 	if err := ref.stop(); err != nil {
 		t.Fatal(err)
 	}
-	gotW, gotNext, gotSeq := windowKeys(t, b.m.cfg.StateDir, "eq", window)
-	wantW, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, "eq", window)
-	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
-		t.Errorf("window after the takeover %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
-			len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
-	}
-	t.Logf("%d events, equal", len(want))
+	sameWindow(t, b.m.cfg.StateDir, ref.m.cfg.StateDir, "eq", window, "window after the takeover")
+	t.Logf("%d events, equal", events)
 }
 
 // produceTimed writes n payroll records to topic (round robin over its
@@ -391,4 +375,37 @@ func newIntervalMonitor(t *testing.T, addr, topic string) (*Monitor, *kafka.Clie
 	}
 	t.Cleanup(func() { _ = m.Close() })
 	return m, &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: testTransport(t)}
+}
+
+// membersMatch waits (up to 10 s) until the events the members delivered
+// together are the events ref delivered alone, reports the difference
+// when they do not become so, and returns how many ref delivered.
+func membersMatch(t *testing.T, ref *running, members ...*running) int {
+	t.Helper()
+	var got, want []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, want = eventKeys(members...), eventKeys(ref)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling, with a deadline
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("events of the members differ from one member's:\n got %v\nwant %v", got, want)
+	}
+	return len(want)
+}
+
+// sameWindow reports a difference between the window of topic stored in
+// dir (what names it) and the one stored in refDir: its records, next
+// offsets and sequence number.
+func sameWindow(t *testing.T, dir, refDir, topic string, window int, what string) {
+	t.Helper()
+	gotW, gotNext, gotSeq := windowKeys(t, dir, topic, window)
+	wantW, wantNext, wantSeq := windowKeys(t, refDir, topic, window)
+	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
+		t.Errorf("%s: %s %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
+			topic, what, len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
+	}
 }

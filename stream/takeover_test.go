@@ -292,30 +292,14 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	}
 	produce(every, b, offsetsAt(total+every))
 	produce(every, b, offsetsAt(total+every))
-	var got, want []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, want = eventKeys(a, b), eventKeys(ref)
-		if slices.Equal(got, want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("events of the two members differ from one member's:\n got %v\nwant %v", got, want)
-	}
+	events := membersMatch(t, ref, a, b)
 	for _, r := range []*running{b, ref} {
 		if err := r.stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	gotW, gotNext, gotSeq := windowKeys(t, b.m.cfg.StateDir, topic, window)
-	wantW, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, topic, window)
-	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
-		t.Errorf("window after the takeover %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
-			len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
-	}
-	t.Logf("%d events, %d records", len(want), total)
+	sameWindow(t, b.m.cfg.StateDir, ref.m.cfg.StateDir, topic, window, "window after the takeover")
+	t.Logf("%d events, %d records", events, total)
 }
 
 // TestRestartAfterDropTakesOver: a member that lost a topic in a rebalance
@@ -395,30 +379,14 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	waitFor(t, 60*time.Second, "the reference evaluated every record", func() bool {
 		return ref.m.streams[0].evaluated.Load() == uint64(total) && ref.m.streams[1].evaluated.Load() == uint64(total)
 	})
-	var got, want []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, want = eventKeys(a, b, a2), eventKeys(ref)
-		if slices.Equal(got, want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("events of the members differ from one member's:\n got %v\nwant %v", got, want)
-	}
+	membersMatch(t, ref, a, b, a2)
 	for _, r := range []*running{a2, ref} {
 		if err := r.stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, tp := range topics {
-		gotW, gotNext, gotSeq := windowKeys(t, dirA, tp, window)
-		wantW, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, tp, window)
-		if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
-			t.Errorf("%s: the restarted member's window %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
-				tp, len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
-		}
+		sameWindow(t, dirA, ref.m.cfg.StateDir, tp, window, "the restarted member's window")
 	}
 }
 
@@ -491,29 +459,13 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
 	produce(every, a)
-	var got, want []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, want = eventKeys(a, b), eventKeys(ref)
-		if slices.Equal(got, want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if !slices.Equal(got, want) {
-		t.Errorf("events of the members differ from one member's:\n got %v\nwant %v", got, want)
-	}
+	membersMatch(t, ref, a, b)
 	for _, r := range []*running{a, ref} {
 		if err := r.stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, tp := range topics {
-		gotW, gotNext, gotSeq := windowKeys(t, a.m.cfg.StateDir, tp, window)
-		wantW, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, tp, window)
-		if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
-			t.Errorf("%s: the first member's window %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
-				tp, len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
-		}
+		sameWindow(t, a.m.cfg.StateDir, ref.m.cfg.StateDir, tp, window, "the first member's window")
 	}
 }
