@@ -27,18 +27,43 @@ func TestDropDiscardsQueuedWork(t *testing.T) {
 		retakeEnd = retakeAt + cadWindow - 1
 	)
 	held, release := make(chan struct{}), make(chan struct{})
+	trackerDiff := make(chan string, 1)
+	var c *cadenceRun
 	var once sync.Once
 	defer once.Do(func() { close(release) })
 	// The discoveries of the dropped window run until the drop stops them.
 	var discMu sync.Mutex
 	discStarted, discStopped := 0, 0
-	c := newCadenceRunOf(t, StreamConfig{
+	c = newCadenceRunOf(t, StreamConfig{
 		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05,
 	}, func(f *cadenceFeed) {
 		f.afterCheck = func(end uint64, _ *evalOutcome) {
 			if end == heldEnd {
 				close(held)
 				<-release
+			}
+		}
+		// The takeover's check starts from the tracker the store saved
+		// last: the discarded check's observations are undone.
+		f.beforeCheck = func(_ context.Context, end uint64) {
+			if end != retakeEnd {
+				return
+			}
+			now, err := c.s.tracker.MarshalJSON()
+			if err != nil {
+				trackerDiff <- err.Error()
+				return
+			}
+			saved, savedEnd, err := c.s.m.store.LoadTracker(c.s.name)
+			switch {
+			case err != nil:
+				trackerDiff <- err.Error()
+			case savedEnd != heldEnd-cadEvery:
+				trackerDiff <- fmt.Sprintf("the store's tracker is of window %d, want %d", savedEnd, heldEnd-cadEvery)
+			case string(now) != string(saved):
+				trackerDiff <- "the tracker is not the one the store saved last: the discarded check changed it"
+			default:
+				trackerDiff <- ""
 			}
 		}
 		f.beforeDiscovery = func(ctx context.Context, end uint64) {
@@ -99,6 +124,9 @@ func TestDropDiscardsQueuedWork(t *testing.T) {
 	if got := c.s.evaluated.Load(); got != retakeEnd+1 {
 		t.Errorf("last saved check ends at %d, want the takeover's %d (saved before the drop: %d): a dropped window's check was saved",
 			got-1, retakeEnd, saved-1)
+	}
+	if diff := <-trackerDiff; diff != "" {
+		t.Error(diff)
 	}
 	// Delivered, or saved and not delivered yet (the save comes first).
 	events := c.sink.snapshot()
