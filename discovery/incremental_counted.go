@@ -60,7 +60,6 @@ type pairCounts struct {
 	// chain is, by id, whether the pair is in the chain the last recount
 	// recorded: bit p for polarity p.
 	chain []uint8
-	rows  int
 	// byPair and byLB are the ids in (la, lb) order and in lb order, as
 	// of the last recount; added are the ids made since; gone the ids
 	// whose count fell to zero since (freed at the next recount), free the
@@ -85,7 +84,6 @@ func (pc *pairCounts) add(p ocPair) uint32 {
 		pc.added = append(pc.added, id)
 	}
 	pc.n[id]++
-	pc.rows++
 	return id
 }
 
@@ -95,7 +93,6 @@ func (pc *pairCounts) remove(p ocPair) {
 	if !ok {
 		panic("discovery: internal error: a row that left an OC class is not in its counts")
 	}
-	pc.rows--
 	if pc.n[id]--; pc.n[id] == 0 {
 		delete(pc.ids, p)
 		pc.gone = append(pc.gone, id)
@@ -165,12 +162,11 @@ func (o *incOC) fold(e *Incremental, sc *sortedClass) (acc [2]int) {
 	return acc
 }
 
-// toCounted turns sorted class sc (merged: its pairs are all its rows)
-// into a counted one.
-func (sc *sortedClass) toCounted() {
-	d := distinctPairs(sc.la, sc.lb)
+// toCounted turns sorted class sc (merged: its pairs are all its rows),
+// of d distinct pairs, into a counted one.
+func (sc *sortedClass) toCounted(d int) {
 	pc := &pairCounts{ids: make(map[ocPair]uint32, d), pairs: make([]ocPair, 0, d), n: make([]uint32, 0, d),
-		chain: make([]uint8, d), rows: len(sc.la)}
+		chain: make([]uint8, d)}
 	for i := range sc.la {
 		p := ocPair{sc.la[i], sc.lb[i]}
 		if i == 0 || p != pc.pairs[len(pc.pairs)-1] {
@@ -195,7 +191,11 @@ func (sc *sortedClass) toCounted() {
 // whose pairs are its rows.
 func (sc *sortedClass) toSorted() {
 	pc := sc.cnt
-	la, lb := make([]uint64, 0, pc.rows), make([]uint64, 0, pc.rows)
+	rows := 0
+	for _, id := range pc.byPair {
+		rows += int(pc.n[id])
+	}
+	la, lb := make([]uint64, 0, rows), make([]uint64, 0, rows)
 	for _, id := range pc.byPair {
 		p := pc.pairs[id]
 		for range pc.n[id] {
@@ -222,7 +222,7 @@ func distinctPairs(la, lb []uint64) int {
 // records, per polarity that wantsFit, the pairs of one heaviest chain
 // (pairCounts.chain, sc.fit[p].ok), against which fold accepts the rows
 // that enter until the next recount.
-func (o *incOC) countedRemovals(w *recountScratch, sc *sortedClass, c uint32, rec bool) (asc, desc int) {
+func (o *incOC) countedRemovals(w *recountScratch, sc *sortedClass, c uint32, rows int, rec bool) (asc, desc int) {
 	pc := sc.cnt
 	// Ranks of lb, by id, from byLB.
 	w.ranks = slices.Grow(w.ranks[:0], len(pc.pairs))[:len(pc.pairs)]
@@ -242,7 +242,7 @@ func (o *incOC) countedRemovals(w *recountScratch, sc *sortedClass, c uint32, re
 			continue
 		}
 		order := w.chainOrder(pc, p == 1)
-		r[p] = pc.rows - w.heaviest(pc, order, ranks, p == 1)
+		r[p] = rows - w.heaviest(pc, order, ranks, p == 1)
 		if rec && o.wantsFit(p, c, r[p], false) {
 			sc.fit[p].ok = true
 			w.markChain(pc, order, ranks, p)

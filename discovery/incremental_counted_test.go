@@ -19,9 +19,9 @@ func TestCountedRemovals(t *testing.T) {
 		n := len(ps)
 		sc := &sortedClass{}
 		sc.la, sc.lb = pairColumns(ps)
-		sc.toCounted()
+		sc.toCounted(distinctPairs(sc.la, sc.lb))
 		o := &incOC{asc: true, desc: true, fitCuts: []int{n}, remAsc: []uint32{0}, remDesc: []uint32{0}}
-		asc, desc := o.countedRemovals(&w, sc, 0, true)
+		asc, desc := o.countedRemovals(&w, sc, 0, n, true)
 		for p, rem := range []int{asc, desc} {
 			isDesc := p == 1
 			want := largestConsistent(ps, isDesc)
@@ -82,7 +82,7 @@ func TestPairCounts(t *testing.T) {
 	for trial := 0; trial < 300; trial++ {
 		dom := uint64(1 + r.IntN(5))
 		sc := &sortedClass{la: []uint64{0}, lb: []uint64{0}}
-		sc.toCounted()
+		sc.toCounted(1)
 		pc := sc.cnt
 		model := map[ocPair]int{{0, 0}: 1}
 		for step := 0; step < 200; step++ {
@@ -108,14 +108,16 @@ func TestPairCounts(t *testing.T) {
 			}
 			slices.SortFunc(live, comparePairs)
 			var got []ocPair
+			counted := 0
 			for _, id := range pc.byPair {
 				got = append(got, pc.pairs[id])
+				counted += int(pc.n[id])
 				if int(pc.n[id]) != model[pc.pairs[id]] {
 					t.Fatalf("pair %v counts %d rows, want %d", pc.pairs[id], pc.n[id], model[pc.pairs[id]])
 				}
 			}
-			if !slices.Equal(got, live) || pc.rows != rows || len(pc.ids) != len(live) {
-				t.Fatalf("byPair %v (%d rows, %d ids), want %v (%d rows)", got, pc.rows, len(pc.ids), live, rows)
+			if !slices.Equal(got, live) || counted != rows || len(pc.ids) != len(live) {
+				t.Fatalf("byPair %v (%d rows, %d ids), want %v (%d rows)", got, counted, len(pc.ids), live, rows)
 			}
 			if len(pc.byLB) != len(live) || !slices.IsSortedFunc(pc.byLB, func(x, y uint32) int {
 				return cmp.Compare(pc.pairs[x].lb, pc.pairs[y].lb)

@@ -487,14 +487,16 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 		o.fold(e, sc)
 		sc.cnt.settle(w)
 		if countedForm(size, len(sc.cnt.ids), e.countedRatio) {
-			return o.countedRemovals(w, sc, c, rec)
+			return o.countedRemovals(w, sc, c, size, rec)
 		}
 		sc.toSorted()
 	}
 	o.mergeBacklog(e, w, sc)
-	if e.countedRatio > 0 && countedForm(size, distinctPairs(sc.la, sc.lb), e.countedRatio) {
-		sc.toCounted()
-		return o.countedRemovals(w, sc, c, rec)
+	if e.countedRatio > 0 {
+		if d := distinctPairs(sc.la, sc.lb); countedForm(size, d, e.countedRatio) {
+			sc.toCounted(d)
+			return o.countedRemovals(w, sc, c, size, rec)
+		}
 	}
 	asc, desc = o.lnds(w, sc.la, sc.lb, rec)
 	for p, r := range [2]int{asc, desc} {
