@@ -54,11 +54,7 @@ func newTypedCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, 
 func newCadenceRunOf(t *testing.T, sc StreamConfig, hooks func(*cadenceFeed)) *cadenceRun {
 	t.Helper()
 	sink := &collectSink{}
-	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{sc}},
-		Options{Logger: testLogger(t), Sinks: []alerts.Sink{sink}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := offlineMonitorWith(t, sc, Options{Sinks: []alerts.Sink{sink}})
 	c := &cadenceRun{t: t, s: m.streams[0], sink: sink, done: make(chan error, 1), r: rand.New(rand.NewPCG(9, 9))}
 	hooks(&c.s.mb.feed)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -67,9 +63,6 @@ func newCadenceRunOf(t *testing.T, sc StreamConfig, hooks func(*cadenceFeed)) *c
 	t.Cleanup(func() {
 		cancel()
 		if err := <-c.done; err != nil {
-			t.Error(err)
-		}
-		if err := m.Close(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -359,17 +352,8 @@ func TestChecksPauseDiscovery(t *testing.T) {
 // discover the constant column's FD at once).
 func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	sink := &collectSink{}
-	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{{
-		Topic: "rp", Window: 10, Every: 5, DiscoverEvery: 10, Epsilon: 0.01,
-	}}}, Options{Logger: testLogger(t), Sinks: []alerts.Sink{sink}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := m.Close(); err != nil {
-			t.Error(err)
-		}
-	})
+	m := offlineMonitorWith(t, StreamConfig{Topic: "rp", Window: 10, Every: 5, DiscoverEvery: 10, Epsilon: 0.01},
+		Options{Sinks: []alerts.Sink{sink}})
 	c := &state.Commit{Stream: "rp", NextOffset: map[int32]int64{0: 17}, NextSeq: 17}
 	var rec FlatRecord
 	for o := int64(0); o < 17; o++ {

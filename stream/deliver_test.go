@@ -62,17 +62,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 			defer srv.Close()
 
 			reg := prometheus.NewRegistry()
-			m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
-				Streams: []StreamConfig{{Topic: "pf", Window: 10, Epsilon: 0.01}}},
-				Options{Logger: testLogger(t), Registerer: reg})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				if err := m.Close(); err != nil {
-					t.Error(err)
-				}
-			}()
+			m := offlineMonitorWith(t, StreamConfig{Topic: "pf", Window: 10, Epsilon: 0.01}, Options{Registerer: reg})
 			hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: tt.retries, Backoff: time.Millisecond, Logger: testLogger(t)})
 			m.sinks = []namedSink{{"webhook", hook}}
 			ev := &state.Evaluation{Stream: "pf", WindowEnd: 9}

@@ -146,8 +146,17 @@ func startMonitorWith(t testing.TB, cfg Config, prepare func(*Monitor)) *running
 // cleanup.
 func offlineMonitor(t testing.TB, sc StreamConfig) *Monitor {
 	t.Helper()
-	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{sc}},
-		Options{Logger: testLogger(t)})
+	return offlineMonitorWith(t, sc, Options{})
+}
+
+// offlineMonitorWith is offlineMonitor with opts (a test logger when
+// opts has none).
+func offlineMonitorWith(t testing.TB, sc StreamConfig, opts Options) *Monitor {
+	t.Helper()
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{sc}}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,17 +193,7 @@ func statusEvent(t *testing.T, c *cadenceRun, id string) (StatusEvent, bool) {
 // after the held one's, which gets its samples once let go.
 func TestStatusSkipsRelatedWhenBehind(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
-		Streams: []StreamConfig{{Topic: "sk", Window: 100, Every: 100, Epsilon: 0.05}}},
-		Options{Logger: testLogger(t), Registerer: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := m.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	m := offlineMonitorWith(t, StreamConfig{Topic: "sk", Window: 100, Every: 100, Epsilon: 0.05}, Options{Registerer: reg})
 	s := m.streams[0]
 	// b and c follow a but in every 10th and every 7th row.
 	for r := range 100 {
