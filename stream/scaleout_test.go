@@ -284,7 +284,7 @@ func TestTimeWindowReadBack(t *testing.T) {
 			for p := range int32(3) {
 				parts[p] = min(tc.upTo, int64(1000-p+2)/3)
 			}
-			rb, err := m.streams[0].readBack(ctx, client, parts)
+			rb, err := m.streams[0].readBack(ctx, client, parts, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,10 +36,7 @@ func (m *Monitor) takeOver(ctx context.Context, client *kafka.Client, a assignme
 			if rec, adopt, err = s.stateToTakeOver(ctx); err != nil {
 				return err
 			}
-			if rb, err = s.readBack(ctx, client, parts); err != nil || rec == nil {
-				return err
-			}
-			rb.ahead, err = s.countAhead(ctx, client, rb, rec)
+			rb, err = s.readBack(ctx, client, parts, rec)
 			return err
 		})
 		if err != nil {
@@ -78,11 +75,10 @@ type readBack struct {
 	rows  []readRow
 	arena []byte
 	first map[int32]int64 // the partitions' first offsets
-	last  map[int32]int64 // the partitions' last offsets (high watermarks)
 	from  map[int32]int64
 	upTo  map[int32]int64
 	// ahead are the decodable records past upTo that the state record
-	// counted (countAhead).
+	// counted (readBack).
 	ahead uint64
 }
 
@@ -105,7 +101,17 @@ func windowOrder(a, b RowMeta) int {
 // that consumed them first counted and dead-lettered them) and orders them;
 // applyTakeOver keeps the last Window. A partition without a committed
 // offset starts at its first offset.
-func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts map[int32]int64) (*readBack, error) {
+//
+// With a state record (rec, may be nil) whose positions are past the
+// group's committed offsets, the same read goes on up to them and counts
+// the decodable records there (rb.ahead): the previous owner published the
+// state of an evaluation before the offsets of the records it evaluated
+// reached the group (offset commits lag the store by up to
+// offsetCommitInterval, or a batch) and stopped in between (kill -9). The
+// state record's count includes them; the new owner consumes them again
+// from the committed offsets, so they are counted out of the window's
+// sequence numbers (applyTakeOver).
+func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts map[int32]int64, rec *stateRecord) (*readBack, error) {
 	topic := s.cfg.Topic
 	var reqs []kafka.OffsetRequest
 	for p := range parts {
@@ -115,7 +121,8 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 	if err != nil {
 		return nil, fmt.Errorf("offsets of %s: %w", topic, err)
 	}
-	rb := &readBack{first: map[int32]int64{}, last: map[int32]int64{}, from: map[int32]int64{}, upTo: map[int32]int64{}}
+	rb := &readBack{first: map[int32]int64{}, from: map[int32]int64{}, upTo: map[int32]int64{}}
+	aheadTo := map[int32]int64{} // the end of each partition's read: upTo, or the state's positions
 	for _, po := range lo.Topics[topic] {
 		if po.Error != nil {
 			return nil, fmt.Errorf("offsets of %s/%d: %w", topic, po.Partition, po.Error)
@@ -129,22 +136,30 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 		if committed >= 0 {
 			upTo = min(max(committed, po.FirstOffset), po.LastOffset)
 		}
-		rb.first[p], rb.last[p], rb.upTo[p] = po.FirstOffset, po.LastOffset, upTo
+		rb.first[p], rb.upTo[p] = po.FirstOffset, upTo
 		rb.from[p] = max(po.FirstOffset, upTo-int64(s.cfg.Window))
+		aheadTo[p] = upTo
+		if rec != nil {
+			aheadTo[p] = max(upTo, min(stateNext(rec, p, upTo), po.LastOffset))
+		}
 	}
 	if s.cfg.Interval > 0 {
 		if err := s.intervalStarts(ctx, client, rb); err != nil {
 			return nil, err
 		}
 	}
-	var rec FlatRecord
+	var row FlatRecord
 	for p, upTo := range rb.upTo {
-		err := readRange(ctx, client, topic, int(p), rb.from[p], upTo, func(r *kafka.Record) error {
-			if ok, err := s.decodeReadBack(ctx, r, &rec); !ok {
+		err := readRange(ctx, client, topic, int(p), rb.from[p], aheadTo[p], func(r *kafka.Record) error {
+			if ok, err := s.decodeReadBack(ctx, r, &row); !ok {
 				return err
 			}
+			if r.Offset >= upTo {
+				rb.ahead++
+				return nil
+			}
 			from := len(rb.arena)
-			rb.arena = rec.AppendBinary(rb.arena)
+			rb.arena = row.AppendBinary(rb.arena)
 			rb.rows = append(rb.rows, readRow{RowMeta{Partition: p, Offset: r.Offset, Time: r.Time}, from, len(rb.arena)})
 			return nil
 		})
@@ -153,7 +168,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 		}
 	}
 	slices.SortFunc(rb.rows, func(a, b readRow) int { return windowOrder(a.meta, b.meta) })
-	s.log.Info("window read back from kafka", "records", len(rb.rows), "from", fmt.Sprint(rb.from), "to", fmt.Sprint(rb.upTo))
+	s.log.Info("window read back from kafka", "records", len(rb.rows), "from", fmt.Sprint(rb.from), "to", fmt.Sprint(rb.upTo), "ahead", rb.ahead)
 	return rb, nil
 }
 
@@ -169,35 +184,6 @@ func (s *streamRun) decodeReadBack(ctx context.Context, r *kafka.Record, rec *Fl
 		return false, err
 	}
 	return true, nil
-}
-
-// countAhead counts the decodable records between the read-back range and
-// the state record's positions where these are past the group's committed
-// offsets: the previous owner published the state of an evaluation before
-// the offsets of the records it evaluated reached the group (offset
-// commits lag the store by up to offsetCommitInterval, or a batch) and
-// stopped in between (kill -9). The state record's count includes them;
-// the new owner consumes them again from the committed offsets, so they
-// are counted out of the window's sequence numbers (applyTakeOver).
-func (s *streamRun) countAhead(ctx context.Context, client *kafka.Client, rb *readBack, rec *stateRecord) (uint64, error) {
-	var (
-		n   uint64
-		row FlatRecord
-	)
-	for p, upTo := range rb.upTo {
-		end := min(stateNext(rec, p, upTo), rb.last[p])
-		err := readRange(ctx, client, s.cfg.Topic, int(p), upTo, end, func(r *kafka.Record) error {
-			ok, err := s.decodeReadBack(ctx, r, &row)
-			if ok {
-				n++
-			}
-			return err
-		})
-		if err != nil {
-			return 0, err
-		}
-	}
-	return n, nil
 }
 
 // intervalStarts narrows the read-back range of a time window to its last
