@@ -1011,10 +1011,16 @@ func newCheckSampler(c *checker) *checkSampler {
 	return &checkSampler{c: c, metas: c.metas[c.head:n:n]}
 }
 
+// attached reports whether s (possibly nil) still reads its checker,
+// which then holds a checked window.
+func (s *checkSampler) attached() bool {
+	return s != nil && s.c != nil && s.c.eng != nil
+}
+
 // take copies from the checker the named columns (those it knows) that s
 // does not hold yet; a detached sampler takes nothing.
 func (s *checkSampler) take(names []string) {
-	if s.c == nil || s.c.eng == nil {
+	if !s.attached() {
 		return
 	}
 	var missing []string

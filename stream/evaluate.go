@@ -596,7 +596,7 @@ func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snap
 // it could not be encoded or ctx is done.
 func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
 	switch {
-	case out.chk != nil && out.chk.c != nil && out.chk.c.eng != nil:
+	case out.chk.attached():
 		return e.checkerSamples(ctx, out.chk, deps)
 	case out.table != nil && snap != nil:
 		return e.tableSamples(ctx, out.table, snap, deps)

@@ -190,7 +190,7 @@ func (s *streamRun) appendStatus(ctx context.Context, job *historyJob) {
 func takeRelated(out *evalOutcome, snap *Snapshot, deps []discovery.Dependency, at map[string]int) *relatedWork {
 	w := &relatedWork{deps: deps, at: at}
 	switch {
-	case out.chk != nil && out.chk.c != nil && out.chk.c.eng != nil:
+	case out.chk.attached():
 		out.chk.take(sampledColumns(deps))
 		out.chk.c = nil
 		w.chk = out.chk
