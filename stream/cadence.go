@@ -459,17 +459,13 @@ func (s *streamRun) discover(ctx context.Context, job *discoveryJob) bool {
 	env.pause = s.pauseDiscovery
 	var err error
 	done.outcome, err = env.discoverSnapshot(dctx, job.snap, job.endSeq)
-	if err == nil && dctx.Err() != nil {
-		err = dctx.Err()
-	}
-	if err != nil {
-		if ctx.Err() != nil {
-			return false
-		}
-		if dctx.Err() != nil {
-			s.log.Info("discovery of a dropped window stopped", "window_end", job.endSeq)
-			return true
-		}
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case dctx.Err() != nil:
+		s.log.Info("discovery of a dropped window stopped", "window_end", job.endSeq)
+		return true
+	case err != nil:
 		s.log.Error("discovery failed", "window_end", job.endSeq, "err", err)
 		s.mb.mu.Lock()
 		delete(s.mb.feed.rerun, job.endSeq) // nothing to wait for
