@@ -159,8 +159,6 @@ type cadenceFeed struct {
 	// dependencies are taken and its status history appended
 	// (appendStatus).
 	beforeRelated func(ctx context.Context, endSeq uint64, events []alerts.Event)
-	// maxRelated, when set (by tests), replaces defaultRelatedPending.
-	maxRelated int
 	// noPrepare (tests) keeps the checks from building the rules of a
 	// finished discovery ahead of its merge (prepareRules).
 	noPrepare bool

@@ -182,11 +182,7 @@ func (s *streamRun) evaluator(ctx context.Context) error {
 	rearm()
 	wait := s.startDiscoverer(ctx)
 	defer wait()
-	maxRelated := s.mb.feed.maxRelated
-	if maxRelated <= 0 {
-		maxRelated = defaultRelatedPending
-	}
-	s.hist = startHistorian(ctx, maxRelated, s.appendStatus)
+	s.hist = startHistorian(ctx, defaultRelatedPending, s.appendStatus)
 	defer s.hist.close()
 	chk := checker{typing: s.cfg.Typing}
 	for {
