@@ -40,13 +40,13 @@ func (r *FlatRecord) Reset() {
 
 // Add appends a field, copying name and value. A NULL field has no value.
 func (r *FlatRecord) Add(name, value []byte, null bool) {
-	b := appendLen(r.buf, len(name))
+	b := binary.AppendUvarint(r.buf, uint64(len(name)))
 	f := flatField{off: uint32(len(b)), nameLen: uint32(len(name)), null: null}
 	b = append(b, name...)
 	if null {
 		b = append(b, 1)
 	} else {
-		b = appendLen(append(b, 0), len(value))
+		b = binary.AppendUvarint(append(b, 0), uint64(len(value)))
 		f.valOff, f.valLen = uint32(len(b)), uint32(len(value))
 		b = append(b, value...)
 	}
@@ -54,21 +54,11 @@ func (r *FlatRecord) Add(name, value []byte, null bool) {
 	r.fields = append(r.fields, f)
 }
 
-// appendLen appends n as a uvarint: one byte, without
-// binary.AppendUvarint's loop, for the short names and values of most
-// fields.
-func appendLen(b []byte, n int) []byte {
-	if n < 0x80 {
-		return append(b, byte(n))
-	}
-	return binary.AppendUvarint(b, uint64(n))
-}
-
 // AddString is Add for string values (tests, generators).
 func (r *FlatRecord) AddString(name, value string) {
-	b := appendLen(r.buf, len(name))
+	b := binary.AppendUvarint(r.buf, uint64(len(name)))
 	f := flatField{off: uint32(len(b)), nameLen: uint32(len(name))}
-	b = appendLen(append(append(b, name...), 0), len(value))
+	b = binary.AppendUvarint(append(append(b, name...), 0), uint64(len(value)))
 	f.valOff, f.valLen = uint32(len(b)), uint32(len(value))
 	r.buf = append(b, value...)
 	r.fields = append(r.fields, f)
