@@ -39,7 +39,14 @@ func (r *FlatRecord) Reset() {
 }
 
 // Add appends a field, copying name and value. A NULL field has no value.
-func (r *FlatRecord) Add(name, value []byte, null bool) {
+func (r *FlatRecord) Add(name, value []byte, null bool) { addField(r, name, value, null) }
+
+// AddString is Add for string values (tests, generators).
+func (r *FlatRecord) AddString(name, value string) { addField(r, name, value, false) }
+
+// addField is Add and AddString: it appends the field to r.buf in the
+// binary layout and records where its name and value are.
+func addField[S string | []byte](r *FlatRecord, name, value S, null bool) {
 	b := binary.AppendUvarint(r.buf, uint64(len(name)))
 	f := flatField{off: uint32(len(b)), nameLen: uint32(len(name)), null: null}
 	b = append(b, name...)
@@ -51,16 +58,6 @@ func (r *FlatRecord) Add(name, value []byte, null bool) {
 		b = append(b, value...)
 	}
 	r.buf = b
-	r.fields = append(r.fields, f)
-}
-
-// AddString is Add for string values (tests, generators).
-func (r *FlatRecord) AddString(name, value string) {
-	b := binary.AppendUvarint(r.buf, uint64(len(name)))
-	f := flatField{off: uint32(len(b)), nameLen: uint32(len(name))}
-	b = binary.AppendUvarint(append(append(b, name...), 0), uint64(len(value)))
-	f.valOff, f.valLen = uint32(len(b)), uint32(len(value))
-	r.buf = append(b, value...)
 	r.fields = append(r.fields, f)
 }
 
