@@ -102,7 +102,8 @@ func (r *FlatRecord) AppendBinary(dst []byte) []byte {
 }
 
 // UnmarshalBinary resets r and decodes b into it. r copies what it needs: it
-// does not alias b.
+// does not alias b. The fields' part of b is already in the layout of r's
+// buffer: it is copied once and indexed, not encoded again field by field.
 func (r *FlatRecord) UnmarshalBinary(b []byte) error {
 	r.Reset()
 	if len(b) == 0 || b[0] != binaryVersion {
@@ -131,6 +132,7 @@ func (r *FlatRecord) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("%w: field count %d exceeds input", errBinary, count)
 	}
 	r.ignored = int(ign)
+	base := p // b[base:] becomes r.buf
 	for range count {
 		nl, err := uv()
 		if err != nil {
@@ -141,7 +143,7 @@ func (r *FlatRecord) UnmarshalBinary(b []byte) error {
 			r.Reset()
 			return fmt.Errorf("%w: name overruns input", errBinary)
 		}
-		name := b[p : p+int(nl)]
+		f := flatField{off: uint32(p - base), nameLen: uint32(nl)}
 		p += int(nl)
 		if p >= len(b) {
 			r.Reset()
@@ -151,7 +153,8 @@ func (r *FlatRecord) UnmarshalBinary(b []byte) error {
 		p++
 		switch flag {
 		case 1:
-			r.Add(name, nil, true)
+			f.null = true
+			r.fields = append(r.fields, f)
 			continue
 		case 0:
 		default:
@@ -167,12 +170,14 @@ func (r *FlatRecord) UnmarshalBinary(b []byte) error {
 			r.Reset()
 			return fmt.Errorf("%w: value overruns input", errBinary)
 		}
-		r.Add(name, b[p:p+int(vl)], false)
+		f.valOff, f.valLen = uint32(p-base), uint32(vl)
+		r.fields = append(r.fields, f)
 		p += int(vl)
 	}
 	if p != len(b) {
 		r.Reset()
 		return fmt.Errorf("%w: %d trailing bytes", errBinary, len(b)-p)
 	}
+	r.buf = append(r.buf, b[base:]...)
 	return nil
 }
