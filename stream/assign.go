@@ -91,11 +91,8 @@ func (m *Monitor) applyAssignment(a assignment) error {
 // (handedOver), where it could shadow the new owner's state.
 func (s *streamRun) drop(why string) error {
 	if len(s.next) > 0 {
-		bounds := make(map[int32]int64, len(s.next))
-		for p, o := range s.next {
-			bounds[p] = o
-		}
-		if err := s.m.store.Apply(&state.Commit{Stream: s.name, NextSeq: s.seq, EvictBelow: bounds, ForgetPositions: true}); err != nil {
+		// Every stored record is below its partition's next offset.
+		if err := s.m.store.Apply(&state.Commit{Stream: s.name, NextSeq: s.seq, EvictBelow: s.next, ForgetPositions: true}); err != nil {
 			return fmt.Errorf("stream %s: drop the window: %w", s.name, err)
 		}
 	}
