@@ -74,13 +74,9 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	produce := func(seed int64) {
+	produce := func(seed int) {
 		t.Helper()
-		for i, tp := range topics {
-			if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: 300, Seed: seed + int64(i)}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		producePayrolls(ctx, t, addr, topics, 300, seed, false)
 	}
 	evaluated := func(r *running, topic string) uint64 {
 		for _, s := range r.m.streams {
@@ -196,13 +192,7 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 	// same records in both groups.
 	produce := func(n int, dirty bool, owner *running) {
 		t.Helper()
-		o := PayrollOptions{Brokers: []string{addr}, Topic: "eq", Count: n, Seed: int64(total)}
-		if dirty {
-			o.ErrorRate = 0.1
-		}
-		if err := ProducePayroll(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+		producePayrolls(ctx, t, addr, []string{"eq"}, n, total, dirty)
 		total += n
 		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			return ref.m.streams[0].evaluated.Load() == uint64(total) && owner.m.streams[0].evaluated.Load() == uint64(total)
@@ -407,5 +397,20 @@ func sameWindow(t *testing.T, dir, refDir, topic string, window int, what string
 	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
 		t.Errorf("%s: %s %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
 			topic, what, len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
+	}
+}
+
+// producePayrolls writes n payroll records to each of topics, topic i's
+// seeded seed+i, a tenth of them dirty when dirty.
+func producePayrolls(ctx context.Context, t *testing.T, addr string, topics []string, n, seed int, dirty bool) {
+	t.Helper()
+	for i, tp := range topics {
+		o := PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, Seed: int64(seed + i)}
+		if dirty {
+			o.ErrorRate = 0.1
+		}
+		if err := ProducePayroll(ctx, o); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -256,13 +256,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	// one window end per call, none coalesced.
 	produce := func(n int, owner *running, done func() bool) {
 		t.Helper()
-		o := PayrollOptions{Brokers: []string{addr}, Topic: topic, Count: n, Seed: int64(total)}
-		if total > 0 {
-			o.ErrorRate = 0.1
-		}
-		if err := ProducePayroll(ctx, o); err != nil {
-			t.Fatal(err)
-		}
+		producePayrolls(ctx, t, addr, []string{topic}, n, total, total > 0)
 		total += n
 		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			return evaluated(ref) == uint64(total) && evaluated(owner) >= uint64(total) && done()
@@ -325,14 +319,9 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	total := 0
 	// produce adds n records to each topic and waits until both groups
 	// consumed them (and the reference evaluated them).
-	produce := func(n int, errorRate float64) {
+	produce := func(n int, dirty bool) {
 		t.Helper()
-		for i, tp := range topics {
-			o := PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, ErrorRate: errorRate, Seed: int64(total + i)}
-			if err := ProducePayroll(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-		}
+		producePayrolls(ctx, t, addr, topics, n, total, dirty)
 		total += n
 		waitFor(t, 60*time.Second, fmt.Sprintf("%d records consumed", total), func() bool {
 			return committed(t, addr, "dt", "da") == int64(total) && committed(t, addr, "dt", "db") == int64(total)
@@ -346,7 +335,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	// so that neither coalesces evaluations (which would change which
 	// windows discover what, however loaded the machine is).
 	for range 2 * window / every {
-		produce(every, 0)
+		produce(every, false)
 		if total < window {
 			continue // the first window is not full yet
 		}
@@ -375,7 +364,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	}
 	a2 := startMonitor(t, cfg("dt", dirA))
 	waitFor(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.topics()) == 2 && a2.m.Ready() })
-	produce(every, 0.1)
+	produce(every, true)
 	waitFor(t, 60*time.Second, "the reference evaluated every record", func() bool {
 		return ref.m.streams[0].evaluated.Load() == uint64(total) && ref.m.streams[1].evaluated.Load() == uint64(total)
 	})
@@ -422,15 +411,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 	// and the owners evaluated them.
 	produce := func(n int, owners ...*running) {
 		t.Helper()
-		for i, tp := range topics {
-			o := PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, Seed: int64(total + i)}
-			if total > 0 {
-				o.ErrorRate = 0.1
-			}
-			if err := ProducePayroll(ctx, o); err != nil {
-				t.Fatal(err)
-			}
-		}
+		producePayrolls(ctx, t, addr, topics, n, total, total > 0)
 		total += n
 		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			n := map[string]uint64{}
