@@ -6,7 +6,6 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"time"
-	"unsafe"
 
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/codeindex"
@@ -436,7 +435,7 @@ func (w *Window) evictOldest() {
 	// this is, start loading first, side by side (see Append).
 	for _, c := range w.cols {
 		if code := c.codes[pos]; code != 0 {
-			codeindex.TouchAt(unsafe.Pointer(&c.refs[code-1]))
+			codeindex.TouchAt(&c.refs[code-1])
 		}
 	}
 	for _, c := range w.cols {

@@ -188,6 +188,6 @@ func (x *Index) Touch(h uint32) {
 	}
 }
 
-// TouchAt starts loading the cache line at p without waiting for it (see
-// Touch), for a caller's own arrays.
-func TouchAt(p unsafe.Pointer) { prefetch(p) }
+// TouchAt starts loading the cache line of *p without waiting for it (see
+// Touch), for an element of a caller's own arrays.
+func TouchAt[T any](p *T) { prefetch(unsafe.Pointer(p)) }

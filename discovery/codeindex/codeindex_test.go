@@ -4,7 +4,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"testing"
-	"unsafe"
 )
 
 // TestIndexMatchesMap drives the hash index with random inserts and
@@ -81,7 +80,7 @@ func TestTouch(t *testing.T) {
 	for _, v := range dict {
 		_, h := x.Lookup(dict, v)
 		x.Touch(h)
-		TouchAt(unsafe.Pointer(&dict[0]))
+		TouchAt(&dict[0])
 	}
 	for i, v := range dict {
 		if code, _ := x.Lookup(dict, v); code != uint32(i+1) {
