@@ -107,7 +107,7 @@ func BenchmarkIngest20(b *testing.B) {
 		// One check's delta and window description per ingestEvery
 		// records appended (the appends are not timed).
 		w, off := ingestWindowFull(recs)
-		f := newCadenceFeed()
+		var f checkCursor
 		f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))
 		b.ReportAllocs()
 		var cpu time.Duration
@@ -129,7 +129,7 @@ func BenchmarkIngest20(b *testing.B) {
 	b.Run("all", func(b *testing.B) {
 		d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
 		w, off := ingestWindowFull(recs)
-		f := newCadenceFeed()
+		var f checkCursor
 		f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))
 		var rec FlatRecord
 		var arena []byte

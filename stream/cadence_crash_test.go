@@ -37,9 +37,9 @@ func cadenceCrashConfig(addr, dir, group, events string) Config {
 // finds a discovery running or waiting to be merged.
 func holdDiscoveries(m *Monitor) {
 	s := m.streams[0]
-	s.mb.feed.inOrder = true
+	m.testHooks().inOrder = true
 	d := uint64(s.cfg.DiscoverEvery)
-	s.mb.feed.beforeDiscovery = func(ctx context.Context, end uint64) {
+	m.testHooks().beforeDiscovery = func(ctx context.Context, end uint64) {
 		for s.evaluated.Load() < end+d-ccEvery+1 && ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 		}

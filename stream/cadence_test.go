@@ -45,21 +45,21 @@ func newTypedCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, 
 	t.Helper()
 	return newCadenceRunOf(t, StreamConfig{
 		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05, Typing: typing, Pinned: pinned,
-	}, func(f *cadenceFeed) { f.beforeDiscovery, f.exactChecks = beforeDiscovery, exact })
+	}, func(f *hooks) { f.beforeDiscovery, f.exactChecks = beforeDiscovery, exact })
 }
 
 // newCadenceRunOf is newCadenceRun with the stream configured as sc says
 // (two cadences or one) and its feed's test hooks set by hooks, before its
 // evaluator starts.
-func newCadenceRunOf(t *testing.T, sc StreamConfig, hooks func(*cadenceFeed)) *cadenceRun {
+func newCadenceRunOf(t *testing.T, sc StreamConfig, set func(*hooks)) *cadenceRun {
 	t.Helper()
 	sink := &collectSink{}
 	m := offlineMonitorWith(t, sc, Options{Sinks: []alerts.Sink{sink}})
 	c := &cadenceRun{t: t, s: m.streams[0], sink: sink, done: make(chan error, 1), r: rand.New(rand.NewPCG(9, 9))}
-	hooks(&c.s.mb.feed)
+	set(c.s.m.testHooks())
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	go func() { c.done <- c.s.evaluator(ctx) }()
+	go func() { c.done <- c.s.eval.run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-c.done; err != nil {
@@ -206,12 +206,12 @@ const (
 // mode it also returns the number of checks that ran while a discovery
 // was paused at the gate.
 func cadenceEvents(t *testing.T, mode int) ([]alerts.Event, int) {
-	return cadenceEventsWith(t, mode, func(*cadenceFeed) {})
+	return cadenceEventsWith(t, mode, func(*hooks) {})
 }
 
 // cadenceEventsWith is cadenceEvents with the feed's test hooks set by
 // hooks before the first record.
-func cadenceEventsWith(t *testing.T, mode int, hooks func(*cadenceFeed)) ([]alerts.Event, int) {
+func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event, int) {
 	const last = 2399
 	var c *cadenceRun
 	var steps atomic.Int64
@@ -229,9 +229,9 @@ func cadenceEventsWith(t *testing.T, mode int, hooks func(*cadenceFeed)) ([]aler
 			steps.Store(0)
 		}
 	}, false)
-	hooks(&c.s.mb.feed)
+	set(c.s.m.testHooks())
 	if mode == paused {
-		c.s.mb.feed.discoveryStep = func(ctx context.Context) {
+		c.s.m.testHooks().discoveryStep = func(ctx context.Context) {
 			if steps.Add(1) != 3 {
 				return
 			}
@@ -241,7 +241,7 @@ func cadenceEventsWith(t *testing.T, mode int, hooks func(*cadenceFeed)) ([]aler
 			case <-ctx.Done():
 			}
 		}
-		c.s.mb.feed.beforeCheck = func(ctx context.Context, end uint64) {
+		c.s.m.testHooks().beforeCheck = func(ctx context.Context, end uint64) {
 			if pauseAt.Load() != end+1 {
 				return
 			}
@@ -379,7 +379,7 @@ func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	s.replayMissedEvaluation()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- s.evaluator(ctx) }()
+	go func() { done <- s.eval.run(ctx) }()
 	waitFor(t, 30*time.Second, "replayed check saved", func() bool { return s.evaluated.Load() == 15 })
 	cancel()
 	if err := <-done; err != nil {
@@ -407,7 +407,7 @@ func TestWindowInfoOf(t *testing.T) {
 		rec.AddString("a", "1")
 		s.win.Append(RowMeta{Partition: p, Offset: next[p], Seq: seq, Time: time.Unix(int64(seq)+int64(r.IntN(20)), 0)}, &rec)
 		if seq%7 == 0 {
-			want := s.env().windowInfo(s.win.Snapshot(), seq)
+			want := s.eval.env().windowInfo(s.win.Snapshot(), seq)
 			if got := windowInfoOf(s.win, s.name, s.cfg.Topic, seq); !reflect.DeepEqual(got, want) {
 				t.Fatalf("record %d: %+v, snapshot gives %+v", seq, got, want)
 			}
@@ -473,7 +473,7 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 		for _, col := range table.Columns {
 			have[col.Name] = true
 		}
-		for _, d := range c.s.tracker.Tracked() {
+		for _, d := range c.s.eval.tracker.Tracked() {
 			if slices.ContainsFunc(d.Columns(), func(name string) bool { return !have[name] }) {
 				continue
 			}
@@ -514,7 +514,7 @@ func TestCheckerBehindWindow(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	w := NewWindow(window, 0)
-	feed := newCadenceFeed()
+	var feed checkCursor
 	c := &checker{}
 	var jobs []*checkJob
 	reused := 0
@@ -762,7 +762,7 @@ func TestPreparedMergeBuildsNothing(t *testing.T) {
 		var mu sync.Mutex
 		var merges []merge
 		prepared := 0
-		evs, _ := cadenceEventsWith(t, sequential, func(f *cadenceFeed) {
+		evs, _ := cadenceEventsWith(t, sequential, func(f *hooks) {
 			f.noPrepare = noPrepare
 			f.afterCheck = func(end uint64, out *evalOutcome) {
 				mu.Lock()

@@ -10,7 +10,7 @@ import (
 )
 
 // offsetCommitter commits a consumer group generation's offsets
-// (*kafka.Generation; tests wrap it through Monitor.commitVia).
+// (*kafka.Generation; tests wrap it through hooks.commitVia).
 type offsetCommitter interface {
 	CommitOffsets(offsets map[string]map[int]int64) error
 }
@@ -113,7 +113,7 @@ func (oc *committer) run() {
 	defer close(oc.done)
 	var (
 		notBefore time.Time // the earliest start of the next commit, unless flushed
-		fails     backoff
+		fails     = brokerBackoff()
 		timer     *time.Timer
 	)
 	defer func() {
@@ -159,9 +159,9 @@ func (oc *committer) run() {
 		err := oc.commitPending()
 		notBefore = start.Add(oc.interval)
 		if err != nil {
-			notBefore = start.Add(max(oc.interval, fails.next()))
+			notBefore = start.Add(max(oc.interval, fails.Next()))
 		} else {
-			fails.reset()
+			fails.Reset()
 		}
 	}
 }

@@ -258,7 +258,7 @@ func TestHungCommitKeepsConsuming(t *testing.T) {
 	}
 	fake := &fakeCommitter{}
 	r := startMonitorWith(t, c, func(m *Monitor) {
-		m.commitVia = func(gen *kafka.Generation) offsetCommitter {
+		m.testHooks().commitVia = func(gen *kafka.Generation) offsetCommitter {
 			fake.mu.Lock()
 			fake.next = gen
 			fake.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/backoff"
 	"github.com/odwatch/odwatch/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -36,16 +36,51 @@ const (
 	readerMaxBytes = 4 << 20
 )
 
-// streamRun is the state of one stream on the consume goroutine, plus the
-// mailbox and tracker its evaluator goroutine owns.
-type streamRun struct {
+// streamBase is what every owner of a stream shares (see the package
+// doc, "Goroutines and their owners"): the monitor, the stream's
+// configuration, name and logger, which nothing writes once NewMonitor
+// returns; the mailbox through which the owners hand each other work (its
+// fields say under which lock); and the stream's progress, which one
+// owner writes and the others read through atomics.
+type streamBase struct {
 	m    *Monitor
 	cfg  StreamConfig
 	name string
 	log  *slog.Logger
-	dec  Decoder
-	win  *Window
-	rec  FlatRecord
+	mb   *mailbox
+	progress
+}
+
+// progress is what the owners of a stream publish to each other and to
+// the tests and benchmarks, each field written by one goroutine.
+type progress struct {
+	// handedOver: the topic went to another member and no record came
+	// since (written by the consumer, read by the evaluator: publishState).
+	handedOver atomic.Bool
+	// evaluated is the window end of the last saved evaluation + 1
+	// (written by the evaluator; the consumer reads it for the holds).
+	evaluated atomic.Uint64
+	// maxEval is the longest evaluation, in nanoseconds (written by the
+	// evaluator; benchmarks).
+	maxEval atomic.Int64
+	// statusEnd is the window end of the last evaluation the status
+	// history appended + 1 (written by the historian; tests).
+	statusEnd atomic.Uint64
+}
+
+// streamRun is one stream as the consume goroutine owns it: the decoder,
+// the window mirror, the positions, the open store batch, the windows it
+// dispatched (holds, replay, the checks' cursor) and its metrics. Only
+// the consume goroutine touches these fields, apart from restore, which
+// runs on Run's goroutine before the consumer and the evaluator start. It
+// hands windows to the evaluator through mb (under mb.mu) and reads of the
+// evaluator's only progress.evaluated; eval is the stream's evaluator,
+// which it starts and never touches otherwise.
+type streamRun struct {
+	*streamBase
+	dec Decoder
+	win *Window
+	rec FlatRecord
 
 	next map[int32]int64 // next offset to consume per partition (stored + this batch)
 	seq  uint64          // next arrival sequence number
@@ -65,31 +100,22 @@ type streamRun struct {
 	// replayMissedEvaluation); replay is the one found by restore.
 	holds  []evictHold
 	replay *evalJob
+	// cursor is where the last check job left the window (two cadences).
+	cursor checkCursor
 
-	// Evaluator side.
-	tracker     *alerts.Tracker
-	trackerEnd  uint64
-	hasTracker  bool
-	evaluations int
-	undelivered int // outbox events some sink has not taken yet, after the last delivery
-	mb          mailbox
-	// handedOver: the topic went to another member and no record came
-	// since (set by the consume goroutine, read by the evaluator).
-	handedOver atomic.Bool
-	maxEval    atomic.Int64  // longest evaluation, nanoseconds (benchmarks)
-	evaluated  atomic.Uint64 // window end of the last saved evaluation + 1 (tests)
-	// hist appends the status history off the evaluator (started and
-	// closed by evaluator); statusEnd is the window end of the last
-	// evaluation it appended + 1 (tests).
-	hist      *historian
-	statusEnd atomic.Uint64
+	rejectLog logLimiter
+	dropped   uint64 // DroppedFields already counted
+	consumerMetrics
 
-	rejectLog      logLimiter
+	eval *evaluator
+}
+
+// consumerMetrics are the stream's collectors the consumer updates.
+type consumerMetrics struct {
 	consumed       prometheus.Counter
 	windowGauge    prometheus.Gauge
 	columnsGauge   prometheus.Gauge
 	droppedCounter prometheus.Counter
-	dropped        uint64 // DroppedFields already counted
 	lagGauge       prometheus.Gauge
 }
 
@@ -106,34 +132,36 @@ func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decoder: %w", err)
 	}
+	base := &streamBase{
+		m:    m,
+		cfg:  cfg,
+		name: cfg.Name,
+		log:  m.log.With("stream", cfg.Name, "topic", cfg.Topic),
+		mb:   newMailbox(),
+	}
 	s := &streamRun{
-		m:              m,
-		cfg:            cfg,
-		name:           cfg.Name,
-		log:            m.log.With("stream", cfg.Name, "topic", cfg.Topic),
-		dec:            dec,
-		win:            NewWindow(cfg.Window, cfg.Interval),
-		next:           map[int32]int64{},
-		lag:            map[int32]int64{},
-		tracker:        newTracker(cfg),
-		mb:             newMailbox(),
-		consumed:       m.metrics.consumed.WithLabelValues(cfg.Name),
-		windowGauge:    m.metrics.windowRecords.WithLabelValues(cfg.Name),
-		columnsGauge:   m.metrics.windowColumns.WithLabelValues(cfg.Name),
-		droppedCounter: m.metrics.fieldsDropped.WithLabelValues(cfg.Name),
-		lagGauge:       m.metrics.lag.WithLabelValues(cfg.Name),
+		streamBase: base,
+		dec:        dec,
+		win:        NewWindow(cfg.Window, cfg.Interval),
+		next:       map[int32]int64{},
+		lag:        map[int32]int64{},
+		consumerMetrics: consumerMetrics{
+			consumed:       m.metrics.consumed.WithLabelValues(cfg.Name),
+			windowGauge:    m.metrics.windowRecords.WithLabelValues(cfg.Name),
+			columnsGauge:   m.metrics.windowColumns.WithLabelValues(cfg.Name),
+			droppedCounter: m.metrics.fieldsDropped.WithLabelValues(cfg.Name),
+			lagGauge:       m.metrics.lag.WithLabelValues(cfg.Name),
+		},
+		eval: newEvaluator(base),
 	}
 	m.metrics.epsilon.WithLabelValues(cfg.Name).Set(cfg.Epsilon)
 	return s, nil
 }
 
 // restore rebuilds the window mirror, the position and the tracker from the
-// store, once deleting the per-dependency history older versions wrote
-// (nothing writes it any more; a failure costs disk and is logged).
+// store. It runs on Run's goroutine before the consumer and the evaluator
+// start, so it may set the evaluator's tracker (evaluator.loadTracker).
 func (s *streamRun) restore(ctx context.Context) error {
-	if err := s.m.store.DropLegacyHistory(s.name); err != nil {
-		s.log.Warn("drop legacy history", "err", err)
-	}
 	next, nextSeq, err := s.m.store.Position(s.name)
 	if err != nil {
 		return fmt.Errorf("stream %s: read position: %w", s.name, err)
@@ -162,23 +190,18 @@ func (s *streamRun) restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("stream %s: read window: %w", s.name, err)
 	}
-	data, end, err := s.m.store.LoadTracker(s.name)
+	saved, err := s.eval.loadTracker()
 	if err != nil {
-		return fmt.Errorf("stream %s: read tracker: %w", s.name, err)
+		return err
 	}
-	if data != nil {
-		if err := s.tracker.UnmarshalJSON(data); err != nil {
-			return fmt.Errorf("stream %s: %w", s.name, err)
-		}
-		s.trackerEnd, s.hasTracker = end, true
-		s.evalSeq = end + 1
-		s.evaluated.Store(end + 1)
+	if saved.ok {
+		s.evalSeq = saved.end + 1
 	}
 
 	// The store may hold, besides the window, the older records of a
 	// window dispatched but not saved before the process stopped (holds):
 	// appending in arrival order, the window passes through it.
-	replayEnd, replayable := s.missedBoundary()
+	replayEnd, replayable := s.missedBoundary(saved)
 	slices.SortFunc(rows, func(a, b row) int { return cmp.Compare(a.meta.Seq, b.meta.Seq) })
 	for _, r := range rows {
 		if err := s.rec.UnmarshalBinary(arena[r.from:r.to]); err != nil {
@@ -186,7 +209,7 @@ func (s *streamRun) restore(ctx context.Context) error {
 		}
 		s.win.Append(r.meta, &s.rec)
 		if s.cfg.twoCadence() {
-			s.restoreCadence(r.meta.Seq)
+			s.restoreCadence(r.meta.Seq, saved)
 			continue
 		}
 		if replayable && r.meta.Seq == replayEnd && s.win.Len() >= s.cfg.Window {
@@ -197,21 +220,22 @@ func (s *streamRun) restore(ctx context.Context) error {
 	s.dropped = s.win.DroppedFields() // counted before the restart
 	s.lastEval = time.Now()
 	s.log.Info("stream restored", "window_records", s.win.Len(), "next_seq", s.seq,
-		"positions", fmt.Sprint(next), "tracked", len(s.tracker.Tracked()))
+		"positions", fmt.Sprint(next), "tracked", saved.tracked)
 	return nil
 }
 
 // missedBoundary returns the last count-window end among the stored
 // records (sequence numbers below s.seq) that has no saved evaluation:
 // the process stopped after committing the batch that completed the window
-// but before the evaluation was saved.
-func (s *streamRun) missedBoundary() (uint64, bool) {
+// but before the evaluation was saved (saved is the evaluation the store
+// holds).
+func (s *streamRun) missedBoundary(saved savedTracker) (uint64, bool) {
 	w, e := uint64(s.cfg.Window), uint64(s.cfg.Every)
 	if s.cfg.Interval > 0 || w == 0 || e == 0 || s.seq < w {
 		return 0, false
 	}
 	end := w - 1 + (s.seq-w)/e*e
-	if s.hasTracker && end <= s.trackerEnd {
+	if saved.ok && end <= saved.end {
 		return 0, false
 	}
 	return end, true
@@ -411,7 +435,7 @@ func (m *Monitor) leave(cg *kafka.ConsumerGroup) {
 // (authorization) is returned.
 func (m *Monitor) nextGeneration(ctx context.Context, cg *kafka.ConsumerGroup) (*kafka.Generation, error) {
 	const who = "consumer group"
-	var b backoff
+	b := brokerBackoff()
 	for {
 		gen, err := cg.Next(ctx)
 		if err == nil {
@@ -432,7 +456,7 @@ func (m *Monitor) nextGeneration(ctx context.Context, cg *kafka.ConsumerGroup) (
 			m.log.Debug("consumer group: retrying", "err", err)
 			continue
 		}
-		wait := b.next()
+		wait := b.Next()
 		m.health.fail(who, err, wait)
 		if !sleepCtx(ctx, wait) {
 			return nil, ctx.Err()
@@ -459,11 +483,7 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		return err
 	}
 	m.balancer.setOwned(topics)
-	var oc offsetCommitter = gen
-	if m.commitVia != nil {
-		oc = m.commitVia(gen)
-	}
-	offsets := newCommitter(oc, m.log.With("generation", gen.ID), offsetCommitInterval)
+	offsets := newCommitter(m.hooks.offsetCommitter(gen), m.log.With("generation", gen.ID), offsetCommitInterval)
 	defer offsets.Close()
 	g := &generation{m: m, ctx: ctx, gctx: gctx, wctx: wctx, gen: gen, b: newBatch(offsets)}
 	defer m.waitSyncs(g.b) // after an error; end settles them
@@ -696,7 +716,7 @@ func (m *Monitor) fetchStarts(a assignment) map[topicPartition]int64 {
 func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp topicPartition, offset int64, out chan<- fetched) {
 	who := fmt.Sprintf("fetch %s/%d", tp.topic, tp.partition)
 	defer m.health.forget(who)
-	var b backoff
+	b := brokerBackoff()
 	for {
 		fctx, cancel := context.WithTimeout(ctx, fetchMaxWait+fetchTimeout)
 		res, err := client.Fetch(fctx, &kafka.FetchRequest{
@@ -724,14 +744,14 @@ func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp t
 				}
 				return
 			}
-			wait := b.next()
+			wait := b.Next()
 			m.health.fail(who, err, wait)
 			if !sleepCtx(ctx, wait) {
 				return
 			}
 			continue
 		}
-		b.reset()
+		b.Reset()
 		m.health.ok(who)
 		next, ok := sendFetched(ctx, tp, res, offset, out)
 		cancel()
@@ -916,12 +936,18 @@ func (s *streamRun) add(ctx context.Context, msg *kafka.Message, dlq *[]kafka.Me
 	return nil
 }
 
+// Retries of a decode while the Schema Registry is unreachable.
+const (
+	registryRetryBase = 100 * time.Millisecond
+	registryRetryCap  = 5 * time.Second
+)
+
 // decode decodes msg into s.rec. While the Schema Registry is unreachable
 // (a retryable DecodeError: the record is not at fault) it waits and tries
 // again, with capped exponential backoff, rather than dead-lettering good
 // records: consumption pauses, the lag grows, and it resumes by itself.
 func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
-	backoff := 100 * time.Millisecond
+	b := backoff.New(registryRetryBase, registryRetryCap)
 	for {
 		err := s.dec.Decode(ctx, msg.Value, &s.rec)
 		var de *DecodeError
@@ -929,16 +955,16 @@ func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 			return err
 		}
 		s.m.metrics.decodeRetries.WithLabelValues(s.name).Inc()
+		wait := b.Next()
 		s.log.Warn("schema registry unreachable; waiting before decoding again", "partition", msg.Partition,
-			"offset", msg.Offset, "retry_in", backoff, "err", de.Err)
-		t := time.NewTimer(backoff)
+			"offset", msg.Offset, "retry_in", wait, "err", de.Err)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return ctx.Err()
 		case <-t.C:
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 

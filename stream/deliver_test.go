@@ -82,7 +82,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 			// The evaluation's delivery, then the retry timer's: the
 			// 503 case needs three sends of e2.
 			for i := range 4 {
-				if err := s.deliver(ctx); err != nil {
+				if err := s.eval.del.deliver(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if i == 0 {
@@ -102,8 +102,8 @@ func TestDeliverPermanentFailure(t *testing.T) {
 			if e2Calls != tt.wantE2Calls {
 				t.Errorf("e2 sent %d times, want %d", e2Calls, tt.wantE2Calls)
 			}
-			if p, err := m.store.PendingEvents("pf"); err != nil || len(p) != 0 || s.undelivered != 0 {
-				t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.undelivered, err)
+			if p, err := m.store.PendingEvents("pf"); err != nil || len(p) != 0 || s.eval.del.undelivered != 0 {
+				t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.eval.del.undelivered, err)
 			}
 			labels := map[string]string{"stream": "pf", "sink": "webhook"}
 			if n := metricValue(t, reg, "odwatch_events_dropped_total", labels); n != tt.wantDropped {

@@ -36,7 +36,7 @@ func TestDropDiscardsQueuedWork(t *testing.T) {
 	discStarted, discStopped := 0, 0
 	c = newCadenceRunOf(t, StreamConfig{
 		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05,
-	}, func(f *cadenceFeed) {
+	}, func(f *hooks) {
 		f.afterCheck = func(end uint64, _ *evalOutcome) {
 			if end == heldEnd {
 				close(held)
@@ -49,7 +49,7 @@ func TestDropDiscardsQueuedWork(t *testing.T) {
 			if end != retakeEnd {
 				return
 			}
-			now, err := c.s.tracker.MarshalJSON()
+			now, err := c.s.eval.tracker.MarshalJSON()
 			if err != nil {
 				trackerDiff <- err.Error()
 				return

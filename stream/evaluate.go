@@ -16,7 +16,6 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
-	"github.com/segmentio/kafka-go"
 )
 
 // evalJob is one window to evaluate: an immutable snapshot and the
@@ -35,18 +34,24 @@ type evalJob struct {
 	gen uint64
 }
 
-// mailbox holds at most one pending evaluation. A new window due while the
-// previous one still waits replaces it (counted as skipped): the evaluator
-// always works on the newest window and consumption never waits for it. A
-// replayed evaluation (lost in a crash) has its own slot and goes first, so
-// that the first live window does not replace it.
+// mailbox is what the owners of a stream hand each other (see the package
+// doc, "Goroutines and their owners", for the lock order): the consumer
+// puts windows, checks and discoveries in it, the evaluator and the
+// discoverer take them. It holds at most one pending evaluation. A new
+// window due while the previous one still waits replaces it (counted as
+// skipped): the evaluator always works on the newest window and
+// consumption never waits for it. A replayed evaluation (lost in a crash)
+// has its own slot and goes first, so that the first live window does not
+// replace it.
 type mailbox struct {
+	// mu guards pending, replay, restore and feed's queues.
 	mu      sync.Mutex
 	pending *evalJob
 	replay  *evalJob
 	restore *stateRecord // a tracker state to restore before the next evaluation
-	wake    chan struct{}
-	feed    cadenceFeed // two cadences: checks and discoveries (cadence.go)
+	// wake tells the evaluator that the mailbox holds work.
+	wake chan struct{}
+	feed cadenceFeed // two cadences: checks and discoveries (cadence.go)
 	// gen counts the windows dropped (streamRun.drop): every job carries
 	// the generation it was dispatched in, and one of an older generation
 	// is a dropped window's, never saved (record) nor merged. drop changes
@@ -59,8 +64,17 @@ type mailbox struct {
 	saveMu sync.Mutex
 }
 
-func newMailbox() mailbox {
-	return mailbox{wake: make(chan struct{}, 1), feed: newCadenceFeed()}
+func newMailbox() *mailbox {
+	return &mailbox{wake: make(chan struct{}, 1), feed: newCadenceFeed()}
+}
+
+// notify wakes the evaluator (it looks at the whole mailbox when it wakes,
+// so one pending wake is enough).
+func (mb *mailbox) notify() {
+	select {
+	case mb.wake <- struct{}{}:
+	default:
+	}
 }
 
 // evictHold is a dispatched count window not saved yet: the store keeps
@@ -119,10 +133,7 @@ func (s *streamRun) dispatchJob(job *evalJob) {
 		}
 		s.holds = append(s.holds, evictHold{end: job.endSeq, bounds: job.bounds})
 	}
-	select {
-	case s.mb.wake <- struct{}{}:
-	default:
-	}
+	s.mb.notify()
 }
 
 // evictionBounds are the store's eviction bounds for the next commit: the
@@ -142,103 +153,149 @@ func (s *streamRun) evictionBounds() map[int32]int64 {
 	return b
 }
 
-// Delivery retries: events a sink failed to take stay in the outbox and are
-// sent again on a timer, from defaultRetryBase doubling up to maxRetryDelay
-// while deliveries keep failing, besides after every evaluation.
-const (
-	defaultRetryBase = 5 * time.Second
-	maxRetryDelay    = time.Minute
-)
+// evaluator is one stream's evaluation, owned by its evaluator goroutine
+// (run): the tracker, the end of the last saved evaluation, the checker of
+// two cadences and the counters of saved evaluations. It takes the work
+// the consumer put in the mailbox (under mb.mu), saves each outcome
+// (record: under mb.saveMu, against drop), delivers its events (del, on
+// this goroutine) and hands the status history's part to hist. It starts
+// the stream's discoverer and historian and waits for them. Before run
+// starts, Run's goroutine restores the tracker (loadTracker, applied by
+// restore) and delivers the outbox left by the last run.
+type evaluator struct {
+	*streamBase
+	tracker     *alerts.Tracker
+	trackerEnd  uint64
+	hasTracker  bool
+	evaluations int
+	// chk is the checker of two cadences (runChecks).
+	chk  checker
+	del  *delivery
+	disc *discoverer
+	// hist appends the status history off the evaluator (started and
+	// closed by run).
+	hist *historian
+}
 
-// evaluator runs the stream's evaluations, and the delivery retries, until
-// ctx is done. It returns an error only for failures that must stop the
-// pipeline (the store).
-func (s *streamRun) evaluator(ctx context.Context) error {
-	base := s.m.retryBase
-	if base <= 0 {
-		base = defaultRetryBase
+func newEvaluator(base *streamBase) *evaluator {
+	return &evaluator{
+		streamBase: base,
+		tracker:    newTracker(base.cfg),
+		chk:        checker{typing: base.cfg.Typing},
+		del:        newDelivery(base),
+		disc:       &discoverer{streamBase: base},
 	}
-	delay := base
-	retry := time.NewTimer(time.Hour)
-	retry.Stop()
-	defer retry.Stop()
-	armed := false
-	// rearm arms the retry timer while events wait in the outbox, and
-	// resets the backoff once they are all delivered.
-	rearm := func() {
-		switch {
-		case s.undelivered == 0:
-			if armed {
-				retry.Stop()
-				armed = false
-			}
-			delay = base
-		case !armed:
-			retry.Reset(delay)
-			armed = true
-			delay = min(2*delay, max(maxRetryDelay, base))
+}
+
+// savedTracker is what the store holds of a stream's evaluations when it
+// is restored: the window end of the last one saved (ok: there is one),
+// and how many dependencies its tracker tracks.
+type savedTracker struct {
+	end     uint64
+	ok      bool
+	tracked int
+}
+
+// loadTracker restores the tracker the store saved last (restore, before
+// run starts).
+func (e *evaluator) loadTracker() (savedTracker, error) {
+	data, end, err := e.m.store.LoadTracker(e.name)
+	if err != nil {
+		return savedTracker{}, fmt.Errorf("stream %s: read tracker: %w", e.name, err)
+	}
+	if data != nil {
+		if err := e.tracker.UnmarshalJSON(data); err != nil {
+			return savedTracker{}, fmt.Errorf("stream %s: %w", e.name, err)
 		}
+		e.trackerEnd, e.hasTracker = end, true
+		e.evaluated.Store(end + 1)
 	}
-	rearm()
-	wait := s.startDiscoverer(ctx)
+	return savedTracker{end: e.trackerEnd, ok: e.hasTracker, tracked: len(e.tracker.Tracked())}, nil
+}
+
+// run runs the stream's evaluations, and the delivery retries, until ctx
+// is done, with the stream's discoverer and historian beside it. It
+// returns an error only for failures that must stop the pipeline (the
+// store).
+func (e *evaluator) run(ctx context.Context) error {
+	defer e.del.stopRetries()
+	e.del.rearm()
+	wait := e.disc.start(ctx, e.cfg.twoCadence())
 	defer wait()
-	s.hist = startHistorian(ctx, defaultRelatedPending, s.appendStatus)
-	defer s.hist.close()
-	chk := checker{typing: s.cfg.Typing}
+	e.hist = startHistorian(ctx, defaultRelatedPending, e.appendStatus)
+	defer e.hist.close()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-retry.C:
-			armed = false
-			s.log.Info("retrying the delivery of events left in the outbox", "events", s.undelivered)
-			if err := s.deliver(ctx); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
+		case <-e.del.retries():
+			if err := e.del.retry(ctx); err != nil {
+				return stopped(ctx, err)
 			}
-			rearm()
 			continue
-		case <-s.mb.wake:
+		case <-e.mb.wake:
 		}
-		s.mb.mu.Lock()
-		replay, job, restore := s.mb.replay, s.mb.pending, s.mb.restore
-		s.mb.replay, s.mb.pending, s.mb.restore = nil, nil, nil
-		checks := s.mb.feed.checks
-		s.mb.feed.checks = nil
-		s.mb.mu.Unlock()
-		if restore != nil {
-			if err := s.applyState(restore); err != nil {
+		w := e.take()
+		if w.restore != nil {
+			if err := e.applyState(w.restore); err != nil {
 				return err
 			}
 		}
-		for _, j := range []*evalJob{replay, job} {
-			if j == nil {
-				continue
-			}
-			if err := s.evaluate(ctx, j); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
+		if err := e.step(ctx, w); err != nil {
+			return stopped(ctx, err)
 		}
-		if len(checks) > 0 {
-			if err := s.runChecks(ctx, &chk, checks); err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			s.mb.mu.Lock()
-			if len(s.mb.feed.checks) == 0 {
-				s.mb.feed.gate.setChecks(false) // discovery may go on
-			}
-			s.mb.mu.Unlock()
-		}
-		rearm()
+		e.del.rearm()
 	}
+}
+
+// stopped is err, or nil when ctx is done (the run ends, not fails).
+func stopped(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// work is what the evaluator takes from the mailbox in one go.
+type work struct {
+	replay, pending *evalJob
+	restore         *stateRecord
+	checks          []*checkJob
+}
+
+// take empties the mailbox.
+func (e *evaluator) take() work {
+	e.mb.mu.Lock()
+	defer e.mb.mu.Unlock()
+	w := work{replay: e.mb.replay, pending: e.mb.pending, restore: e.mb.restore, checks: e.mb.feed.checks}
+	e.mb.replay, e.mb.pending, e.mb.restore, e.mb.feed.checks = nil, nil, nil, nil
+	return w
+}
+
+// step does the work the mailbox held after its tracker state (restored
+// first, by run): the replayed and the pending evaluation, then the
+// checks; once the check queue is empty the gate lets discovery go on.
+func (e *evaluator) step(ctx context.Context, w work) error {
+	for _, j := range []*evalJob{w.replay, w.pending} {
+		if j == nil {
+			continue
+		}
+		if err := e.evaluate(ctx, j); err != nil {
+			return err
+		}
+	}
+	if len(w.checks) == 0 {
+		return nil
+	}
+	if err := e.runChecks(ctx, &e.chk, w.checks); err != nil {
+		return err
+	}
+	e.mb.mu.Lock()
+	if len(e.mb.feed.checks) == 0 {
+		e.mb.feed.gate.setChecks(false) // discovery may go on
+	}
+	e.mb.mu.Unlock()
+	return nil
 }
 
 // dependencyLevel is the lattice level of a dependency (FASTOD): the number
@@ -260,7 +317,7 @@ func newTracker(cfg StreamConfig) *alerts.Tracker {
 
 // evalEnv is what the evaluation of a window needs besides the window: the
 // stream's name, configuration, logger and tracker. The monitor
-// (streamRun.evaluate) and replay share it, so that both run the same steps.
+// (evaluator.evaluate) and replay share it, so that both run the same steps.
 type evalEnv struct {
 	name    string
 	cfg     *StreamConfig
@@ -272,7 +329,7 @@ type evalEnv struct {
 	pause func(ctx context.Context) error
 }
 
-func (s *streamRun) env() evalEnv {
+func (s *evaluator) env() evalEnv {
 	return evalEnv{name: s.name, cfg: &s.cfg, log: s.log, tracker: s.tracker}
 }
 
@@ -621,7 +678,7 @@ func (e evalEnv) tableSamples(ctx context.Context, table *discovery.Table, snap 
 
 // observeEval counts an evaluation that took d and ended in result, and
 // keeps the longest evaluation's time.
-func (s *streamRun) observeEval(d time.Duration, result string) {
+func (s *evaluator) observeEval(d time.Duration, result string) {
 	if int64(d) > s.maxEval.Load() {
 		s.maxEval.Store(int64(d))
 	}
@@ -631,7 +688,7 @@ func (s *streamRun) observeEval(d time.Duration, result string) {
 
 // evaluate runs one evaluation of the monitor: evaluateWindow, then record
 // saves the tracker and its events in one synced batch and delivers them.
-func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
+func (s *evaluator) evaluate(ctx context.Context, job *evalJob) error {
 	if s.hasTracker && job.endSeq <= s.trackerEnd {
 		return nil // evaluated and saved before a restart
 	}
@@ -679,7 +736,7 @@ func (s *streamRun) evaluate(ctx context.Context, job *evalJob) error {
 // delivery nor the next evaluation waits for them. The evaluation of a
 // window dropped meanwhile (job.gen older than the mailbox's) is not
 // saved: it is discarded (discardDropped).
-func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) error {
+func (s *evaluator) record(ctx context.Context, job *evalJob, out *evalOutcome) error {
 	trackerState, err := s.tracker.MarshalJSON()
 	if err != nil {
 		return fmt.Errorf("stream %s: encode tracker: %w", s.name, err)
@@ -713,7 +770,7 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 	}
 	s.m.metrics.alerts.Observe(out.events)
 	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
-	if err := s.deliver(ctx); err != nil {
+	if err := s.del.deliver(ctx); err != nil {
 		return err
 	}
 	out.delivered = time.Now()
@@ -725,7 +782,7 @@ func (s *streamRun) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 // (streamRun.drop): nothing of it is saved or delivered, and the tracker,
 // which it changed, goes back to the state the store saved last (a fresh
 // tracker's when none), as if it had not run.
-func (s *streamRun) discardDropped(endSeq uint64, events int) error {
+func (s *evaluator) discardDropped(endSeq uint64, events int) error {
 	data, _, err := s.m.store.LoadTracker(s.name)
 	if err != nil {
 		return fmt.Errorf("stream %s: read tracker: %w", s.name, err)
@@ -748,8 +805,7 @@ func (s *streamRun) discardDropped(endSeq uint64, events int) error {
 func discoveryWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
 
 // Housekeeping of the store, every housekeepingEvery evaluations: delivery
-// markers are kept for deliveredKeep, and the per-dependency history older
-// versions wrote is deleted (the status history holds the rules' errors).
+// markers are kept for deliveredKeep.
 const (
 	housekeepingEvery = 64
 	// deliveredKeep: a delivery marker only matters while the evaluation
@@ -761,197 +817,8 @@ const (
 
 // housekeeping prunes the stream's old delivery markers. Failures are
 // logged: they cost disk, not correctness.
-func (s *streamRun) housekeeping(now time.Time) {
+func (s *evaluator) housekeeping(now time.Time) {
 	if err := s.m.store.PruneDelivered(s.name, now.Add(-deliveredKeep)); err != nil {
 		s.log.Warn("prune delivery markers", "err", err)
 	}
-}
-
-// deliveredMarker is the delivery marker of event id for one sink: each
-// sink is marked on its own, so a failing webhook does not make the Kafka
-// topic receive an event twice on the retry.
-func deliveredMarker(id, sink string) string { return id + "/" + sink }
-
-// deliver sends the stream's outbox events to every sink that has not
-// received them yet, and removes from the outbox the events every sink has.
-// A failing sink keeps its events in the outbox for the next delivery (the
-// evaluator's retry timer, the next evaluation, or a restart); the number
-// left is in s.undelivered. An event a sink refuses for good
-// (alerts.ErrPermanent) is logged, counted in odwatch_events_dropped_total
-// and marked delivered for that sink, and the events after it are sent on:
-// retrying it would block them for ever. Only store failures are returned.
-func (s *streamRun) deliver(ctx context.Context) error {
-	pending, err := s.m.store.PendingEvents(s.name)
-	if err != nil {
-		return fmt.Errorf("stream %s: read outbox: %w", s.name, err)
-	}
-	s.undelivered = len(pending)
-	if len(pending) == 0 {
-		return nil
-	}
-	events := make([]alerts.Event, 0, len(pending))
-	done := map[string]bool{}
-	for _, p := range pending {
-		var e alerts.Event
-		if err := json.Unmarshal(p.Payload, &e); err != nil {
-			s.log.Error("dropping an undecodable outbox event", "id", p.ID, "err", err)
-			done[p.ID] = true
-			continue
-		}
-		events = append(events, e)
-		done[e.ID] = true
-	}
-	for _, ns := range s.m.sinks {
-		var todo []alerts.Event
-		for _, e := range events {
-			ok, err := s.m.store.Delivered(s.name, deliveredMarker(e.ID, ns.name))
-			if err != nil {
-				return fmt.Errorf("stream %s: read delivery marker: %w", s.name, err)
-			}
-			if !ok {
-				todo = append(todo, e)
-			}
-		}
-		kept, err := s.sendTo(ctx, ns, todo)
-		if err != nil {
-			return err
-		}
-		for _, e := range kept {
-			done[e.ID] = false
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
-	var ids []string
-	for _, p := range pending {
-		if done[p.ID] {
-			ids = append(ids, p.ID)
-		}
-	}
-	if err := s.m.store.MarkDelivered(s.name, ids); err != nil {
-		return fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
-	}
-	s.undelivered = len(pending) - len(ids)
-	return nil
-}
-
-// sendTo sends todo to one sink and marks delivered for it the events it
-// took and the ones it refused for good, each refused one dropped with an
-// ERROR log and odwatch_events_dropped_total; it returns the events left
-// for a retry (a transient failure stops the sink at the event that
-// failed, so that order is kept). Only store failures are returned.
-func (s *streamRun) sendTo(ctx context.Context, ns namedSink, todo []alerts.Event) ([]alerts.Event, error) {
-	for len(todo) > 0 {
-		err := ns.sink.Send(ctx, todo)
-		// n events taken; with a permanent failure, todo[n] is refused.
-		n := len(todo)
-		permanent := false
-		if err != nil {
-			n = min(max(alerts.Delivered(err), 0), len(todo))
-			permanent = n < len(todo) && ctx.Err() == nil && errors.Is(err, alerts.ErrPermanent)
-		}
-		markers := make([]string, 0, n+1)
-		for _, e := range todo[:n] {
-			markers = append(markers, deliveredMarker(e.ID, ns.name))
-		}
-		if permanent {
-			e := todo[n]
-			s.m.metrics.alerts.SinkError(s.name, ns.name)
-			s.m.metrics.alerts.EventDropped(s.name, ns.name)
-			s.log.Error("event refused for good by a sink; dropped for it, later events go on",
-				"id", e.ID, "type", e.Type, "dependency", e.DependencyText, "sink", ns.name, "err", err)
-			markers = append(markers, deliveredMarker(e.ID, ns.name))
-			n++
-		}
-		// Marked at once: a sink retrying inside Send may take long, and a
-		// crash meanwhile must not send these again.
-		if len(markers) > 0 {
-			if err := s.m.store.MarkDelivered(s.name, markers); err != nil {
-				return nil, fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
-			}
-		}
-		todo = todo[n:]
-		if err == nil || permanent {
-			continue
-		}
-		if ctx.Err() == nil {
-			s.m.metrics.alerts.SinkError(s.name, ns.name)
-			s.log.Error("event delivery failed; kept in the outbox", "sink", ns.name,
-				"events", len(todo), "delivered", n, "err", err)
-		}
-		return todo, nil
-	}
-	return nil, nil
-}
-
-// eventsTail is how many of the last messages per partition of the events
-// topic are read on start.
-const eventsTail = 2000
-
-// dedupeFromEventsTopic closes the crash window of the Kafka sink: an event
-// written to the events topic just before a crash, while its delivery
-// marker was not yet synced, would be written again from the outbox on
-// restart. Before delivering the outbox, the last eventsTail messages of
-// each partition of the events topic are read and the ids found there
-// (ce_id header) are marked delivered for the Kafka sink. Events are rare
-// and the outbox only holds the last evaluations' events, so the tail is
-// where they are.
-func (m *Monitor) dedupeFromEventsTopic(ctx context.Context) error {
-	if m.cfg.EventsTopic == "" {
-		return nil
-	}
-	pendingBy := map[string][]string{} // stream → pending ids
-	any := false
-	for _, s := range m.streams {
-		p, err := m.store.PendingEvents(s.name)
-		if err != nil {
-			return err
-		}
-		for _, e := range p {
-			pendingBy[s.name] = append(pendingBy[s.name], e.ID)
-			any = true
-		}
-	}
-	if !any {
-		return nil
-	}
-	ids, err := readEventIDs(ctx, m.cfg.Brokers, m.cfg.Dialer, m.cfg.EventsTopic, eventsTail)
-	if err != nil {
-		return err
-	}
-	for stream, pend := range pendingBy {
-		var seen []string
-		for _, id := range pend {
-			if ids[id] {
-				seen = append(seen, deliveredMarker(id, "kafka"))
-			}
-		}
-		if len(seen) > 0 {
-			m.log.Info("events already on the events topic, not sent again", "stream", stream, "events", len(seen))
-			if err := m.store.MarkDelivered(stream, seen); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// readEventIDs returns the ce_id headers of the last tail messages of every
-// partition of topic.
-func readEventIDs(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, tail int64) (map[string]bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	ids := map[string]bool{}
-	err := scanTopic(ctx, brokers, dialer, topic, tail, func(_ int, rec *kafka.Record) {
-		for _, h := range rec.Headers {
-			if h.Key == "ce_id" {
-				ids[string(h.Value)] = true
-			}
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	return ids, nil
 }

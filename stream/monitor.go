@@ -1,127 +1,3 @@
-// Package stream owns odwatch's streaming pipeline: consuming Kafka topics
-// with a consumer group (kafka-go, at-least-once, offsets committed only
-// after the records are synced to the state store), decoding and flattening
-// records (JSON, Avro, Confluent wire format) into a columnar window mirror,
-// scheduling evaluations (re-validation of tracked dependencies and full
-// discovery) off the consume path, and handing the results to package
-// alerts for events, delivered through a persistent outbox. It also holds
-// the in-process broker and the payroll generator of the demo and tests.
-//
-// # Delivery guarantees
-//
-// A batch of records is applied to the store (records, next offsets, next
-// arrival sequence, evictions) in one synced commit before its offsets are
-// committed to Kafka; a redelivered record (offset below the stored next
-// offset) is skipped, so a crash neither loses nor double-counts records.
-// The sync of one batch runs while the next one fills, and synced offsets
-// are committed at most every 100 ms and when a generation ends, on a
-// goroutine of their own (commit.go): one commit in flight, the newest
-// synced offsets winning, a failed one retried with the newest, so that a
-// commit that hangs (on a broker connection an outage left hung, until
-// kafka-go's request timeout closes it) stalls neither consumption nor
-// evaluation; a generation ends only once its last commit completed or
-// failed. An evaluation's own synced commit comes after the records it
-// evaluated in the store's log, so what it saves is never durable before
-// them.
-// Arrival sequence numbers are persisted, so evaluations happen at the same
-// window ends after a restart, and event ids (hash of stream, dependency,
-// window end, type) repeat instead of multiplying. The records of a count
-// window handed to the evaluator stay in the store until its evaluation is
-// saved, so that a restart rebuilds and replays the last one a crash
-// interrupted. With two cadences (cadence.go), the records of the window a
-// discovery started on stay until the check that merges its result is
-// saved; a restart runs again every check after the last saved one (each
-// on its own, none coalesced) and every discovery not merged yet, and the
-// check that merges a re-run discovery waits for it: a crash anywhere
-// between a check and a merge (discovery running, or done and waiting)
-// gives the events and ids of an uninterrupted run, none twice, provided
-// the uninterrupted run skipped no check (coalesced under load) and merged
-// no discovery late. Only the errors an event carries may differ: after a
-// restart every count is exact at the first check, where the uninterrupted
-// run may have kept the last exact count of a dependency whose verdict
-// could not change (discovery.Incremental's skip). An evaluation saves the
-// tracker state and its events in one synced commit, then sends them to
-// every sink and marks each sink's delivery; what a sink failed to take is
-// sent again on a timer (5 s, doubling up to a minute), after the next
-// evaluation, and on restart. An event carries the sample of its own
-// rule's violating records, taken before the save; the samples of its
-// related rules, which only the status history keeps, are taken after the
-// delivery, on copies of the window's columns they mention, and the
-// history is appended, by the stream's historian (historian.go): a
-// goroutine of its own that runs them one evaluation at a time in window
-// order, so that the next evaluation never waits for them. It is display
-// data, unsynced: a crash between the save and that append leaves the
-// window out of the history, since a saved evaluation is not run again (a
-// clean stop still appends what is queued, skipping the related samples not
-// taken yet). When the historian is behind by two evaluations with related
-// samples, the next ones' are skipped (odwatch_status_samples_skipped_total);
-// their rules' points and events are still appended.
-// Delivery markers are kept for a week. For the Kafka events sink the gap
-// between a send and its mark is closed on start by reading the tail of
-// the events topic and marking the ids found there (ce_id header), so no
-// event id reaches the topic twice.
-//
-// # Scale-out and takeover
-//
-// Membership is kafka-go's consumer group API (kafka.NewConsumerGroup):
-// every generation brings this member's assignment, and the consume loop
-// runs inside it. The group balancer (topicBalancer) gives all partitions of
-// a topic to one member, since a window needs the whole stream, keeps
-// topics where they are across rebalances and spreads them over the
-// members by load. When a generation assigns a topic whose partitions the
-// group consumed past this member's store (a takeover, or a lost state
-// dir), or for none of which the store holds a position (a fresh member,
-// or a window it dropped; the group may have committed nothing yet), the
-// member rebuilds the whole window before fetching anything new:
-// the last Window records across partitions up to the group's committed
-// offsets (for a time window, only the records of the last Interval: each
-// partition is read from its first offset at or after the newest record
-// time minus Interval, looked up by timestamp), in the window's order
-// (record time, partition, offset). With
-// Config.StateTopic set, every evaluation also publishes the stream's
-// tracker state there (a compacted topic, key = stream name), and such a
-// member, when the topic holds a newer tracker state than its own store (a
-// fresh instance has none), restores the tracker from it; either way it
-// continues the arrival sequence numbers where the previous owner's count
-// stands at the committed offsets (the state record's, less the records it
-// counted past them: an owner killed after publishing an evaluation and
-// before the offsets of its records were committed): the tracked
-// dependencies keep their state, no discovered event is repeated, and
-// evaluations fall at the window ends of an uninterrupted member.
-// Without a state topic the tracker starts empty and the dependencies are
-// rediscovered on the member's first window. A member that loses a topic
-// in a rebalance drops the stream's window (memory and store, its
-// positions with it) so that it never evaluates a stale one, nor goes on
-// from those positions with an empty window after a restart, and so does
-// a member whose stored position is behind the group's committed offset
-// (it restarted on an old state dir, or got the topic back): both then
-// take over as above. What it dispatched for the dropped window goes with
-// it: the queued evaluations, checks and discoveries are forgotten, a
-// running discovery is stopped, and an evaluation or check running is not
-// saved, so that once the window is dropped none of its events is stored
-// or delivered by this member (the new owner raises them, with the same
-// ids), and a check after the topic comes back starts the checker over
-// (streamRun.drop). A clean stop commits and leaves the group at once;
-// a crashed member's topics move after Config.SessionTimeout.
-//
-// # Broker outages
-//
-// Broker errors (timeouts, refused or reset connections, a coordinator or
-// leader that moved, a broker restarting) are retried with capped
-// exponential backoff; meanwhile Ready is false and
-// odwatch_kafka_unreachable_seconds_total grows, and the log says so once
-// per backoff step. Consumption resumes from the stored positions, which are
-// never behind the committed offsets, so nothing is lost or counted twice.
-// Only a permanent authorization failure ends Run.
-//
-// # A damaged store
-//
-// A store that is damaged (state.ErrCorrupt) fails NewMonitor, or ends Run
-// when a read or a background compaction finds the damage later
-// (state.Store.Failed); it is never used further. With
-// Config.RebuildState, NewMonitor sets it aside and opens a fresh store,
-// which holds no position: every partition is then taken over as above
-// (window read back from Kafka, tracker from the state topic).
 package stream
 
 import (
@@ -184,12 +60,8 @@ type Monitor struct {
 	health *brokerHealth
 	// owned are the topics of the current generation (consume goroutine).
 	owned map[string]bool
-	// retryBase is the first wait before delivering again events a sink
-	// failed to take (defaultRetryBase when 0; tests shorten it).
-	retryBase time.Duration
-	// commitVia, when set (tests), stands between a generation and its
-	// offset commits.
-	commitVia func(*kafka.Generation) offsetCommitter
+	// hooks are the test hooks (nil in production).
+	hooks *hooks
 
 	// status is the last evaluation of every stream, for the status page
 	// (status.go).
@@ -358,7 +230,7 @@ func (m *Monitor) Run(ctx context.Context) (err error) {
 		m.log.Warn("could not read the events topic to skip events already sent", "topic", m.cfg.EventsTopic, "err", err)
 	}
 	for _, s := range m.streams {
-		if err := s.deliver(ctx); err != nil {
+		if err := s.eval.del.deliver(ctx); err != nil {
 			return err
 		}
 	}
@@ -389,7 +261,7 @@ func (m *Monitor) Run(ctx context.Context) (err error) {
 	})
 	for _, s := range m.streams {
 		wg.Go(func() {
-			if err := s.evaluator(ctx); err != nil && ctx.Err() == nil {
+			if err := s.eval.run(ctx); err != nil && ctx.Err() == nil {
 				fail(err)
 			}
 		})

@@ -638,3 +638,12 @@ func TestBackfillOnTakeover(t *testing.T) {
 		}
 	}
 }
+
+// testHooks returns m's test hooks, made on first use: call it before the
+// goroutines that read them start.
+func (m *Monitor) testHooks() *hooks {
+	if m.hooks == nil {
+		m.hooks = &hooks{}
+	}
+	return m.hooks
+}

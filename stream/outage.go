@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/backoff"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -19,21 +20,8 @@ var (
 	brokerBackoffCap  = 5 * time.Second
 )
 
-// backoff is a capped exponential backoff; the zero value starts at
-// brokerBackoffBase.
-type backoff struct{ wait time.Duration }
-
-// next returns the wait before the next attempt and doubles it.
-func (b *backoff) next() time.Duration {
-	if b.wait == 0 {
-		b.wait = brokerBackoffBase
-	}
-	w := b.wait
-	b.wait = min(2*b.wait, brokerBackoffCap)
-	return w
-}
-
-func (b *backoff) reset() { b.wait = 0 }
+// brokerBackoff is the backoff of broker retries.
+func brokerBackoff() backoff.Backoff { return backoff.New(brokerBackoffBase, brokerBackoffCap) }
 
 // sleepCtx waits d or until ctx is done (false).
 func sleepCtx(ctx context.Context, d time.Duration) bool {
@@ -161,7 +149,7 @@ func (h *brokerHealth) unreachableSeconds() float64 {
 // permanent error; other failures are reported to h as who and retried
 // with capped exponential backoff.
 func (h *brokerHealth) retryBroker(ctx context.Context, who string, op func(context.Context) error) error {
-	var b backoff
+	b := brokerBackoff()
 	defer h.forget(who)
 	for {
 		err := op(ctx)
@@ -175,7 +163,7 @@ func (h *brokerHealth) retryBroker(ctx context.Context, who string, op func(cont
 		if permanentKafkaError(err) {
 			return fmt.Errorf("%s: %w", who, err)
 		}
-		wait := b.next()
+		wait := b.Next()
 		h.fail(who, err, wait)
 		if !sleepCtx(ctx, wait) {
 			return ctx.Err()

@@ -43,7 +43,7 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 			release := make(chan struct{})
 			var holding bool // the historian goroutine's
 			c := newCadenceRunOf(t, StreamConfig{Topic: "cad", Window: cadWindow, Every: cadEvery,
-				DiscoverEvery: tc.discoverEvery, Epsilon: 0.05}, func(f *cadenceFeed) {
+				DiscoverEvery: tc.discoverEvery, Epsilon: 0.05}, func(f *hooks) {
 				f.beforeRelated = func(ctx context.Context, end uint64, events []alerts.Event) {
 					i := slices.IndexFunc(events, func(e alerts.Event) bool { return relatedRemovals(e) > 0 })
 					if holding || i < 0 {
@@ -224,21 +224,21 @@ func TestStatusSkipsRelatedWhenBehind(t *testing.T) {
 		return &evalOutcome{info: ev.Window, table: table, events: []alerts.Event{ev}}
 	}
 	release := make(chan struct{})
-	s.mb.feed.beforeRelated = func(ctx context.Context, end uint64, _ []alerts.Event) {
+	s.m.testHooks().beforeRelated = func(ctx context.Context, end uint64, _ []alerts.Event) {
 		if end == 99 {
 			<-release
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.hist = startHistorian(ctx, 1, s.appendStatus)
-	s.recordStatus(snap, outcome(99))
-	s.recordStatus(snap, outcome(199)) // returns at once: the historian is held
+	s.eval.hist = startHistorian(ctx, 1, s.eval.appendStatus)
+	s.eval.recordStatus(snap, outcome(99))
+	s.eval.recordStatus(snap, outcome(199)) // returns at once: the historian is held
 	if got := metricValue(t, reg, "odwatch_status_samples_skipped_total", map[string]string{"stream": "sk"}); got != 1 {
 		t.Errorf("odwatch_status_samples_skipped_total %v, want 1", got)
 	}
 	close(release)
-	s.hist.close()
+	s.eval.hist.close()
 	evs, err := m.StatusEvents("sk")
 	if err != nil {
 		t.Fatal(err)

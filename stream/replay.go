@@ -26,9 +26,9 @@ type Replayer struct {
 	win   *Window
 	seq   uint64
 	stats ReplayStats
-	// Two cadences: the window's delta bookkeeping, the checker, and the
+	// Two cadences: where the last check job left the window, the checker, and the
 	// discoveries run but not merged yet, by window end.
-	feed    cadenceFeed
+	cursor  checkCursor
 	chk     checker
 	pending map[uint64]discoveryOutcome
 }
@@ -115,7 +115,7 @@ func (r *Replayer) Add(ctx context.Context, meta RowMeta, rec *FlatRecord) ([]al
 // merges the discovery of the window DiscoverEvery records back.
 func (r *Replayer) check(ctx context.Context, end uint64) (*evalOutcome, error) {
 	cfg := r.env.cfg
-	job := r.feed.delta(r.win, !r.feed.fed, windowInfoOf(r.win, cfg.Name, cfg.Topic, end))
+	job := r.cursor.delta(r.win, !r.cursor.fed, windowInfoOf(r.win, cfg.Name, cfg.Topic, end))
 	if cfg.discoveryPoint(end) {
 		disc, err := r.env.discoverSnapshot(ctx, r.win.Snapshot(), end)
 		switch {

@@ -194,7 +194,7 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel, MinStrength: discovery.DefaultMinStrength}
 
 	r := startMonitorWith(t, Config{Brokers: []string{addr}, Group: "rm", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
-		Streams: []StreamConfig{cfg}}, func(m *Monitor) { m.streams[0].mb.feed.inOrder = true })
+		Streams: []StreamConfig{cfg}}, func(m *Monitor) { m.testHooks().inOrder = true })
 	waitFor(t, 90*time.Second, "the monitor checked every window and delivered the events", func() bool {
 		if r.m.streams[0].evaluated.Load() != n {
 			return false

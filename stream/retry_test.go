@@ -49,7 +49,7 @@ func TestSinkRetryOnTimer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.retryBase = 20 * time.Millisecond
+	m.testHooks().retryBase = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
@@ -103,7 +103,7 @@ func TestHousekeepingPrunesDelivered(t *testing.T) {
 		{"old markers go", time.Now().Add(deliveredKeep + time.Hour), false},
 	}
 	for _, tt := range tests {
-		s.housekeeping(tt.now)
+		s.eval.housekeeping(tt.now)
 		for _, id := range ids {
 			if ok, err := m.store.Delivered("hk", id); err != nil || ok != tt.want {
 				t.Errorf("%s: Delivered(%s) = %v, %v; want %v", tt.name, id, ok, err, tt.want)
@@ -157,14 +157,14 @@ func TestDeliverPartialFailure(t *testing.T) {
 	}
 	s := m.streams[0]
 	for range 2 {
-		if err := s.deliver(context.Background()); err != nil {
+		if err := s.eval.del.deliver(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if want := []string{"e1", "e2", "e3"}; !slices.Equal(sink.received, want) {
 		t.Errorf("received %v, want %v (each once, in order)", sink.received, want)
 	}
-	if p, err := m.store.PendingEvents("pd"); err != nil || len(p) != 0 || s.undelivered != 0 {
-		t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.undelivered, err)
+	if p, err := m.store.PendingEvents("pd"); err != nil || len(p) != 0 || s.eval.del.undelivered != 0 {
+		t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.eval.del.undelivered, err)
 	}
 }

@@ -24,7 +24,7 @@ func TestCountBoundary(t *testing.T) {
 		{window: 1, every: 1, want: []uint64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39}},
 	}
 	for _, tt := range tests {
-		s := &streamRun{cfg: StreamConfig{Window: tt.window, Every: tt.every}}
+		s := &streamRun{streamBase: &streamBase{cfg: StreamConfig{Window: tt.window, Every: tt.every}}}
 		var got []uint64
 		for seq := range uint64(40) {
 			if s.countBoundary(seq) {

@@ -55,7 +55,7 @@ func newStateWriter(cfg Config, tr *kafka.Transport) *kafka.Writer {
 // publishState writes the stream's tracker state after an evaluation was
 // saved locally. A failure is logged and counted, not fatal: the local
 // store has the state, and the next evaluation publishes again.
-func (s *streamRun) publishState(ctx context.Context, end uint64, next map[int32]int64, tracker []byte) {
+func (s *evaluator) publishState(ctx context.Context, end uint64, next map[int32]int64, tracker []byte) {
 	if s.m.stateWriter == nil || s.handedOver.Load() {
 		return
 	}
@@ -116,7 +116,7 @@ func (s *streamRun) adoptState(rec *stateRecord) {
 // applyState restores the tracker from a state topic record, on the
 // evaluator goroutine, and saves it to the local store so that a restart
 // does not need the topic again.
-func (s *streamRun) applyState(rec *stateRecord) error {
+func (s *evaluator) applyState(rec *stateRecord) error {
 	if s.hasTracker && rec.WindowEndSeq <= s.trackerEnd {
 		return nil
 	}

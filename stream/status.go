@@ -118,7 +118,7 @@ type statusEventJSON struct {
 // historian is behind by its bound of jobs with samples
 // (defaultRelatedPending), the samples are skipped (logged at debug, counted): the rules' points and the events are
 // still appended, in window order.
-func (s *streamRun) recordStatus(snap *Snapshot, out *evalOutcome) {
+func (s *evaluator) recordStatus(snap *Snapshot, out *evalOutcome) {
 	info, obs, events := out.info, out.obs, out.events
 	s.m.status.set(s.name, lastEvaluation{at: time.Now(), window: info})
 	violated := map[string]bool{}
@@ -157,11 +157,9 @@ func (s *streamRun) recordStatus(snap *Snapshot, out *evalOutcome) {
 // append of the rules' points and the events with those samples to the
 // store's status history. A failure costs chart points, not correctness,
 // so it is logged.
-func (s *streamRun) appendStatus(ctx context.Context, job *historyJob) {
+func (s *evaluator) appendStatus(ctx context.Context, job *historyJob) {
 	h := job.h
-	if hook := s.mb.feed.beforeRelated; hook != nil {
-		hook(ctx, h.WindowEnd, job.events)
-	}
+	s.m.hooks.relatedStarts(ctx, h.WindowEnd, job.events)
 	var samples [][]alerts.Sample
 	var at map[string]int
 	if job.related != nil {
@@ -281,7 +279,7 @@ func (m *Monitor) StatusStreams() []StreamStatus {
 				st.RecordsPerSecond = float64(e.window.Records-1) / span.Seconds()
 			}
 		}
-		for _, d := range s.tracker.Errors() {
+		for _, d := range s.eval.tracker.Errors() {
 			if d.State == alerts.StateViolated {
 				st.Violated++
 			} else {
@@ -300,7 +298,7 @@ func (m *Monitor) StatusRules(stream string) ([]RuleStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	errs := s.tracker.Errors()
+	errs := s.eval.tracker.Errors()
 	out := make([]RuleStatus, 0, len(errs))
 	for _, e := range errs {
 		d, err := discovery.ParseDependency(e.Text)

@@ -200,7 +200,7 @@ func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
 			t.Cleanup(func() { _ = m.Close() })
 			s := m.streams[0]
 			s.evaluated.Store(tc.local)
-			s.publishState(ctx, count(tc.state)-1, tc.state, []byte(`{}`))
+			s.eval.publishState(ctx, count(tc.state)-1, tc.state, []byte(`{}`))
 			client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second, Transport: testTransport(t)}
 			if err := m.takeOver(ctx, client, assignment{topic: tc.committed}); err != nil {
 				t.Fatal(err)
@@ -241,7 +241,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	ref := startMonitor(t, cfg("tb-ref"))
 	fake := &fakeCommitter{}
 	a := startMonitorWith(t, cfg("tb"), func(m *Monitor) {
-		m.commitVia = func(gen *kafka.Generation) offsetCommitter {
+		m.testHooks().commitVia = func(gen *kafka.Generation) offsetCommitter {
 			fake.mu.Lock()
 			fake.next = gen
 			fake.mu.Unlock()
@@ -401,7 +401,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 		return c
 	}
 	failing := func(m *Monitor) {
-		m.commitVia = func(*kafka.Generation) offsetCommitter { return &fakeCommitter{failNext: math.MaxInt} }
+		m.testHooks().commitVia = func(*kafka.Generation) offsetCommitter { return &fakeCommitter{failNext: math.MaxInt} }
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -429,6 +429,57 @@ func (w *Window) ring(i int) int {
 	return p
 }
 
+// row is the metadata of the i-th row, oldest first.
+func (w *Window) row(i int) RowMeta { return w.meta[w.ring(i)].unpack() }
+
+// newerThan is the number of the newest rows whose arrival sequence number
+// is above seq (rows are appended in arrival order).
+func (w *Window) newerThan(seq uint64) int {
+	k := 0
+	for k < w.n && w.meta[w.ring(w.n-1-k)].seq > seq {
+		k++
+	}
+	return k
+}
+
+// newestValues fills codes and vals with column ci's codes and values in
+// the newest len(codes) rows, oldest first (NULL stays 0 and ""), and
+// returns the column's name. The values are the dictionary's strings, so
+// the caller gets them without hashing.
+func (w *Window) newestValues(ci int, codes []uint32, vals []string) string {
+	c, k := w.cols[ci], len(codes)
+	for i := range k {
+		if code := c.codes[w.ring(w.n-k+i)]; code != 0 {
+			vals[i], codes[i] = c.dict[code-1], code
+		}
+	}
+	return c.name
+}
+
+// offsetRange returns, per partition with rows in the window, its
+// smallest and its largest offset there: its last appended offset is its
+// newest row (rows leave oldest first), its first row from the oldest end
+// its smallest; the rows are read only until every partition's first is
+// found.
+func (w *Window) offsetRange() (first, last map[int32]int64) {
+	first, last = map[int32]int64{}, map[int32]int64{}
+	pending := 0
+	for p, ps := range w.parts {
+		if ps.rows > 0 {
+			last[p] = ps.last
+			pending++
+		}
+	}
+	for i := 0; i < w.n && pending > 0; i++ {
+		m := &w.meta[w.ring(i)]
+		if _, ok := first[m.partition]; !ok {
+			first[m.partition] = m.offset
+			pending--
+		}
+	}
+	return first, last
+}
+
 func (w *Window) evictOldest() {
 	pos := w.head
 	// The codes' counts, then the index slots of the values whose last row

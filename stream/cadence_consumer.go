@@ -1,0 +1,158 @@
+package stream
+
+import (
+	"slices"
+	"time"
+
+	"github.com/odwatch/odwatch/alerts"
+)
+
+// dispatchCheck is dispatch for two cadences: the window's delta to the
+// checker and, every DiscoverEvery records, a snapshot to discovery.
+// replay marks a check lost in a crash, dispatched by restore.
+func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
+	s.evalSeq = max(s.evalSeq, endSeq+1)
+	job := s.checkDelta(endSeq)
+	job.replay, job.gen = replay, s.mb.gen.Load()
+	if s.m.stateWriter != nil {
+		job.next = make(map[int32]int64, len(s.next))
+		for p, o := range s.next {
+			job.next[p] = o
+		}
+	}
+	s.mb.mu.Lock()
+	s.mb.feed.checks = append(s.mb.feed.checks, job)
+	s.mb.feed.gate.setChecks(true)
+	s.mb.mu.Unlock()
+	if s.cfg.discoveryPoint(endSeq) {
+		s.dispatchDiscovery(endSeq, replay)
+	}
+	s.mb.notify()
+}
+
+// dispatchDiscovery hands the window (ending at endSeq) to discovery, and
+// keeps its records in the store until the check that merges its result
+// (endSeq + DiscoverEvery) is saved, so that a restart can run it again
+// (rerun). A live discovery due while the previous live one still waits
+// replaces it (skipped); a rerun is never skipped.
+func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
+	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun, gen: s.mb.gen.Load()}
+	if len(s.holds) == maxHolds {
+		s.holds = slices.Delete(s.holds, 0, 1)
+	}
+	s.holds = append(s.holds, evictHold{end: endSeq + uint64(s.cfg.DiscoverEvery), bounds: s.win.EvictionBounds()})
+	f := &s.mb.feed
+	s.mb.mu.Lock()
+	inOrder := s.m.hooks.ordered()
+	if n := len(f.discs); !rerun && !inOrder && n > 0 && !f.discs[n-1].rerun {
+		s.m.metrics.discoveries.WithLabelValues(s.name, "skipped").Inc()
+		s.log.Warn("discovery skipped: the previous one is still running", "window_end", f.discs[n-1].endSeq)
+		delete(f.rerun, f.discs[n-1].endSeq)
+		f.discs = f.discs[:n-1]
+	}
+	f.discs = append(f.discs, dj)
+	if rerun || inOrder {
+		f.rerun[endSeq] = true
+	}
+	s.mb.mu.Unlock()
+	select {
+	case f.discWake <- struct{}{}:
+	default:
+	}
+}
+
+// restoreCadence is restore's step for two cadences, called with the
+// window as it stood after the record endSeq (restore appends the stored
+// records in arrival order). What a crash lost is dispatched again from
+// the records the store kept (dispatchDiscovery's holds): every check
+// after the last saved one (replayed, none coalesced), and every discovery
+// whose result is not merged yet (the last one started at or before the
+// saved check (saved, the evaluation the store holds), and any started
+// after it), each merged at its own point.
+// The events and ids are then those of an uninterrupted run; the first
+// replayed check counts every dependency exactly, where the uninterrupted
+// run may have kept a skipped one's last exact count (the errors an event
+// carries may differ, not its type, window or id).
+func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
+	if !s.countBoundary(endSeq) || s.win.Len() < s.cfg.Window {
+		return
+	}
+	if !saved.ok || endSeq > saved.end {
+		s.dispatchCheck(endSeq, true)
+		return
+	}
+	if s.cfg.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > saved.end {
+		s.dispatchDiscovery(endSeq, true)
+	}
+}
+
+// checkDelta takes the window's change since the previous job: the rows
+// whose arrival sequence number is above the last one handed over, and the
+// number of rows that left. The whole window goes when there is no previous
+// job, the checker or drop asked for it (feed.resync), or the counts do
+// not add up (the window was reset).
+func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
+	f := &s.mb.feed
+	s.mb.mu.Lock()
+	reset := !s.cursor.fed || f.resync
+	f.resync = false
+	s.mb.mu.Unlock()
+	return s.cursor.delta(s.win, reset, windowInfoOf(s.win, s.name, s.cfg.Topic, endSeq))
+}
+
+// checkCursor is where the last check job left the window: the consumer's
+// part of two cadences, on the consume goroutine only.
+type checkCursor struct {
+	fed     bool   // a job was handed over since the last reset
+	lastSeq uint64 // arrival sequence number of the newest row handed over
+	lastLen int    // window rows after the last job
+}
+
+// delta is checkDelta on window w for the window described by info;
+// reset sends the whole window.
+func (f *checkCursor) delta(w *Window, reset bool, info alerts.WindowInfo) *checkJob {
+	n := w.Len()
+	k, evict := 0, 0
+	if !reset {
+		k = w.newerThan(f.lastSeq)
+		evict = f.lastLen + k - n
+		reset = evict < 0 || evict > f.lastLen
+	}
+	if reset {
+		k, evict = n, 0
+	}
+	cols := w.NumColumns()
+	job := &checkJob{endSeq: info.EndSeq, reset: reset, evict: evict, info: info,
+		names: make([]string, 0, cols), codes: make([][]uint32, 0, cols), values: make([][]string, 0, cols)}
+	// One array of codes and one of values for all the columns: two
+	// allocations per check rather than two per column.
+	allVals, allCodes := make([]string, k*cols), make([]uint32, k*cols)
+	for ci := range cols {
+		vals, codes := allVals[ci*k:(ci+1)*k:(ci+1)*k], allCodes[ci*k:(ci+1)*k:(ci+1)*k]
+		job.names = append(job.names, w.newestValues(ci, codes, vals))
+		job.codes = append(job.codes, codes)
+		job.values = append(job.values, vals)
+	}
+	job.metas = make([]RowMeta, k)
+	for i := range k {
+		job.metas[i] = w.row(n - k + i)
+	}
+	f.fed, f.lastLen = true, n
+	if n > 0 {
+		f.lastSeq = w.row(n - 1).Seq
+		job.oldest = w.row(0).Seq
+	}
+	return job
+}
+
+// windowInfoOf describes the window for events, from its metadata: the
+// partitions' offset ranges (Window.offsetRange) and the times of
+// Window.TimeRange (this runs on the consume path at every check).
+func windowInfoOf(w *Window, stream, topic string, endSeq uint64) alerts.WindowInfo {
+	info := alerts.WindowInfo{Stream: stream, Topic: topic, Records: w.Len(), EndSeq: endSeq}
+	info.StartOffsets, info.EndOffsets = w.offsetRange()
+	if lo, hi, ok := w.TimeRange(); ok {
+		info.StartTime, info.EndTime = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
+	}
+	return info
+}

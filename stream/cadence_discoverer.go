@@ -1,0 +1,156 @@
+package stream
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/odwatch/odwatch/discovery"
+)
+
+// discoverer runs a two-cadence stream's discoveries on a goroutine of its
+// own (run), started and waited for by the evaluator. It owns nothing but
+// the discovery it runs: it takes jobs from mb.feed.discs and puts results
+// in mb.feed.done, both under mb.mu, checks a job's generation there
+// (mb.gen) and registers how drop stops it (feed.stopDiscovery); its
+// workers wait at feed.gate while checks are queued or running.
+type discoverer struct {
+	*streamBase
+}
+
+// start starts the discoverer's goroutine when on (a two-cadence stream);
+// wait returns once it has stopped.
+func (s *discoverer) start(ctx context.Context, on bool) (wait func()) {
+	if !on {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.run(ctx) })
+	return wg.Wait
+}
+
+// run runs the discovery jobs until ctx is done, handing each result to
+// the checker.
+func (s *discoverer) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.mb.feed.discWake:
+		}
+		for {
+			s.mb.mu.Lock()
+			var job *discoveryJob
+			if len(s.mb.feed.discs) > 0 {
+				job = s.mb.feed.discs[0]
+				s.mb.feed.discs = s.mb.feed.discs[1:]
+			}
+			s.mb.mu.Unlock()
+			if job == nil {
+				break
+			}
+			if !s.discover(ctx, job) {
+				return // ctx is done
+			}
+		}
+	}
+}
+
+// discover runs one discovery job and hands its result to the checker; it
+// reports false when ctx is done. The discovery of a window dropped
+// meanwhile is stopped (cadenceFeed.forget) and its result never handed
+// over.
+func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
+	defer func() {
+		select {
+		case s.mb.feed.discDone <- struct{}{}:
+		default:
+		}
+	}()
+	dctx, stop := context.WithCancel(ctx)
+	defer stop()
+	s.mb.mu.Lock()
+	live := job.gen == s.mb.gen.Load()
+	if live {
+		s.mb.feed.stopDiscovery = stop
+	}
+	s.mb.mu.Unlock()
+	if !live {
+		return true
+	}
+	defer func() {
+		s.mb.mu.Lock()
+		s.mb.feed.stopDiscovery = nil
+		s.mb.mu.Unlock()
+	}()
+	s.m.hooks.discoveryStarts(dctx, job.endSeq)
+	start, waited := time.Now(), s.mb.feed.gate.waited.Load()
+	done := discoveryDone{endSeq: job.endSeq}
+	env := evalEnv{name: s.name, cfg: &s.cfg, log: s.log, pause: s.pauseDiscovery}
+	var err error
+	done.outcome, err = env.discoverSnapshot(dctx, job.snap, job.endSeq)
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case dctx.Err() != nil:
+		s.log.Info("discovery of a dropped window stopped", "window_end", job.endSeq)
+		return true
+	case err != nil:
+		s.log.Error("discovery failed", "window_end", job.endSeq, "err", err)
+		s.mb.mu.Lock()
+		delete(s.mb.feed.rerun, job.endSeq) // nothing to wait for
+		s.mb.mu.Unlock()
+		return true
+	}
+	done.took = time.Since(start)
+	s.m.metrics.discDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
+	s.m.metrics.discoveries.WithLabelValues(s.name, "ok").Inc()
+	done.held = time.Duration(s.mb.feed.gate.waited.Load() - waited)
+	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
+		"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery), "rerun", job.rerun)
+	s.mb.mu.Lock()
+	if job.gen == s.mb.gen.Load() {
+		s.mb.feed.done = append(s.mb.feed.done, done)
+	}
+	s.mb.mu.Unlock()
+	return true
+}
+
+// pauseDiscovery is discovery's Pause with two cadences: the check gate.
+func (s *discoverer) pauseDiscovery(ctx context.Context) error {
+	s.m.hooks.discoveryStepped(ctx)
+	return s.mb.feed.gate.wait(ctx)
+}
+
+// discoverSnapshot is the discovery path of two cadences on one window:
+// encode it as the checks type it (encodeSnapshot), then discover
+// (evalEnv.discover), both passing e.pause between units of work. It
+// returns a *stepError when encoding fails, ctx's error when ctx is done.
+func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq uint64) (discoveryOutcome, error) {
+	cols := snap.Columns()
+	table, err := encodeSnapshot(ctx, cols, e.cfg.typingFor(cols), e.pause)
+	if err != nil {
+		return discoveryOutcome{}, err
+	}
+	return e.discover(ctx, table, endSeq)
+}
+
+// encodeSnapshot encodes cols typed by ty (discovery.EncodeTypedPause),
+// passing pause, when set, before each column and within one (every few
+// thousand values typed, between its steps). It returns pause's error as
+// it is, a *stepError when encoding fails.
+func encodeSnapshot(ctx context.Context, cols []discovery.DictColumn, ty discovery.Typing, pause func(context.Context) error) (*discovery.Table, error) {
+	var paused error
+	track := pause
+	if pause != nil {
+		track = func(ctx context.Context) error { paused = pause(ctx); return paused }
+	}
+	t, err := discovery.EncodeTypedPause(ctx, cols, ty, track)
+	switch {
+	case paused != nil:
+		return nil, paused
+	case err != nil:
+		return nil, &stepError{"encode", err}
+	}
+	return t, nil
+}
