@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/odwatch/odwatch/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"golang.org/x/sync/errgroup"
 )
 
 // Options are the runtime dependencies of a Monitor.
@@ -67,16 +67,9 @@ type Monitor struct {
 	// (status.go).
 	status statusBoard
 
-	joined    atomic.Bool // the consumer is in a generation of its group
-	storeOpen atomic.Bool
-	running   atomic.Bool
-	// closeMu orders Close against Run: Run holds it for reading while it
-	// runs, so Close returns after Run released everything; ran says Run
-	// was called.
-	closeMu   sync.RWMutex
-	ran       bool
-	closeOnce sync.Once
-	closeErr  error
+	joined atomic.Bool // the consumer is in a generation of its group
+	// life orders Run and Close (lifecycle.go).
+	life *lifecycle
 }
 
 // NewMonitor validates cfg, opens the state store (its errors surface
@@ -102,7 +95,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{},
+	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, life: newLifecycle(),
 		balancer: newTopicBalancer(), health: newBrokerHealth(log), owned: map[string]bool{}}
 	met, err := newMetrics(reg, cfg.MaxDependencyMetrics, m.health)
 	if err != nil {
@@ -124,7 +117,6 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		return nil, err
 	}
 	m.store = store
-	m.storeOpen.Store(true)
 
 	m.sinks = append(m.sinks, namedSink{"log", alerts.NewLogSink(log)})
 	m.writers = ownTransport(cfg.Dialer)
@@ -185,11 +177,11 @@ func openStore(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*state.
 	return state.Open(cfg.StateDir, opts)
 }
 
-// Ready reports whether the store is open, the consumer is in a generation
-// of its group (it received its assignment and rebuilt the windows it took
-// over) and Kafka answers (the /readyz condition).
+// Ready reports whether Run runs (the store is open), the consumer is in
+// a generation of its group (it received its assignment and rebuilt the
+// windows it took over) and Kafka answers (the /readyz condition).
 func (m *Monitor) Ready() bool {
-	return m.storeOpen.Load() && m.joined.Load() && m.running.Load() && m.health.reachable()
+	return m.life.is(phaseRunning) && m.joined.Load() && m.health.reachable()
 }
 
 // Run restores every stream from the store (window, position, tracker),
@@ -198,24 +190,12 @@ func (m *Monitor) Ready() bool {
 // unreachable for good). Run closes the store, sinks and writers on return;
 // a Monitor runs once.
 func (m *Monitor) Run(ctx context.Context) (err error) {
-	m.closeMu.Lock()
-	switch {
-	case m.ran:
-		m.closeMu.Unlock()
-		return errors.New("monitor: Run called twice")
-	case !m.storeOpen.Load():
-		m.closeMu.Unlock()
-		return errors.New("monitor: Run after Close")
+	if err := m.life.start(); err != nil {
+		return err
 	}
-	m.ran = true
-	m.running.Store(true)
-	m.closeMu.Unlock()
 	// A Close meanwhile waits until everything is released.
-	m.closeMu.RLock()
-	defer m.closeMu.RUnlock()
 	defer func() {
-		m.running.Store(false)
-		if cerr := m.release(); err == nil {
+		if cerr := m.life.stop(m.closeAll); err == nil {
 			err = cerr
 		}
 	}()
@@ -235,46 +215,40 @@ func (m *Monitor) Run(ctx context.Context) (err error) {
 		}
 	}
 
+	return m.runGoroutines(ctx)
+}
+
+// runGoroutines runs the consumer, every stream's evaluator and the
+// store's watch until ctx is done or one of them fails, which stops the
+// others; it returns the first failure.
+func (m *Monitor) runGoroutines(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var (
-		wg       sync.WaitGroup
-		fatalMu  sync.Mutex
-		fatalErr error
-	)
-	fail := func(err error) {
-		fatalMu.Lock()
-		if fatalErr == nil {
-			fatalErr = err
-		}
-		fatalMu.Unlock()
-		cancel()
-	}
+	g, gctx := errgroup.WithContext(ctx)
 	// A damaged store found by a background job (a compaction) ends the
 	// run even while no record comes.
-	wg.Go(func() {
+	g.Go(func() error {
 		select {
 		case <-m.store.Failed():
-			fail(m.store.Err())
-		case <-ctx.Done():
+			return m.store.Err()
+		case <-gctx.Done():
+			return nil
 		}
 	})
 	for _, s := range m.streams {
-		wg.Go(func() {
-			if err := s.eval.run(ctx); err != nil && ctx.Err() == nil {
-				fail(err)
+		g.Go(func() error {
+			if err := s.eval.run(gctx); err != nil && gctx.Err() == nil {
+				return err
 			}
+			return nil
 		})
 		s.replayMissedEvaluation()
 	}
-	if err := m.consume(ctx); err != nil {
-		fail(err)
-	}
-	cancel()
-	wg.Wait()
-	fatalMu.Lock()
-	defer fatalMu.Unlock()
-	return fatalErr
+	g.Go(func() error {
+		defer cancel() // the consumer's end is the run's
+		return m.consume(gctx)
+	})
+	return g.Wait()
 }
 
 // Close releases everything NewMonitor opened, for a Monitor whose Run was
@@ -282,22 +256,10 @@ func (m *Monitor) Run(ctx context.Context) (err error) {
 // waits for a Run in progress to return (cancel its context first). It is
 // idempotent and returns the first release's error each time.
 func (m *Monitor) Close() error {
-	m.closeMu.Lock()
-	defer m.closeMu.Unlock()
-	if m.ran {
-		return nil
-	}
-	return m.release()
+	return m.life.close(m.closeAll)
 }
 
-// release releases everything NewMonitor opened, once.
-func (m *Monitor) release() error {
-	m.closeOnce.Do(func() {
-		m.closeErr = m.closeAll()
-	})
-	return m.closeErr
-}
-
+// closeAll releases everything NewMonitor opened (once: lifecycle).
 func (m *Monitor) closeAll() error {
 	var errs []error
 	for _, s := range m.sinks {
@@ -318,7 +280,6 @@ func (m *Monitor) closeAll() error {
 	if m.writers != nil {
 		m.writers.CloseIdleConnections()
 	}
-	m.storeOpen.Store(false)
 	if err := m.store.Close(); err != nil {
 		errs = append(errs, err)
 	}
