@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/odwatch/odwatch/internal/backoff"
 )
 
 // WebhookOptions configure NewWebhookSink.
@@ -102,7 +104,7 @@ func (s *webhookSink) Send(ctx context.Context, events []Event) error {
 }
 
 func (s *webhookSink) sendOne(ctx context.Context, e Event, body []byte) error {
-	backoff := s.opts.Backoff
+	b := backoff.New(s.opts.Backoff, s.opts.MaxBackoff)
 	for attempt := 0; ; attempt++ {
 		retryAfter, err := s.post(ctx, e, body)
 		if err == nil {
@@ -111,7 +113,7 @@ func (s *webhookSink) sendOne(ctx context.Context, e Event, body []byte) error {
 		if errors.Is(err, ErrPermanent) || errors.Is(err, errRefused) || ctx.Err() != nil || attempt >= s.opts.Retries {
 			return err
 		}
-		wait := min(max(backoff, retryAfter), s.opts.MaxBackoff)
+		wait := min(max(b.Next(), retryAfter), s.opts.MaxBackoff)
 		s.opts.Logger.WarnContext(ctx, "webhook delivery failed, retrying",
 			slog.String("url", s.url), slog.String("event", e.ID),
 			slog.Int("attempt", attempt+1), slog.Duration("wait", wait), slog.Any("error", err))
@@ -122,7 +124,6 @@ func (s *webhookSink) sendOne(ctx context.Context, e Event, body []byte) error {
 			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
 		case <-timer.C:
 		}
-		backoff = min(2*backoff, s.opts.MaxBackoff)
 	}
 }
 
