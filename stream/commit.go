@@ -28,7 +28,7 @@ type offsetCommitter interface {
 // it fails whenever the generation ended or the broker is away, and the
 // records are in the store) and its offsets are committed again with the
 // next commit, unless newer ones came for their partitions, after the
-// interval or the broker backoff (0.2 s doubling to 5 s), whichever is
+// interval or the broker backoff (brokerBackoff), whichever is
 // longer. flush starts a commit at once and waits for it: the last commit
 // of a generation. Close stops the goroutine and waits for it, so a commit
 // in flight completes or fails first; offsets still waiting are dropped

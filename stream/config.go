@@ -158,9 +158,8 @@ const NearKeyRecords = 3
 // average size of the context class a record is in (sum of |c|^2 / n), so
 // below it a record shares its class with fewer than NearKeyRecords-1
 // others on average, and a dependency holds in such classes by the
-// accident of which few records met. Measured at 10k records: near-key
-// contexts of adult ({fnlwgt}, {fnlwgt, age}) score 1.0-1.4e-4, the
-// smallest genuine one of flights ({origin, destination}) 6.9e-4.
+// accident of which few records met. The bound lies between the near-key
+// contexts of the benchmark datasets and their smallest genuine ones.
 func NearKeyScore(n int) float64 {
 	if n <= 0 {
 		return 0
@@ -182,8 +181,8 @@ func (s *StreamConfig) minScore(n int) float64 {
 const (
 	// DefaultMaxLevel bounds a stream's lattice: a dependency mentions at
 	// most 3 columns (an OFD with a context of up to 2 columns, an OC with
-	// a context of up to 1), which keeps an evaluation of a 10k-record
-	// window of 15-20 columns within a second.
+	// a context of up to 1): the lattice above it grows with the columns'
+	// combinations, and an evaluation must keep up with its window.
 	DefaultMaxLevel = 3
 	// DefaultDiscoverAfter: a dependency is discovered once it was minimal
 	// in two consecutive windows.

@@ -244,8 +244,8 @@ func (s *streamRun) missedBoundary(saved savedTracker) (uint64, bool) {
 // replayMissedEvaluation hands the evaluator the window of missedBoundary,
 // rebuilt by restore from the records the store kept for it (holds).
 // Replaying it gives the events (and ids) the lost evaluation would have
-// given. When the store no longer holds the whole window (records evicted
-// by a build without holds) the evaluation is skipped.
+// given. When the store does not hold the whole window (a hold given up
+// past maxHolds) the evaluation is skipped.
 func (s *streamRun) replayMissedEvaluation() {
 	if s.replay == nil {
 		return

@@ -58,8 +58,8 @@
 // committed to Kafka; a redelivered record (offset below the stored next
 // offset) is skipped, so a crash neither loses nor double-counts records.
 // The sync of one batch runs while the next one fills, and synced offsets
-// are committed at most every 100 ms and when a generation ends, on a
-// goroutine of their own (commit.go): one commit in flight, the newest
+// are committed at most every offsetCommitInterval and when a generation
+// ends, on a goroutine of their own (commit.go): one commit in flight, the newest
 // synced offsets winning, a failed one retried with the newest, so that a
 // commit that hangs (on a broker connection an outage left hung, until
 // kafka-go's request timeout closes it) stalls neither consumption nor
@@ -86,8 +86,8 @@
 // could not change (discovery.Incremental's skip). An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
-// sent again on a timer (5 s, doubling up to a minute), after the next
-// evaluation, and on restart. An event carries the sample of its own
+// sent again on a timer (defaultRetryBase, doubling up to maxRetryDelay),
+// after the next evaluation, and on restart. An event carries the sample of its own
 // rule's violating records, taken before the save; the samples of its
 // related rules, which only the status history keeps, are taken after the
 // delivery, on copies of the window's columns they mention, and the

@@ -26,10 +26,9 @@ import (
 // work, however long the checks run back to back. A check thus shares the
 // CPU, from its dispatch to its save, with ingest and with at most the
 // pieces of discovery work under way when it was dispatched (one per
-// worker: on a 100k-row window of 20 fields a fraction of a millisecond
-// to a few milliseconds, a partition product included; the longest sort a
-// column's 100k distinct values while the snapshot is encoded, about
-// 10 ms), not with the rest of the discovery. There is no starvation
+// worker, each small: a node's partition, a candidate's validation, a
+// column's sort while the snapshot is encoded), not with the rest of the
+// discovery. There is no starvation
 // guard: while the checks cannot keep up (they are coalesced), discovery
 // waits, and ends once they catch up (merged late, or the discoveries due
 // meanwhile skipped; both counted and logged). Waiting changes no

@@ -106,10 +106,7 @@ func (s *streamRun) adoptState(rec *stateRecord) {
 	s.mb.mu.Lock()
 	s.mb.restore = rec
 	s.mb.mu.Unlock()
-	select {
-	case s.mb.wake <- struct{}{}:
-	default:
-	}
+	s.mb.notify()
 	s.log.Info("tracker state taken over from the state topic", "topic", s.m.cfg.StateTopic, "window_end", rec.WindowEndSeq)
 }
 
