@@ -46,31 +46,11 @@ func TestBadInput(t *testing.T) {
 	})
 	waitFor(t, 30*time.Second, "consumer group join", r.m.Ready)
 
-	huge := `{"a":"` + strings.Repeat("x", 5<<20) + `"}`
-	var many strings.Builder
-	many.WriteString("{")
-	for i := range 10000 {
-		if i > 0 {
-			many.WriteString(",")
-		}
-		fmt.Fprintf(&many, `"f%d":%d`, i, i)
-	}
-	many.WriteString("}")
 	goodAvro := func(i int) []byte {
 		return encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1000 * i), "tax": map[string]any{"double": float64(100 * i)}})
 	}
 	const good = 10
-	type bad struct {
-		topic, reason string
-		value         []byte
-	}
-	bads := []bad{
-		{"bad-json", ReasonMalformed, []byte(`{"salary": 1, "tax": `)},
-		{"bad-json", ReasonTooLarge, []byte(huge)},
-		{"bad-json", ReasonTooManyFields, []byte(many.String())},
-		{"bad-avro", ReasonBadAvro, []byte{0xff, 0xff, 0xff, 0x01}},
-		{"bad-conf", ReasonUnknownSchema, confluentFrame(99, goodAvro(1))},
-	}
+	bads := badRecords(goodAvro(1))
 	w := &kafka.Writer{Addr: kafka.TCP(addr), BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -108,33 +88,7 @@ func TestBadInput(t *testing.T) {
 		dlq = readTopic(t, addr, "dlq")
 		return len(dlq) >= len(bads)
 	})
-	if len(dlq) != len(bads) {
-		t.Fatalf("%d dead letters, want %d", len(dlq), len(bads))
-	}
-	for _, b := range bads {
-		found := false
-		for _, msg := range dlq {
-			if headerValue(msg.Headers, "odwatch_reason") != b.reason {
-				continue
-			}
-			found = true
-			if headerValue(msg.Headers, "odwatch_topic") != b.topic || headerValue(msg.Headers, "odwatch_partition") != "0" ||
-				headerValue(msg.Headers, "odwatch_error") == "" || string(msg.Value) != string(b.value) || string(msg.Key) != "k" {
-				t.Errorf("dead letter for %s: headers %v, %d bytes (want %d)", b.reason, msg.Headers, len(msg.Value), len(b.value))
-			}
-			off, err := strconv.ParseInt(headerValue(msg.Headers, "odwatch_offset"), 10, 64)
-			if err != nil {
-				t.Errorf("dead letter for %s: odwatch_offset: %v", b.reason, err)
-				continue
-			}
-			if orig := readAt(t, addr, b.topic, 0, off); string(orig.Value) != string(b.value) {
-				t.Errorf("dead letter for %s: offset %d is not the rejected record", b.reason, off)
-			}
-		}
-		if !found {
-			t.Errorf("no dead letter with reason %s", b.reason)
-		}
-	}
+	checkDeadLetters(t, addr, bads, dlq)
 	// Consumed means committed: every record, bad ones included.
 	for _, topic := range []string{"bad-json", "bad-avro", "bad-conf"} {
 		want := int64(good)
@@ -286,5 +240,67 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 	}
 	if intact != 20 || dropped != 1 {
 		t.Errorf("%d intact and %d value-less dead letters, want 20 and 1", intact, dropped)
+	}
+}
+
+// badRecord is an undecodable record TestBadInput writes to topic, and
+// the reason it must be rejected for.
+type badRecord struct {
+	topic, reason string
+	value         []byte
+}
+
+// badRecords are TestBadInput's undecodable records, one of each reason;
+// goodAvro is a valid Avro body, framed with an unknown schema id.
+func badRecords(goodAvro []byte) []badRecord {
+	huge := `{"a":"` + strings.Repeat("x", 5<<20) + `"}`
+	var many strings.Builder
+	many.WriteString("{")
+	for i := range 10000 {
+		if i > 0 {
+			many.WriteString(",")
+		}
+		fmt.Fprintf(&many, `"f%d":%d`, i, i)
+	}
+	many.WriteString("}")
+	return []badRecord{
+		{"bad-json", ReasonMalformed, []byte(`{"salary": 1, "tax": `)},
+		{"bad-json", ReasonTooLarge, []byte(huge)},
+		{"bad-json", ReasonTooManyFields, []byte(many.String())},
+		{"bad-avro", ReasonBadAvro, []byte{0xff, 0xff, 0xff, 0x01}},
+		{"bad-conf", ReasonUnknownSchema, confluentFrame(99, goodAvro)},
+	}
+}
+
+// checkDeadLetters checks that each of bads is in dlq once, with its
+// coordinates, its error and its key and value.
+func checkDeadLetters(t *testing.T, addr string, bads []badRecord, dlq []kafka.Message) {
+	t.Helper()
+	if len(dlq) != len(bads) {
+		t.Fatalf("%d dead letters, want %d", len(dlq), len(bads))
+	}
+	for _, b := range bads {
+		found := false
+		for _, msg := range dlq {
+			if headerValue(msg.Headers, "odwatch_reason") != b.reason {
+				continue
+			}
+			found = true
+			if headerValue(msg.Headers, "odwatch_topic") != b.topic || headerValue(msg.Headers, "odwatch_partition") != "0" ||
+				headerValue(msg.Headers, "odwatch_error") == "" || string(msg.Value) != string(b.value) || string(msg.Key) != "k" {
+				t.Errorf("dead letter for %s: headers %v, %d bytes (want %d)", b.reason, msg.Headers, len(msg.Value), len(b.value))
+			}
+			off, err := strconv.ParseInt(headerValue(msg.Headers, "odwatch_offset"), 10, 64)
+			if err != nil {
+				t.Errorf("dead letter for %s: odwatch_offset: %v", b.reason, err)
+				continue
+			}
+			if orig := readAt(t, addr, b.topic, 0, off); string(orig.Value) != string(b.value) {
+				t.Errorf("dead letter for %s: offset %d is not the rejected record", b.reason, off)
+			}
+		}
+		if !found {
+			t.Errorf("no dead letter with reason %s", b.reason)
+		}
 	}
 }

@@ -214,10 +214,7 @@ func cadenceEvents(t *testing.T, mode int) ([]alerts.Event, int) {
 func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event, int) {
 	const last = 2399
 	var c *cadenceRun
-	var steps atomic.Int64
-	reached, resume := make(chan struct{}, 1), make(chan struct{})
-	var pauseAt atomic.Uint64 // the check (window end + 1) that waits for a paused discovery
-	var pausedChecks atomic.Int64
+	pause := &gatePause{reached: make(chan struct{}, 1), resume: make(chan struct{})}
 	c = newCadenceRun(t, func(ctx context.Context, end uint64) {
 		switch mode {
 		case interleaved:
@@ -226,36 +223,12 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 				time.Sleep(5 * time.Millisecond)
 			}
 		case paused:
-			steps.Store(0)
+			pause.steps.Store(0)
 		}
 	}, false)
 	set(c.s.m.testHooks())
 	if mode == paused {
-		c.s.m.testHooks().discoveryStep = func(ctx context.Context) {
-			if steps.Add(1) != 3 {
-				return
-			}
-			reached <- struct{}{}
-			select {
-			case <-resume:
-			case <-ctx.Done():
-			}
-		}
-		c.s.m.testHooks().beforeCheck = func(ctx context.Context, end uint64) {
-			if pauseAt.Load() != end+1 {
-				return
-			}
-			// The discovery was let go after this check was queued: it
-			// must stop at the gate, not run beside the check.
-			deadline := time.Now().Add(60 * time.Second)
-			for c.s.mb.feed.gate.waiting.Load() == 0 {
-				if time.Now().After(deadline) || ctx.Err() != nil {
-					return
-				}
-				time.Sleep(time.Millisecond)
-			}
-			pausedChecks.Add(1)
-		}
+		pause.install(c)
 	}
 	// One check past the last compared window: its delivery is done once
 	// the next check is saved (one goroutine does both).
@@ -274,15 +247,15 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 		if pausing {
 			// The discovery started a check ago is at its third step.
 			select {
-			case <-reached:
+			case <-pause.reached:
 			case <-time.After(60 * time.Second):
 				t.Fatal("discovery did not reach its third step")
 			}
-			pauseAt.Store(end + 1)
+			pause.at.Store(end + 1)
 		}
 		c.s.dispatch(end)
 		if pausing {
-			resume <- struct{}{}
+			pause.resume <- struct{}{}
 		}
 		if mode == sequential && isDiscoveryEnd(end) {
 			waitFor(t, 60*time.Second, "discovery", func() bool { return c.discoveryDone(end) })
@@ -295,7 +268,47 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 			out = append(out, e)
 		}
 	}
-	return out, int(pausedChecks.Load())
+	return out, int(pause.checks.Load())
+}
+
+// gatePause holds a discovery at its third step until resumed (reached,
+// then resume), and counts the checks that ran while a discovery waited at
+// the gate: cadenceEventsWith's paused mode.
+type gatePause struct {
+	steps           atomic.Int64
+	reached, resume chan struct{}
+	at              atomic.Uint64 // the check (window end + 1) that waits for a paused discovery
+	checks          atomic.Int64
+}
+
+// install sets c's hooks: the discovery's steps and, before the check at,
+// a wait until the discovery stops at the gate.
+func (p *gatePause) install(c *cadenceRun) {
+	c.s.m.testHooks().discoveryStep = func(ctx context.Context) {
+		if p.steps.Add(1) != 3 {
+			return
+		}
+		p.reached <- struct{}{}
+		select {
+		case <-p.resume:
+		case <-ctx.Done():
+		}
+	}
+	c.s.m.testHooks().beforeCheck = func(ctx context.Context, end uint64) {
+		if p.at.Load() != end+1 {
+			return
+		}
+		// The discovery was let go after this check was queued: it
+		// must stop at the gate, not run beside the check.
+		deadline := time.Now().Add(60 * time.Second)
+		for c.s.mb.feed.gate.waiting.Load() == 0 {
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		p.checks.Add(1)
+	}
 }
 
 // sameEvents fails t unless got has the events of want, ids and errors

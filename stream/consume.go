@@ -74,8 +74,10 @@ type progress struct {
 // the consume goroutine touches these fields, apart from restore, which
 // runs on Run's goroutine before the consumer and the evaluator start. It
 // hands windows to the evaluator through mb (under mb.mu) and reads of the
-// evaluator's only progress.evaluated; eval is the stream's evaluator,
-// which it starts and never touches otherwise.
+// evaluator's only progress.evaluated. eval is the stream's evaluator: Run
+// starts it, restore loads its tracker before, and the status page reads
+// its tracker (under the tracker's own lock); the consumer never touches
+// it.
 type streamRun struct {
 	*streamBase
 	dec Decoder

@@ -41,41 +41,19 @@ func TestDeliverPermanentFailure(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var (
-				mu       sync.Mutex
-				e2Calls  int
-				received []string
-			)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				id := r.Header.Get("ce-id")
-				if id == "e2" {
-					e2Calls++
-					if e2Calls <= tt.refusals {
-						http.Error(w, "refused", tt.status)
-						return
-					}
-				}
-				received = append(received, id)
-			}))
+			rcv := &refusingReceiver{status: tt.status, refusals: tt.refusals}
+			srv := httptest.NewServer(rcv)
 			defer srv.Close()
 
 			reg := prometheus.NewRegistry()
 			m := offlineMonitorWith(t, StreamConfig{Topic: "pf", Window: 10, Epsilon: 0.01}, Options{Registerer: reg})
 			hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: tt.retries, Backoff: time.Millisecond, Logger: testLogger(t)})
 			m.sinks = []namedSink{{"webhook", hook}}
-			ev := &state.Evaluation{Stream: "pf", WindowEnd: 9}
+			var evs []alerts.Event
 			for _, id := range []string{"e1", "e2", "e3", "e4"} {
-				payload, err := json.Marshal(alerts.Event{ID: id, Stream: "pf", Type: alerts.EventViolated, DependencyText: "a -> b"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ev.Events = append(ev.Events, state.OutboxEvent{ID: id, Payload: payload})
+				evs = append(evs, alerts.Event{ID: id, Stream: "pf", Type: alerts.EventViolated, DependencyText: "a -> b"})
 			}
-			if err := m.store.SaveEvaluation(ev); err != nil {
-				t.Fatal(err)
-			}
+			saveOutbox(t, m, "pf", 9, evs...)
 			s := m.streams[0]
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -86,21 +64,21 @@ func TestDeliverPermanentFailure(t *testing.T) {
 					t.Fatal(err)
 				}
 				if i == 0 {
-					mu.Lock()
-					got := slices.Clone(received)
-					mu.Unlock()
+					rcv.mu.Lock()
+					got := slices.Clone(rcv.received)
+					rcv.mu.Unlock()
 					if !slices.Equal(got, tt.wantFirst) {
 						t.Errorf("after the first delivery received %v, want %v", got, tt.wantFirst)
 					}
 				}
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if !slices.Equal(received, tt.wantReceived) {
-				t.Errorf("received %v, want %v (each once, in order)", received, tt.wantReceived)
+			rcv.mu.Lock()
+			defer rcv.mu.Unlock()
+			if !slices.Equal(rcv.received, tt.wantReceived) {
+				t.Errorf("received %v, want %v (each once, in order)", rcv.received, tt.wantReceived)
 			}
-			if e2Calls != tt.wantE2Calls {
-				t.Errorf("e2 sent %d times, want %d", e2Calls, tt.wantE2Calls)
+			if rcv.e2Calls != tt.wantE2Calls {
+				t.Errorf("e2 sent %d times, want %d", rcv.e2Calls, tt.wantE2Calls)
 			}
 			if p, err := m.store.PendingEvents("pf"); err != nil || len(p) != 0 || s.eval.del.undelivered != 0 {
 				t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.eval.del.undelivered, err)
@@ -110,5 +88,46 @@ func TestDeliverPermanentFailure(t *testing.T) {
 				t.Errorf("odwatch_events_dropped_total = %v, want %v", n, tt.wantDropped)
 			}
 		})
+	}
+}
+
+// refusingReceiver is a webhook receiver that answers status to the
+// first refusals requests for event e2 and takes every other event.
+type refusingReceiver struct {
+	status, refusals int
+
+	mu       sync.Mutex
+	e2Calls  int
+	received []string // the ids taken, in order
+}
+
+func (rcv *refusingReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	id := r.Header.Get("ce-id")
+	if id == "e2" {
+		rcv.e2Calls++
+		if rcv.e2Calls <= rcv.refusals {
+			http.Error(w, "refused", rcv.status)
+			return
+		}
+	}
+	rcv.received = append(rcv.received, id)
+}
+
+// saveOutbox saves an evaluation of stream at window end whose outbox
+// holds events, as record does.
+func saveOutbox(t testing.TB, m *Monitor, stream string, end uint64, events ...alerts.Event) {
+	t.Helper()
+	ev := &state.Evaluation{Stream: stream, WindowEnd: end}
+	for _, e := range events {
+		payload, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.Events = append(ev.Events, state.OutboxEvent{ID: e.ID, Payload: payload})
+	}
+	if err := m.store.SaveEvaluation(ev); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -272,90 +272,98 @@ func readTopic(t testing.TB, addr, topic string) []kafka.Message {
 	return out
 }
 
+// configValidateBase is the valid configuration TestConfigValidate's
+// cases change.
+func configValidateBase() Config {
+	return Config{Brokers: []string{"b:9092"}, StateDir: "x", Streams: []StreamConfig{{Topic: "t", Window: 100, Epsilon: 0.01}}}
+}
+
+// configValidateTests are TestConfigValidate's cases: a change of
+// configValidateBase, and the error it must give or a check of the
+// validated configuration.
+var configValidateTests = []struct {
+	name    string
+	mutate  func(*Config)
+	wantErr string
+	check   func(*testing.T, Config)
+}{
+	{name: "defaults", check: func(t *testing.T, c Config) {
+		s := c.Streams[0]
+		if s.Every != 100 || s.Name != "t" || s.K != 1 || s.Sample != DefaultSample || s.Format != "json" {
+			t.Errorf("defaults not filled: %+v", s)
+		}
+		if c.Group != DefaultGroup || c.MaxDependencyMetrics != DefaultMaxDependencyMetrics {
+			t.Errorf("config defaults not filled: %+v", c)
+		}
+	}},
+	{name: "group timing defaults", check: func(t *testing.T, c Config) {
+		if c.SessionTimeout != DefaultSessionTimeout || c.HeartbeatInterval != DefaultHeartbeatInterval || c.RebalanceTimeout != DefaultRebalanceTimeout {
+			t.Errorf("group timings not defaulted: %v %v %v", c.SessionTimeout, c.HeartbeatInterval, c.RebalanceTimeout)
+		}
+	}},
+	{name: "session timeout", mutate: func(c *Config) { c.SessionTimeout = -time.Second }, wantErr: "session-timeout: must be > 0"},
+	{name: "heartbeat interval", mutate: func(c *Config) { c.HeartbeatInterval = time.Nanosecond }, wantErr: "heartbeat-interval: must be at least 1ms"},
+	{name: "heartbeat not below session", mutate: func(c *Config) { c.SessionTimeout, c.HeartbeatInterval = 3*time.Second, 3*time.Second }, wantErr: "heartbeat-interval: must be below session-timeout"},
+	{name: "rebalance timeout", mutate: func(c *Config) { c.RebalanceTimeout = -1 }, wantErr: "rebalance-timeout:"},
+	{name: "window", mutate: func(c *Config) { c.Streams[0].Window = 0 }, wantErr: "streams[0].window: must be > 0"},
+	{name: "brokers", mutate: func(c *Config) { c.Brokers = nil }, wantErr: "brokers:"},
+	{name: "state dir", mutate: func(c *Config) { c.StateDir = "" }, wantErr: "state-dir:"},
+	{name: "topic", mutate: func(c *Config) { c.Streams[0].Topic = "" }, wantErr: "streams[0].topic:"},
+	{name: "format", mutate: func(c *Config) { c.Streams[0].Format = "xml" }, wantErr: "streams[0].format:"},
+	{name: "avro schema", mutate: func(c *Config) { c.Streams[0].Format = "avro" }, wantErr: "streams[0].schema:"},
+	{name: "avro schema file", mutate: func(c *Config) {
+		c.Streams[0].Format, c.Streams[0].SchemaFile = "avro", "/nonexistent/schema.avsc"
+	}, wantErr: "streams[0].schema:"},
+	{name: "registry", mutate: func(c *Config) { c.Streams[0].Format = "avro-confluent" }, wantErr: "streams[0].registry:"},
+	{name: "epsilon", mutate: func(c *Config) { c.Streams[0].Epsilon = 1.5 }, wantErr: "streams[0].epsilon:"},
+	{name: "epsilon NaN", mutate: func(c *Config) { c.Streams[0].Epsilon = math.NaN() }, wantErr: "streams[0].epsilon:"},
+	{name: "margin NaN", mutate: func(c *Config) { c.Streams[0].Margin = math.NaN() }, wantErr: "streams[0].margin:"},
+	{name: "pinned", mutate: func(c *Config) { c.Streams[0].Pinned = []string{"nonsense ~"} }, wantErr: "streams[0].pinned[0]:"},
+	{name: "pinned ok", mutate: func(c *Config) { c.Streams[0].Pinned = []string{"{}: salary ~ tax (asc)"} }, check: func(t *testing.T, c Config) {
+		if len(c.Streams[0].pinned) != 1 || c.Streams[0].pinned[0].Left != "salary" {
+			t.Errorf("pinned not parsed: %+v", c.Streams[0].pinned)
+		}
+	}},
+	{name: "min score", mutate: func(c *Config) { c.Streams[0].MinScore = 1.5 }, wantErr: "streams[0].min-score: must be in [0, 1]"},
+	{name: "min score negative", mutate: func(c *Config) { c.Streams[0].MinScore = -0.1 }, wantErr: "streams[0].min-score:"},
+	{name: "events registry without events topic", mutate: func(c *Config) { c.EventsRegistry = "http://sr:8081" }, wantErr: "events-registry: needs events-topic"},
+	{name: "discover-every with interval", mutate: func(c *Config) {
+		c.Streams[0].Every, c.Streams[0].Interval, c.Streams[0].DiscoverEvery = 0, time.Second, 200
+	}, wantErr: "streams[0].discover-every: needs a count window"},
+	{name: "discover-every with an ordinal list", mutate: func(c *Config) {
+		c.Streams[0].Every, c.Streams[0].DiscoverEvery = 50, 100
+		c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
+	}, wantErr: "streams[0].discover-every: the incremental checks order an ordinal column by bytes only"},
+	{name: "discover-every with an ordinal by bytes", mutate: func(c *Config) {
+		c.Streams[0].Every, c.Streams[0].DiscoverEvery = 50, 100
+		c.Streams[0].Typing.Ordinal = map[string][]string{"size": nil}
+	}},
+	{name: "discover-every default: the window, rounded up to a multiple of every", mutate: func(c *Config) {
+		c.Streams[0].Window, c.Streams[0].Every = 100, 30
+	}, check: wantDiscoverEvery(120)},
+	{name: "discover-every default of a tumbling window", mutate: func(c *Config) {
+		c.Streams[0].Window, c.Streams[0].Every = 100, 0
+	}, check: wantDiscoverEvery(100)},
+	{name: "discover-every default with interval", mutate: func(c *Config) {
+		c.Streams[0].Window, c.Streams[0].Every, c.Streams[0].Interval = 100, 0, time.Second
+	}, check: wantDiscoverEvery(100)},
+	{name: "discover-every default with an ordinal list", mutate: func(c *Config) {
+		c.Streams[0].Window, c.Streams[0].Every = 100, 50
+		c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
+	}, check: wantDiscoverEvery(50)},
+	{name: "discover-every = every with an ordinal list", mutate: func(c *Config) {
+		c.Streams[0].Window, c.Streams[0].Every, c.Streams[0].DiscoverEvery = 100, 50, 50
+		c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
+	}, check: wantDiscoverEvery(50)},
+	{name: "min score ok", mutate: func(c *Config) { c.Streams[0].MinScore = 0.05 }},
+	{name: "duplicate name", mutate: func(c *Config) { c.Streams = append(c.Streams, c.Streams[0]) }, wantErr: "streams[1].name: duplicate"},
+}
+
 func TestConfigValidate(t *testing.T) {
-	base := func() Config {
-		return Config{Brokers: []string{"b:9092"}, StateDir: "x", Streams: []StreamConfig{{Topic: "t", Window: 100, Epsilon: 0.01}}}
-	}
-	tests := []struct {
-		name    string
-		mutate  func(*Config)
-		wantErr string
-		check   func(*testing.T, Config)
-	}{
-		{name: "defaults", check: func(t *testing.T, c Config) {
-			s := c.Streams[0]
-			if s.Every != 100 || s.Name != "t" || s.K != 1 || s.Sample != DefaultSample || s.Format != "json" {
-				t.Errorf("defaults not filled: %+v", s)
-			}
-			if c.Group != DefaultGroup || c.MaxDependencyMetrics != DefaultMaxDependencyMetrics {
-				t.Errorf("config defaults not filled: %+v", c)
-			}
-		}},
-		{name: "group timing defaults", check: func(t *testing.T, c Config) {
-			if c.SessionTimeout != DefaultSessionTimeout || c.HeartbeatInterval != DefaultHeartbeatInterval || c.RebalanceTimeout != DefaultRebalanceTimeout {
-				t.Errorf("group timings not defaulted: %v %v %v", c.SessionTimeout, c.HeartbeatInterval, c.RebalanceTimeout)
-			}
-		}},
-		{name: "session timeout", mutate: func(c *Config) { c.SessionTimeout = -time.Second }, wantErr: "session-timeout: must be > 0"},
-		{name: "heartbeat interval", mutate: func(c *Config) { c.HeartbeatInterval = time.Nanosecond }, wantErr: "heartbeat-interval: must be at least 1ms"},
-		{name: "heartbeat not below session", mutate: func(c *Config) { c.SessionTimeout, c.HeartbeatInterval = 3*time.Second, 3*time.Second }, wantErr: "heartbeat-interval: must be below session-timeout"},
-		{name: "rebalance timeout", mutate: func(c *Config) { c.RebalanceTimeout = -1 }, wantErr: "rebalance-timeout:"},
-		{name: "window", mutate: func(c *Config) { c.Streams[0].Window = 0 }, wantErr: "streams[0].window: must be > 0"},
-		{name: "brokers", mutate: func(c *Config) { c.Brokers = nil }, wantErr: "brokers:"},
-		{name: "state dir", mutate: func(c *Config) { c.StateDir = "" }, wantErr: "state-dir:"},
-		{name: "topic", mutate: func(c *Config) { c.Streams[0].Topic = "" }, wantErr: "streams[0].topic:"},
-		{name: "format", mutate: func(c *Config) { c.Streams[0].Format = "xml" }, wantErr: "streams[0].format:"},
-		{name: "avro schema", mutate: func(c *Config) { c.Streams[0].Format = "avro" }, wantErr: "streams[0].schema:"},
-		{name: "avro schema file", mutate: func(c *Config) {
-			c.Streams[0].Format, c.Streams[0].SchemaFile = "avro", "/nonexistent/schema.avsc"
-		}, wantErr: "streams[0].schema:"},
-		{name: "registry", mutate: func(c *Config) { c.Streams[0].Format = "avro-confluent" }, wantErr: "streams[0].registry:"},
-		{name: "epsilon", mutate: func(c *Config) { c.Streams[0].Epsilon = 1.5 }, wantErr: "streams[0].epsilon:"},
-		{name: "epsilon NaN", mutate: func(c *Config) { c.Streams[0].Epsilon = math.NaN() }, wantErr: "streams[0].epsilon:"},
-		{name: "margin NaN", mutate: func(c *Config) { c.Streams[0].Margin = math.NaN() }, wantErr: "streams[0].margin:"},
-		{name: "pinned", mutate: func(c *Config) { c.Streams[0].Pinned = []string{"nonsense ~"} }, wantErr: "streams[0].pinned[0]:"},
-		{name: "pinned ok", mutate: func(c *Config) { c.Streams[0].Pinned = []string{"{}: salary ~ tax (asc)"} }, check: func(t *testing.T, c Config) {
-			if len(c.Streams[0].pinned) != 1 || c.Streams[0].pinned[0].Left != "salary" {
-				t.Errorf("pinned not parsed: %+v", c.Streams[0].pinned)
-			}
-		}},
-		{name: "min score", mutate: func(c *Config) { c.Streams[0].MinScore = 1.5 }, wantErr: "streams[0].min-score: must be in [0, 1]"},
-		{name: "min score negative", mutate: func(c *Config) { c.Streams[0].MinScore = -0.1 }, wantErr: "streams[0].min-score:"},
-		{name: "events registry without events topic", mutate: func(c *Config) { c.EventsRegistry = "http://sr:8081" }, wantErr: "events-registry: needs events-topic"},
-		{name: "discover-every with interval", mutate: func(c *Config) {
-			c.Streams[0].Every, c.Streams[0].Interval, c.Streams[0].DiscoverEvery = 0, time.Second, 200
-		}, wantErr: "streams[0].discover-every: needs a count window"},
-		{name: "discover-every with an ordinal list", mutate: func(c *Config) {
-			c.Streams[0].Every, c.Streams[0].DiscoverEvery = 50, 100
-			c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
-		}, wantErr: "streams[0].discover-every: the incremental checks order an ordinal column by bytes only"},
-		{name: "discover-every with an ordinal by bytes", mutate: func(c *Config) {
-			c.Streams[0].Every, c.Streams[0].DiscoverEvery = 50, 100
-			c.Streams[0].Typing.Ordinal = map[string][]string{"size": nil}
-		}},
-		{name: "discover-every default: the window, rounded up to a multiple of every", mutate: func(c *Config) {
-			c.Streams[0].Window, c.Streams[0].Every = 100, 30
-		}, check: wantDiscoverEvery(120)},
-		{name: "discover-every default of a tumbling window", mutate: func(c *Config) {
-			c.Streams[0].Window, c.Streams[0].Every = 100, 0
-		}, check: wantDiscoverEvery(100)},
-		{name: "discover-every default with interval", mutate: func(c *Config) {
-			c.Streams[0].Window, c.Streams[0].Every, c.Streams[0].Interval = 100, 0, time.Second
-		}, check: wantDiscoverEvery(100)},
-		{name: "discover-every default with an ordinal list", mutate: func(c *Config) {
-			c.Streams[0].Window, c.Streams[0].Every = 100, 50
-			c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
-		}, check: wantDiscoverEvery(50)},
-		{name: "discover-every = every with an ordinal list", mutate: func(c *Config) {
-			c.Streams[0].Window, c.Streams[0].Every, c.Streams[0].DiscoverEvery = 100, 50, 50
-			c.Streams[0].Typing.Ordinal = map[string][]string{"size": {"S", "M", "L"}}
-		}, check: wantDiscoverEvery(50)},
-		{name: "min score ok", mutate: func(c *Config) { c.Streams[0].MinScore = 0.05 }},
-		{name: "duplicate name", mutate: func(c *Config) { c.Streams = append(c.Streams, c.Streams[0]) }, wantErr: "streams[1].name: duplicate"},
-	}
+	tests := configValidateTests
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := base()
+			c := configValidateBase()
 			if tt.mutate != nil {
 				tt.mutate(&c)
 			}

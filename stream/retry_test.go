@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
-	"github.com/odwatch/odwatch/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -144,17 +142,7 @@ func TestDeliverPartialFailure(t *testing.T) {
 	m := offlineMonitor(t, StreamConfig{Topic: "pd", Window: 10, Epsilon: 0.01})
 	sink := &partialSink{take: 1}
 	m.sinks = []namedSink{{"partial", sink}}
-	ev := &state.Evaluation{Stream: "pd", WindowEnd: 9}
-	for _, id := range []string{"e1", "e2", "e3"} {
-		payload, err := json.Marshal(alerts.Event{ID: id, Stream: "pd"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ev.Events = append(ev.Events, state.OutboxEvent{ID: id, Payload: payload})
-	}
-	if err := m.store.SaveEvaluation(ev); err != nil {
-		t.Fatal(err)
-	}
+	saveOutbox(t, m, "pd", 9, alerts.Event{ID: "e1", Stream: "pd"}, alerts.Event{ID: "e2", Stream: "pd"}, alerts.Event{ID: "e3", Stream: "pd"})
 	s := m.streams[0]
 	for range 2 {
 		if err := s.eval.del.deliver(context.Background()); err != nil {
