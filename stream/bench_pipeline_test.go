@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,19 +47,7 @@ func TestHelperBenchMonitor(t *testing.T) {
 		return n
 	}
 	records, window, every := atoi("ODWATCH_BENCH_RECORDS"), atoi("ODWATCH_BENCH_WINDOW"), atoi("ODWATCH_BENCH_EVERY")
-	if path := os.Getenv("ODWATCH_BENCH_CPUPROFILE"); path != "" {
-		f, err := os.Create(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			pprof.StopCPUProfile()
-			f.Close()
-		}()
-	}
+	defer e2eCPUProfile(t, os.Getenv("ODWATCH_BENCH_CPUPROFILE"), "")()
 	sc := StreamConfig{Topic: "bench", Window: window, Every: every, Epsilon: 0.01}
 	if d := os.Getenv("ODWATCH_BENCH_DISCOVER_EVERY"); d != "" {
 		sc.DiscoverEvery = atoi("ODWATCH_BENCH_DISCOVER_EVERY") // two cadences

@@ -35,37 +35,10 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 		{"one cadence", cadEvery},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// reached is the window end + 1 of the last evaluation whose
-			// related-sample step began: set after held is filled, so that
-			// a test that saw it also sees held.
-			var reached atomic.Uint64
-			held := make(chan alerts.Event, 1)
-			release := make(chan struct{})
-			var holding bool // the historian goroutine's
+			h := &relatedHold{held: make(chan alerts.Event, 1), release: make(chan struct{})}
 			c := newCadenceRunOf(t, StreamConfig{Topic: "cad", Window: cadWindow, Every: cadEvery,
-				DiscoverEvery: tc.discoverEvery, Epsilon: 0.05}, func(f *hooks) {
-				f.beforeRelated = func(ctx context.Context, end uint64, events []alerts.Event) {
-					i := slices.IndexFunc(events, func(e alerts.Event) bool { return relatedRemovals(e) > 0 })
-					if holding || i < 0 {
-						reached.Store(end + 1)
-						return
-					}
-					holding = true
-					held <- events[i]
-					reached.Store(end + 1)
-					select {
-					case <-release:
-					case <-ctx.Done():
-					}
-				}
-			})
-			defer func() {
-				select {
-				case <-release:
-				default:
-					close(release)
-				}
-			}()
+				DiscoverEvery: tc.discoverEvery, Epsilon: 0.05}, func(f *hooks) { f.beforeRelated = h.hook })
+			defer h.let()
 			var ev *alerts.Event
 			for c.seq < 2500 && ev == nil {
 				end, due := c.next()
@@ -74,10 +47,10 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 				}
 				c.s.dispatch(end)
 				waitFor(t, 60*time.Second, "the related-sample step of window "+strconv.FormatUint(end, 10), func() bool {
-					return reached.Load() >= end+1
+					return h.reached.Load() >= end+1
 				})
 				select {
-				case e := <-held:
+				case e := <-h.held:
 					ev = &e
 				default:
 				}
@@ -110,49 +83,100 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 			if got := c.s.statusEnd.Load(); got > first {
 				t.Fatalf("status history appended up to window %d while window %d's related samples were held", got-1, first)
 			}
-			close(release)
+			h.let()
 			c.waitStatus(next)
 			se, ok := statusEvent(t, c, ev.ID)
 			if !ok {
 				t.Fatalf("%s (window %d) not in the status history once its related samples were taken", ev.DependencyText, first)
 			}
-			for _, r := range ev.Related {
-				if r.Removals == 0 {
-					continue
-				}
-				smp := se.RelatedSamples[r.DependencyID]
-				if len(smp) == 0 {
-					t.Errorf("related %s (%d removals): no sample in the status history", r.DependencyText, r.Removals)
-				}
-				cols := r.Dependency.Columns()
-				for _, s := range smp {
-					if s.Topic != "cad" || s.Offset < 0 || s.Offset > int64(ev.Window.EndSeq) || len(s.Values) == 0 {
-						t.Errorf("related %s: sample %+v, want a record of the window with its values", r.DependencyText, s)
-					}
-					for name := range s.Values {
-						if !slices.Contains(cols, name) {
-							t.Errorf("related %s: sample has column %s, not the rule's", r.DependencyText, name)
-						}
-					}
-				}
-			}
-			if len(se.RelatedSamples) != relatedRemovals(*ev) {
-				t.Errorf("status history: samples for %d related rules, want %d (those with removals)", len(se.RelatedSamples), relatedRemovals(*ev))
-			}
-			// The event's rule (violated or discovered, so still tracked)
-			// has a point for both windows, in window order.
-			pts, err := c.s.m.StatusHistory("cad", ev.DependencyID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var ends []uint64
-			for _, p := range pts {
-				ends = append(ends, p.WindowEnd)
-			}
-			if len(ends) < 2 || ends[len(ends)-2] != first || ends[len(ends)-1] != next || !slices.IsSorted(ends) {
-				t.Errorf("%s: status history at windows %v, want them in order ending with %d, %d", ev.DependencyText, ends, first, next)
-			}
+			checkRelatedSamples(t, ev, se)
+			checkHistoryEnds(t, c, ev, first, next)
 		})
+	}
+}
+
+// relatedHold holds, in its related-sample step (the historian's
+// beforeRelated hook), the first evaluation whose event has related rules
+// with removals, until let.
+type relatedHold struct {
+	// reached is the window end + 1 of the last evaluation whose
+	// related-sample step began: set after held is filled, so that a test
+	// that saw it also sees held.
+	reached atomic.Uint64
+	held    chan alerts.Event
+	release chan struct{}
+	holding bool // the historian goroutine's
+}
+
+func (h *relatedHold) hook(ctx context.Context, end uint64, events []alerts.Event) {
+	i := slices.IndexFunc(events, func(e alerts.Event) bool { return relatedRemovals(e) > 0 })
+	if h.holding || i < 0 {
+		h.reached.Store(end + 1)
+		return
+	}
+	h.holding = true
+	h.held <- events[i]
+	h.reached.Store(end + 1)
+	select {
+	case <-h.release:
+	case <-ctx.Done():
+	}
+}
+
+// let lets the held evaluation go on (once; later calls do nothing).
+func (h *relatedHold) let() {
+	select {
+	case <-h.release:
+	default:
+		close(h.release)
+	}
+}
+
+// checkRelatedSamples checks the status history's event se of ev: a
+// sample of records of the window, with the rule's columns only, for each
+// related rule with removals, and none for the others.
+func checkRelatedSamples(t *testing.T, ev *alerts.Event, se StatusEvent) {
+	t.Helper()
+	for _, r := range ev.Related {
+		if r.Removals == 0 {
+			continue
+		}
+		smp := se.RelatedSamples[r.DependencyID]
+		if len(smp) == 0 {
+			t.Errorf("related %s (%d removals): no sample in the status history", r.DependencyText, r.Removals)
+		}
+		cols := r.Dependency.Columns()
+		for _, s := range smp {
+			if s.Topic != "cad" || s.Offset < 0 || s.Offset > int64(ev.Window.EndSeq) || len(s.Values) == 0 {
+				t.Errorf("related %s: sample %+v, want a record of the window with its values", r.DependencyText, s)
+			}
+			for name := range s.Values {
+				if !slices.Contains(cols, name) {
+					t.Errorf("related %s: sample has column %s, not the rule's", r.DependencyText, name)
+				}
+			}
+		}
+	}
+	if len(se.RelatedSamples) != relatedRemovals(*ev) {
+		t.Errorf("status history: samples for %d related rules, want %d (those with removals)", len(se.RelatedSamples), relatedRemovals(*ev))
+	}
+}
+
+// checkHistoryEnds checks that ev's rule (violated or discovered, so still
+// tracked) has a point in the status history for windows first and next,
+// in window order.
+func checkHistoryEnds(t *testing.T, c *cadenceRun, ev *alerts.Event, first, next uint64) {
+	t.Helper()
+	pts, err := c.s.m.StatusHistory("cad", ev.DependencyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ends []uint64
+	for _, p := range pts {
+		ends = append(ends, p.WindowEnd)
+	}
+	if len(ends) < 2 || ends[len(ends)-2] != first || ends[len(ends)-1] != next || !slices.IsSorted(ends) {
+		t.Errorf("%s: status history at windows %v, want them in order ending with %d, %d", ev.DependencyText, ends, first, next)
 	}
 }
 

@@ -78,17 +78,8 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, topics, 300, seed, false)
 	}
-	evaluated := func(r *running, topic string) uint64 {
-		for _, s := range r.m.streams {
-			if s.cfg.Topic == topic {
-				return s.evaluated.Load()
-			}
-		}
-		return 0
-	}
-	windowOf := func(r *running, topic string) float64 {
-		return metricValue(t, r.reg, "odwatch_window_records", map[string]string{"stream": topic})
-	}
+	evaluated := (*running).evaluatedOf
+	windowOf := func(r *running, topic string) float64 { return r.windowOf(t, topic) }
 
 	first := startMonitor(t, cfg())
 	waitCounts(t, "first member owns all", []int{3}, topics, first)
@@ -149,6 +140,22 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 	produce(20)
 	waitFor(t, 60*time.Second, "heir evaluated "+gone, func() bool { return evaluated(heir, gone) == 900 })
 	t.Logf("owners: %s", strings.Join([]string{fmt.Sprint(owned[0]), fmt.Sprint(owned[1])}, " / "))
+}
+
+// evaluatedOf is the window end + 1 of the last saved evaluation of the
+// member's stream of topic (0 when it has none).
+func (r *running) evaluatedOf(topic string) uint64 {
+	for _, s := range r.m.streams {
+		if s.cfg.Topic == topic {
+			return s.evaluated.Load()
+		}
+	}
+	return 0
+}
+
+// windowOf is the member's window records of the stream of topic.
+func (r *running) windowOf(t testing.TB, topic string) float64 {
+	return metricValue(t, r.reg, "odwatch_window_records", map[string]string{"stream": topic})
 }
 
 // eventKeys are the events of members as "type dependency @window end",
