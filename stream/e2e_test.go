@@ -35,7 +35,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 		Streams: []StreamConfig{{
 			Topic: "payroll", Window: window, Every: window, Epsilon: 0.01, Sample: 5,
 			// A column the stream never carries: not observed, so no
-			// event and no error series (see streamRun.evaluate).
+			// event and no error series (see evalEnv.evaluateWindow).
 			Pinned: []string{"{}: salary ~ bonus (asc)"},
 		}},
 	})
@@ -55,15 +55,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	salTaxID := alerts.DependencyID(salTax)
-	of := func(typ alerts.EventType) []alerts.Event {
-		var out []alerts.Event
-		for _, e := range r.sink.snapshot() {
-			if e.Type == typ && e.Involves(salTaxID) { // leading the event or related in it
-				out = append(out, e)
-			}
-		}
-		return out
-	}
+	of := func(typ alerts.EventType) []alerts.Event { return eventsInvolving(r.sink.snapshot(), typ, salTaxID) }
 	waitFor(t, 60*time.Second, "restored event for salary ~ tax", func() bool { return len(of(alerts.EventRestored)) > 0 })
 
 	disc := of(alerts.EventDiscovered)
@@ -84,20 +76,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 	if v.ErrorNow <= 0.01 || len(v.Samples) == 0 {
 		t.Errorf("violated event: error %v, %d samples", v.ErrorNow, len(v.Samples))
 	}
-	for _, s := range v.Samples {
-		msg := readAt(t, addr, s.Topic, int(s.Partition), s.Offset)
-		var rec struct{ Salary, Perc, Tax int }
-		if err := json.Unmarshal(msg.Value, &rec); err != nil {
-			t.Fatalf("sample %d: %v", s.Offset, err)
-		}
-		if _, perc := PayrollBracket(rec.Salary); rec.Perc != perc*10 {
-			t.Errorf("sample offset %d is not an erroneous record: %s", s.Offset, msg.Value)
-		}
-		// The samples carry the columns of the event's leading dependency.
-		if v, ok := s.Values["tax"]; ok && v != strconv.Itoa(rec.Tax) || s.Values["salary"] != strconv.Itoa(rec.Salary) {
-			t.Errorf("sample %d values %v do not match the record %s", s.Offset, s.Values, msg.Value)
-		}
-	}
+	checkPayrollSamples(t, addr, v)
 	rest := of(alerts.EventRestored)
 	if len(rest) != 1 || rest[0].Window.EndSeq < stopAt {
 		t.Errorf("restored events: %+v; want one after the errors stopped at %d", rest, stopAt)
@@ -115,8 +94,51 @@ func TestPayrollEndToEnd(t *testing.T) {
 	waitFor(t, 20*time.Second, "all records consumed", func() bool {
 		return metricValue(t, r.reg, "odwatch_records_consumed_total", map[string]string{"stream": "payroll"}) == total
 	})
+	checkPayrollMetrics(t, r, window)
+	t.Logf("events: %d total; violated %s at window end %d with error %.4f, samples %v", len(r.sink.snapshot()), salTax, v.Window.EndSeq, v.ErrorNow, fmt.Sprint(v.Samples))
+}
+
+// eventsInvolving are the events of type typ that involve the dependency
+// id: leading the event or related in it.
+func eventsInvolving(events []alerts.Event, typ alerts.EventType, id string) []alerts.Event {
+	var out []alerts.Event
+	for _, e := range events {
+		if e.Type == typ && e.Involves(id) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkPayrollSamples checks that the violated event v's samples are
+// erroneous payroll records, with the values of its leading dependency's
+// columns.
+func checkPayrollSamples(t *testing.T, addr string, v alerts.Event) {
+	t.Helper()
+	for _, s := range v.Samples {
+		msg := readAt(t, addr, s.Topic, int(s.Partition), s.Offset)
+		var rec struct{ Salary, Perc, Tax int }
+		if err := json.Unmarshal(msg.Value, &rec); err != nil {
+			t.Fatalf("sample %d: %v", s.Offset, err)
+		}
+		if _, perc := PayrollBracket(rec.Salary); rec.Perc != perc*10 {
+			t.Errorf("sample offset %d is not an erroneous record: %s", s.Offset, msg.Value)
+		}
+		// The samples carry the columns of the event's leading dependency.
+		if v, ok := s.Values["tax"]; ok && v != strconv.Itoa(rec.Tax) || s.Values["salary"] != strconv.Itoa(rec.Salary) {
+			t.Errorf("sample %d values %v do not match the record %s", s.Offset, s.Values, msg.Value)
+		}
+	}
+}
+
+// checkPayrollMetrics checks TestPayrollEndToEnd's metrics once every
+// record is consumed: the window, epsilon and evaluation series, the
+// tracked dependencies, and nothing for the pinned rule on an absent
+// column.
+func checkPayrollMetrics(t *testing.T, r *running, window int) {
+	t.Helper()
 	stream := map[string]string{"stream": "payroll"}
-	if got := metricValue(t, r.reg, "odwatch_window_records", stream); got != window {
+	if got := metricValue(t, r.reg, "odwatch_window_records", stream); got != float64(window) {
 		t.Errorf("odwatch_window_records = %v, want %d", got, window)
 	}
 	if got := metricValue(t, r.reg, "odwatch_epsilon", stream); got != 0.01 {
@@ -144,5 +166,4 @@ func TestPayrollEndToEnd(t *testing.T) {
 	if got := metricValue(t, r.reg, "odwatch_dependencies", map[string]string{"stream": "payroll", "state": "pinned"}); got != 1 {
 		t.Errorf("odwatch_dependencies{state=pinned} = %v, want 1", got)
 	}
-	t.Logf("events: %d total; violated %s at window end %d with error %.4f, samples %v", len(r.sink.snapshot()), salTax, v.Window.EndSeq, v.ErrorNow, fmt.Sprint(v.Samples))
 }
