@@ -458,7 +458,7 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 	if err := m.applyAssignment(a); err != nil {
 		return err
 	}
-	m.balancer.setOwned(topics)
+	m.balancer.SetOwned(topics)
 	var oc offsetCommitter = gen
 	if m.commitVia != nil {
 		oc = m.commitVia(gen)
@@ -1009,7 +1009,7 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 	if len(b.commits) > 0 || len(waits) > 0 {
 		b.unsynced = append(b.unsynced, unsyncedBatch{waits: waits, commits: maps.Clone(b.commits)})
 		for t, n := range b.records {
-			m.balancer.consumed(t, n)
+			m.balancer.Consumed(t, n)
 		}
 		clear(b.records)
 		clear(b.commits)

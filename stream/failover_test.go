@@ -104,7 +104,7 @@ func TestFailoverAfterKill(t *testing.T) {
 	})
 	survivor := startMonitor(t, cfg())
 	waitFor(t, 30*time.Second, "the survivor joined", survivor.m.Ready)
-	if got := survivor.m.balancer.topics(); len(got) != 0 {
+	if got := survivor.m.balancer.Topics(); len(got) != 0 {
 		t.Fatalf("the survivor took %v from the running owner", got)
 	}
 	// Dirty records, some before the kill (a backlog the owner is

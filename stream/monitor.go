@@ -65,7 +65,7 @@
 //
 // Membership is kafka-go's consumer group API (kafka.NewConsumerGroup):
 // every generation brings this member's assignment, and the consume loop
-// runs inside it. The group balancer (topicBalancer) gives all partitions of
+// runs inside it. The group balancer (balance.Balancer) gives all partitions of
 // a topic to one member, since a window needs the whole stream, keeps
 // topics where they are across rebalances and spreads them over the
 // members by load. When a generation assigns a topic whose partitions the
@@ -136,6 +136,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/internal/balance"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -179,7 +180,7 @@ type Monitor struct {
 	writers *kafka.Transport
 	// balancer assigns topics to the group's members (when this member
 	// leads the group) and tells the leader what this member owns.
-	balancer *topicBalancer
+	balancer *balance.Balancer
 	// health tracks whether Kafka answers (readiness, outage metric).
 	health *brokerHealth
 	// owned are the topics of the current generation (consume goroutine).
@@ -231,7 +232,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		reg = prometheus.NewRegistry()
 	}
 	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{},
-		balancer: newTopicBalancer(), health: newBrokerHealth(log), owned: map[string]bool{}}
+		balancer: balance.New(), health: newBrokerHealth(log), owned: map[string]bool{}}
 	met, err := newMetrics(reg, cfg.MaxDependencyMetrics, m.health)
 	if err != nil {
 		return nil, err

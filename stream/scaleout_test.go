@@ -17,7 +17,7 @@ import (
 func ownedBy(rs ...*running) [][]string {
 	out := make([][]string, len(rs))
 	for i, r := range rs {
-		out[i] = r.m.balancer.topics()
+		out[i] = r.m.balancer.Topics()
 	}
 	return out
 }
@@ -210,7 +210,7 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
-		return slices.Equal(b.m.balancer.topics(), []string{"eq"}) && b.m.Ready() &&
+		return slices.Equal(b.m.balancer.Topics(), []string{"eq"}) && b.m.Ready() &&
 			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "eq"}) == window
 	})
 	produce(every, true, b)
@@ -322,7 +322,7 @@ func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
-		return slices.Equal(b.m.balancer.topics(), []string{"tw"}) && b.m.Ready() &&
+		return slices.Equal(b.m.balancer.Topics(), []string{"tw"}) && b.m.Ready() &&
 			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "tw"}) > 0
 	})
 	for _, r := range []*running{b, ref} {

@@ -330,7 +330,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	ref := startMonitor(t, cfg("dt-ref", t.TempDir()))
 	dirA := t.TempDir()
 	a := startMonitor(t, cfg("dt", dirA))
-	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	// A window at a time, each evaluated by both before the next comes,
 	// so that neither coalesces evaluations (which would change which
 	// windows discover what, however loaded the machine is).
@@ -352,9 +352,9 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	}
 	b := startMonitor(t, cfg("dt", t.TempDir()))
 	waitFor(t, 30*time.Second, "1 + 1", func() bool {
-		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
+		return len(a.m.balancer.Topics()) == 1 && len(b.m.balancer.Topics()) == 1 && a.m.Ready() && b.m.Ready()
 	})
-	t.Logf("%v moved to the second member", b.m.balancer.topics())
+	t.Logf("%v moved to the second member", b.m.balancer.Topics())
 	// Both leave, no record meanwhile: the group's offsets of the moved
 	// topic are the first member's.
 	for _, r := range []*running{a, b} {
@@ -363,7 +363,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		}
 	}
 	a2 := startMonitor(t, cfg("dt", dirA))
-	waitFor(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.topics()) == 2 && a2.m.Ready() })
+	waitFor(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.Topics()) == 2 && a2.m.Ready() })
 	produce(every, true)
 	waitFor(t, 60*time.Second, "the reference evaluated every record", func() bool {
 		return ref.m.streams[0].evaluated.Load() == uint64(total) && ref.m.streams[1].evaluated.Load() == uint64(total)
@@ -417,7 +417,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 			n := map[string]uint64{}
 			for _, r := range owners {
 				for _, s := range r.m.streams {
-					if slices.Contains(r.m.balancer.topics(), s.cfg.Topic) {
+					if slices.Contains(r.m.balancer.Topics(), s.cfg.Topic) {
 						n[s.cfg.Topic] = s.evaluated.Load()
 					}
 				}
@@ -427,18 +427,18 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 		})
 	}
 	a := startMonitorWith(t, cfg("ct"), failing)
-	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	produce(window, a)
 	b := startMonitorWith(t, cfg("ct"), failing)
 	waitFor(t, 30*time.Second, "1 + 1", func() bool {
-		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
+		return len(a.m.balancer.Topics()) == 1 && len(b.m.balancer.Topics()) == 1 && a.m.Ready() && b.m.Ready()
 	})
-	t.Logf("%v moved to the second member", b.m.balancer.topics())
+	t.Logf("%v moved to the second member", b.m.balancer.Topics())
 	produce(every, a, b)
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	waitFor(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	produce(every, a)
 	membersMatch(t, ref, a, b)
 	for _, r := range []*running{a, ref} {
