@@ -18,6 +18,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -43,9 +44,9 @@ type streamRun struct {
 	cfg  StreamConfig
 	name string
 	log  *slog.Logger
-	dec  Decoder
+	dec  decode.Decoder
 	win  *Window
-	rec  FlatRecord
+	rec  decode.FlatRecord
 
 	next map[int32]int64 // next offset to consume per partition (stored + this batch)
 	seq  uint64          // next arrival sequence number
@@ -94,7 +95,7 @@ type streamRun struct {
 }
 
 func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
-	dec, err := NewDecoder(DecoderConfig{
+	dec, err := decode.NewDecoder(decode.DecoderConfig{
 		Format:         cfg.Format,
 		Schema:         cfg.schema,
 		RegistryURL:    cfg.RegistryURL,
@@ -895,7 +896,7 @@ func (s *streamRun) add(ctx context.Context, msg *kafka.Message, dlq *[]kafka.Me
 	s.next[p] = msg.Offset + 1
 	s.posDirty = true
 	if err != nil {
-		var de *DecodeError
+		var de *decode.DecodeError
 		if !errors.As(err, &de) {
 			return fmt.Errorf("stream %s: decode %s/%d/%d: %w", s.name, msg.Topic, msg.Partition, msg.Offset, err)
 		}
@@ -924,7 +925,7 @@ func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 	backoff := 100 * time.Millisecond
 	for {
 		err := s.dec.Decode(ctx, msg.Value, &s.rec)
-		var de *DecodeError
+		var de *decode.DecodeError
 		if err == nil || !errors.As(err, &de) || !de.Retryable() {
 			return err
 		}
@@ -943,7 +944,7 @@ func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 }
 
 // reject counts, logs and dead-letters an undecodable record.
-func (s *streamRun) reject(msg *kafka.Message, de *DecodeError, dlq *[]kafka.Message) {
+func (s *streamRun) reject(msg *kafka.Message, de *decode.DecodeError, dlq *[]kafka.Message) {
 	s.m.metrics.rejected.WithLabelValues(s.name, de.Reason).Inc()
 	if s.rejectLog.allow(time.Now()) {
 		s.log.Warn("record rejected", "partition", msg.Partition, "offset", msg.Offset,

@@ -9,16 +9,17 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
 // newJSONReplayer returns a Replayer of cfg and a JSON decoder for it.
-func newJSONReplayer(t *testing.T, cfg StreamConfig) (*Replayer, Decoder) {
+func newJSONReplayer(t *testing.T, cfg StreamConfig) (*Replayer, decode.Decoder) {
 	t.Helper()
 	r, err := NewReplayer(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder(DecoderConfig{Format: FormatJSON})
+	dec, err := decode.NewDecoder(decode.DecoderConfig{Format: decode.FormatJSON})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]a
 	r, dec := newJSONReplayer(t, cfg)
 	g := &payrollGen{rng: rand.New(rand.NewSource(o.Seed))}
 	errRng := rand.New(rand.NewSource(o.Seed + 1))
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	var all []alerts.Event
 	for i := range n {
 		if err := dec.Decode(context.Background(), g.next(o.faulty(i, errRng)), &rec); err != nil {
@@ -236,7 +237,7 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 func replayTopic(t *testing.T, ctx context.Context, addr, topic string, cfg StreamConfig) (*Replayer, []alerts.Event) {
 	t.Helper()
 	r, dec := newJSONReplayer(t, cfg)
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	var got []alerts.Event
 	err := ReadTopicRange(ctx, []string{addr}, nil, topic, TopicBound{}, TopicBound{}, func(tr TopicRecord) error {
 		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
 func TestCountBoundary(t *testing.T) {
@@ -218,7 +219,7 @@ func TestReplayMissedEvaluation(t *testing.T) {
 func storeRecords(t *testing.T, m *Monitor, stream string, from, next int64) {
 	t.Helper()
 	c := &state.Commit{Stream: stream, NextOffset: map[int32]int64{0: next}, NextSeq: uint64(next)}
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	for o := from; o < next; o++ {
 		rec.Reset()
 		rec.AddString("a", strconv.FormatInt(o%3, 10))
