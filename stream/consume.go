@@ -19,6 +19,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -367,7 +368,7 @@ func (m *Monitor) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer group: %w", err)
 	}
-	transport := ownTransport(m.cfg.Dialer)
+	transport := kafkaread.Transport(m.cfg.Dialer)
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(m.cfg.Brokers...), Transport: transport, Timeout: 10 * time.Second}
 	for {

@@ -137,6 +137,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/internal/balance"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -176,7 +177,7 @@ type Monitor struct {
 	// unset).
 	stateWriter *kafka.Writer
 	// writers is the transport of the events, state topic and dead-letter
-	// writers (see ownTransport), closed after them.
+	// writers (see kafkaread.Transport), closed after them.
 	writers *kafka.Transport
 	// balancer assigns topics to the group's members (when this member
 	// leads the group) and tells the leader what this member owns.
@@ -256,7 +257,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	m.storeOpen.Store(true)
 
 	m.sinks = append(m.sinks, namedSink{"log", alerts.NewLogSink(log)})
-	m.writers = ownTransport(cfg.Dialer)
+	m.writers = kafkaread.Transport(cfg.Dialer)
 	if cfg.EventsTopic != "" {
 		w := alerts.NewKafkaWriter(cfg.Brokers, cfg.EventsTopic)
 		w.AllowAutoTopicCreation = true

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -142,7 +143,7 @@ func readStateRecord(ctx context.Context, brokers []string, dialer *kafka.Dialer
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	last := map[int][]byte{} // partition → latest value of the key there
-	err := scanTopic(ctx, brokers, dialer, topic, 0, func(partition int, rec *kafka.Record) {
+	err := kafkaread.Scan(ctx, brokers, dialer, topic, 0, func(partition int, rec *kafka.Record) {
 		if rec.Key == nil {
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -96,7 +97,7 @@ func TestTakeOverRetriesTransientErrors(t *testing.T) {
 	}
 }
 
-// TestScanTopicSeesNewBroker: scanTopic (how a takeover reads the state
+// TestScanTopicSeesNewBroker: kafkaread.Scan (how a takeover reads the state
 // topic) does not read a topic as absent because kafka-go's shared
 // transport cached the metadata of an earlier broker at the same address,
 // as happens when a test's broker gets the port of an earlier test's.
@@ -118,11 +119,11 @@ func TestScanTopicSeesNewBroker(t *testing.T) {
 	}
 	produceTimed(t, addr, "after", 0, 3, time.Now(), time.Millisecond)
 	n := 0
-	if err := scanTopic(ctx, []string{addr}, nil, "after", 0, func(int, *kafka.Record) { n++ }); err != nil {
+	if err := kafkaread.Scan(ctx, []string{addr}, nil, "after", 0, func(int, *kafka.Record) { n++ }); err != nil {
 		t.Fatal(err)
 	}
 	if n != 3 {
-		t.Errorf("scanTopic read %d records of the new broker's topic, want 3", n)
+		t.Errorf("kafkaread.Scan read %d records of the new broker's topic, want 3", n)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/stream"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 )
 
 const replayDescription = `Runs the monitor's window, evaluation and tracker code offline over a file
@@ -390,7 +391,7 @@ func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, 
 	}
 	var rec decode.FlatRecord
 	n := 0
-	err = stream.ReadTopicRange(ctx, f.brokers, nil, f.topic, from, to, func(tr stream.TopicRecord) error {
+	err = kafkaread.ReadRange(ctx, f.brokers, nil, f.topic, from, to, func(tr kafkaread.Record) error {
 		if n++; f.in.maxRows > 0 && n > f.in.maxRows {
 			return errStop
 		}
@@ -402,7 +403,7 @@ func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, 
 			}
 			return err
 		}
-		return add(tr.Meta, &rec)
+		return add(stream.RowMeta{Partition: tr.Partition, Offset: tr.Offset, Time: tr.Time}, &rec)
 	})
 	if errors.Is(err, errStop) {
 		err = nil
@@ -413,18 +414,18 @@ func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, 
 var errStop = errors.New("stop")
 
 // parseBound reads --from/--to: empty, an offset, or an RFC 3339 time.
-func parseBound(name, v string) (stream.TopicBound, error) {
+func parseBound(name, v string) (kafkaread.Bound, error) {
 	if v == "" {
-		return stream.TopicBound{}, nil
+		return kafkaread.Bound{}, nil
 	}
 	if off, err := strconv.ParseInt(v, 10, 64); err == nil && off >= 0 {
-		return stream.TopicBound{Offset: off, IsOffset: true}, nil
+		return kafkaread.Bound{Offset: off, IsOffset: true}, nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return stream.TopicBound{}, usageErr(fmt.Sprintf("%s %q: want an offset or an RFC 3339 time", name, v), "for example "+name+" 1000 or "+name+" 2026-11-23T00:00:00Z")
+		return kafkaread.Bound{}, usageErr(fmt.Sprintf("%s %q: want an offset or an RFC 3339 time", name, v), "for example "+name+" 1000 or "+name+" 2026-11-23T00:00:00Z")
 	}
-	return stream.TopicBound{Time: t}, nil
+	return kafkaread.Bound{Time: t}, nil
 }
 
 // eventPrinter writes events as text (the demo's plain-words lines, see
