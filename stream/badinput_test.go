@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -72,7 +73,7 @@ func TestBadInput(t *testing.T) {
 		{"bad-avro", "bad_avro", []byte{0xff, 0xff, 0xff, 0x01}},
 		{"bad-conf", "unknown_schema", testkit.ConfluentFrame(99, goodAvro(1))},
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), BatchBytes: kafkaread.MaxMessageBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -260,7 +261,7 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 	for i := range 5 {
 		msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil, `{"salary":%d,"tax":%d}`, i, i)})
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "src", BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, Transport: testTransport(t)}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "src", BatchBytes: kafkaread.MaxMessageBytes, BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)

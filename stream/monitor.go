@@ -286,7 +286,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 			Balancer:               &kafka.Hash{},
 			RequiredAcks:           kafka.RequireAll,
 			BatchTimeout:           10 * time.Millisecond,
-			BatchBytes:             BrokerMaxMessageBytes,
+			BatchBytes:             kafkaread.MaxMessageBytes,
 			AllowAutoTopicCreation: true,
 			Transport:              m.writers,
 		}

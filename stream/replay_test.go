@@ -9,6 +9,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 )
@@ -29,15 +30,15 @@ func newJSONReplayer(t *testing.T, cfg StreamConfig) (*Replayer, decode.Decoder)
 
 // replayPayroll replays n payroll records (PayrollOptions' error rules)
 // and returns the events.
-func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]alerts.Event, ReplayStats) {
+func replayPayroll(t *testing.T, cfg StreamConfig, o demo.PayrollOptions, n int) ([]alerts.Event, ReplayStats) {
 	t.Helper()
 	r, dec := newJSONReplayer(t, cfg)
-	g := &payrollGen{rng: rand.New(rand.NewSource(o.Seed))}
+	g := demo.NewPayrollGen(o.Seed)
 	errRng := rand.New(rand.NewSource(o.Seed + 1))
 	var rec decode.FlatRecord
 	var all []alerts.Event
 	for i := range n {
-		if err := dec.Decode(context.Background(), g.next(o.faulty(i, errRng)), &rec); err != nil {
+		if err := dec.Decode(context.Background(), g.Next(o.Faulty(i, errRng)), &rec); err != nil {
 			t.Fatal(err)
 		}
 		evs, err := r.Add(context.Background(), RowMeta{Offset: int64(i)}, &rec)
@@ -59,7 +60,7 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]a
 func TestReplayPayrollStory(t *testing.T) {
 	cfg := StreamConfig{Topic: "payroll", Window: 500, Every: 500, Epsilon: 0.01, Sample: 5,
 		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel, MinStrength: discovery.DefaultMinStrength}
-	o := PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
+	o := demo.PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
 	evs, st := replayPayroll(t, cfg, o, 6500)
 	salTax := alerts.DependencyID(mustDep(t, "{}: salary ~ tax (asc)"))
 	byWindow := map[uint64]map[alerts.EventType]int{}
@@ -116,11 +117,11 @@ func TestReplayTopicRange(t *testing.T) {
 	addr := startTestBroker(t, map[string]int{"payroll": 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	o := PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
+	o := demo.PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
 	const n = 5000
 	po := o
 	po.Brokers, po.Topic, po.Count = []string{addr}, "payroll", n
-	if err := ProducePayroll(ctx, po); err != nil {
+	if err := demo.ProducePayroll(ctx, po); err != nil {
 		t.Fatal(err)
 	}
 	cfg := StreamConfig{Topic: "payroll", Window: 500, Every: 500, Epsilon: 0.01, Sample: 5,
@@ -153,7 +154,7 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const n = 6000
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "rm", Count: n,
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "rm", Count: n,
 		CleanRecords: 2000, ErrorRate: 0.05, StopErrorsAfter: 4000, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package stream
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -236,10 +236,10 @@ func produceTimed(t *testing.T, addr, topic string, from, n int, start time.Time
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.RoundRobin{}, BatchSize: 1000,
 		BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
 	defer w.Close()
-	g := &payrollGen{rng: rand.New(rand.NewSource(int64(from)))}
+	g := demo.NewPayrollGen(int64(from))
 	var msgs []kafka.Message
 	for i := from; i < from+n; i++ {
-		msgs = append(msgs, kafka.Message{Value: slices.Clone(g.next(false)), Time: start.Add(time.Duration(i) * step)})
+		msgs = append(msgs, kafka.Message{Value: slices.Clone(g.Next(false)), Time: start.Add(time.Duration(i) * step)})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -405,11 +405,11 @@ func sameWindow(t *testing.T, dir, refDir, topic string, window int, what string
 func producePayrolls(ctx context.Context, t *testing.T, addr string, topics []string, n, seed int, dirty bool) {
 	t.Helper()
 	for i, tp := range topics {
-		o := PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, Seed: int64(seed + i)}
+		o := demo.PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, Seed: int64(seed + i)}
 		if dirty {
 			o.ErrorRate = 0.1
 		}
-		if err := ProducePayroll(ctx, o); err != nil {
+		if err := demo.ProducePayroll(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
 )
@@ -58,7 +59,7 @@ func TestFullWindowsOnly(t *testing.T) {
 	// that happens depends on the machine's load.
 	total := 0
 	for _, n := range []int{300, 100, 150, 150, 150, 150} {
-		if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "full", Count: n, Seed: int64(21 + total)}); err != nil {
+		if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "full", Count: n, Seed: int64(21 + total)}); err != nil {
 			t.Fatal(err)
 		}
 		total += n
@@ -104,7 +105,7 @@ func TestMinScore(t *testing.T) {
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "scored", Count: 1000, CleanRecords: 1000, Seed: 31}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "scored", Count: 1000, CleanRecords: 1000, Seed: 31}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "both streams evaluated", func() bool {

@@ -46,7 +46,7 @@ func newStateWriter(cfg Config, tr *kafka.Transport) *kafka.Writer {
 		Balancer:               &kafka.Hash{},
 		RequiredAcks:           kafka.RequireAll,
 		BatchTimeout:           time.Millisecond, // one message per write: do not wait for more
-		BatchBytes:             BrokerMaxMessageBytes,
+		BatchBytes:             kafkaread.MaxMessageBytes,
 		AllowAutoTopicCreation: true,
 		Transport:              tr,
 	}

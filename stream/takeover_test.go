@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand"
 	"net"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -24,7 +24,7 @@ import (
 // returns the cluster too, for faults.
 func startFaultBroker(t *testing.T, topics map[string]int, opts ...kfake.Opt) (*kfake.Cluster, string) {
 	t.Helper()
-	c, err := kfake.NewCluster(append(brokerOptions(topics), opts...)...)
+	c, err := kfake.NewCluster(append(demo.BrokerOptions(topics), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
 	const topic, stateTopic = "ta", "ta-state"
 	addr := startTestBroker(t, map[string]int{topic: 2, stateTopic: 1})
 	bad := map[int]bool{620: true, 621: true, 700: true}
-	g := &payrollGen{rng: rand.New(rand.NewSource(1))}
+	g := demo.NewPayrollGen(1)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
 	for j := range 1000 {
-		v := slices.Clone(g.next(false))
+		v := slices.Clone(g.Next(false))
 		if bad[j] {
 			v = []byte("not json")
 		}

@@ -5,22 +5,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/odwatch/odwatch/stream"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 )
 
 // TestReadRange: bounds by offset and by time cut a topic range, and two
 // partitions merge in time order.
 func TestReadRange(t *testing.T) {
-	addr, stop, err := stream.StartBroker(context.Background(), map[string]int{"payroll": 1, "two": 2})
+	addr, stop, err := demo.StartBroker(context.Background(), map[string]int{"payroll": 1, "two": 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	po := stream.PayrollOptions{Brokers: []string{addr}, Topic: "payroll", Count: 5000, Seed: 7}
-	if err := stream.ProducePayroll(ctx, po); err != nil {
+	po := demo.PayrollOptions{Brokers: []string{addr}, Topic: "payroll", Count: 5000, Seed: 7}
+	if err := demo.ProducePayroll(ctx, po); err != nil {
 		t.Fatal(err)
 	}
 	count := func(topic string, from, to kafkaread.Bound) (n int, first, last kafkaread.Record) {
@@ -49,7 +49,7 @@ func TestReadRange(t *testing.T) {
 	}
 
 	po.Topic, po.Count = "two", 300
-	if err := stream.ProducePayroll(ctx, po); err != nil {
+	if err := demo.ProducePayroll(ctx, po); err != nil {
 		t.Fatal(err)
 	}
 	parts := map[int32]int{}

@@ -2,6 +2,13 @@ package kafkaread
 
 import "github.com/segmentio/kafka-go"
 
+// MaxMessageBytes bounds a batch of the monitor's writers (BatchBytes of
+// the dead-letter and state writers) and is the in-process broker's
+// message.max.bytes (internal/demo): large enough that a test can produce a
+// 5 MB record and see odwatch reject it and dead-letter it whole, rather
+// than the broker.
+const MaxMessageBytes = 16 << 20
+
 // Transport is a transport of the caller's own, with the dialer's TLS
 // and SASL settings when dialer is not nil; the caller closes it
 // (CloseIdleConnections). A client without one shares
