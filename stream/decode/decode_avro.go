@@ -259,7 +259,7 @@ func (w *avroWalker) run(root *avroNode) error {
 		w.sink.rec.Reset()
 		return decodeErr(reasonBadAvro, fmt.Errorf("%d trailing bytes after the datum", len(w.data)-w.p))
 	}
-	w.sink.rec.AddIgnored(w.ignored)
+	w.sink.rec.addIgnored(w.ignored)
 	return w.sink.finish()
 }
 

@@ -114,8 +114,8 @@ func TestDecodeAvro(t *testing.T) {
 			if got := recordFields(&rec); !equalFields(got, tt.want) {
 				t.Fatalf("got  %v\nwant %v", got, tt.want)
 			}
-			if rec.Ignored() != tt.ignored {
-				t.Fatalf("ignored %d, want %d", rec.Ignored(), tt.ignored)
+			if rec.ignored != tt.ignored {
+				t.Fatalf("ignored %d, want %d", rec.ignored, tt.ignored)
 			}
 		})
 	}
@@ -142,8 +142,8 @@ func TestDecodeAvroUnionBranches(t *testing.T) {
 		if err := d.Decode(context.Background(), in, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if got := recordFields(&rec); !equalFields(got, tt.want) || rec.Ignored() != tt.ignored {
-			t.Errorf("%v: got %v (ignored %d), want %v (ignored %d)", tt.val, got, rec.Ignored(), tt.want, tt.ignored)
+		if got := recordFields(&rec); !equalFields(got, tt.want) || rec.ignored != tt.ignored {
+			t.Errorf("%v: got %v (ignored %d), want %v (ignored %d)", tt.val, got, rec.ignored, tt.want, tt.ignored)
 		}
 	}
 }

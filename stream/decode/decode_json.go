@@ -56,7 +56,7 @@ func (d *jsonDecoder) Decode(ctx context.Context, value []byte, rec *FlatRecord)
 		}
 		return decodeErr(reasonMalformed, err)
 	}
-	rec.AddIgnored(stats.Ignored)
+	rec.addIgnored(stats.Ignored)
 	return sinkErr
 }
 

@@ -118,8 +118,8 @@ func TestDecodeJSON(t *testing.T) {
 			if got := recordFields(&rec); !equalFields(got, tt.want) {
 				t.Fatalf("got %v\nwant %v", got, tt.want)
 			}
-			if rec.Ignored() != tt.ignored {
-				t.Fatalf("ignored %d, want %d", rec.Ignored(), tt.ignored)
+			if rec.ignored != tt.ignored {
+				t.Fatalf("ignored %d, want %d", rec.ignored, tt.ignored)
 			}
 		})
 	}
