@@ -3,7 +3,8 @@
 // back (ReadRange, for `odwatch replay --topic`), and a scan of every
 // partition from its start or of its last records (Scan, how a member reads
 // back the events and state topics). Transport gives each reader and writer
-// a kafka-go transport of its own.
+// a kafka-go transport of its own, and MaxMessageBytes is the largest batch
+// the monitor's writers send.
 //
 // It is a package of its own because these reads share no state with the
 // consumer: each opens a client, reads up to the high watermark and closes
