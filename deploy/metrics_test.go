@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -119,7 +120,7 @@ func TestMetricNamesRegistered(t *testing.T) {
 	defer cancel()
 
 	const topic = "payroll"
-	addr, stopBroker, err := stream.StartBroker(ctx, map[string]int{topic: 1})
+	addr, stopBroker, err := demo.StartBroker(ctx, map[string]int{topic: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestMetricNamesRegistered(t *testing.T) {
 	// rate, not at once: a monitor catching up a backlog runs its checks
 	// first and discovery after (the check gate), so a burst this short
 	// would end before any discovery is merged.
-	if err := stream.ProducePayroll(ctx, stream.PayrollOptions{
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{
 		Brokers: []string{addr}, Topic: topic, Count: 1200, Rate: 2000, CleanRecords: 600, ErrorRate: 0.1, Seed: 7,
 	}); err != nil {
 		t.Fatalf("produce payroll: %v", err)

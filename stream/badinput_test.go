@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -24,12 +26,12 @@ import (
 // land in the window.
 func TestBadInput(t *testing.T) {
 	addr := startTestBroker(t, map[string]int{"bad-json": 1, "bad-avro": 1, "bad-conf": 1, "dlq": 1})
-	reg := &fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}
+	reg := &testkit.FakeRegistry{Schemas: map[int]string{7: testkit.ConfluentSchema}}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
 	dir := t.TempDir()
 	schemaFile := filepath.Join(dir, "p.avsc")
-	if err := os.WriteFile(schemaFile, []byte(confluentTestSchema), 0o644); err != nil {
+	if err := os.WriteFile(schemaFile, []byte(testkit.ConfluentSchema), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := startMonitor(t, Config{
@@ -47,11 +49,11 @@ func TestBadInput(t *testing.T) {
 	waitFor(t, 30*time.Second, "consumer group join", r.m.Ready)
 
 	goodAvro := func(i int) []byte {
-		return encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1000 * i), "tax": map[string]any{"double": float64(100 * i)}})
+		return testkit.EncodeAvro(t, testkit.ConfluentSchema, map[string]any{"salary": int64(1000 * i), "tax": map[string]any{"double": float64(100 * i)}})
 	}
 	const good = 10
 	bads := badRecords(goodAvro(1))
-	w := &kafka.Writer{Addr: kafka.TCP(addr), BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), BatchBytes: kafkaread.MaxMessageBytes, BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -70,7 +72,7 @@ func TestBadInput(t *testing.T) {
 		}
 		write("bad-json", []byte(fmt.Sprintf(`{"salary":%d,"tax":%d}`, 1000*i, 100*i)))
 		write("bad-avro", goodAvro(i))
-		write("bad-conf", confluentFrame(7, goodAvro(i)))
+		write("bad-conf", testkit.ConfluentFrame(7, goodAvro(i)))
 	}
 
 	for _, topic := range []string{"bad-json", "bad-avro", "bad-conf"} {
@@ -105,7 +107,7 @@ func TestBadInput(t *testing.T) {
 
 // flakyRegistry answers 503 to the first `fail` requests, then serves.
 type flakyRegistry struct {
-	fakeRegistry
+	testkit.FakeRegistry
 	fail  int64
 	calls atomic.Int64
 }
@@ -115,7 +117,7 @@ func (f *flakyRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
-	f.fakeRegistry.ServeHTTP(w, r)
+	f.FakeRegistry.ServeHTTP(w, r)
 }
 
 // TestRegistryOutageWaits checks that a record whose schema cannot be
@@ -123,7 +125,7 @@ func (f *flakyRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // waits and decodes it once the registry answers.
 func TestRegistryOutageWaits(t *testing.T) {
 	addr := startTestBroker(t, map[string]int{"flaky": 1, "dlq": 1})
-	reg := &flakyRegistry{fakeRegistry: fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}, fail: 1}
+	reg := &flakyRegistry{FakeRegistry: testkit.FakeRegistry{Schemas: map[int]string{7: testkit.ConfluentSchema}}, fail: 1}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
 	r := startMonitor(t, Config{
@@ -133,7 +135,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flaky", BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
-	rec := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
+	rec := testkit.ConfluentFrame(7, testkit.EncodeAvro(t, testkit.ConfluentSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: rec}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 // returns nil, not the decode's context error.
 func TestStopDuringRegistryOutage(t *testing.T) {
 	addr := startTestBroker(t, map[string]int{"down": 1})
-	reg := &flakyRegistry{fakeRegistry: fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}, fail: math.MaxInt64}
+	reg := &flakyRegistry{FakeRegistry: testkit.FakeRegistry{Schemas: map[int]string{7: testkit.ConfluentSchema}}, fail: math.MaxInt64}
 	srv := httptest.NewServer(reg)
 	defer srv.Close()
 	r := startMonitor(t, Config{
@@ -164,7 +166,7 @@ func TestStopDuringRegistryOutage(t *testing.T) {
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "down", BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
-	rec := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
+	rec := testkit.ConfluentFrame(7, testkit.EncodeAvro(t, testkit.ConfluentSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: rec}); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 	for i := range 5 {
 		msgs = append(msgs, kafka.Message{Value: fmt.Appendf(nil, `{"salary":%d,"tax":%d}`, i, i)})
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "src", BatchBytes: BrokerMaxMessageBytes, BatchTimeout: time.Millisecond, Transport: testTransport(t)}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "src", BatchBytes: kafkaread.MaxMessageBytes, BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)
@@ -264,11 +266,11 @@ func badRecords(goodAvro []byte) []badRecord {
 	}
 	many.WriteString("}")
 	return []badRecord{
-		{"bad-json", ReasonMalformed, []byte(`{"salary": 1, "tax": `)},
-		{"bad-json", ReasonTooLarge, []byte(huge)},
-		{"bad-json", ReasonTooManyFields, []byte(many.String())},
-		{"bad-avro", ReasonBadAvro, []byte{0xff, 0xff, 0xff, 0x01}},
-		{"bad-conf", ReasonUnknownSchema, confluentFrame(99, goodAvro)},
+		{"bad-json", "malformed_json", []byte(`{"salary": 1, "tax": `)},
+		{"bad-json", "too_large", []byte(huge)},
+		{"bad-json", "too_many_fields", []byte(many.String())},
+		{"bad-avro", "bad_avro", []byte{0xff, 0xff, 0xff, 0x01}},
+		{"bad-conf", "unknown_schema", testkit.ConfluentFrame(99, goodAvro)},
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/benchstream"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
@@ -412,7 +413,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 
 func runEndToEnd(b *testing.B) {
 	b.StopTimer()
-	addr, stop, err := StartBroker(context.Background(), map[string]int{"e2e": 1})
+	addr, stop, err := demo.StartBroker(context.Background(), map[string]int{"e2e": 1})
 	if err != nil {
 		b.Fatal(err)
 	}

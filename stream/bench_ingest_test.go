@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
 // The consumer side of BenchmarkEndToEnd without Kafka or the store:
@@ -31,11 +33,11 @@ func ingestInputs20(n int) [][]byte {
 }
 
 // ingestRecords20 decodes the inputs.
-func ingestRecords20(b *testing.B, inputs [][]byte) []*FlatRecord {
-	d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
-	out := make([]*FlatRecord, len(inputs))
+func ingestRecords20(b *testing.B, inputs [][]byte) []*decode.FlatRecord {
+	d := mustDecoder(b, decode.DecoderConfig{Format: decode.FormatJSON})
+	out := make([]*decode.FlatRecord, len(inputs))
 	for i, in := range inputs {
-		out[i] = &FlatRecord{}
+		out[i] = &decode.FlatRecord{}
 		if err := d.Decode(context.Background(), in, out[i]); err != nil {
 			b.Fatal(err)
 		}
@@ -45,7 +47,7 @@ func ingestRecords20(b *testing.B, inputs [][]byte) []*FlatRecord {
 
 // ingestWindowFull returns a window of ingestWindow rows of recs, with
 // record times, and the next offset.
-func ingestWindowFull(recs []*FlatRecord) (*Window, int64) {
+func ingestWindowFull(recs []*decode.FlatRecord) (*Window, int64) {
 	w := NewWindow(ingestWindow, 0)
 	off := int64(0)
 	for ; off < ingestWindow; off++ {
@@ -72,8 +74,8 @@ func BenchmarkIngest20(b *testing.B) {
 	recs := ingestRecords20(b, inputs)
 	ctx := context.Background()
 	b.Run("decode", func(b *testing.B) {
-		d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
-		var rec FlatRecord
+		d := mustDecoder(b, decode.DecoderConfig{Format: decode.FormatJSON})
+		var rec decode.FlatRecord
 		b.ReportAllocs()
 		cpu := cpuTime(b)
 		for i := 0; b.Loop(); i++ {
@@ -105,11 +107,11 @@ func BenchmarkIngest20(b *testing.B) {
 	})
 	b.Run("dispatch", func(b *testing.B) { benchDispatch(b, recs) })
 	b.Run("all", func(b *testing.B) {
-		d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
+		d := mustDecoder(b, decode.DecoderConfig{Format: decode.FormatJSON})
 		w, off := ingestWindowFull(recs)
 		var f checkCursor
 		f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))
-		var rec FlatRecord
+		var rec decode.FlatRecord
 		var arena []byte
 		b.ReportAllocs()
 		cpu := cpuTime(b)
@@ -131,7 +133,7 @@ func BenchmarkIngest20(b *testing.B) {
 // benchDispatch is BenchmarkIngest20/dispatch: one check's delta and
 // window description per ingestEvery records appended (the appends are
 // not timed).
-func benchDispatch(b *testing.B, recs []*FlatRecord) {
+func benchDispatch(b *testing.B, recs []*decode.FlatRecord) {
 	w, off := ingestWindowFull(recs)
 	var f checkCursor
 	f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))

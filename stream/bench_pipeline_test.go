@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -160,13 +161,13 @@ func BenchmarkPipelineIngest(b *testing.B) {
 
 func runIngest(b *testing.B, records, window, every, discoverEvery int) benchResult {
 	b.StopTimer()
-	addr, stop, err := StartBroker(context.Background(), map[string]int{"bench": 1})
+	addr, stop, err := demo.StartBroker(context.Background(), map[string]int{"bench": 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer stop()
 	t0 := time.Now()
-	if err := ProducePayroll(context.Background(), PayrollOptions{Brokers: []string{addr}, Topic: "bench", Count: records, Seed: 3}); err != nil {
+	if err := demo.ProducePayroll(context.Background(), demo.PayrollOptions{Brokers: []string{addr}, Topic: "bench", Count: records, Seed: 3}); err != nil {
 		b.Fatalf("produce: %v", err)
 	}
 	b.Logf("produced %d records in %v", records, time.Since(t0))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -118,7 +119,7 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 	dir := t.TempDir()
 	produced := make(chan error, 1)
 	go func() {
-		produced <- ProducePayroll(context.Background(), PayrollOptions{
+		produced <- demo.ProducePayroll(context.Background(), demo.PayrollOptions{
 			Brokers: []string{addr}, Topic: ccTopic, Rate: 800, Count: ccRecords,
 			CleanRecords: 4000, ErrorRate: 0.05, StopErrorsAfter: 8000, Seed: 17,
 		})

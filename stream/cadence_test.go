@@ -14,6 +14,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
 // cadenceRun drives one two-cadence stream offline: the test appends
@@ -73,7 +74,7 @@ func newCadenceRunOf(t *testing.T, sc StreamConfig, set func(*hooks)) *cadenceRu
 // after which y is random in a third of the records. It returns the
 // record's sequence number and whether it ends a window to check.
 func (c *cadenceRun) next() (uint64, bool) {
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	x := c.r.IntN(1000)
 	y := 2 * x
 	if c.seq >= cadFaultAt && c.r.IntN(3) == 0 {
@@ -368,7 +369,7 @@ func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	m := offlineMonitorWith(t, StreamConfig{Topic: "rp", Window: 10, Every: 5, DiscoverEvery: 10, Epsilon: 0.01},
 		Options{Sinks: []alerts.Sink{sink}})
 	c := &state.Commit{Stream: "rp", NextOffset: map[int32]int64{0: 17}, NextSeq: 17}
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	for o := int64(0); o < 17; o++ {
 		rec.Reset()
 		rec.AddString("a", strconv.FormatInt(o%3, 10))
@@ -412,7 +413,7 @@ func TestWindowInfoOf(t *testing.T) {
 	s := m.streams[0]
 	r := rand.New(rand.NewPCG(3, 3))
 	next := map[int32]int64{}
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	for seq := uint64(0); seq < 137; seq++ {
 		p := int32(r.IntN(3))
 		next[p] += 1 + int64(r.IntN(3))
@@ -447,7 +448,7 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 	r := rand.New(rand.NewPCG(5, 5))
 	compared := 0
 	for c.seq < 2200 {
-		var rec FlatRecord
+		var rec decode.FlatRecord
 		x := r.IntN(300)
 		rec.AddString("x", strconv.Itoa(x))
 		if r.IntN(10) != 0 { // y missing (NULL) in a tenth of the records
@@ -532,7 +533,7 @@ func TestCheckerBehindWindow(t *testing.T) {
 	var jobs []*checkJob
 	reused := 0
 	seen := map[string]map[uint32]string{} // column → window code → the value it stood for
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	for seq := uint64(0); seq < 1500; seq++ {
 		rec.Reset()
 		// Values from a range that drifts: each leaves the window for

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -282,7 +283,7 @@ func TestHungCommitKeepsConsuming(t *testing.T) {
 	defer cancel()
 	produce := func(n int, seed int64) {
 		t.Helper()
-		if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "hc", Count: n, Seed: seed}); err != nil {
+		if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "hc", Count: n, Seed: seed}); err != nil {
 			t.Fatal(err)
 		}
 	}

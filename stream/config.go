@@ -27,7 +27,7 @@ type StreamConfig struct {
 	Exclude     []string
 	// MaxRecordBytes and MaxFields bound one record (larger ones are
 	// rejected as too_large / too_many_fields); 0 means the decoder
-	// defaults (DefaultMaxRecordBytes, DefaultMaxFields).
+	// defaults (see decode.DecoderConfig).
 	MaxRecordBytes int
 	MaxFields      int
 

@@ -18,6 +18,8 @@ import (
 
 	"github.com/odwatch/odwatch/internal/backoff"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -80,9 +82,9 @@ type progress struct {
 // it.
 type streamRun struct {
 	*streamBase
-	dec Decoder
+	dec decode.Decoder
 	win *Window
-	rec FlatRecord
+	rec decode.FlatRecord
 
 	next map[int32]int64 // next offset to consume per partition (stored + this batch)
 	seq  uint64          // next arrival sequence number
@@ -122,7 +124,7 @@ type consumerMetrics struct {
 }
 
 func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
-	dec, err := NewDecoder(DecoderConfig{
+	dec, err := decode.NewDecoder(decode.DecoderConfig{
 		Format:         cfg.Format,
 		Schema:         cfg.schema,
 		RegistryURL:    cfg.RegistryURL,
@@ -392,7 +394,7 @@ func (m *Monitor) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consumer group: %w", err)
 	}
-	transport := ownTransport(m.cfg.Dialer)
+	transport := kafkaread.Transport(m.cfg.Dialer)
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(m.cfg.Brokers...), Transport: transport, Timeout: 10 * time.Second}
 	for {
@@ -484,7 +486,7 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 	if err := m.applyAssignment(a); err != nil {
 		return err
 	}
-	m.balancer.setOwned(topics)
+	m.balancer.SetOwned(topics)
 	offsets := newCommitter(m.hooks.offsetCommitter(gen), m.log.With("generation", gen.ID), offsetCommitInterval)
 	defer offsets.Close()
 	g := &generation{m: m, ctx: ctx, gctx: gctx, wctx: wctx, gen: gen, b: newBatch(offsets)}
@@ -917,7 +919,7 @@ func (s *streamRun) add(ctx context.Context, msg *kafka.Message, dlq *[]kafka.Me
 	s.next[p] = msg.Offset + 1
 	s.posDirty = true
 	if err != nil {
-		var de *DecodeError
+		var de *decode.DecodeError
 		if !errors.As(err, &de) {
 			return fmt.Errorf("stream %s: decode %s/%d/%d: %w", s.name, msg.Topic, msg.Partition, msg.Offset, err)
 		}
@@ -952,7 +954,7 @@ func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 	b := backoff.New(registryRetryBase, registryRetryCap)
 	for {
 		err := s.dec.Decode(ctx, msg.Value, &s.rec)
-		var de *DecodeError
+		var de *decode.DecodeError
 		if err == nil || !errors.As(err, &de) || !de.Retryable() {
 			return err
 		}
@@ -971,7 +973,7 @@ func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 }
 
 // reject counts, logs and dead-letters an undecodable record.
-func (s *streamRun) reject(msg *kafka.Message, de *DecodeError, dlq *[]kafka.Message) {
+func (s *streamRun) reject(msg *kafka.Message, de *decode.DecodeError, dlq *[]kafka.Message) {
 	s.m.metrics.rejected.WithLabelValues(s.name, de.Reason).Inc()
 	if s.rejectLog.allow(time.Now()) {
 		s.log.Warn("record rejected", "partition", msg.Partition, "offset", msg.Offset,
@@ -1037,7 +1039,7 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 	if len(b.commits) > 0 || len(waits) > 0 {
 		b.unsynced = append(b.unsynced, unsyncedBatch{waits: waits, commits: maps.Clone(b.commits)})
 		for t, n := range b.records {
-			m.balancer.consumed(t, n)
+			m.balancer.Consumed(t, n)
 		}
 		clear(b.records)
 		clear(b.commits)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/state"
 	"github.com/segmentio/kafka-go"
 )
@@ -125,7 +126,7 @@ func TestCrashRecovery(t *testing.T) {
 
 	produced := make(chan error, 1)
 	go func() {
-		produced <- ProducePayroll(context.Background(), PayrollOptions{
+		produced <- demo.ProducePayroll(context.Background(), demo.PayrollOptions{
 			Brokers: []string{addr}, Topic: crashTopic, Rate: 3000, Count: crashRecords,
 			CleanRecords: 3000, ErrorRate: 0.05, StopErrorsAfter: 9000, Seed: 11,
 		})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/backoff"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -255,7 +256,7 @@ func readEventIDs(ctx context.Context, brokers []string, dialer *kafka.Dialer, t
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ids := map[string]bool{}
-	err := scanTopic(ctx, brokers, dialer, topic, tail, func(_ int, rec *kafka.Record) {
+	err := kafkaread.Scan(ctx, brokers, dialer, topic, tail, func(_ int, rec *kafka.Record) {
 		for _, h := range rec.Headers {
 			if h.Key == "ce_id" {
 				ids[string(h.Value)] = true

@@ -109,7 +109,7 @@
 //
 // Membership is kafka-go's consumer group API (kafka.NewConsumerGroup):
 // every generation brings this member's assignment, and the consume loop
-// runs inside it. The group balancer (topicBalancer) gives all partitions of
+// runs inside it. The group balancer (balance.Balancer) gives all partitions of
 // a topic to one member, since a window needs the whole stream, keeps
 // topics where they are across rebalances and spreads them over the
 // members by load. When a generation assigns a topic whose partitions the

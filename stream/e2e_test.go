@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 )
 
 // TestPayrollEndToEnd runs the paper's running example through the whole
@@ -43,7 +44,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := ProducePayroll(ctx, PayrollOptions{
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{
 		Brokers: []string{addr}, Topic: "payroll", Rate: 5000, Count: total,
 		CleanRecords: clean, ErrorRate: 0.04, StopErrorsAfter: stopAt, Seed: 7,
 	}); err != nil {
@@ -121,7 +122,7 @@ func checkPayrollSamples(t *testing.T, addr string, v alerts.Event) {
 		if err := json.Unmarshal(msg.Value, &rec); err != nil {
 			t.Fatalf("sample %d: %v", s.Offset, err)
 		}
-		if _, perc := PayrollBracket(rec.Salary); rec.Perc != perc*10 {
+		if _, perc := demo.PayrollBracket(rec.Salary); rec.Perc != perc*10 {
 			t.Errorf("sample offset %d is not an erroneous record: %s", s.Offset, msg.Value)
 		}
 		// The samples carry the columns of the event's leading dependency.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -95,7 +96,7 @@ func TestFailoverAfterKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kill := startMember(t, cfg())
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "fo", Count: 2000, Seed: 3}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "fo", Count: 2000, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 60*time.Second, "the first member evaluated the clean records", func() bool {
@@ -104,14 +105,14 @@ func TestFailoverAfterKill(t *testing.T) {
 	})
 	survivor := startMonitor(t, cfg())
 	waitFor(t, 30*time.Second, "the survivor joined", survivor.m.Ready)
-	if got := survivor.m.balancer.topics(); len(got) != 0 {
+	if got := survivor.m.balancer.Topics(); len(got) != 0 {
 		t.Fatalf("the survivor took %v from the running owner", got)
 	}
 	// Dirty records, some before the kill (a backlog the owner is
 	// consuming), most after.
 	produced := make(chan error, 1)
 	go func() {
-		produced <- ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "fo", Count: 1500, Rate: 1000, ErrorRate: 0.25, Seed: 4})
+		produced <- demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "fo", Count: 1500, Rate: 1000, ErrorRate: 0.25, Seed: 4})
 	}()
 	time.Sleep(200 * time.Millisecond) // into the backlog: where the kill lands is the point of the test, not a synchronisation
 	killed := time.Now()
@@ -161,7 +162,7 @@ func TestCleanStopLeavesGroup(t *testing.T) {
 	defer cancel()
 	r := startMonitor(t, c)
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "leave", Count: 200, Seed: 1}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "leave", Count: 200, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "consumed", func() bool { return r.m.streams[0].evaluated.Load() == 200 })
@@ -170,7 +171,7 @@ func TestCleanStopLeavesGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("clean stop took %v", time.Since(stopping).Round(time.Millisecond))
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "leave", Count: 100, Seed: 2}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "leave", Count: 100, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	restart := time.Now()
@@ -208,7 +209,7 @@ func TestBrokerOutage(t *testing.T) {
 // (a broker stopped with SIGSTOP, a network partition) instead of having
 // their connections closed.
 func testBrokerOutage(t *testing.T, hang bool) {
-	c, err := kfake.NewCluster(brokerOptions(map[string]int{"out": 2})...)
+	c, err := kfake.NewCluster(demo.BrokerOptions(map[string]int{"out": 2})...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,14 +236,14 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	defer cancel()
 	r := startMonitor(t, cfg("out"))
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 1}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "evaluated before the outage", func() bool { return r.m.streams[0].evaluated.Load() == 1000 })
 
 	down.Store(true)
 	waitFor(t, 30*time.Second, "not ready during the outage", func() bool { return !r.m.Ready() })
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 2}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	// ODWATCH_TEST_OUTAGE lengthens the outage (e.g. 60s) for a manual run.
@@ -262,7 +263,7 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	t.Logf("outage %v: ready again %v after the broker came back; %d records produced during it", outage, time.Since(back).Round(time.Millisecond), 1000)
 	waitFor(t, 30*time.Second, "the outage's records evaluated", func() bool { return r.m.streams[0].evaluated.Load() == 2000 })
 	t.Logf("the records produced during the outage evaluated %v after the broker came back", time.Since(back).Round(time.Millisecond))
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 3}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "every record evaluated", func() bool { return r.m.streams[0].evaluated.Load() == 3000 })
@@ -330,7 +331,7 @@ func TestStoreAheadOfGroupCommits(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "ahead", Count: 300, Seed: 1}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "ahead", Count: 300, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
 	r := startMonitor(t, c)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/internal/balance"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"golang.org/x/sync/errgroup"
@@ -51,11 +53,11 @@ type Monitor struct {
 	// unset).
 	stateWriter *kafka.Writer
 	// writers is the transport of the events, state topic and dead-letter
-	// writers (see ownTransport), closed after them.
+	// writers (see kafkaread.Transport), closed after them.
 	writers *kafka.Transport
 	// balancer assigns topics to the group's members (when this member
 	// leads the group) and tells the leader what this member owns.
-	balancer *topicBalancer
+	balancer *balance.Balancer
 	// health tracks whether Kafka answers (readiness, outage metric).
 	health *brokerHealth
 	// owned are the topics of the current generation (consume goroutine).
@@ -96,7 +98,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		reg = prometheus.NewRegistry()
 	}
 	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, life: newLifecycle(),
-		balancer: newTopicBalancer(), health: newBrokerHealth(log), owned: map[string]bool{}}
+		balancer: balance.New(), health: newBrokerHealth(log), owned: map[string]bool{}}
 	met, err := newMetrics(reg, cfg.MaxDependencyMetrics, m.health)
 	if err != nil {
 		return nil, err
@@ -119,7 +121,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	m.store = store
 
 	m.sinks = append(m.sinks, namedSink{"log", alerts.NewLogSink(log)})
-	m.writers = ownTransport(cfg.Dialer)
+	m.writers = kafkaread.Transport(cfg.Dialer)
 	if cfg.EventsTopic != "" {
 		w := alerts.NewKafkaWriter(cfg.Brokers, cfg.EventsTopic)
 		w.AllowAutoTopicCreation = true
@@ -148,7 +150,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 			Balancer:               &kafka.Hash{},
 			RequiredAcks:           kafka.RequireAll,
 			BatchTimeout:           10 * time.Millisecond,
-			BatchBytes:             BrokerMaxMessageBytes,
+			BatchBytes:             kafkaread.MaxMessageBytes,
 			AllowAutoTopicCreation: true,
 			Transport:              m.writers,
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/alerts/schematest"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -183,7 +184,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // startTestBroker starts an in-process broker stopped at test cleanup.
 func startTestBroker(t testing.TB, topics map[string]int) string {
 	t.Helper()
-	addr, stop, err := StartBroker(context.Background(), topics)
+	addr, stop, err := demo.StartBroker(context.Background(), topics)
 	if err != nil {
 		t.Fatalf("StartBroker: %v", err)
 	}
@@ -524,7 +525,7 @@ func TestTimeWindowAndHealth(t *testing.T) {
 		t.Errorf("/readyz after join: %d, want 200", code)
 	}
 	// 1.2 s of records at 1000/s: a 300 ms window holds about 300.
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "timed", Rate: 1000, Count: 1200, Seed: 5}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "timed", Rate: 1000, Count: 1200, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	stream := map[string]string{"stream": "timed"}
@@ -572,7 +573,7 @@ func TestScaleOutOneOwner(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 3000
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "multi", Count: n, Seed: 2}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "multi", Count: n, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
 	stream := map[string]string{"stream": "multi"}
@@ -617,7 +618,7 @@ func TestBackfillOnTakeover(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "take", Count: 3000, Seed: 4}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "take", Count: 3000, Seed: 4}); err != nil {
 		t.Fatal(err)
 	}
 	old := startMonitor(t, cfg())
@@ -629,7 +630,7 @@ func TestBackfillOnTakeover(t *testing.T) {
 	c := cfg()
 	second := startMonitor(t, c)
 	waitFor(t, 30*time.Second, "second instance ready", second.m.Ready)
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "take", Count: 10, Seed: 5}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "take", Count: 10, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "new records consumed", func() bool { return committed(t, addr, "take", "take") == 3010 })

@@ -18,6 +18,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
 // The alert-quality benchmark of issue 8, by replay, at window 10k, every
@@ -192,7 +193,7 @@ func replayRows(b *testing.B, name string, header []string, rows [][]string, f *
 		b.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(9, 9))
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	var out replayOutcome
 	for i, row := range rows {
 		if f != nil && i >= faultFrom && rng.Float64() < faultShare {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -221,7 +222,7 @@ func TestStatusSkipsRelatedWhenBehind(t *testing.T) {
 	s := m.streams[0]
 	// b and c follow a but in every 10th and every 7th row.
 	for r := range 100 {
-		var rec FlatRecord
+		var rec decode.FlatRecord
 		b, c := r%5, r%5
 		if r%10 == 0 {
 			b = 9

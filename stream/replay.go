@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
 // Replayer runs a stream's window, evaluation and tracker offline, over
@@ -68,7 +69,7 @@ func NewReplayer(cfg StreamConfig, log *slog.Logger) (*Replayer, error) {
 // Add appends one record to the window (meta: its partition, offset and
 // time) and, when it ends a count window (the first full window, then every
 // Every records), evaluates the window and returns its events.
-func (r *Replayer) Add(ctx context.Context, meta RowMeta, rec *FlatRecord) ([]alerts.Event, error) {
+func (r *Replayer) Add(ctx context.Context, meta RowMeta, rec *decode.FlatRecord) ([]alerts.Event, error) {
 	seq := r.seq
 	r.seq++
 	r.stats.Records++

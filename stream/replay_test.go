@@ -9,16 +9,19 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 )
 
 // newJSONReplayer returns a Replayer of cfg and a JSON decoder for it.
-func newJSONReplayer(t *testing.T, cfg StreamConfig) (*Replayer, Decoder) {
+func newJSONReplayer(t *testing.T, cfg StreamConfig) (*Replayer, decode.Decoder) {
 	t.Helper()
 	r, err := NewReplayer(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := NewDecoder(DecoderConfig{Format: FormatJSON})
+	dec, err := decode.NewDecoder(decode.DecoderConfig{Format: decode.FormatJSON})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,15 +30,15 @@ func newJSONReplayer(t *testing.T, cfg StreamConfig) (*Replayer, Decoder) {
 
 // replayPayroll replays n payroll records (PayrollOptions' error rules)
 // and returns the events.
-func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]alerts.Event, ReplayStats) {
+func replayPayroll(t *testing.T, cfg StreamConfig, o demo.PayrollOptions, n int) ([]alerts.Event, ReplayStats) {
 	t.Helper()
 	r, dec := newJSONReplayer(t, cfg)
-	g := &payrollGen{rng: rand.New(rand.NewSource(o.Seed))}
+	g := demo.NewPayrollGen(o.Seed)
 	errRng := rand.New(rand.NewSource(o.Seed + 1))
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	var all []alerts.Event
 	for i := range n {
-		if err := dec.Decode(context.Background(), g.next(o.faulty(i, errRng)), &rec); err != nil {
+		if err := dec.Decode(context.Background(), g.Next(o.Faulty(i, errRng)), &rec); err != nil {
 			t.Fatal(err)
 		}
 		evs, err := r.Add(context.Background(), RowMeta{Offset: int64(i)}, &rec)
@@ -57,7 +60,7 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]a
 func TestReplayPayrollStory(t *testing.T) {
 	cfg := StreamConfig{Topic: "payroll", Window: 500, Every: 500, Epsilon: 0.01, Sample: 5,
 		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel, MinStrength: discovery.DefaultMinStrength}
-	o := PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
+	o := demo.PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
 	evs, st := replayPayroll(t, cfg, o, 6500)
 	salTax := alerts.DependencyID(mustDep(t, "{}: salary ~ tax (asc)"))
 	byWindow := map[uint64]map[alerts.EventType]int{}
@@ -108,17 +111,17 @@ func summaries(evs []alerts.Event) []string {
 }
 
 // TestReplayTopicRange: a topic range replays like the same records handed
-// over in memory (same event ids), bounds by offset and by time cut it, and
-// two partitions merge in time order.
+// over in memory (same event ids). The range's bounds and merge order are
+// kafkaread's TestReadRange.
 func TestReplayTopicRange(t *testing.T) {
-	addr := startTestBroker(t, map[string]int{"payroll": 1, "two": 2})
+	addr := startTestBroker(t, map[string]int{"payroll": 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	o := PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
+	o := demo.PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
 	const n = 5000
 	po := o
 	po.Brokers, po.Topic, po.Count = []string{addr}, "payroll", n
-	if err := ProducePayroll(ctx, po); err != nil {
+	if err := demo.ProducePayroll(ctx, po); err != nil {
 		t.Fatal(err)
 	}
 	cfg := StreamConfig{Topic: "payroll", Window: 500, Every: 500, Epsilon: 0.01, Sample: 5,
@@ -137,41 +140,6 @@ func TestReplayTopicRange(t *testing.T) {
 			t.Fatalf("event %d: id %s from the topic, %s in memory", i, got[i].ID, want[i].ID)
 		}
 	}
-
-	count := func(topic string, from, to TopicBound) (n int, first, last RowMeta) {
-		err := ReadTopicRange(ctx, []string{addr}, nil, topic, from, to, func(tr TopicRecord) error {
-			if n == 0 {
-				first = tr.Meta
-			} else if before(tr.Meta, last) {
-				t.Fatalf("%s: record %+v after %+v", topic, tr.Meta, last)
-			}
-			last = tr.Meta
-			n++
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n, first, last
-	}
-	if n, first, last := count("payroll", TopicBound{Offset: 100, IsOffset: true}, TopicBound{Offset: 250, IsOffset: true}); n != 150 || first.Offset != 100 || last.Offset != 249 {
-		t.Errorf("offsets [100, 250): %d records %d..%d", n, first.Offset, last.Offset)
-	}
-	_, _, mid := count("payroll", TopicBound{Offset: 2500, IsOffset: true}, TopicBound{Offset: 2501, IsOffset: true})
-	if n, first, _ := count("payroll", TopicBound{Time: mid.Time}, TopicBound{}); n == 0 || n >= 5000 || first.Time.Before(mid.Time) {
-		t.Errorf("from time %s: %d records, first at %s", mid.Time, n, first.Time)
-	}
-
-	po.Topic, po.Count = "two", 300
-	if err := ProducePayroll(ctx, po); err != nil {
-		t.Fatal(err)
-	}
-	parts := map[int32]int{}
-	n2, _, _ := count("two", TopicBound{}, TopicBound{})
-	_ = ReadTopicRange(ctx, []string{addr}, nil, "two", TopicBound{}, TopicBound{}, func(tr TopicRecord) error { parts[tr.Meta.Partition]++; return nil })
-	if n2 != 300 || len(parts) != 2 {
-		t.Errorf("two partitions: %d records over %v, want 300 over both", n2, parts)
-	}
 }
 
 // TestTwoCadenceReplayMatchesMonitor: with two cadences (discover-every's
@@ -186,7 +154,7 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	const n = 6000
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "rm", Count: n,
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "rm", Count: n,
 		CleanRecords: 2000, ErrorRate: 0.05, StopErrorsAfter: 4000, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
@@ -236,13 +204,13 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 func replayTopic(t *testing.T, ctx context.Context, addr, topic string, cfg StreamConfig) (*Replayer, []alerts.Event) {
 	t.Helper()
 	r, dec := newJSONReplayer(t, cfg)
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	var got []alerts.Event
-	err := ReadTopicRange(ctx, []string{addr}, nil, topic, TopicBound{}, TopicBound{}, func(tr TopicRecord) error {
+	err := kafkaread.ReadRange(ctx, []string{addr}, nil, topic, kafkaread.Bound{}, kafkaread.Bound{}, func(tr kafkaread.Record) error {
 		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {
 			return err
 		}
-		evs, err := r.Add(ctx, tr.Meta, &rec)
+		evs, err := r.Add(ctx, RowMeta{Partition: tr.Partition, Offset: tr.Offset, Time: tr.Time}, &rec)
 		got = append(got, evs...)
 		return err
 	})

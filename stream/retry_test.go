@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -61,7 +62,7 @@ func TestSinkRetryOnTimer(t *testing.T) {
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer pcancel()
 	// One window: a single evaluation, whose events the first sends fail.
-	if err := ProducePayroll(pctx, PayrollOptions{Brokers: []string{addr}, Topic: "retry", Count: 300, Seed: 51}); err != nil {
+	if err := demo.ProducePayroll(pctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "retry", Count: 300, Seed: 51}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "outbox delivered", func() bool {

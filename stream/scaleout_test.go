@@ -3,12 +3,12 @@ package stream
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -17,7 +17,7 @@ import (
 func ownedBy(rs ...*running) [][]string {
 	out := make([][]string, len(rs))
 	for i, r := range rs {
-		out[i] = r.m.balancer.topics()
+		out[i] = r.m.balancer.Topics()
 	}
 	return out
 }
@@ -217,7 +217,7 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
-		return slices.Equal(b.m.balancer.topics(), []string{"eq"}) && b.m.Ready() &&
+		return slices.Equal(b.m.balancer.Topics(), []string{"eq"}) && b.m.Ready() &&
 			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "eq"}) == window
 	})
 	produce(every, true, b)
@@ -243,10 +243,10 @@ func produceTimed(t *testing.T, addr, topic string, from, n int, start time.Time
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: topic, Balancer: &kafka.RoundRobin{}, BatchSize: 1000,
 		BatchTimeout: 10 * time.Millisecond, RequiredAcks: kafka.RequireAll, Transport: testTransport(t)}
 	defer w.Close()
-	g := &payrollGen{rng: rand.New(rand.NewSource(int64(from)))}
+	g := demo.NewPayrollGen(int64(from))
 	var msgs []kafka.Message
 	for i := from; i < from+n; i++ {
-		msgs = append(msgs, kafka.Message{Value: slices.Clone(g.next(false)), Time: start.Add(time.Duration(i) * step)})
+		msgs = append(msgs, kafka.Message{Value: slices.Clone(g.Next(false)), Time: start.Add(time.Duration(i) * step)})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -329,7 +329,7 @@ func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
-		return slices.Equal(b.m.balancer.topics(), []string{"tw"}) && b.m.Ready() &&
+		return slices.Equal(b.m.balancer.Topics(), []string{"tw"}) && b.m.Ready() &&
 			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "tw"}) > 0
 	})
 	for _, r := range []*running{b, ref} {
@@ -412,11 +412,11 @@ func sameWindow(t *testing.T, dir, refDir, topic string, window int, what string
 func producePayrolls(ctx context.Context, t *testing.T, addr string, topics []string, n, seed int, dirty bool) {
 	t.Helper()
 	for i, tp := range topics {
-		o := PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, Seed: int64(seed + i)}
+		o := demo.PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: n, Seed: int64(seed + i)}
 		if dirty {
 			o.ErrorRate = 0.1
 		}
-		if err := ProducePayroll(ctx, o); err != nil {
+		if err := demo.ProducePayroll(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,7 +10,9 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
 func TestCountBoundary(t *testing.T) {
@@ -57,7 +59,7 @@ func TestFullWindowsOnly(t *testing.T) {
 	// that happens depends on the machine's load.
 	total := 0
 	for _, n := range []int{300, 100, 150, 150, 150, 150} {
-		if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "full", Count: n, Seed: int64(21 + total)}); err != nil {
+		if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "full", Count: n, Seed: int64(21 + total)}); err != nil {
 			t.Fatal(err)
 		}
 		total += n
@@ -103,7 +105,7 @@ func TestMinScore(t *testing.T) {
 	waitFor(t, 30*time.Second, "ready", r.m.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "scored", Count: 1000, CleanRecords: 1000, Seed: 31}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "scored", Count: 1000, CleanRecords: 1000, Seed: 31}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "both streams evaluated", func() bool {
@@ -218,7 +220,7 @@ func TestReplayMissedEvaluation(t *testing.T) {
 func storeRecords(t *testing.T, m *Monitor, stream string, from, next int64) {
 	t.Helper()
 	c := &state.Commit{Stream: stream, NextOffset: map[int32]int64{0: next}, NextSeq: uint64(next)}
-	var rec FlatRecord
+	var rec decode.FlatRecord
 	for o := from; o < next; o++ {
 		rec.Reset()
 		rec.AddString("a", strconv.FormatInt(o%3, 10))

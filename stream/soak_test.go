@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -151,7 +152,7 @@ func TestSoakKills(t *testing.T) {
 func soakKills(t *testing.T, o soakOptions) {
 	topics := []string{"k1", "k2", "k3"}
 	const parts = 2
-	c, err := kfake.NewCluster(brokerOptions(map[string]int{"k1": parts, "k2": parts, "k3": parts,
+	c, err := kfake.NewCluster(demo.BrokerOptions(map[string]int{"k1": parts, "k2": parts, "k3": parts,
 		"soak-state": 1, "soak-events": 1, "soak-ref-state": 1, "soak-ref-events": 1})...)
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func soakKills(t *testing.T, o soakOptions) {
 	produced := make(chan error, len(topics))
 	for i, tp := range topics {
 		go func() {
-			produced <- ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: o.perTopic, Rate: o.rate,
+			produced <- demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: o.perTopic, Rate: o.rate,
 				CleanRecords: o.window + o.window/2, ErrorRate: 0.05, Seed: int64(10 + i)})
 		}()
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -45,7 +46,7 @@ func newStateWriter(cfg Config, tr *kafka.Transport) *kafka.Writer {
 		Balancer:               &kafka.Hash{},
 		RequiredAcks:           kafka.RequireAll,
 		BatchTimeout:           time.Millisecond, // one message per write: do not wait for more
-		BatchBytes:             BrokerMaxMessageBytes,
+		BatchBytes:             kafkaread.MaxMessageBytes,
 		AllowAutoTopicCreation: true,
 		Transport:              tr,
 	}
@@ -139,7 +140,7 @@ func readStateRecord(ctx context.Context, brokers []string, dialer *kafka.Dialer
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	last := map[int][]byte{} // partition → latest value of the key there
-	err := scanTopic(ctx, brokers, dialer, topic, 0, func(partition int, rec *kafka.Record) {
+	err := kafkaread.Scan(ctx, brokers, dialer, topic, 0, func(partition int, rec *kafka.Record) {
 		if rec.Key == nil {
 			return
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 )
 
 // TestStateTopicTakeover stops the member that consumed a clean payroll
@@ -29,7 +30,7 @@ func TestStateTopicTakeover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const clean = 2000
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: clean, CleanRecords: clean, Seed: 11}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: clean, CleanRecords: clean, Seed: 11}); err != nil {
 		t.Fatal(err)
 	}
 	cfgA := cfg()
@@ -60,7 +61,7 @@ func TestStateTopicTakeover(t *testing.T) {
 
 	b := startMonitor(t, cfg())
 	waitFor(t, 30*time.Second, "second member ready", b.m.Ready)
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: 1000, ErrorRate: 0.05, Seed: 12}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: 1000, ErrorRate: 0.05, Seed: 12}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "violated event for salary ~ tax from the second member", func() bool {
@@ -84,7 +85,7 @@ func TestStateTopicTakeover(t *testing.T) {
 
 	a2 := startMonitor(t, cfgA)
 	waitFor(t, 30*time.Second, "first member back", a2.m.Ready)
-	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: 500, ErrorRate: 0.05, Seed: 13}); err != nil {
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: 500, ErrorRate: 0.05, Seed: 13}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "first member evaluated past the second one", func() bool {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -148,7 +149,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 			return nil, err
 		}
 	}
-	var row FlatRecord
+	var row decode.FlatRecord
 	for p, upTo := range rb.upTo {
 		err := readRange(ctx, client, topic, int(p), rb.from[p], aheadTo[p], func(r *kafka.Record) error {
 			if ok, err := s.decodeReadBack(ctx, r, &row); !ok {
@@ -176,9 +177,9 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 // for a record that does not decode (err nil when it is undecodable for
 // good: the member that consumed it first counted and dead-lettered it,
 // and gave it no sequence number).
-func (s *streamRun) decodeReadBack(ctx context.Context, r *kafka.Record, rec *FlatRecord) (bool, error) {
+func (s *streamRun) decodeReadBack(ctx context.Context, r *kafka.Record, rec *decode.FlatRecord) (bool, error) {
 	if err := s.dec.Decode(ctx, readBytes(r.Value), rec); err != nil {
-		if de := (*DecodeError)(nil); errors.As(err, &de) && !de.Retryable() {
+		if de := (*decode.DecodeError)(nil); errors.As(err, &de) && !de.Retryable() {
 			return false, nil
 		}
 		return false, err

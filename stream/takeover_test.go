@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand"
 	"net"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,7 +24,7 @@ import (
 // returns the cluster too, for faults.
 func startFaultBroker(t *testing.T, topics map[string]int, opts ...kfake.Opt) (*kfake.Cluster, string) {
 	t.Helper()
-	c, err := kfake.NewCluster(append(brokerOptions(topics), opts...)...)
+	c, err := kfake.NewCluster(append(demo.BrokerOptions(topics), opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestTakeOverRetriesTransientErrors(t *testing.T) {
 	}
 }
 
-// TestScanTopicSeesNewBroker: scanTopic (how a takeover reads the state
+// TestScanTopicSeesNewBroker: kafkaread.Scan (how a takeover reads the state
 // topic) does not read a topic as absent because kafka-go's shared
 // transport cached the metadata of an earlier broker at the same address,
 // as happens when a test's broker gets the port of an earlier test's.
@@ -118,11 +119,11 @@ func TestScanTopicSeesNewBroker(t *testing.T) {
 	}
 	produceTimed(t, addr, "after", 0, 3, time.Now(), time.Millisecond)
 	n := 0
-	if err := scanTopic(ctx, []string{addr}, nil, "after", 0, func(int, *kafka.Record) { n++ }); err != nil {
+	if err := kafkaread.Scan(ctx, []string{addr}, nil, "after", 0, func(int, *kafka.Record) { n++ }); err != nil {
 		t.Fatal(err)
 	}
 	if n != 3 {
-		t.Errorf("scanTopic read %d records of the new broker's topic, want 3", n)
+		t.Errorf("kafkaread.Scan read %d records of the new broker's topic, want 3", n)
 	}
 }
 
@@ -144,11 +145,11 @@ func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
 	const topic, stateTopic = "ta", "ta-state"
 	addr := startTestBroker(t, map[string]int{topic: 2, stateTopic: 1})
 	bad := map[int]bool{620: true, 621: true, 700: true}
-	g := &payrollGen{rng: rand.New(rand.NewSource(1))}
+	g := demo.NewPayrollGen(1)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var msgs []kafka.Message
 	for j := range 1000 {
-		v := slices.Clone(g.next(false))
+		v := slices.Clone(g.Next(false))
 		if bad[j] {
 			v = []byte("not json")
 		}
@@ -330,7 +331,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	ref := startMonitor(t, cfg("dt-ref", t.TempDir()))
 	dirA := t.TempDir()
 	a := startMonitor(t, cfg("dt", dirA))
-	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	// A window at a time, each evaluated by both before the next comes,
 	// so that neither coalesces evaluations (which would change which
 	// windows discover what, however loaded the machine is).
@@ -352,9 +353,9 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 	}
 	b := startMonitor(t, cfg("dt", t.TempDir()))
 	waitFor(t, 30*time.Second, "1 + 1", func() bool {
-		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
+		return len(a.m.balancer.Topics()) == 1 && len(b.m.balancer.Topics()) == 1 && a.m.Ready() && b.m.Ready()
 	})
-	t.Logf("%v moved to the second member", b.m.balancer.topics())
+	t.Logf("%v moved to the second member", b.m.balancer.Topics())
 	// Both leave, no record meanwhile: the group's offsets of the moved
 	// topic are the first member's.
 	for _, r := range []*running{a, b} {
@@ -363,7 +364,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		}
 	}
 	a2 := startMonitor(t, cfg("dt", dirA))
-	waitFor(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.topics()) == 2 && a2.m.Ready() })
+	waitFor(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.Topics()) == 2 && a2.m.Ready() })
 	produce(every, true)
 	waitFor(t, 60*time.Second, "the reference evaluated every record", func() bool {
 		return ref.m.streams[0].evaluated.Load() == uint64(total) && ref.m.streams[1].evaluated.Load() == uint64(total)
@@ -417,7 +418,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 			n := map[string]uint64{}
 			for _, r := range owners {
 				for _, s := range r.m.streams {
-					if slices.Contains(r.m.balancer.topics(), s.cfg.Topic) {
+					if slices.Contains(r.m.balancer.Topics(), s.cfg.Topic) {
 						n[s.cfg.Topic] = s.evaluated.Load()
 					}
 				}
@@ -427,18 +428,18 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 		})
 	}
 	a := startMonitorWith(t, cfg("ct"), failing)
-	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	produce(window, a)
 	b := startMonitorWith(t, cfg("ct"), failing)
 	waitFor(t, 30*time.Second, "1 + 1", func() bool {
-		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
+		return len(a.m.balancer.Topics()) == 1 && len(b.m.balancer.Topics()) == 1 && a.m.Ready() && b.m.Ready()
 	})
-	t.Logf("%v moved to the second member", b.m.balancer.topics())
+	t.Logf("%v moved to the second member", b.m.balancer.Topics())
 	produce(every, a, b)
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	waitFor(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	produce(every, a)
 	membersMatch(t, ref, a, b)
 	for _, r := range []*running{a, ref} {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/codeindex"
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
 // RowMeta says where a window row came from. The window keeps Time to the
@@ -264,7 +265,7 @@ func (w *Window) LastOffset(p int32) (int64, bool) {
 // already in (or already evicted from) the window, and Append ignores it and
 // returns false. In steady state Append allocates only for values not in
 // the column's dictionary.
-func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
+func (w *Window) Append(meta RowMeta, rec *decode.FlatRecord) bool {
 	ps := w.parts[meta.Partition]
 	if ps == nil {
 		ps = &partState{}
@@ -324,7 +325,7 @@ func (w *Window) Append(meta RowMeta, rec *FlatRecord) bool {
 
 // columnsOf appends to fields the non-NULL fields of rec with their
 // columns (added as needed) and their values' hashes, in record order.
-func (w *Window) columnsOf(rec *FlatRecord, fields []pendingField) []pendingField {
+func (w *Window) columnsOf(rec *decode.FlatRecord, fields []pendingField) []pendingField {
 	for i := range rec.Len() {
 		name, value, null := rec.Field(i)
 		if null {

@@ -12,10 +12,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/decode"
 )
 
-func rec(fields ...string) *FlatRecord {
-	var r FlatRecord
+func rec(fields ...string) *decode.FlatRecord {
+	var r decode.FlatRecord
 	for i := 0; i+1 < len(fields); i += 2 {
 		if fields[i+1] == "<null>" {
 			r.Add([]byte(fields[i]), nil, true)
@@ -349,7 +352,7 @@ func TestWindowMatchesNaiveModel(t *testing.T) {
 				if rng.IntN(30) == 0 && len(fields) > 0 {
 					fields = append(fields, testField{fields[0].name, "dup", false})
 				}
-				r := &FlatRecord{}
+				r := &decode.FlatRecord{}
 				for _, f := range fields {
 					r.Add([]byte(f.name), []byte(f.value), f.null)
 				}
@@ -495,15 +498,15 @@ func TestWindowAppendSteadyStateAllocs(t *testing.T) {
 }
 
 // payrollRecords decodes n payroll-like JSON records.
-func payrollRecords(n int) []*FlatRecord {
-	d, err := NewDecoder(DecoderConfig{Format: FormatJSON})
+func payrollRecords(n int) []*decode.FlatRecord {
+	d, err := decode.NewDecoder(decode.DecoderConfig{Format: decode.FormatJSON})
 	if err != nil {
 		panic(err)
 	}
-	out := make([]*FlatRecord, n)
+	out := make([]*decode.FlatRecord, n)
 	for i := range out {
-		out[i] = &FlatRecord{}
-		if err := d.Decode(context.Background(), payrollJSON(i), out[i]); err != nil {
+		out[i] = &decode.FlatRecord{}
+		if err := d.Decode(context.Background(), testkit.PayrollJSON(i), out[i]); err != nil {
 			panic(err)
 		}
 	}
@@ -550,7 +553,7 @@ func BenchmarkWindowFill1M(b *testing.B) {
 				runtime.GC()
 				runtime.ReadMemStats(&before)
 				w := NewWindow(rows, 0)
-				var r FlatRecord
+				var r decode.FlatRecord
 				names := []string{"position", "experience", "salary", "taxGroup", "perc", "tax"}
 				var buf []byte
 				for i := range rows + rows/10 { // a full window plus some sliding
@@ -634,7 +637,7 @@ func FuzzWindowAppend(f *testing.F) {
 				}
 				fields = append(fields, testField{n, strconv.Itoa(int(bits+op) % 5), bits == 3 && op&1 == 1})
 			}
-			r := &FlatRecord{}
+			r := &decode.FlatRecord{}
 			for _, fl := range fields {
 				r.Add([]byte(fl.name), []byte(fl.value), fl.null)
 			}

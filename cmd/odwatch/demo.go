@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -36,7 +37,7 @@ type demoFlags struct {
 	margin       float64
 	k            int
 	minScore     float64
-	payroll      stream.PayrollOptions // the generator's flags; brokers and topic are the demo's
+	payroll      demo.PayrollOptions // the generator's flags; brokers and topic are the demo's
 	duration     time.Duration
 	stateDir     string
 	logLevel     string
@@ -58,7 +59,7 @@ func newDemoFlags() *demoFlags {
 	// Dependencies whose context is nearly a key ({salary}: experience ~ tax)
 	// hold trivially in small classes; they would drown the interesting ones.
 	fs.Float64Var(&f.minScore, "min-score", 0.01, "do not track newly found dependencies with a lower score")
-	payrollFlags(fs, &f.payroll, stream.PayrollOptions{Rate: 1000, CleanRecords: 6000, ErrorRate: 0.03}, "stop producing after this many records; 0 never stops")
+	payrollFlags(fs, &f.payroll, demo.PayrollOptions{Rate: 1000, CleanRecords: 6000, ErrorRate: 0.03}, "stop producing after this many records; 0 never stops")
 	fs.DurationVar(&f.duration, "duration", 0, "stop the demo after this long; 0 runs until Ctrl-C")
 	fs.StringVar(&f.stateDir, "state-dir", "", "state directory; empty uses a temporary one, removed at exit")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "debug|info|warn|error")
@@ -98,7 +99,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 	// The broker outlives the monitor: it stops after Run returned, so
 	// that a Ctrl-C lets the monitor commit and leave its group cleanly.
-	addr, stopBroker, err := stream.StartBroker(context.WithoutCancel(ctx), map[string]int{demoTopic: 1, demoEventsTopic: 1})
+	addr, stopBroker, err := demo.StartBroker(context.WithoutCancel(ctx), map[string]int{demoTopic: 1, demoEventsTopic: 1})
 	if err != nil {
 		return fmt.Errorf("start in-process broker: %w", err)
 	}
@@ -184,7 +185,7 @@ func (f *demoFlags) story(ctx context.Context, m *stream.Monitor, addr string) (
 	go func() {
 		o := f.payroll
 		o.Brokers, o.Topic, o.Seed = []string{addr}, demoTopic, seed
-		genDone <- stream.ProducePayroll(genCtx, o)
+		genDone <- demo.ProducePayroll(genCtx, o)
 	}()
 	runErr = m.Run(ctx)
 	stopGen()

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/odwatch/odwatch/stream"
+	"github.com/odwatch/odwatch/internal/demo"
 )
 
 const generateHelp = `Produces the demo's payroll stream (position, experience, salary, tax_group,
@@ -24,9 +24,9 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs := newFlagSet("generate", "--brokers HOST:PORT [flags]", generateHelp)
 	var brokers listFlag
 	fs.Var(&brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...]")
-	o := stream.PayrollOptions{}
+	o := demo.PayrollOptions{}
 	fs.StringVar(&o.Topic, "topic", "payroll", "topic to produce to")
-	payrollFlags(fs, &o, stream.PayrollOptions{Rate: 200, CleanRecords: 5000, ErrorRate: 0.03}, "records to produce; 0 produces until interrupted")
+	payrollFlags(fs, &o, demo.PayrollOptions{Rate: 200, CleanRecords: 5000, ErrorRate: 0.03}, "records to produce; 0 produces until interrupted")
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if o.Seed == 0 {
 		o.Seed = time.Now().UnixNano()
 	}
-	err = stream.ProducePayroll(ctx, o)
+	err = demo.ProducePayroll(ctx, o)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil
 	}
@@ -54,7 +54,7 @@ func runGenerate(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // payrollFlags binds the payroll generator's flags shared by generate and
 // demo to o, with def's values as defaults; countHelp says what --count
 // stops.
-func payrollFlags(fs *flag.FlagSet, o *stream.PayrollOptions, def stream.PayrollOptions, countHelp string) {
+func payrollFlags(fs *flag.FlagSet, o *demo.PayrollOptions, def demo.PayrollOptions, countHelp string) {
 	fs.Float64Var(&o.Rate, "rate", def.Rate, "payroll records per second; 0 produces as fast as possible")
 	fs.IntVar(&o.Count, "count", def.Count, countHelp)
 	fs.IntVar(&o.CleanRecords, "clean", def.CleanRecords, "clean records before data-entry errors start")

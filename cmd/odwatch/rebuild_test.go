@@ -17,8 +17,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/state"
-	"github.com/odwatch/odwatch/stream"
 )
 
 // Sizes of the damaged-store tests: a count window of rebuildWindow
@@ -221,7 +221,7 @@ func TestDamagedStore(t *testing.T) {
 	for i := range damages {
 		topics[fmt.Sprintf("in%d", i)] = 1
 	}
-	addr, stopBroker, err := stream.StartBroker(context.Background(), topics)
+	addr, stopBroker, err := demo.StartBroker(context.Background(), topics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func last(s []int64) int64 {
 // produce writes n payroll records to topic.
 func produce(t *testing.T, addr, topic string, n int, seed int64) {
 	t.Helper()
-	err := stream.ProducePayroll(context.Background(), stream.PayrollOptions{
+	err := demo.ProducePayroll(context.Background(), demo.PayrollOptions{
 		Brokers: []string{addr}, Topic: topic, Count: n, CleanRecords: n, Seed: seed})
 	if err != nil {
 		t.Fatalf("produce: %v", err)

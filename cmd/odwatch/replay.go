@@ -20,6 +20,8 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/stream"
+	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/kafkaread"
 )
 
 const replayDescription = `Runs the monitor's window, evaluation and tracker code offline over a file
@@ -179,7 +181,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	start := time.Now()
 	p := &eventPrinter{w: bufio.NewWriter(stdout), json: f.format == "json"}
-	add := func(meta stream.RowMeta, rec *stream.FlatRecord) error {
+	add := func(meta stream.RowMeta, rec *decode.FlatRecord) error {
 		evs, err := r.Add(ctx, meta, rec)
 		if err != nil {
 			return err
@@ -232,7 +234,7 @@ func (f *replayFlags) source(pos []string) (replaySource, error) {
 // replayFile feeds the records of a CSV or JSON Lines file in file order;
 // a record's offset is its line in the file (partition 0), its time is
 // unset. Undecodable JSON lines are skipped and counted.
-func (f *replayFlags) replayFile(ctx context.Context, path string, add func(stream.RowMeta, *stream.FlatRecord) error) (skipped int, err error) {
+func (f *replayFlags) replayFile(ctx context.Context, path string, add func(stream.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
 	format, err := f.in.format(path)
 	if err != nil {
 		return 0, err
@@ -276,15 +278,15 @@ func openReplayInput(path string) (r io.Reader, closeInput func(), err error) {
 // replayJSONLines feeds the JSON objects of r, one a line (blank lines
 // skipped), decoded as the stream decodes them; undecodable ones are
 // skipped and counted.
-func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path string, add func(stream.RowMeta, *stream.FlatRecord) error) (skipped int, err error) {
-	dec, err := stream.NewDecoder(stream.DecoderConfig{Format: stream.FormatJSON, Include: f.include, Exclude: f.exclude})
+func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path string, add func(stream.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
+	dec, err := decode.NewDecoder(decode.DecoderConfig{Format: decode.FormatJSON, Include: f.include, Exclude: f.exclude})
 	if err != nil {
 		return 0, err
 	}
-	var rec stream.FlatRecord
+	var rec decode.FlatRecord
 	n := 0
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<16), stream.DefaultMaxRecordBytes)
+	sc.Buffer(make([]byte, 0, 1<<16), decode.DefaultMaxRecordBytes)
 	for line := int64(1); sc.Scan(); line++ {
 		b := sc.Bytes()
 		if len(strings.TrimSpace(string(b))) == 0 {
@@ -294,7 +296,7 @@ func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path str
 			break
 		}
 		if err := dec.Decode(ctx, b, &rec); err != nil {
-			var de *stream.DecodeError
+			var de *decode.DecodeError
 			if errors.As(err, &de) {
 				skipped++
 				continue
@@ -313,7 +315,7 @@ func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path str
 
 // replayCSV feeds the rows of the CSV r (its first line the header), with
 // the columns --include/--exclude select; an empty cell is NULL.
-func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(stream.RowMeta, *stream.FlatRecord) error) error {
+func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(stream.RowMeta, *decode.FlatRecord) error) error {
 	cr := csv.NewReader(r)
 	cr.Comma, cr.ReuseRecord, cr.FieldsPerRecord = comma, true, -1
 	header, err := cr.Read()
@@ -325,7 +327,7 @@ func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(s
 	for i, h := range header {
 		keep[i] = selected(h, f.include, f.exclude)
 	}
-	var rec stream.FlatRecord
+	var rec decode.FlatRecord
 	for n := 1; ; n++ {
 		row, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -366,7 +368,7 @@ func selected(name string, include, exclude []string) bool {
 
 // replayTopic feeds the records of the topic range, decoded as the monitor
 // decodes them; undecodable ones are skipped and counted.
-func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, *stream.FlatRecord) error) (skipped int, err error) {
+func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
 	from, err := parseBound("--from", f.from)
 	if err != nil {
 		return 0, err
@@ -375,7 +377,7 @@ func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, 
 	if err != nil {
 		return 0, err
 	}
-	dc := stream.DecoderConfig{Format: f.inputFormat, RegistryURL: f.cfg.RegistryURL, Include: f.include, Exclude: f.exclude}
+	dc := decode.DecoderConfig{Format: f.inputFormat, RegistryURL: f.cfg.RegistryURL, Include: f.include, Exclude: f.exclude}
 	if f.cfg.SchemaFile != "" {
 		b, err := os.ReadFile(f.cfg.SchemaFile)
 		if err != nil {
@@ -383,25 +385,25 @@ func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, 
 		}
 		dc.Schema = string(b)
 	}
-	dec, err := stream.NewDecoder(dc)
+	dec, err := decode.NewDecoder(dc)
 	if err != nil {
 		return 0, usageErr(err.Error(), "--record-format json, avro (with --schema) or avro-confluent (with --registry)")
 	}
-	var rec stream.FlatRecord
+	var rec decode.FlatRecord
 	n := 0
-	err = stream.ReadTopicRange(ctx, f.brokers, nil, f.topic, from, to, func(tr stream.TopicRecord) error {
+	err = kafkaread.ReadRange(ctx, f.brokers, nil, f.topic, from, to, func(tr kafkaread.Record) error {
 		if n++; f.in.maxRows > 0 && n > f.in.maxRows {
 			return errStop
 		}
 		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {
-			var de *stream.DecodeError
+			var de *decode.DecodeError
 			if errors.As(err, &de) {
 				skipped++
 				return nil
 			}
 			return err
 		}
-		return add(tr.Meta, &rec)
+		return add(stream.RowMeta{Partition: tr.Partition, Offset: tr.Offset, Time: tr.Time}, &rec)
 	})
 	if errors.Is(err, errStop) {
 		err = nil
@@ -412,18 +414,18 @@ func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, 
 var errStop = errors.New("stop")
 
 // parseBound reads --from/--to: empty, an offset, or an RFC 3339 time.
-func parseBound(name, v string) (stream.TopicBound, error) {
+func parseBound(name, v string) (kafkaread.Bound, error) {
 	if v == "" {
-		return stream.TopicBound{}, nil
+		return kafkaread.Bound{}, nil
 	}
 	if off, err := strconv.ParseInt(v, 10, 64); err == nil && off >= 0 {
-		return stream.TopicBound{Offset: off, IsOffset: true}, nil
+		return kafkaread.Bound{Offset: off, IsOffset: true}, nil
 	}
 	t, err := time.Parse(time.RFC3339, v)
 	if err != nil {
-		return stream.TopicBound{}, usageErr(fmt.Sprintf("%s %q: want an offset or an RFC 3339 time", name, v), "for example "+name+" 1000 or "+name+" 2026-11-23T00:00:00Z")
+		return kafkaread.Bound{}, usageErr(fmt.Sprintf("%s %q: want an offset or an RFC 3339 time", name, v), "for example "+name+" 1000 or "+name+" 2026-11-23T00:00:00Z")
 	}
-	return stream.TopicBound{Time: t}, nil
+	return kafkaread.Bound{Time: t}, nil
 }
 
 // eventPrinter writes events as text (the demo's plain-words lines, see

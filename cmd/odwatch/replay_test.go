@@ -13,7 +13,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/alerts/schematest"
 	"github.com/odwatch/odwatch/discovery"
-	"github.com/odwatch/odwatch/stream"
+	"github.com/odwatch/odwatch/internal/demo"
 )
 
 func mustParse(t *testing.T, s string) discovery.Dependency {
@@ -120,12 +120,12 @@ func TestReplayUsageErrors(t *testing.T) {
 func TestReplayTopic(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	addr, stop, err := stream.StartBroker(ctx, map[string]int{"payroll": 1})
+	addr, stop, err := demo.StartBroker(ctx, map[string]int{"payroll": 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	if err := stream.ProducePayroll(ctx, stream.PayrollOptions{Brokers: []string{addr}, Topic: "payroll", Count: 4000,
+	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "payroll", Count: 4000,
 		CleanRecords: 1500, ErrorRate: 0.05, StopErrorsAfter: 2500, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
 // Command kfake runs the in-process Kafka broker of odwatch's demo and tests
-// (franz-go's kfake, through stream.StartBroker) as a standalone process, for
+// (franz-go's kfake, through demo.StartBroker) as a standalone process, for
 // scripts that compare odwatch with other Kafka clients on the same broker
 // (scripts/ingest-vs-kcat.sh). It prints the broker's address on the first
 // line of stdout and runs until SIGINT or SIGTERM. Development tool only: it
@@ -18,7 +18,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/odwatch/odwatch/stream"
+	"github.com/odwatch/odwatch/internal/demo"
 )
 
 type topicsFlag map[string]int
@@ -47,7 +47,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	addr, stopBroker, err := stream.StartBroker(ctx, topics)
+	addr, stopBroker, err := demo.StartBroker(ctx, topics)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kfake:", err)
 		os.Exit(1)

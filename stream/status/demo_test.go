@@ -18,6 +18,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -91,7 +92,7 @@ func startDemo(t *testing.T, values bool) (*demoRun, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	const topic = "payroll"
-	addr, stopBroker, err := stream.StartBroker(ctx, map[string]int{topic: 1})
+	addr, stopBroker, err := demo.StartBroker(ctx, map[string]int{topic: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func startDemo(t *testing.T, values bool) (*demoRun, string) {
 	d.startMonitor(t)
 	genErr := make(chan error, 1)
 	go func() {
-		genErr <- stream.ProducePayroll(ctx, stream.PayrollOptions{Brokers: []string{addr}, Topic: topic,
+		genErr <- demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: topic,
 			Rate: 4000, CleanRecords: 6000, ErrorRate: 0.03, Seed: 7})
 	}()
 	d.srv = httptest.NewServer(Handler(d.m, Options{Values: values}))

@@ -1,4 +1,4 @@
-package stream
+package kafkaread
 
 import (
 	"bytes"
@@ -11,30 +11,32 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// TopicBound is one end of a topic range to replay: an offset (the same
+// Bound is one end of a topic range to read: an offset (the same
 // for every partition), a time (per partition, the first offset whose
 // record time is at or after it), or neither (the partition's first offset
 // for a start, its end at the time of the call for an end).
-type TopicBound struct {
+type Bound struct {
 	Offset int64
 	Time   time.Time
 	// IsOffset says Offset is set; otherwise Time, when not zero.
 	IsOffset bool
 }
 
-// TopicRecord is one record of a replayed topic range.
-type TopicRecord struct {
-	Meta  RowMeta
-	Value []byte
+// Record is one record of a topic range: where it is and its value.
+type Record struct {
+	Partition int32
+	Offset    int64
+	Time      time.Time
+	Value     []byte
 }
 
-// ReadTopicRange reads every partition of topic from `from` (inclusive) to
+// ReadRange reads every partition of topic from `from` (inclusive) to
 // `to` (exclusive) and calls fn for each record in (time, partition,
 // offset) order, merging the partitions as it goes: the order in which the
 // monitor reads a window back on takeover. The value passed to fn is only
 // valid during the call. dialer may be nil (plaintext).
-func ReadTopicRange(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, from, to TopicBound, fn func(TopicRecord) error) error {
-	tr := ownTransport(dialer)
+func ReadRange(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, from, to Bound, fn func(Record) error) error {
+	tr := Transport(dialer)
 	defer tr.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second, Transport: tr}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
@@ -58,7 +60,7 @@ func ReadTopicRange(ctx context.Context, brokers []string, dialer *kafka.Dialer,
 		}
 	}
 	// heads[i] is cursor i's next record (nil once it is done).
-	heads := make([]*TopicRecord, len(cursors))
+	heads := make([]*Record, len(cursors))
 	for i, c := range cursors {
 		if heads[i], err = c.read(ctx); err != nil {
 			return err
@@ -70,7 +72,7 @@ func ReadTopicRange(ctx context.Context, brokers []string, dialer *kafka.Dialer,
 			if h == nil {
 				continue
 			}
-			if best < 0 || before(h.Meta, heads[best].Meta) {
+			if best < 0 || before(h, heads[best]) {
 				best = i
 			}
 		}
@@ -87,7 +89,7 @@ func ReadTopicRange(ctx context.Context, brokers []string, dialer *kafka.Dialer,
 }
 
 // before orders records by time, then partition, then offset.
-func before(a, b RowMeta) bool {
+func before(a, b *Record) bool {
 	if !a.Time.Equal(b.Time) {
 		return a.Time.Before(b.Time)
 	}
@@ -98,7 +100,7 @@ func before(a, b RowMeta) bool {
 }
 
 // partitionRange resolves the bounds for one partition: [lo, hi).
-func partitionRange(ctx context.Context, client *kafka.Client, topic string, p int, from, to TopicBound) (lo, hi int64, err error) {
+func partitionRange(ctx context.Context, client *kafka.Client, topic string, p int, from, to Bound) (lo, hi int64, err error) {
 	reqs := []kafka.OffsetRequest{kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p)}
 	if !from.IsOffset && !from.Time.IsZero() {
 		reqs = append(reqs, kafka.TimeOffsetOf(p, from.Time))
@@ -179,7 +181,7 @@ type partCursor struct {
 }
 
 // read returns the partition's next record, or nil once it reached end.
-func (c *partCursor) read(ctx context.Context) (*TopicRecord, error) {
+func (c *partCursor) read(ctx context.Context) (*Record, error) {
 	for c.next < c.end {
 		if c.batch == nil {
 			res, err := c.client.Fetch(ctx, &kafka.FetchRequest{Topic: c.topic, Partition: c.partition, Offset: c.next,
@@ -217,7 +219,7 @@ func (c *partCursor) read(ctx context.Context) (*TopicRecord, error) {
 			}
 		}
 		closeRecord(rec)
-		return &TopicRecord{Meta: RowMeta{Partition: int32(c.partition), Offset: rec.Offset, Time: rec.Time}, Value: c.value.Bytes()}, nil
+		return &Record{Partition: int32(c.partition), Offset: rec.Offset, Time: rec.Time, Value: c.value.Bytes()}, nil
 	}
 	return nil, nil
 }

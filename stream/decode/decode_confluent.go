@@ -1,4 +1,4 @@
-package stream
+package decode
 
 import (
 	"context"
@@ -81,10 +81,10 @@ func (d *confluentDecoder) Decode(ctx context.Context, value []byte, rec *FlatRe
 		return err
 	}
 	if len(value) < 5 {
-		return decodeErr(ReasonBadAvro, fmt.Errorf("%d bytes, too short for the Confluent wire format", len(value)))
+		return decodeErr(reasonBadAvro, fmt.Errorf("%d bytes, too short for the Confluent wire format", len(value)))
 	}
 	if value[0] != 0 {
-		return decodeErr(ReasonBadAvro, fmt.Errorf("magic byte %d, want 0", value[0]))
+		return decodeErr(reasonBadAvro, fmt.Errorf("magic byte %d, want 0", value[0]))
 	}
 	id := binary.BigEndian.Uint32(value[1:5])
 	c, err := d.codec(ctx, id)
@@ -131,7 +131,7 @@ func (d *confluentDecoder) codec(ctx context.Context, id uint32) (*avroCodec, er
 		d.codecs[id] = f.codec
 	case errors.As(f.err, &de):
 		ttl := unknownSchemaTTL
-		if de.Reason == ReasonRegistry {
+		if de.Reason == reasonRegistry {
 			ttl = registryDownTTL
 		}
 		d.failed[id] = failedSchema{until: d.now().Add(ttl), err: de}
@@ -143,7 +143,7 @@ func (d *confluentDecoder) codec(ctx context.Context, id uint32) (*avroCodec, er
 
 func (d *confluentDecoder) fetch(ctx context.Context, id uint32) (*avroCodec, error) {
 	if id > 1<<31-1 {
-		return nil, decodeErr(ReasonUnknownSchema, fmt.Errorf("schema id %d out of range", id))
+		return nil, decodeErr(reasonUnknownSchema, fmt.Errorf("schema id %d out of range", id))
 	}
 	s, err := d.client.SchemaByID(ctx, int(id))
 	if err != nil {
@@ -152,16 +152,16 @@ func (d *confluentDecoder) fetch(ctx context.Context, id uint32) (*avroCodec, er
 		}
 		var re *sr.ResponseError
 		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
-			return nil, decodeErr(ReasonUnknownSchema, fmt.Errorf("schema id %d: %w", id, err))
+			return nil, decodeErr(reasonUnknownSchema, fmt.Errorf("schema id %d: %w", id, err))
 		}
-		return nil, decodeErr(ReasonRegistry, fmt.Errorf("schema id %d: %w", id, err))
+		return nil, decodeErr(reasonRegistry, fmt.Errorf("schema id %d: %w", id, err))
 	}
 	if s.Type != sr.TypeAvro {
-		return nil, decodeErr(ReasonUnknownSchema, fmt.Errorf("schema id %d is %s, not Avro", id, s.Type))
+		return nil, decodeErr(reasonUnknownSchema, fmt.Errorf("schema id %d is %s, not Avro", id, s.Type))
 	}
 	c, err := newAvroCodec(s.Schema)
 	if err != nil {
-		return nil, decodeErr(ReasonUnknownSchema, fmt.Errorf("schema id %d: %w", id, err))
+		return nil, decodeErr(reasonUnknownSchema, fmt.Errorf("schema id %d: %w", id, err))
 	}
 	return c, nil
 }

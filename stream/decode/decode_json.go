@@ -1,4 +1,4 @@
-package stream
+package decode
 
 import (
 	"context"
@@ -52,11 +52,11 @@ func (d *jsonDecoder) Decode(ctx context.Context, value []byte, rec *FlatRecord)
 	if err != nil {
 		rec.Reset()
 		if !startsWithObject(value) && json.Valid(value) {
-			return decodeErr(ReasonNotObject, errors.New("top-level value is not an object"))
+			return decodeErr(reasonNotObject, errors.New("top-level value is not an object"))
 		}
-		return decodeErr(ReasonMalformed, err)
+		return decodeErr(reasonMalformed, err)
 	}
-	rec.AddIgnored(stats.Ignored)
+	rec.addIgnored(stats.Ignored)
 	return sinkErr
 }
 

@@ -1,6 +1,6 @@
 //go:build race
 
-package stream
+package decode
 
 // raceEnabled: the race detector makes sync.Pool drop items at random, so
 // allocation counts of code that pools its scratch space are not

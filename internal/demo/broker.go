@@ -1,4 +1,4 @@
-package stream
+package demo
 
 import (
 	"context"
@@ -7,19 +7,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
-
-// BrokerMaxMessageBytes is the message.max.bytes of the in-process broker:
-// large enough that a test can produce a 5 MB record and see odwatch reject
-// it, rather than the broker.
-const BrokerMaxMessageBytes = 16 << 20
 
 // StartBroker starts an in-process Kafka broker (kfake) on a free
 // 127.0.0.1 port with the given topics (name → partitions) created, for the
 // demo and tests. stop closes it; cancelling ctx closes it too.
 func StartBroker(ctx context.Context, topics map[string]int) (addr string, stop func(), err error) {
-	c, err := kfake.NewCluster(brokerOptions(topics)...)
+	c, err := kfake.NewCluster(BrokerOptions(topics)...)
 	if err != nil {
 		return "", nil, fmt.Errorf("start in-process broker: %w", err)
 	}
@@ -46,9 +42,10 @@ func StartBroker(ctx context.Context, topics map[string]int) (addr string, stop 
 	return addrs[0], stop, nil
 }
 
-// brokerOptions are the in-process broker's options with topics (name →
-// partitions) created.
-func brokerOptions(topics map[string]int) []kfake.Opt {
+// BrokerOptions are the in-process broker's options with topics (name →
+// partitions) created, for a test that runs a kfake cluster of its own
+// (to inject faults, or to close it under the monitor).
+func BrokerOptions(topics map[string]int) []kfake.Opt {
 	opts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.AllowAutoTopicCreation(),
@@ -58,7 +55,7 @@ func brokerOptions(topics map[string]int) []kfake.Opt {
 		// Tests restart crashed members with short session timeouts.
 		kfake.GroupMinSessionTimeout(time.Second),
 		kfake.BrokerConfigs(map[string]string{
-			"message.max.bytes": fmt.Sprint(BrokerMaxMessageBytes),
+			"message.max.bytes": fmt.Sprint(kafkaread.MaxMessageBytes),
 		}),
 	}
 	for name, n := range topics {

@@ -1,4 +1,4 @@
-package stream
+package demo
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -57,16 +58,24 @@ func PayrollBracket(salary int) (group string, perc int) {
 	return "E", 40
 }
 
-// payrollGen generates payroll records deterministically from a seed.
-type payrollGen struct {
+// PayrollGen generates payroll records deterministically from a seed: the
+// records of ProducePayroll, for tests that write or replay them
+// themselves. It is not safe for concurrent use.
+type PayrollGen struct {
 	rng *rand.Rand
 	buf []byte
 }
 
-// next appends record i as a JSON object to g.buf and returns it; faulty
-// records carry a percentage with a zero appended (25 → 250), so their tax
-// is ten times too high.
-func (g *payrollGen) next(faulty bool) []byte {
+// NewPayrollGen returns the generator of the records ProducePayroll
+// produces with o.Seed == seed.
+func NewPayrollGen(seed int64) *PayrollGen {
+	return &PayrollGen{rng: rand.New(rand.NewSource(seed))}
+}
+
+// Next returns the next record as a JSON object, valid until the next call;
+// faulty records carry a percentage with a zero appended (25 → 250), so
+// their tax is ten times too high.
+func (g *PayrollGen) Next(faulty bool) []byte {
 	p := payrollPositions[g.rng.Intn(len(payrollPositions))]
 	exp := g.rng.Intn(31)
 	// Salaries are multiples of 100, so the tax is an integer.
@@ -94,8 +103,9 @@ func (g *payrollGen) next(faulty bool) []byte {
 	return b
 }
 
-// faulty reports whether record i carries a data-entry error.
-func (o *PayrollOptions) faulty(i int, rng *rand.Rand) bool {
+// Faulty reports whether record i carries a data-entry error, drawing
+// from rng (ProducePayroll's is seeded o.Seed+1) when errors may occur.
+func (o *PayrollOptions) Faulty(i int, rng *rand.Rand) bool {
 	if i < o.CleanRecords || o.ErrorRate <= 0 {
 		return false
 	}
@@ -124,12 +134,12 @@ func ProducePayroll(ctx context.Context, o PayrollOptions) error {
 		RequiredAcks:           kafka.RequireAll,
 		AllowAutoTopicCreation: true,
 	}
-	tr := ownTransport(o.Dialer)
+	tr := kafkaread.Transport(o.Dialer)
 	defer tr.CloseIdleConnections()
 	w.Transport = tr
 	defer w.Close()
 
-	g := &payrollGen{rng: rand.New(rand.NewSource(o.Seed))}
+	g := NewPayrollGen(o.Seed)
 	errRng := rand.New(rand.NewSource(o.Seed + 1))
 	chunk := 1000
 	var tick time.Duration
@@ -143,7 +153,7 @@ func ProducePayroll(ctx context.Context, o PayrollOptions) error {
 	for i := 0; o.Count == 0 || i < o.Count; {
 		msgs = msgs[:0]
 		for len(msgs) < chunk && (o.Count == 0 || i < o.Count) {
-			v := g.next(o.faulty(i, errRng))
+			v := g.Next(o.Faulty(i, errRng))
 			msgs = append(msgs, kafka.Message{
 				Key:   strconv.AppendInt(nil, int64(i), 10),
 				Value: append([]byte(nil), v...),
@@ -171,30 +181,4 @@ func ProducePayroll(ctx context.Context, o PayrollOptions) error {
 		}
 	}
 	return nil
-}
-
-// ownTransport is a transport of the caller's own, with the dialer's TLS
-// and SASL settings when dialer is not nil; the caller closes it
-// (CloseIdleConnections). A client without one shares
-// kafka.DefaultTransport, whose metadata of a broker address is cached for
-// the process's life and refreshed every 6 s: a topic created meanwhile
-// (by another member, or on a new broker at a recycled address) reads as
-// Unknown Topic Or Partition, which scanTopic would take for a topic never
-// written to, and a writer spreads records over a stale partition count.
-// A transport of its own starts from fresh metadata.
-func ownTransport(dialer *kafka.Dialer) *kafka.Transport {
-	if dialer == nil {
-		return &kafka.Transport{}
-	}
-	return transportFor(dialer)
-}
-
-// transportFor builds a writer Transport using the dialer's TLS and SASL
-// settings.
-func transportFor(d *kafka.Dialer) *kafka.Transport {
-	t := &kafka.Transport{TLS: d.TLS, SASL: d.SASLMechanism, ClientID: d.ClientID}
-	if d.Timeout > 0 {
-		t.DialTimeout = d.Timeout
-	}
-	return t
 }

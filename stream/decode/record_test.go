@@ -1,4 +1,4 @@
-package stream
+package decode
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ func TestFlatRecordBinaryRoundTrip(t *testing.T) {
 			for _, f := range tt.fields {
 				r.Add([]byte(f.name), []byte(f.value), f.null)
 			}
-			r.AddIgnored(tt.ign)
+			r.addIgnored(tt.ign)
 			enc := r.AppendBinary(nil)
 			if want := layoutOf(tt.fields, tt.ign); !bytes.Equal(enc, want) {
 				t.Fatalf("encoding: got %x want %x", enc, want)
@@ -38,7 +38,7 @@ func TestFlatRecordBinaryRoundTrip(t *testing.T) {
 					viaString.AddString(f.name, f.value)
 				}
 			}
-			viaString.AddIgnored(tt.ign)
+			viaString.addIgnored(tt.ign)
 			if got := viaString.AppendBinary(nil); !bytes.Equal(got, enc) {
 				t.Fatalf("AddString's encoding %x, Add's %x", got, enc)
 			}
@@ -53,8 +53,8 @@ func TestFlatRecordBinaryRoundTrip(t *testing.T) {
 			if got := recordFields(&back); !equalFields(got, tt.fields) {
 				t.Fatalf("round trip: got %v want %v", got, tt.fields)
 			}
-			if back.Ignored() != tt.ign {
-				t.Fatalf("ignored: got %d want %d", back.Ignored(), tt.ign)
+			if back.ignored != tt.ign {
+				t.Fatalf("ignored: got %d want %d", back.ignored, tt.ign)
 			}
 		})
 	}
@@ -120,7 +120,7 @@ func FuzzFlatRecordBinary(f *testing.F) {
 	var r FlatRecord
 	r.AddString("a", "1")
 	r.Add([]byte("b"), nil, true)
-	r.AddIgnored(2)
+	r.addIgnored(2)
 	f.Add(r.AppendBinary(nil))
 	f.Add([]byte{1, 0, 0})
 	f.Add([]byte{})
@@ -135,7 +135,7 @@ func FuzzFlatRecordBinary(f *testing.F) {
 		if err := back.UnmarshalBinary(enc); err != nil {
 			t.Fatalf("re-encoding does not decode: %v", err)
 		}
-		if !equalFields(recordFields(&back), recordFields(&r)) || back.Ignored() != r.Ignored() {
+		if !equalFields(recordFields(&back), recordFields(&r)) || back.ignored != r.ignored {
 			t.Fatal("re-encoding changed the record")
 		}
 	})

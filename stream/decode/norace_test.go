@@ -1,5 +1,5 @@
 //go:build !race
 
-package stream
+package decode
 
 const raceEnabled = false

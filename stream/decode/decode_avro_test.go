@@ -1,4 +1,4 @@
-package stream
+package decode
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/linkedin/goavro/v2"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 const testAvroSchema = `{
@@ -59,21 +60,8 @@ func testAvroDatum() map[string]any {
 	}
 }
 
-func encodeAvro(t testing.TB, schema string, datum map[string]any) []byte {
-	t.Helper()
-	c, err := goavro.NewCodec(schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := c.BinaryFromNative(nil, datum)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestDecodeAvro(t *testing.T) {
-	good := encodeAvro(t, testAvroSchema, testAvroDatum())
+	good := testkit.EncodeAvro(t, testAvroSchema, testAvroDatum())
 	wantAll := []testField{
 		{"id", "42", false},
 		{"name", "Ada", false},
@@ -103,17 +91,17 @@ func TestDecodeAvro(t *testing.T) {
 		{name: "all types", in: good, want: wantAll, ignored: 2},
 		{name: "include", cfg: DecoderConfig{Include: []string{"address.*", "id"}}, in: good, ignored: 2,
 			want: []testField{{"id", "42", false}, {"address.zip", "10115", false}, {"address.geo.lat", "52.5", false}}},
-		{name: "trailing bytes", in: append(append([]byte{}, good...), 0), reason: ReasonBadAvro},
-		{name: "truncated", in: good[:len(good)-3], reason: ReasonBadAvro},
-		{name: "empty", in: nil, reason: ReasonBadAvro},
-		{name: "garbage", in: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, reason: ReasonBadAvro},
-		{name: "too large", cfg: DecoderConfig{MaxRecordBytes: 10}, in: good, reason: ReasonTooLarge},
-		{name: "too many fields", cfg: DecoderConfig{MaxFields: 5}, in: good, reason: ReasonTooManyFields},
+		{name: "trailing bytes", in: append(append([]byte{}, good...), 0), reason: reasonBadAvro},
+		{name: "truncated", in: good[:len(good)-3], reason: reasonBadAvro},
+		{name: "empty", in: nil, reason: reasonBadAvro},
+		{name: "garbage", in: []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, reason: reasonBadAvro},
+		{name: "too large", cfg: DecoderConfig{MaxRecordBytes: 10}, in: good, reason: reasonTooLarge},
+		{name: "too many fields", cfg: DecoderConfig{MaxFields: 5}, in: good, reason: reasonTooManyFields},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := tt.cfg
-			cfg.Format, cfg.Schema = FormatAvro, testAvroSchema
+			cfg.Format, cfg.Schema = formatAvro, testAvroSchema
 			d := mustDecoder(t, cfg)
 			var rec FlatRecord
 			err := d.Decode(context.Background(), tt.in, &rec)
@@ -126,8 +114,8 @@ func TestDecodeAvro(t *testing.T) {
 			if got := recordFields(&rec); !equalFields(got, tt.want) {
 				t.Fatalf("got  %v\nwant %v", got, tt.want)
 			}
-			if rec.Ignored() != tt.ignored {
-				t.Fatalf("ignored %d, want %d", rec.Ignored(), tt.ignored)
+			if rec.ignored != tt.ignored {
+				t.Fatalf("ignored %d, want %d", rec.ignored, tt.ignored)
 			}
 		})
 	}
@@ -147,24 +135,24 @@ func TestDecodeAvroUnionBranches(t *testing.T) {
 		{goavro.Union("In", map[string]any{"x": int32(9)}), []testField{{"u.x", "9", false}}, 0},
 		{goavro.Union("map", map[string]any{"a": int32(1)}), nil, 1},
 	}
-	d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: schema})
+	d := mustDecoder(t, DecoderConfig{Format: formatAvro, Schema: schema})
 	for _, tt := range tests {
-		in := encodeAvro(t, schema, map[string]any{"u": tt.val})
+		in := testkit.EncodeAvro(t, schema, map[string]any{"u": tt.val})
 		var rec FlatRecord
 		if err := d.Decode(context.Background(), in, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if got := recordFields(&rec); !equalFields(got, tt.want) || rec.Ignored() != tt.ignored {
-			t.Errorf("%v: got %v (ignored %d), want %v (ignored %d)", tt.val, got, rec.Ignored(), tt.want, tt.ignored)
+		if got := recordFields(&rec); !equalFields(got, tt.want) || rec.ignored != tt.ignored {
+			t.Errorf("%v: got %v (ignored %d), want %v (ignored %d)", tt.val, got, rec.ignored, tt.want, tt.ignored)
 		}
 	}
 }
 
 func TestDecodeAvroFloatsRoundTrip(t *testing.T) {
 	schema := `{"type":"record","name":"F","fields":[{"name":"d","type":"double"},{"name":"f","type":"float"}]}`
-	d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: schema})
+	d := mustDecoder(t, DecoderConfig{Format: formatAvro, Schema: schema})
 	for _, v := range []float64{0.1, 1e300, -2.5e-300, 123456789.123456789, 3} {
-		in := encodeAvro(t, schema, map[string]any{"d": v, "f": float32(v)})
+		in := testkit.EncodeAvro(t, schema, map[string]any{"d": v, "f": float32(v)})
 		var rec FlatRecord
 		if err := d.Decode(context.Background(), in, &rec); err != nil {
 			t.Fatal(err)
@@ -179,8 +167,8 @@ func TestDecodeAvroFloatsRoundTrip(t *testing.T) {
 func BenchmarkDecodeAvro(b *testing.B) {
 	schema := `{"type":"record","name":"P","fields":[{"name":"position","type":"string"},{"name":"experience","type":"int"},
 		{"name":"salary","type":"long"},{"name":"taxGroup","type":"string"},{"name":"perc","type":"double"},{"name":"tax","type":"double"}]}`
-	in := encodeAvro(b, schema, map[string]any{"position": "clerk", "experience": int32(3), "salary": int64(52000), "taxGroup": "B", "perc": 0.21, "tax": 10920.0})
-	d := mustDecoder(b, DecoderConfig{Format: FormatAvro, Schema: schema})
+	in := testkit.EncodeAvro(b, schema, map[string]any{"position": "clerk", "experience": int32(3), "salary": int64(52000), "taxGroup": "B", "perc": 0.21, "tax": 10920.0})
+	d := mustDecoder(b, DecoderConfig{Format: formatAvro, Schema: schema})
 	var rec FlatRecord
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -193,10 +181,10 @@ func BenchmarkDecodeAvro(b *testing.B) {
 }
 
 func FuzzDecodeAvro(f *testing.F) {
-	f.Add(encodeAvro(f, testAvroSchema, testAvroDatum()))
+	f.Add(testkit.EncodeAvro(f, testAvroSchema, testAvroDatum()))
 	f.Add([]byte{})
 	f.Add([]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01})
-	d := mustDecoder(f, DecoderConfig{Format: FormatAvro, Schema: testAvroSchema})
+	d := mustDecoder(f, DecoderConfig{Format: formatAvro, Schema: testAvroSchema})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var rec FlatRecord
 		err := d.Decode(context.Background(), in, &rec)
@@ -229,23 +217,23 @@ func TestDecodeAvroHostileAndEdgeCases(t *testing.T) {
 	}{
 		{name: "negative block count with size", schema: arr, in: []byte{3, 2, 0xaa, 0, 4},
 			want: []testField{{"n", "2", false}}},
-		{name: "huge block count of zero-byte items", schema: arr, in: []byte{0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 4}, reason: ReasonBadAvro},
-		{name: "huge negative block size", schema: arr, in: []byte{1, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 4}, reason: ReasonBadAvro},
+		{name: "huge block count of zero-byte items", schema: arr, in: []byte{0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 4}, reason: reasonBadAvro},
+		{name: "huge negative block size", schema: arr, in: []byte{1, 0xfe, 0xff, 0xff, 0xff, 0x0f, 0, 4}, reason: reasonBadAvro},
 		{name: "recursive list", schema: list, in: []byte{2, 2, 4, 2, 6, 0},
 			want: []testField{{"v", "1", false}, {"next.v", "2", false}, {"next.next.v", "3", false}, {"next.next.next", "", true}}},
-		{name: "recursion too deep", schema: list, in: deepList(1000), reason: ReasonBadAvro},
+		{name: "recursion too deep", schema: list, in: deepList(1000), reason: reasonBadAvro},
 		{name: "misc logical types", schema: misc, in: miscGood, want: []testField{
 			{"b", "true", false}, {"e", "Y", false}, {"u", "5", false}, {"d", "-1.23", false}, {"fd", "25.6", false},
 			{"ts", "1970-01-01T00:00:00.000001000Z", false}, {"tm", "1000", false}}},
-		{name: "bad boolean", schema: misc, in: append([]byte{2}, miscGood[1:]...), reason: ReasonBadAvro},
-		{name: "enum out of range", schema: misc, in: append([]byte{1, 4}, miscGood[2:]...), reason: ReasonBadAvro},
-		{name: "union index out of range", schema: misc, in: append([]byte{1, 2, 4}, miscGood[3:]...), reason: ReasonBadAvro},
-		{name: "int out of range", schema: arr, in: []byte{0, 0xfe, 0xff, 0xff, 0xff, 0x7f}, reason: ReasonBadAvro},
-		{name: "unterminated varint", schema: arr, in: []byte{0, 0xff}, reason: ReasonBadAvro},
+		{name: "bad boolean", schema: misc, in: append([]byte{2}, miscGood[1:]...), reason: reasonBadAvro},
+		{name: "enum out of range", schema: misc, in: append([]byte{1, 4}, miscGood[2:]...), reason: reasonBadAvro},
+		{name: "union index out of range", schema: misc, in: append([]byte{1, 2, 4}, miscGood[3:]...), reason: reasonBadAvro},
+		{name: "int out of range", schema: arr, in: []byte{0, 0xfe, 0xff, 0xff, 0xff, 0x7f}, reason: reasonBadAvro},
+		{name: "unterminated varint", schema: arr, in: []byte{0, 0xff}, reason: reasonBadAvro},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: tt.schema})
+			d := mustDecoder(t, DecoderConfig{Format: formatAvro, Schema: tt.schema})
 			var rec FlatRecord
 			err := d.Decode(context.Background(), tt.in, &rec)
 			if got := reasonOf(err); got != tt.reason {
@@ -274,13 +262,13 @@ func TestDecodeAvroAgreesWithGoavro(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := encodeAvro(t, testAvroSchema, testAvroDatum())
+	in := testkit.EncodeAvro(t, testAvroSchema, testAvroDatum())
 	native, rest, err := codec.NativeFromBinary(in)
 	if err != nil || len(rest) != 0 {
 		t.Fatal(err, len(rest))
 	}
 	m := native.(map[string]any)
-	d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: testAvroSchema})
+	d := mustDecoder(t, DecoderConfig{Format: formatAvro, Schema: testAvroSchema})
 	var rec FlatRecord
 	if err := d.Decode(context.Background(), in, &rec); err != nil {
 		t.Fatal(err)
@@ -308,8 +296,8 @@ func TestDecodeAvroAgreesWithGoavro(t *testing.T) {
 
 func TestDecodeAvroSteadyStateAllocs(t *testing.T) {
 	schema := `{"type":"record","name":"P","fields":[{"name":"position","type":"string"},{"name":"salary","type":"long"},{"name":"perc","type":["null","double"]}]}`
-	in := encodeAvro(t, schema, map[string]any{"position": "clerk", "salary": int64(52000), "perc": goavro.Union("double", 0.21)})
-	d := mustDecoder(t, DecoderConfig{Format: FormatAvro, Schema: schema})
+	in := testkit.EncodeAvro(t, schema, map[string]any{"position": "clerk", "salary": int64(52000), "perc": goavro.Union("double", 0.21)})
+	d := mustDecoder(t, DecoderConfig{Format: formatAvro, Schema: schema})
 	var rec FlatRecord
 	ctx := context.Background()
 	if err := d.Decode(ctx, in, &rec); err != nil {

@@ -1,4 +1,11 @@
-package stream
+// Package balance is the consumer group's balancer: which member gets which
+// topic (all of a topic's partitions together, spread by load, sticky across
+// rebalances). It is kafka-go's GroupBalancer, run by the group leader on the
+// members' join metadata, and reads nothing of the monitor but the rates the
+// consumer reports (Consumed) and the topics it owns (SetOwned); it is a
+// package of its own so that the assignment rules can be read and tested
+// without the stream around them.
+package balance
 
 import (
 	"cmp"
@@ -11,7 +18,7 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// topicBalancer is the consumer group balancer of docs/DESIGN.md
+// Balancer is the consumer group balancer of docs/DESIGN.md
 // "Scale-out". A window needs the whole stream, so all partitions of a
 // topic go to one member. Topics spread over the members by load, and stay where they are
 // across rebalances unless moving one makes the busiest member markedly
@@ -39,7 +46,12 @@ import (
 // (about M/(N+1) of them move), a member leaving hands only its own topics
 // to the others. Everything is decided by the group leader from the
 // members' metadata, deterministically (ties by topic name and member id).
-type topicBalancer struct {
+//
+// Who touches it: the consume goroutine (SetOwned at each generation,
+// Consumed as its batches are stored) and kafka-go's consumer group goroutine
+// (UserData when joining, AssignGroups on the leader). mu guards owned;
+// the assignment itself reads only its arguments.
+type Balancer struct {
 	mu    sync.Mutex
 	owned map[string]*topicRate
 }
@@ -61,15 +73,16 @@ type balancerMeta struct {
 	Owned map[string]float64 `json:"owned,omitempty"`
 }
 
-func newTopicBalancer() *topicBalancer { return &topicBalancer{owned: map[string]*topicRate{}} }
+// New returns a balancer of a member that owns no topic yet.
+func New() *Balancer { return &Balancer{owned: map[string]*topicRate{}} }
 
 // ProtocolName is unchanged from the earlier oldest-member balancer, whose
 // metadata this one reads as "owns nothing", so that a rolling upgrade does
 // not split the group.
-func (b *topicBalancer) ProtocolName() string { return "odwatch-topic" }
+func (b *Balancer) ProtocolName() string { return "odwatch-topic" }
 
 // UserData reports the topics this member owns and their rates.
-func (b *topicBalancer) UserData() ([]byte, error) {
+func (b *Balancer) UserData() ([]byte, error) {
 	b.mu.Lock()
 	meta := balancerMeta{Owned: make(map[string]float64, len(b.owned))}
 	now := time.Now()
@@ -84,9 +97,9 @@ func (b *topicBalancer) UserData() ([]byte, error) {
 	return json.Marshal(meta)
 }
 
-// setOwned records the topics of a new generation; the rates of the topics
+// SetOwned records the topics of a new generation; the rates of the topics
 // kept go on.
-func (b *topicBalancer) setOwned(topics []string) {
+func (b *Balancer) SetOwned(topics []string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	owned := make(map[string]*topicRate, len(topics))
@@ -101,8 +114,8 @@ func (b *topicBalancer) setOwned(topics []string) {
 	b.owned = owned
 }
 
-// consumed counts records consumed from topic.
-func (b *topicBalancer) consumed(topic string, n int) {
+// Consumed counts records consumed from topic.
+func (b *Balancer) Consumed(topic string, n int) {
 	b.mu.Lock()
 	if r := b.owned[topic]; r != nil {
 		r.records += int64(n)
@@ -111,7 +124,7 @@ func (b *topicBalancer) consumed(topic string, n int) {
 }
 
 // AssignGroups is run by the group leader.
-func (b *topicBalancer) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
+func (b *Balancer) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {
 	byTopic := map[string][]int{}
 	for _, p := range partitions {
 		byTopic[p.Topic] = append(byTopic[p.Topic], p.ID)
@@ -144,7 +157,7 @@ func (b *topicBalancer) AssignGroups(members []kafka.GroupMember, partitions []k
 	return out
 }
 
-// balanceTopics is the assignment of topicBalancer: members (sorted ids),
+// balanceTopics is the assignment of Balancer: members (sorted ids),
 // the topics each subscribes to, the topics each claims with their rates,
 // and the topics (sorted). It returns topic → member, in three steps:
 // sticky claims, orphans to the least loaded, then moves that balance.
@@ -305,8 +318,8 @@ func better(pairs ...float64) bool {
 	return false
 }
 
-// topics are the topics this member owns (tests).
-func (b *topicBalancer) topics() []string {
+// Topics are the topics this member owns, sorted.
+func (b *Balancer) Topics() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Sorted(maps.Keys(b.owned))

@@ -1,4 +1,4 @@
-package stream
+package balance
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func assignTopics(t *testing.T, members []member, topics map[string]int) map[str
 			parts = append(parts, kafka.Partition{Topic: topic, ID: p})
 		}
 	}
-	got := newTopicBalancer().AssignGroups(gms, parts)
+	got := New().AssignGroups(gms, parts)
 	out := map[string][]string{}
 	for id, ts := range got {
 		for topic, ps := range ts {

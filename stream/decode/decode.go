@@ -1,4 +1,4 @@
-package stream
+package decode
 
 import (
 	"context"
@@ -10,30 +10,30 @@ import (
 // odwatch_records_rejected_total and of the DLQ header, so they are part of
 // the user-facing contract.
 const (
-	ReasonMalformed     = "malformed_json"
-	ReasonNotObject     = "not_object"
-	ReasonBadAvro       = "bad_avro"
-	ReasonUnknownSchema = "unknown_schema"
-	ReasonRegistry      = "registry_unavailable"
-	ReasonTooLarge      = "too_large"
-	ReasonTooManyFields = "too_many_fields"
+	reasonMalformed     = "malformed_json"
+	reasonNotObject     = "not_object"
+	reasonBadAvro       = "bad_avro"
+	reasonUnknownSchema = "unknown_schema"
+	reasonRegistry      = "registry_unavailable"
+	reasonTooLarge      = "too_large"
+	reasonTooManyFields = "too_many_fields"
 )
 
 // Defaults of DecoderConfig limits.
 const (
 	DefaultMaxRecordBytes = 1 << 20
-	DefaultMaxFields      = 1000
+	defaultMaxFields      = 1000
 )
 
 // Formats NewDecoder accepts.
 const (
 	FormatJSON          = "json"
-	FormatAvro          = "avro"
-	FormatAvroConfluent = "avro-confluent"
+	formatAvro          = "avro"
+	formatAvroConfluent = "avro-confluent"
 )
 
 // DecodeError is a record the decoder rejects: bad input, not a failure of
-// the pipeline. Reason is one of the Reason constants.
+// the pipeline. Reason is one of the reason constants.
 type DecodeError struct {
 	Reason string
 	Err    error
@@ -51,7 +51,7 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // Retryable reports whether the same bytes may decode later: the record was
 // not at fault, the Schema Registry was unreachable. A pipeline may back off
 // and retry instead of dead-lettering it.
-func (e *DecodeError) Retryable() bool { return e.Reason == ReasonRegistry }
+func (e *DecodeError) Retryable() bool { return e.Reason == reasonRegistry }
 
 func decodeErr(reason string, err error) *DecodeError {
 	return &DecodeError{Reason: reason, Err: err}
@@ -72,11 +72,11 @@ type DecoderConfig struct {
 	RegistryURL    string       // Schema Registry base URL (format avro-confluent)
 	RegistryClient *http.Client // optional HTTP client for the registry
 	// MaxRecordBytes bounds a record value, checked before parsing
-	// (ReasonTooLarge). 0 means DefaultMaxRecordBytes.
+	// (reasonTooLarge). 0 means DefaultMaxRecordBytes.
 	MaxRecordBytes int
 	// MaxFields bounds the number of flattened scalar fields of a record,
-	// counted before column selection (ReasonTooManyFields). 0 means
-	// DefaultMaxFields.
+	// counted before column selection (reasonTooManyFields). 0 means
+	// defaultMaxFields.
 	MaxFields int
 	// Include and Exclude select columns: exact names or prefix patterns
 	// ending in "*" (e.g. "user.*"). Empty Include keeps all; Exclude wins.
@@ -96,7 +96,7 @@ func NewDecoder(cfg DecoderConfig) (Decoder, error) {
 		cfg.MaxRecordBytes = DefaultMaxRecordBytes
 	}
 	if cfg.MaxFields == 0 {
-		cfg.MaxFields = DefaultMaxFields
+		cfg.MaxFields = defaultMaxFields
 	}
 	sel, err := newColumnSelector(cfg.Include, cfg.Exclude)
 	if err != nil {
@@ -106,14 +106,14 @@ func NewDecoder(cfg DecoderConfig) (Decoder, error) {
 	switch cfg.Format {
 	case FormatJSON:
 		return newJSONDecoder(lim), nil
-	case FormatAvro:
+	case formatAvro:
 		return newAvroDecoder(cfg.Schema, lim)
-	case FormatAvroConfluent:
+	case formatAvroConfluent:
 		return newConfluentDecoder(cfg.RegistryURL, cfg.RegistryClient, lim)
 	case "":
-		return nil, fmt.Errorf("Format: missing (want %q, %q or %q)", FormatJSON, FormatAvro, FormatAvroConfluent)
+		return nil, fmt.Errorf("Format: missing (want %q, %q or %q)", FormatJSON, formatAvro, formatAvroConfluent)
 	}
-	return nil, fmt.Errorf("Format: unknown format %q (want %q, %q or %q)", cfg.Format, FormatJSON, FormatAvro, FormatAvroConfluent)
+	return nil, fmt.Errorf("Format: unknown format %q (want %q, %q or %q)", cfg.Format, FormatJSON, formatAvro, formatAvroConfluent)
 }
 
 // limits are the checks every decoder applies.
@@ -146,14 +146,14 @@ func (s *fieldSink) emit(name, value []byte, null bool) {
 func (s *fieldSink) finish() error {
 	if s.n > s.maxFields {
 		s.rec.Reset()
-		return decodeErr(ReasonTooManyFields, fmt.Errorf("%d fields, limit %d", s.n, s.maxFields))
+		return decodeErr(reasonTooManyFields, fmt.Errorf("%d fields, limit %d", s.n, s.maxFields))
 	}
 	return nil
 }
 
 func (l limits) checkSize(value []byte) error {
 	if len(value) > l.maxBytes {
-		return decodeErr(ReasonTooLarge, fmt.Errorf("%d bytes, limit %d", len(value), l.maxBytes))
+		return decodeErr(reasonTooLarge, fmt.Errorf("%d bytes, limit %d", len(value), l.maxBytes))
 	}
 	return nil
 }

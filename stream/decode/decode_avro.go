@@ -1,4 +1,4 @@
-package stream
+package decode
 
 import (
 	"context"
@@ -253,13 +253,13 @@ func (w *avroWalker) run(root *avroNode) error {
 	w.value(root, 0)
 	if w.err != nil {
 		w.sink.rec.Reset()
-		return decodeErr(ReasonBadAvro, w.err)
+		return decodeErr(reasonBadAvro, w.err)
 	}
 	if w.p != len(w.data) {
 		w.sink.rec.Reset()
-		return decodeErr(ReasonBadAvro, fmt.Errorf("%d trailing bytes after the datum", len(w.data)-w.p))
+		return decodeErr(reasonBadAvro, fmt.Errorf("%d trailing bytes after the datum", len(w.data)-w.p))
 	}
-	w.sink.rec.AddIgnored(w.ignored)
+	w.sink.rec.addIgnored(w.ignored)
 	return w.sink.finish()
 }
 

@@ -1,4 +1,4 @@
-package stream
+package decode
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 func mustDecoder(t testing.TB, cfg DecoderConfig) Decoder {
@@ -62,20 +64,20 @@ func TestDecodeJSON(t *testing.T) {
 			want: []testField{{"näme", "café 😀 \"q\" \\ \n", false}, {"k", "日本", false}}},
 		{name: "empty object", in: ` {} `, want: nil},
 		{name: "whitespace", in: "\n{ \"a\" : 1 }\r\n", want: []testField{{"a", "1", false}}},
-		{name: "not object: array", in: `[1,2]`, reason: ReasonNotObject},
-		{name: "not object: string", in: `"x"`, reason: ReasonNotObject},
-		{name: "not object: number", in: `42`, reason: ReasonNotObject},
-		{name: "not object: null", in: `null`, reason: ReasonNotObject},
-		{name: "malformed: truncated", in: `{"a":1`, reason: ReasonMalformed},
-		{name: "malformed: garbage", in: `{"a":tru}`, reason: ReasonMalformed},
-		{name: "malformed: trailing", in: `{"a":1} x`, reason: ReasonMalformed},
-		{name: "malformed: empty", in: ``, reason: ReasonMalformed},
-		{name: "malformed: not json", in: `hello`, reason: ReasonMalformed},
-		{name: "malformed: two objects", in: `{}{}`, reason: ReasonMalformed},
-		{name: "malformed: nests too deep", in: strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100), reason: ReasonMalformed},
-		{name: "too large 5MB", in: `{"a":"` + strings.Repeat("x", 5<<20) + `"}`, reason: ReasonTooLarge},
-		{name: "larger limit accepts", cfg: DecoderConfig{MaxRecordBytes: 16}, in: `{"a":"0123456789"}`, reason: ReasonTooLarge},
-		{name: "10000 fields", in: wide(10000), reason: ReasonTooManyFields},
+		{name: "not object: array", in: `[1,2]`, reason: reasonNotObject},
+		{name: "not object: string", in: `"x"`, reason: reasonNotObject},
+		{name: "not object: number", in: `42`, reason: reasonNotObject},
+		{name: "not object: null", in: `null`, reason: reasonNotObject},
+		{name: "malformed: truncated", in: `{"a":1`, reason: reasonMalformed},
+		{name: "malformed: garbage", in: `{"a":tru}`, reason: reasonMalformed},
+		{name: "malformed: trailing", in: `{"a":1} x`, reason: reasonMalformed},
+		{name: "malformed: empty", in: ``, reason: reasonMalformed},
+		{name: "malformed: not json", in: `hello`, reason: reasonMalformed},
+		{name: "malformed: two objects", in: `{}{}`, reason: reasonMalformed},
+		{name: "malformed: nests too deep", in: strings.Repeat(`{"a":`, 100) + "1" + strings.Repeat("}", 100), reason: reasonMalformed},
+		{name: "too large 5MB", in: `{"a":"` + strings.Repeat("x", 5<<20) + `"}`, reason: reasonTooLarge},
+		{name: "larger limit accepts", cfg: DecoderConfig{MaxRecordBytes: 16}, in: `{"a":"0123456789"}`, reason: reasonTooLarge},
+		{name: "10000 fields", in: wide(10000), reason: reasonTooManyFields},
 		{name: "1000 fields ok", in: wide(1000), want: nil},
 		{name: "include exact and prefix",
 			cfg:  DecoderConfig{Include: []string{"a", "user.*"}},
@@ -116,8 +118,8 @@ func TestDecodeJSON(t *testing.T) {
 			if got := recordFields(&rec); !equalFields(got, tt.want) {
 				t.Fatalf("got %v\nwant %v", got, tt.want)
 			}
-			if rec.Ignored() != tt.ignored {
-				t.Fatalf("ignored %d, want %d", rec.Ignored(), tt.ignored)
+			if rec.ignored != tt.ignored {
+				t.Fatalf("ignored %d, want %d", rec.ignored, tt.ignored)
 			}
 		})
 	}
@@ -166,18 +168,12 @@ func TestDecodeJSONSteadyStateAllocs(t *testing.T) {
 	}
 }
 
-// payrollJSON is a 6-field record like the demo stream's.
-func payrollJSON(i int) []byte {
-	return fmt.Appendf(nil, `{"position":"pos%d","experience":%d,"salary":%d,"taxGroup":"G%d","perc":0.%02d,"tax":%d.5}`,
-		i%7, i%30, 30000+i%5000, i%5, i%40+10, i%9000)
-}
-
 func BenchmarkDecodeJSON(b *testing.B) {
 	d := mustDecoder(b, DecoderConfig{Format: FormatJSON})
 	inputs := make([][]byte, 1024)
 	size := 0
 	for i := range inputs {
-		inputs[i] = payrollJSON(i)
+		inputs[i] = testkit.PayrollJSON(i)
 		size += len(inputs[i])
 	}
 	ctx := context.Background()

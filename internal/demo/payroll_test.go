@@ -1,4 +1,4 @@
-package stream
+package demo
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"math/rand"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/stream/kafkaread"
 )
 
 func TestPayrollBracketMonotonic(t *testing.T) {
@@ -32,7 +34,7 @@ func TestPayrollRecords(t *testing.T) {
 	}{{"clean", false}, {"data-entry error", true}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := &payrollGen{rng: rand.New(rand.NewSource(1))}
+			g := NewPayrollGen(1)
 			for range 1000 {
 				var r struct {
 					Position           string
@@ -40,7 +42,7 @@ func TestPayrollRecords(t *testing.T) {
 					TaxGroup           string `json:"tax_group"`
 					Perc, Tax          int
 				}
-				b := g.next(tt.faulty)
+				b := g.Next(tt.faulty)
 				if err := json.Unmarshal(b, &r); err != nil {
 					t.Fatalf("%s: %v", b, err)
 				}
@@ -61,7 +63,7 @@ func TestPayrollFaultSchedule(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	faults := 0
 	for i := range 400 {
-		f := o.faulty(i, rng)
+		f := o.Faulty(i, rng)
 		if f && (i < 100 || i >= 300) {
 			t.Fatalf("record %d faulty outside [100, 300)", i)
 		}
@@ -75,7 +77,11 @@ func TestPayrollFaultSchedule(t *testing.T) {
 }
 
 func TestProducePayroll(t *testing.T) {
-	addr := startTestBroker(t, map[string]int{"pay": 2})
+	addr, stop, err := StartBroker(context.Background(), map[string]int{"pay": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -85,7 +91,11 @@ func TestProducePayroll(t *testing.T) {
 	if d := time.Since(start); d < 150*time.Millisecond {
 		t.Errorf("500 records at 2500/s took %v, want about 200 ms", d)
 	}
-	if got := len(readTopic(t, addr, "pay")); got != 500 {
+	got := 0
+	if err := kafkaread.ReadRange(ctx, []string{addr}, nil, "pay", kafkaread.Bound{}, kafkaread.Bound{}, func(kafkaread.Record) error { got++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got != 500 {
 		t.Errorf("%d records on the topic, want 500", got)
 	}
 	if err := ProducePayroll(ctx, PayrollOptions{Topic: "pay"}); err == nil {

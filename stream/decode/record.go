@@ -1,4 +1,4 @@
-package stream
+package decode
 
 import (
 	"encoding/binary"
@@ -18,7 +18,7 @@ import (
 type FlatRecord struct {
 	buf     []byte
 	fields  []flatField
-	ignored int
+	ignored int // non-scalar fields (arrays, maps, ...) the decoder skipped
 }
 
 // flatField locates one field in FlatRecord.buf: the name is
@@ -61,8 +61,8 @@ func addField[S string | []byte](r *FlatRecord, name, value S, null bool) {
 	r.fields = append(r.fields, f)
 }
 
-// AddIgnored counts n non-scalar fields skipped while decoding.
-func (r *FlatRecord) AddIgnored(n int) { r.ignored += n }
+// addIgnored counts n non-scalar fields skipped while decoding.
+func (r *FlatRecord) addIgnored(n int) { r.ignored += n }
 
 // Len is the number of fields.
 func (r *FlatRecord) Len() int { return len(r.fields) }
@@ -74,10 +74,6 @@ func (r *FlatRecord) Field(i int) (name, value []byte, null bool) {
 	end := f.valOff + f.valLen
 	return r.buf[f.off:n:n], r.buf[f.valOff:end:end], f.null
 }
-
-// Ignored is the number of non-scalar fields (arrays, maps, ...) skipped
-// while decoding.
-func (r *FlatRecord) Ignored() int { return r.ignored }
 
 // Binary layout of a record (the Pebble value of a window record):
 //

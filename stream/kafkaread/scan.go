@@ -1,4 +1,4 @@
-package stream
+package kafkaread
 
 import (
 	"context"
@@ -9,15 +9,15 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// scanTopic calls fn with every record of every partition of topic, in
+// Scan calls fn with every record of every partition of topic, in
 // offset order per partition, from the partition's first offset (tail <=
 // 0) or its last tail records, up to the high watermark at the time of the
 // call. A topic that does not exist has no records. The record's Key and
 // Value are closed after fn returns. It is how a member reads back the
 // events topic's tail (dedupeFromEventsTopic) and the state topic
 // (readStateRecord), off the consumer group.
-func scanTopic(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, tail int64, fn func(partition int, rec *kafka.Record)) error {
-	tr := ownTransport(dialer)
+func Scan(ctx context.Context, brokers []string, dialer *kafka.Dialer, topic string, tail int64, fn func(partition int, rec *kafka.Record)) error {
+	tr := Transport(dialer)
 	defer tr.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
 	md, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})

@@ -1,0 +1,4 @@
+package kafkaread
+
+// Before is before, for the external test.
+var Before = before

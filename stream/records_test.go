@@ -1,0 +1,22 @@
+package stream
+
+import (
+	"testing"
+
+	"github.com/odwatch/odwatch/stream/decode"
+)
+
+// testField is a field as tests write it.
+type testField struct {
+	name, value string
+	null        bool
+}
+
+func mustDecoder(t testing.TB, cfg decode.DecoderConfig) decode.Decoder {
+	t.Helper()
+	d, err := decode.NewDecoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
