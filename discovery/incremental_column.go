@@ -10,7 +10,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/odwatch/odwatch/discovery/codeindex"
+	"github.com/odwatch/odwatch/internal/codeindex"
 )
 
 // incMode is how an incremental column currently types its values, as

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/discovery"
-	"github.com/odwatch/odwatch/discovery/codeindex"
+	"github.com/odwatch/odwatch/internal/codeindex"
 )
 
 // RowMeta says where a window row came from. The window keeps Time to the
