@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // The benchmarks of issue 7 (docs/DESIGN.md, "Strength"; README, "Benchmarks"):
@@ -22,7 +24,7 @@ const sharedData = "../../shared/data"
 // maxReliable is the most reliable dependencies a ranking case may list.
 const maxReliable = 15
 
-func readShared(t *testing.T, name string, opts CSVOptions) *Table {
+func readShared(t *testing.T, name string, opts CSVOptions) *table.Table {
 	t.Helper()
 	f, err := os.Open(filepath.Join(sharedData, name))
 	if err != nil {

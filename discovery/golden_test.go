@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -21,11 +23,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 func TestGoldenCars(t *testing.T) {
 	for _, tc := range []struct {
 		golden      string
-		typing      Typing
+		typing      table.Typing
 		minStrength float64
 	}{
-		{"cars-0.05.golden.json", Typing{OrderText: true}, 0},
-		{"cars-0.05-typed.golden.json", Typing{}, DefaultMinStrength},
+		{"cars-0.05.golden.json", table.Typing{OrderText: true}, 0},
+		{"cars-0.05-typed.golden.json", table.Typing{}, DefaultMinStrength},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			f, err := os.Open("../../shared/data/cars.csv")

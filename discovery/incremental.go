@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // Incremental keeps the removal counts of a set of dependencies (OFDs and
@@ -80,7 +82,7 @@ type Incremental struct {
 	mask     uint32
 	from, to uint32
 
-	typing    Typing
+	typing    table.Typing
 	exact     bool
 	sortedMin int
 	maxStale  int
@@ -175,7 +177,7 @@ type IncrementalOptions struct {
 	RecountBudget int
 	// Typing types the columns as EncodeTyped does. Ordinal declarations
 	// with a list of values are not supported (NewIncremental fails).
-	Typing Typing
+	Typing table.Typing
 }
 
 // DefaultSortedMin is IncrementalOptions.SortedMin's default: below it, a
@@ -275,7 +277,7 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 	}
 	for name, list := range opts.Typing.Ordinal {
 		if len(list) > 0 {
-			return nil, fmt.Errorf("%w: column %q: an order by a list of values is not checked incrementally", ErrOrdinal, name)
+			return nil, fmt.Errorf("%w: column %q: an order by a list of values is not checked incrementally", table.ErrOrdinal, name)
 		}
 	}
 	if err := e.SetDependencies(deps); err != nil {
@@ -1352,9 +1354,9 @@ func (e *Incremental) rebuildNodes() {
 // every column, or only those named (names it does not know are ignored),
 // so that a caller sampling a few columns does not copy the others. Codes
 // are copied; dictionaries share the strings.
-func (e *Incremental) DictColumns(names ...string) []DictColumn {
+func (e *Incremental) DictColumns(names ...string) []table.DictColumn {
 	e.internBatch()
-	var out []DictColumn
+	var out []table.DictColumn
 	for _, c := range e.cols {
 		if len(names) > 0 && !slices.Contains(names, c.name) {
 			continue
@@ -1363,7 +1365,7 @@ func (e *Incremental) DictColumns(names ...string) []DictColumn {
 		for k := range codes {
 			codes[k] = c.codes[(e.oldest+uint32(k))&e.mask]
 		}
-		out = append(out, DictColumn{Name: c.name, Dict: append([]string(nil), c.vals...), Codes: codes})
+		out = append(out, table.DictColumn{Name: c.name, Dict: append([]string(nil), c.vals...), Codes: codes})
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/benchstream"
 )
 
@@ -98,7 +99,7 @@ func BenchmarkCheck(b *testing.B) {
 			cols := dictColumns(w)
 			b.StartTimer()
 			start := time.Now()
-			tab, err := Encode(cols)
+			tab, err := table.Encode(cols)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -112,11 +113,11 @@ func BenchmarkCheck(b *testing.B) {
 }
 
 // dictColumns is the window as a snapshot hands it over.
-func dictColumns(rows [][]string) []DictColumn {
-	cols := make([]DictColumn, len(benchstream.Fields))
+func dictColumns(rows [][]string) []table.DictColumn {
+	cols := make([]table.DictColumn, len(benchstream.Fields))
 	for i, name := range benchstream.Fields {
 		idx := map[string]uint32{}
-		dc := DictColumn{Name: name, Codes: make([]uint32, len(rows))}
+		dc := table.DictColumn{Name: name, Codes: make([]uint32, len(rows))}
 		for r, row := range rows {
 			code, ok := idx[row[i]]
 			if !ok {

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/codeindex"
 )
 
@@ -71,7 +72,7 @@ type incColumn struct {
 	nonTimeLive int // codes held by rows that are not temporal
 	nonNull     int // rows with a non-NULL value
 	temporalOK  bool
-	layout      int     // temporalLayouts index + 1 of the last date read (parseTime)
+	layout      int     // temporalLayouts index of the last date read (parseTime)
 	mode        incMode // as of the last settle
 
 	// ordered: some OC sorts by this column, so temporal and text values
@@ -375,27 +376,10 @@ func (c *incColumn) holds(code uint32, v string) bool {
 	return len(w) == len(v) && (len(v) == 0 || unsafe.StringData(w) == unsafe.StringData(v))
 }
 
-// parseTime is parseTemporal trying first the layout that read the
-// column's last date: a column's dates mostly share one layout, and each
-// layout tried in vain costs a parse and an error. A string fits at most
-// one layout (any other leaves text over or lacks some), so the result is
-// parseTemporal's.
+// parseTime reads a temporal value, trying first the layout that read the
+// column's last date (see ParseTemporalFrom).
 func (c *incColumn) parseTime(v string) (time.Time, bool) {
-	if c.layout > 0 && len(v) >= 7 && v[4] == '-' && v[0] >= '0' && v[0] <= '9' {
-		if t, err := time.Parse(temporalLayouts[c.layout-1], v); err == nil {
-			return t, true
-		}
-	}
-	t, ok := parseTemporal(v)
-	if ok {
-		for i, layout := range temporalLayouts {
-			if _, err := time.Parse(layout, v); err == nil {
-				c.layout = i + 1
-				break
-			}
-		}
-	}
-	return t, ok
+	return table.ParseTemporalFrom(v, &c.layout)
 }
 
 func (c *incColumn) ref(code uint32) {

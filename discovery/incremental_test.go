@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // incCell is one value of the differential tests' model window.
@@ -23,14 +25,14 @@ type incCell struct {
 type incModel struct {
 	names  []string
 	rows   [][]incCell
-	typing Typing
+	typing table.Typing
 }
 
-func (m *incModel) table(t testing.TB) *Table {
-	cols := make([]DictColumn, len(m.names))
+func (m *incModel) table(t testing.TB) *table.Table {
+	cols := make([]table.DictColumn, len(m.names))
 	for i, name := range m.names {
 		idx := map[string]uint32{}
-		dc := DictColumn{Name: name, Codes: make([]uint32, len(m.rows))}
+		dc := table.DictColumn{Name: name, Codes: make([]uint32, len(m.rows))}
 		for r, row := range m.rows {
 			c := row[i]
 			if c.null {
@@ -46,7 +48,7 @@ func (m *incModel) table(t testing.TB) *Table {
 		}
 		cols[i] = dc
 	}
-	tab, err := EncodeTyped(cols, m.typing)
+	tab, err := table.EncodeTyped(cols, m.typing)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package discovery
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/odwatch/odwatch/discovery/table"
+)
 
 // The iterative baseline of Karegar et al. (Algorithm 1): while swaps remain,
 // remove the tuple involved in the most swaps. It over-estimates the minimal
@@ -110,7 +114,7 @@ func (s *iterScratch) iterativeClass(rem int, removed *[]int) int {
 // load fills s.val/s.row with the class's tuples in (A, B') order, where B'
 // is B for asc and maxB-B for desc, ties by row. It runs once per class, so
 // its comparison sort does not matter next to the rounds.
-func (s *iterScratch) load(cls []uint32, a, b *Column, pol Polarity) {
+func (s *iterScratch) load(cls []uint32, a, b *table.Column, pol Polarity) {
 	maxB := uint32(max(b.Cardinality-1, 0))
 	s.items = s.items[:0]
 	for _, r := range cls {
@@ -132,7 +136,7 @@ func (s *iterScratch) load(cls []uint32, a, b *Column, pol Polarity) {
 // OCRemovalsIterative returns the removals the iterative baseline makes for
 // X: A ~ B (p is X's partition); with budget >= 0 it stops once they exceed
 // it. It never reports fewer removals than OCRemovals.
-func (v *Validator) OCRemovalsIterative(p *StrippedPartition, a, b *Column, pol Polarity, budget int) int {
+func (v *Validator) OCRemovalsIterative(p *StrippedPartition, a, b *table.Column, pol Polarity, budget int) int {
 	total := 0
 	for i := 0; i < p.NumClasses(); i++ {
 		v.it.load(p.Class(i), a, b, pol)
@@ -150,7 +154,7 @@ func (v *Validator) OCRemovalsIterative(p *StrippedPartition, a, b *Column, pol 
 
 // OCIterativeRemovalRows returns the rows (ascending) the iterative
 // baseline removes for X: A ~ B.
-func OCIterativeRemovalRows(p *StrippedPartition, a, b *Column, pol Polarity) []int {
+func OCIterativeRemovalRows(p *StrippedPartition, a, b *table.Column, pol Polarity) []int {
 	var s iterScratch
 	var out []int
 	for i := 0; i < p.NumClasses(); i++ {

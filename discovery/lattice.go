@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // ErrTooManyColumns is returned by Discover for tables with more than 64
@@ -23,7 +25,7 @@ var ErrTooManyColumns = errors.New("discovery: more than 64 columns")
 var ErrBadTable = errors.New("discovery: inconsistent table")
 
 // checkEncodedTable rejects tables the validators could index out of range with.
-func checkEncodedTable(t *Table) error {
+func checkEncodedTable(t *table.Table) error {
 	if t == nil {
 		return fmt.Errorf("%w: nil table", ErrBadTable)
 	}
@@ -120,7 +122,7 @@ type ocTask struct {
 
 // lattice is the state of one Discover run.
 type lattice struct {
-	t          *Table
+	t          *table.Table
 	opts       Options
 	m          int
 	all        uint64
@@ -170,13 +172,13 @@ type lattice struct {
 // deadline passes (or opts.Pause returns an error), Discover returns the
 // dependencies of the levels it completed, with Complete false, together
 // with an error wrapping ctx.Err() (or Pause's error).
-func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
+func Discover(ctx context.Context, t *table.Table, opts Options) (*Discovery, error) {
 	return discover(ctx, t, opts, pauseRows)
 }
 
 // discover is Discover with the workers' Validators passing opts.Pause
 // every pauseEvery rows of work within a unit (Discover: pauseRows).
-func discover(ctx context.Context, t *Table, opts Options, pauseEvery int) (*Discovery, error) {
+func discover(ctx context.Context, t *table.Table, opts Options, pauseEvery int) (*Discovery, error) {
 	start := time.Now()
 	if err := checkEncodedTable(t); err != nil {
 		return nil, err
@@ -210,7 +212,7 @@ func discover(ctx context.Context, t *Table, opts Options, pauseEvery int) (*Dis
 
 // newLattice returns the state of a Discover run on t, a checked table
 // with rows and at most 64 columns.
-func newLattice(t *Table, opts Options) *lattice {
+func newLattice(t *table.Table, opts Options) *lattice {
 	m := len(t.Columns)
 	workers := opts.Workers
 	if workers <= 0 {

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // The steps of the lattice walk (lattice.run), each judged against the
@@ -18,7 +20,7 @@ import (
 // stepCase is one small table with its oracle measures.
 type stepCase struct {
 	cols    [][]int
-	tab     *Table
+	tab     *table.Table
 	om      *oracleMeasures
 	ordered []bool
 }
@@ -92,7 +94,7 @@ func TestLatticeStepsMatchDefinitions(t *testing.T) {
 		for c := range cols {
 			sc.ordered[c] = rng.IntN(4) != 0
 			if !sc.ordered[c] {
-				tab.Columns[c].Type = Nominal
+				tab.Columns[c].Type = table.Nominal
 			}
 		}
 		for _, eps := range []float64{0, 0.1, 0.3} {

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 func discoveryLines(d *Discovery) []string {
@@ -80,7 +82,7 @@ func lineLevel(line string) int {
 
 // checkValidatorsAgainstOracle compares every validator, with and without
 // a budget, to the oracle for every context of the table.
-func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table, om *oracleMeasures) {
+func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.Table, om *oracleMeasures) {
 	t.Helper()
 	v := NewValidator()
 	m := len(cols)
@@ -266,13 +268,13 @@ func TestDiscoverCancel(t *testing.T) {
 }
 
 func TestDiscoverRejectsBadTables(t *testing.T) {
-	bad := &Table{Rows: 2, Columns: []Column{{Name: "a", Ranks: []uint32{0, 5}, Cardinality: 2}}}
+	bad := &table.Table{Rows: 2, Columns: []table.Column{{Name: "a", Ranks: []uint32{0, 5}, Cardinality: 2}}}
 	if _, err := Discover(context.Background(), bad, Options{}); !errors.Is(err, ErrBadTable) {
 		t.Fatalf("err %v, want ErrBadTable", err)
 	}
-	wide := &Table{Rows: 1}
+	wide := &table.Table{Rows: 1}
 	for i := range 65 {
-		wide.Columns = append(wide.Columns, Column{Name: fmt.Sprint(i), Ranks: []uint32{0}, Cardinality: 1})
+		wide.Columns = append(wide.Columns, table.Column{Name: fmt.Sprint(i), Ranks: []uint32{0}, Cardinality: 1})
 	}
 	if _, err := Discover(context.Background(), wide, Options{}); !errors.Is(err, ErrTooManyColumns) {
 		t.Fatalf("err %v, want ErrTooManyColumns", err)
@@ -363,7 +365,7 @@ func TestLatticeTypedReliableMatchesBruteForce(t *testing.T) {
 		for c := range ordered {
 			ordered[c] = rng.IntN(3) != 0
 			if !ordered[c] {
-				tab.Columns[c].Type = Nominal
+				tab.Columns[c].Type = table.Nominal
 			}
 		}
 		om := measureAll(cols, tab.Rows)

@@ -1,6 +1,10 @@
 package discovery
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/odwatch/odwatch/discovery/table"
+)
 
 // StrippedPartition is the partition of a table's rows by the values of a
 // set of columns (a context), with singleton classes left out (TANE): a
@@ -98,7 +102,7 @@ func FullPartition(n int) *StrippedPartition {
 
 // ColumnPartition partitions the rows by one column's ranks with a counting
 // sort: O(n + cardinality).
-func ColumnPartition(c *Column) *StrippedPartition {
+func ColumnPartition(c *table.Column) *StrippedPartition {
 	n := len(c.Ranks)
 	p := &StrippedPartition{N: n}
 	card := c.Cardinality
@@ -253,7 +257,7 @@ func (p *StrippedPartition) Product(q *StrippedPartition) *StrippedPartition {
 
 // PartitionOf builds the stripped partition of t by the given columns
 // (indices into t.Columns); no columns means the empty context.
-func PartitionOf(t *Table, cols []int) *StrippedPartition {
+func PartitionOf(t *table.Table, cols []int) *StrippedPartition {
 	if len(cols) == 0 {
 		return FullPartition(t.Rows)
 	}

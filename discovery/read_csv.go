@@ -10,6 +10,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // InputError is a malformed-input error at a line of the input (1-based,
@@ -35,7 +37,7 @@ type CSVOptions struct {
 	// far, every progressEvery rows and once at the end.
 	Progress func(rows int)
 	// Typing says how the columns are typed and ordered (see EncodeTyped).
-	Typing Typing
+	Typing table.Typing
 	// Lines, when set, records the line each data row starts on.
 	Lines *Lines
 }
@@ -78,7 +80,7 @@ const progressEvery = 1 << 16
 // ReadCSV reads a CSV table with a header line (RFC 4180 quoting, gzip
 // detected by its magic bytes) and encodes it. An empty cell is NULL. A
 // ragged row or bad quoting fails with an *InputError naming the line.
-func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
+func ReadCSV(r io.Reader, opts CSVOptions) (*table.Table, error) {
 	b, err := ReadCSVColumns(r, opts)
 	if err != nil {
 		return nil, err
@@ -88,7 +90,7 @@ func ReadCSV(r io.Reader, opts CSVOptions) (*Table, error) {
 
 // ReadCSVColumns is ReadCSV without the final encoding: it returns the
 // builder holding the dictionary-coded columns.
-func ReadCSVColumns(r io.Reader, opts CSVOptions) (*TableBuilder, error) {
+func ReadCSVColumns(r io.Reader, opts CSVOptions) (*table.TableBuilder, error) {
 	in, closeIn, err := maybeGunzip(r)
 	if err != nil {
 		return nil, err
@@ -115,12 +117,12 @@ func ReadCSVColumns(r io.Reader, opts CSVOptions) (*TableBuilder, error) {
 	}
 	// A UTF-8 byte order mark is not part of the first name.
 	names[0] = strings.TrimPrefix(names[0], "\uFEFF")
-	b, err := NewTableBuilder(names)
+	b, err := table.NewTableBuilder(names)
 	if err != nil {
 		return nil, &InputError{Line: 1, Err: fmt.Errorf("header: %w", err)}
 	}
 
-	for opts.MaxRows <= 0 || b.rows < opts.MaxRows {
+	for opts.MaxRows <= 0 || b.Rows() < opts.MaxRows {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
 			break
@@ -128,17 +130,17 @@ func ReadCSVColumns(r io.Reader, opts CSVOptions) (*TableBuilder, error) {
 		if err != nil {
 			return nil, csvError(err, len(names), len(rec))
 		}
-		b.appendStrings(rec)
+		b.AppendStrings(rec)
 		if opts.Lines != nil {
 			line, _ := cr.FieldPos(0)
-			opts.Lines.add(b.rows-1, line)
+			opts.Lines.add(b.Rows()-1, line)
 		}
-		if opts.Progress != nil && b.rows%progressEvery == 0 {
-			opts.Progress(b.rows)
+		if opts.Progress != nil && b.Rows()%progressEvery == 0 {
+			opts.Progress(b.Rows())
 		}
 	}
 	if opts.Progress != nil {
-		opts.Progress(b.rows)
+		opts.Progress(b.Rows())
 	}
 	return b, nil
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // JSONOptions control ReadJSONLines.
@@ -18,7 +20,7 @@ type JSONOptions struct {
 	// every progressEvery records and once at the end.
 	Progress func(rows int)
 	// Typing says how the columns are typed and ordered (see EncodeTyped).
-	Typing Typing
+	Typing table.Typing
 	// Lines, when set, records the line each record is on.
 	Lines *Lines
 }
@@ -33,7 +35,7 @@ type JSONInfo struct {
 
 // ReadJSONLines reads one JSON object per line (gzip detected by its magic
 // bytes) into a table; see ReadJSONLinesColumns.
-func ReadJSONLines(r io.Reader, opts JSONOptions) (*Table, JSONInfo, error) {
+func ReadJSONLines(r io.Reader, opts JSONOptions) (*table.Table, JSONInfo, error) {
 	b, info, err := ReadJSONLinesColumns(r, opts)
 	if err != nil {
 		return nil, info, err
@@ -50,7 +52,7 @@ func ReadJSONLines(r io.Reader, opts JSONOptions) (*Table, JSONInfo, error) {
 // seen late is NULL in the earlier rows. When a key repeats in a record the
 // last value wins. Blank lines are skipped; a line that is not one JSON
 // object fails with an *InputError naming it.
-func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInfo, error) {
+func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*table.TableBuilder, JSONInfo, error) {
 	var info JSONInfo
 	in, closeIn, err := maybeGunzip(r)
 	if err != nil {
@@ -60,7 +62,7 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInf
 	lines := newLineReader(in)
 	recs := newJSONRecords(opts.MaxDepth)
 	b := recs.b
-	for opts.MaxRows <= 0 || b.rows < opts.MaxRows {
+	for opts.MaxRows <= 0 || b.Rows() < opts.MaxRows {
 		data, atEOF, err := lines.next()
 		if err != nil {
 			return nil, info, err
@@ -78,17 +80,17 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*TableBuilder, JSONInf
 			return nil, info, &InputError{Line: lines.line, Err: err}
 		}
 		if opts.Lines != nil {
-			opts.Lines.add(b.rows-1, lines.line)
+			opts.Lines.add(b.Rows()-1, lines.line)
 		}
-		if opts.Progress != nil && b.rows%progressEvery == 0 {
-			opts.Progress(b.rows)
+		if opts.Progress != nil && b.Rows()%progressEvery == 0 {
+			opts.Progress(b.Rows())
 		}
 		if atEOF {
 			break
 		}
 	}
 	if opts.Progress != nil {
-		opts.Progress(b.rows)
+		opts.Progress(b.Rows())
 	}
 	return b, info, nil
 }
@@ -136,14 +138,14 @@ func (lr *lineReader) next() (data []byte, atEOF bool, err error) {
 // of the flattened object sets its column's code, a new name adding a
 // column, and the fields a record lacks are NULL.
 type jsonRecords struct {
-	b    *TableBuilder
+	b    *table.TableBuilder
 	f    Flattener
 	row  []uint32                            // codes of the current record, by column
 	emit func(name, value []byte, null bool) // set, bound once
 }
 
 func newJSONRecords(maxDepth int) *jsonRecords {
-	b, _ := NewTableBuilder(nil)
+	b, _ := table.NewTableBuilder(nil)
 	r := &jsonRecords{b: b, f: Flattener{MaxDepth: maxDepth}}
 	r.emit = r.set
 	return r
@@ -155,7 +157,7 @@ func (r *jsonRecords) set(name, value []byte, null bool) {
 	if !ok {
 		// The name is new; a JSON key may be "", which AddColumn
 		// refuses but a record can legitimately hold.
-		col = r.b.addColumnUnchecked(string(name))
+		col = r.b.AddColumnUnchecked(string(name))
 		r.row = append(r.row, 0)
 	}
 	if null {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 func gz(t testing.TB, s string) string {
@@ -28,15 +30,19 @@ func gz(t testing.TB, s string) string {
 }
 
 // tableText renders a table as column name -> cell texts.
-func tableText(tab *Table) map[string][]string {
+func tableText(tab *table.Table) map[string][]string {
 	out := make(map[string][]string, len(tab.Columns))
 	for _, c := range tab.Columns {
-		out[c.Name] = valuesByRow(c)
+		text := make([]string, len(c.Ranks))
+		for i, r := range c.Ranks {
+			text[i] = c.Values[r]
+		}
+		out[c.Name] = text
 	}
 	return out
 }
 
-func columnNames(tab *Table) []string {
+func columnNames(tab *table.Table) []string {
 	var out []string
 	for _, c := range tab.Columns {
 		out = append(out, c.Name)
@@ -206,7 +212,7 @@ func TestReadJSONLines(t *testing.T) {
 	if info.Skipped != 2 || info.BlankLines != 1 {
 		t.Errorf("info = %+v, want 2 skipped, 1 blank line", info)
 	}
-	if tab.Columns[0].Type != Numeric || tab.Columns[1].Type == Numeric {
+	if tab.Columns[0].Type != table.Numeric || tab.Columns[1].Type == table.Numeric {
 		t.Errorf("typing: a %v, b.c %v", tab.Columns[0].Type, tab.Columns[1].Type)
 	}
 
@@ -284,7 +290,7 @@ func FuzzReadJSONLines(f *testing.F) {
 }
 
 // checkTable asserts the invariants of an encoded table.
-func checkTable(t *testing.T, tab *Table) {
+func checkTable(t *testing.T, tab *table.Table) {
 	t.Helper()
 	for _, c := range tab.Columns {
 		if len(c.Ranks) != tab.Rows {
@@ -305,7 +311,7 @@ func checkTable(t *testing.T, tab *Table) {
 				t.Fatalf("column %q: rank %d unused (ranks not dense)", c.Name, r)
 			}
 		}
-		if c.Type == Nominal {
+		if c.Type == table.Nominal {
 			for r := 1; r < len(c.Values); r++ {
 				if c.Values[r-1] >= c.Values[r] {
 					t.Fatalf("column %q: values not in byte order: %q", c.Name, c.Values)
@@ -441,10 +447,9 @@ func TestReadCSVRoundTrip(t *testing.T) {
 			t.Fatalf("iteration %d: %d rows x %d columns, want %d x %d", iter, tab.Rows, len(tab.Columns), rows, cols)
 		}
 		for c, col := range tab.Columns {
-			got := valuesByRow(col)
 			for r := range want {
-				if got[r] != want[r][c] {
-					t.Fatalf("iteration %d: row %d column %d = %q, want %q\n%q", iter, r, c, got[r], want[r][c], buf.String())
+				if got := col.Values[col.Ranks[r]]; got != want[r][c] {
+					t.Fatalf("iteration %d: row %d column %d = %q, want %q\n%q", iter, r, c, got, want[r][c], buf.String())
 				}
 			}
 		}

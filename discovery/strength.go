@@ -1,6 +1,10 @@
 package discovery
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/odwatch/odwatch/discovery/table"
+)
 
 // Strength: how much better than chance a dependency holds, in [0,1]
 // (docs/DESIGN.md, "Strength", derives both measures). Both have the form
@@ -14,7 +18,7 @@ import "slices"
 
 // columnPdep returns pdep(A) = sum over the values v of A of (|A=v| / n)^2,
 // NULL counting as a value (1 for an empty column).
-func columnPdep(c *Column) float64 {
+func columnPdep(c *table.Column) float64 {
 	n := len(c.Ranks)
 	if n == 0 {
 		return 1
@@ -70,7 +74,7 @@ func fdStrength(pdepXY, pdepA float64, n, domX int) float64 {
 // OFDStrength returns the strength of X: [] -> A (fdStrength), p being X's
 // partition and pdepA A's columnPdep. pdep(X -> A) = sum over classes x of
 // X of sum_a |x, A=a|^2 / |x| / n; a singleton class adds 1/n.
-func (v *Validator) OFDStrength(p *StrippedPartition, a *Column, pdepA float64) float64 {
+func (v *Validator) OFDStrength(p *StrippedPartition, a *table.Column, pdepA float64) float64 {
 	n := p.N
 	if n == 0 {
 		return NoStrength
@@ -113,7 +117,7 @@ func ocStrength(n, removals int, expected float64) float64 {
 // OCStrength returns the strength of X: A ~ B (pol) with the given exact
 // removals, p being X's partition: chanceCorrected(removals, expected),
 // where expected is OCShuffledRemovals.
-func (v *Validator) OCStrength(p *StrippedPartition, a, b *Column, pol Polarity, removals int) float64 {
+func (v *Validator) OCStrength(p *StrippedPartition, a, b *table.Column, pol Polarity, removals int) float64 {
 	if p.N == 0 {
 		return NoStrength
 	}
@@ -145,7 +149,7 @@ func (r *shuffleRand) next() uint64 {
 // over the classes, its relative spread is small wherever the expectation
 // is large enough to matter. Cost: O(|c|) for the shuffle and a radix sort
 // per class.
-func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *Column, pol Polarity) int {
+func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column, pol Polarity) int {
 	maxB := uint32(max(b.Cardinality-1, 0))
 	bitsB := rankBits(b)
 	width := rankBits(a) + bitsB

@@ -7,13 +7,15 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // costTable is issue 7's example: repair and total are 0 in 98% of rows and
 // ordered together otherwise; noise is unrelated to both.
-func costTable(n int) *Table {
+func costTable(n int) *table.Table {
 	rng := rand.New(rand.NewPCG(1, 7))
-	b, _ := NewTableBuilder([]string{"repair", "total", "noise"})
+	b, _ := table.NewTableBuilder([]string{"repair", "total", "noise"})
 	for r := range n {
 		repair, total := 0, 0
 		if r%50 == 0 {
@@ -22,7 +24,7 @@ func costTable(n int) *Table {
 		}
 		b.AppendRow([][]byte{[]byte(strconv.Itoa(repair)), []byte(strconv.Itoa(total)), []byte(strconv.Itoa(rng.IntN(1000)))}, nil)
 	}
-	tab, err := b.Table(Typing{})
+	tab, err := b.Table(table.Typing{})
 	if err != nil {
 		panic(err)
 	}

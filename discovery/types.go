@@ -5,9 +5,9 @@
 // g3 approximate FDs, list-based ODs, and the iterative baseline of Karegar
 // et al.), removal sets and interestingness scores.
 //
-// It opens no files or connections: tables come from an io.Reader the caller
-// opens (ReadCSV, ReadJSONLines) or from dictionary-coded columns the stream
-// hands over (Encode).
+// It opens no files or connections: tables come encoded (package table),
+// read from an io.Reader the caller opens (package tableio) or from
+// dictionary-coded columns the stream hands over (table.Encode).
 package discovery
 
 import (
@@ -15,69 +15,6 @@ import (
 	"fmt"
 	"slices"
 )
-
-// DictColumn is a column in dictionary form, the way the stream keeps its
-// window: Codes[i] is 0 for NULL, otherwise an index+1 into Dict. Dict holds
-// each distinct non-NULL value once, in any order.
-type DictColumn struct {
-	Name  string
-	Dict  []string
-	Codes []uint32
-}
-
-// ColumnType is how a column's values compare (docs/DESIGN.md, "Discovery
-// semantics"). Only ordered columns (every type but Nominal) take part in
-// OCs; every column takes part in OFDs and contexts.
-type ColumnType uint8
-
-const (
-	// Nominal text: values are equal or not, never smaller or larger.
-	// Its ranks follow byte order only to be deterministic.
-	Nominal ColumnType = iota
-	// Numeric: every non-NULL value parses as a float64; ordered by value.
-	Numeric
-	// Temporal: every non-NULL value is an ISO 8601 date or timestamp
-	// (RFC 3339 included); ordered by time.
-	Temporal
-	// Ordinal: text declared ordered (Typing.Ordinal), by a given list of
-	// values or by bytes; in order-text mode every text column is Ordinal.
-	Ordinal
-)
-
-// Ordered reports whether values of this type have an order OCs may use.
-func (t ColumnType) Ordered() bool { return t != Nominal }
-
-func (t ColumnType) String() string {
-	switch t {
-	case Nominal:
-		return "nominal"
-	case Numeric:
-		return "numeric"
-	case Temporal:
-		return "temporal"
-	case Ordinal:
-		return "ordinal"
-	}
-	return fmt.Sprintf("type(%d)", int(t))
-}
-
-// Column is one encoded column: dense ranks in value order. Rank 0 is NULL
-// when the column has NULLs (NULL is lower than every value); ranks are
-// contiguous from 0 to Cardinality-1.
-type Column struct {
-	Name        string
-	Type        ColumnType
-	Ranks       []uint32
-	Cardinality int
-	// Values[r] is the text of rank r ("" for NULL), for printing samples.
-	Values []string
-}
-
-// Table is an encoded table: every column has Rows ranks.
-type Table struct {
-	Rows    int
-	Columns []Column
-}
 
 // Kind is the kind of a dependency.
 type Kind int

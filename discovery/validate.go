@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // RemovalBudget is the largest number of removals a dependency may need to
@@ -102,7 +104,7 @@ func (v *Validator) Product(p, q *StrippedPartition) *StrippedPartition {
 }
 
 // rankBits is the number of bits needed for the ranks of c.
-func rankBits(c *Column) uint {
+func rankBits(c *table.Column) uint {
 	if c.Cardinality <= 1 {
 		return 0
 	}
@@ -112,7 +114,7 @@ func rankBits(c *Column) uint {
 // OFDRemovals returns the g3 removals of X: [] -> A where p is X's
 // partition: per class, the rows not carrying the class's most frequent
 // value of A. Linear in the covered rows.
-func (v *Validator) OFDRemovals(p *StrippedPartition, a *Column, budget int) int {
+func (v *Validator) OFDRemovals(p *StrippedPartition, a *table.Column, budget int) int {
 	if len(v.counts) < a.Cardinality {
 		v.counts = make([]uint32, a.Cardinality)
 	}
@@ -143,7 +145,7 @@ func (v *Validator) OFDRemovals(p *StrippedPartition, a *Column, budget int) int
 
 // OCRemovals returns the removals of X: A ~ B with the given polarity, p
 // being X's partition.
-func (v *Validator) OCRemovals(p *StrippedPartition, a, b *Column, pol Polarity, budget int) int {
+func (v *Validator) OCRemovals(p *StrippedPartition, a, b *table.Column, pol Polarity, budget int) int {
 	asc, desc := v.ocRemovals(p, a, b, pol == Asc, pol == Desc, budget)
 	if pol == Desc {
 		return desc
@@ -153,7 +155,7 @@ func (v *Validator) OCRemovals(p *StrippedPartition, a, b *Column, pol Polarity,
 
 // OCRemovalsBoth returns the removals of X: A ~ B for both polarities from
 // one ordering of each class.
-func (v *Validator) OCRemovalsBoth(p *StrippedPartition, a, b *Column, budget int) (asc, desc int) {
+func (v *Validator) OCRemovalsBoth(p *StrippedPartition, a, b *table.Column, budget int) (asc, desc int) {
 	return v.ocRemovals(p, a, b, true, true, budget)
 }
 
@@ -176,7 +178,7 @@ const lazyMin = 256
 // candidates sooner; large classes are bucketed by the outer rank and each
 // bucket sorted just before the LNDS reads it, so the part of a class after
 // the budget runs out is never sorted.
-func (v *Validator) ocRemovals(p *StrippedPartition, a, b *Column, wantAsc, wantDesc bool, budget int) (asc, desc int) {
+func (v *Validator) ocRemovals(p *StrippedPartition, a, b *table.Column, wantAsc, wantDesc bool, budget int) (asc, desc int) {
 	if b.Cardinality > a.Cardinality {
 		a, b = b, a
 	}
@@ -866,7 +868,7 @@ func chainRemovals(p *StrippedPartition, item func(r uint32) chainItem) []int {
 
 // OCRemovalRows returns the rows (ascending) of one minimal removal set of
 // X: A ~ B with the given polarity, p being X's partition.
-func OCRemovalRows(p *StrippedPartition, a, b *Column, pol Polarity) []int {
+func OCRemovalRows(p *StrippedPartition, a, b *table.Column, pol Polarity) []int {
 	bitsB := rankBits(b)
 	maxB := uint32(max(b.Cardinality-1, 0))
 	return chainRemovals(p, func(r uint32) chainItem {
@@ -881,7 +883,7 @@ func OCRemovalRows(p *StrippedPartition, a, b *Column, pol Polarity) []int {
 // OFDRemovalRows returns the rows (ascending) of one minimal removal set of
 // X: [] -> A: per class, the rows not carrying its most frequent value
 // (the smallest such value on ties).
-func OFDRemovalRows(p *StrippedPartition, a *Column) []int {
+func OFDRemovalRows(p *StrippedPartition, a *table.Column) []int {
 	counts := make([]uint32, a.Cardinality)
 	var out []int
 	for i := 0; i < p.NumClasses(); i++ {
@@ -911,7 +913,7 @@ func OFDRemovalRows(p *StrippedPartition, a *Column) []int {
 // sorted by the lhs list ascending, ties broken by the rhs list descending,
 // and a longest non-decreasing subsequence over the rhs list is kept (paper,
 // Sec. 3.3). Lists compare lexicographically by rank.
-func ListODRemovalRows(p *StrippedPartition, lhs, rhs []*Column) []int {
+func ListODRemovalRows(p *StrippedPartition, lhs, rhs []*table.Column) []int {
 	n := p.N
 	l, _ := tupleRanks(lhs, n)
 	r, cardR := tupleRanks(rhs, n)
@@ -924,7 +926,7 @@ func ListODRemovalRows(p *StrippedPartition, lhs, rhs []*Column) []int {
 
 // tupleRanks gives every row the dense rank of its tuple of ranks over cols
 // in lexicographic order, and the number of distinct tuples.
-func tupleRanks(cols []*Column, n int) ([]uint32, int) {
+func tupleRanks(cols []*table.Column, n int) ([]uint32, int) {
 	out := make([]uint32, n)
 	if len(cols) == 0 || n == 0 {
 		return out, min(n, 1)

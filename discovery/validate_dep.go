@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // ErrUnknownColumn is returned (wrapped, naming the column) when a
@@ -24,7 +26,7 @@ var ErrBadDependency = errors.New("malformed dependency")
 // opts.MinStrength. An empty table measures 0 removals, error 0 and
 // NoStrength. opts.Epsilon plays no part: the caller compares Error with its
 // eps.
-func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result, error) {
+func Validate(ctx context.Context, t *table.Table, d Dependency, opts Options) (Result, error) {
 	rs, err := ValidateAll(ctx, t, []Dependency{d}, opts)
 	if err != nil {
 		return Result{}, err
@@ -36,7 +38,7 @@ func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result
 // re-validation of a window's tracked dependencies): the partition of each
 // distinct context is built once and the validator buffers are shared. It
 // stops at the first malformed dependency or when ctx is done.
-func ValidateAll(ctx context.Context, t *Table, deps []Dependency, opts Options) ([]Result, error) {
+func ValidateAll(ctx context.Context, t *table.Table, deps []Dependency, opts Options) ([]Result, error) {
 	out, errs, err := ValidateEach(ctx, t, deps, opts)
 	if err != nil {
 		return nil, err
@@ -53,7 +55,7 @@ func ValidateAll(ctx context.Context, t *Table, deps []Dependency, opts Options)
 // validate: errs[i], naming deps[i], is non-nil when deps[i] mentions a
 // column t lacks or is malformed, and out[i] is then the zero Result. err
 // is the table's or ctx's error, which stops it.
-func ValidateEach(ctx context.Context, t *Table, deps []Dependency, opts Options) (out []Result, errs []error, err error) {
+func ValidateEach(ctx context.Context, t *table.Table, deps []Dependency, opts Options) (out []Result, errs []error, err error) {
 	if err := checkEncodedTable(t); err != nil {
 		return nil, nil, err
 	}
@@ -84,13 +86,13 @@ func ValidateEach(ctx context.Context, t *Table, deps []Dependency, opts Options
 
 // depValidator validates dependencies named by columns against one table.
 type depValidator struct {
-	t     *Table
+	t     *table.Table
 	index map[string]int
 	parts map[uint64]*StrippedPartition // by context column set, when <= 64 columns
 	v     *Validator
 }
 
-func (vs *depValidator) column(name string) (*Column, error) {
+func (vs *depValidator) column(name string) (*table.Column, error) {
 	i, ok := vs.index[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownColumn, name)
@@ -98,8 +100,8 @@ func (vs *depValidator) column(name string) (*Column, error) {
 	return &vs.t.Columns[i], nil
 }
 
-func (vs *depValidator) columns(names []string) ([]*Column, error) {
-	out := make([]*Column, 0, len(names))
+func (vs *depValidator) columns(names []string) ([]*table.Column, error) {
+	out := make([]*table.Column, 0, len(names))
 	for _, name := range names {
 		c, err := vs.column(name)
 		if err != nil {

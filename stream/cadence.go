@@ -13,6 +13,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // Two cadences (StreamConfig.DiscoverEvery > Every, count windows): every
@@ -509,13 +510,13 @@ func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq ui
 // passing pause, when set, before each column and within one (every few
 // thousand values typed, between its steps). It returns pause's error as
 // it is, a *stepError when encoding fails.
-func encodeSnapshot(ctx context.Context, cols []discovery.DictColumn, ty discovery.Typing, pause func(context.Context) error) (*discovery.Table, error) {
+func encodeSnapshot(ctx context.Context, cols []table.DictColumn, ty table.Typing, pause func(context.Context) error) (*table.Table, error) {
 	var paused error
 	track := pause
 	if pause != nil {
 		track = func(ctx context.Context) error { paused = pause(ctx); return paused }
 	}
-	t, err := discovery.EncodeTypedPause(ctx, cols, ty, track)
+	t, err := table.EncodeTypedPause(ctx, cols, ty, track)
 	switch {
 	case paused != nil:
 		return nil, paused
@@ -565,7 +566,7 @@ func (s *streamRun) waitMerge(ctx context.Context, endSeq uint64) error {
 // window and the metadata of its rows (oldest first).
 type checker struct {
 	// typing is the stream's: the checks order columns as discovery does.
-	typing discovery.Typing
+	typing table.Typing
 	eng    *discovery.Incremental
 	col    map[string]int
 	// metas[head:] are the rows' metadata, oldest first.
@@ -994,9 +995,9 @@ type checkSampler struct {
 	metas []RowMeta
 	// cols are the columns copied so far, the first encoded of them encoded
 	// in table (the same columns, in the same order; nil before the first).
-	cols    []discovery.DictColumn
+	cols    []table.DictColumn
 	encoded int
-	table   *discovery.Table
+	table   *table.Table
 }
 
 // newCheckSampler is a sampler of c's window as it is now.
@@ -1019,7 +1020,7 @@ func (s *checkSampler) take(names []string) {
 	}
 	var missing []string
 	for _, n := range names {
-		if !slices.ContainsFunc(s.cols, func(c discovery.DictColumn) bool { return c.Name == n }) {
+		if !slices.ContainsFunc(s.cols, func(c table.DictColumn) bool { return c.Name == n }) {
 			missing = append(missing, n)
 		}
 	}
@@ -1029,10 +1030,10 @@ func (s *checkSampler) take(names []string) {
 }
 
 // encode encodes the columns s copied and has not encoded yet.
-func (s *checkSampler) encode(typingFor func([]discovery.DictColumn) discovery.Typing) error {
+func (s *checkSampler) encode(typingFor func([]table.DictColumn) table.Typing) error {
 	if s.encoded < len(s.cols) {
 		cols := s.cols[s.encoded:]
-		t, err := discovery.EncodeTyped(cols, typingFor(cols))
+		t, err := table.EncodeTyped(cols, typingFor(cols))
 		if err != nil {
 			return err
 		}
@@ -1044,7 +1045,7 @@ func (s *checkSampler) encode(typingFor func([]discovery.DictColumn) discovery.T
 		s.encoded = len(s.cols)
 	}
 	if s.table == nil {
-		s.table = &discovery.Table{}
+		s.table = &table.Table{}
 	}
 	return nil
 }

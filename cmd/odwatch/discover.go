@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 const discoverHelp = `Discovers the minimal approximate order dependencies (OCs) and functional
@@ -174,8 +175,8 @@ func (o *ordinalFlag) Set(v string) error {
 }
 
 // typing is the discovery.Typing the flags ask for.
-func (in *inputFlags) typing() discovery.Typing {
-	return discovery.Typing{OrderText: in.orderText, Ordinal: in.ordinal}
+func (in *inputFlags) typing() table.Typing {
+	return table.Typing{OrderText: in.orderText, Ordinal: in.ordinal}
 }
 
 // format resolves --input for a file name.
@@ -206,7 +207,7 @@ func (in *inputFlags) comma() (rune, error) {
 }
 
 // load reads and encodes the table at path ("-" = standard input).
-func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, bar *progressBar) (*discovery.Table, error) {
+func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, bar *progressBar) (*table.Table, error) {
 	format, err := in.format(path)
 	if err != nil {
 		return nil, err
@@ -235,7 +236,7 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 	}
 	r = ctxReader{ctx: ctx, r: r}
 	progress := func(rows int) { bar.set(fmt.Sprintf("loading %s: %d rows", path, rows)) }
-	var tab *discovery.Table
+	var tab *table.Table
 	if format == "jsonl" {
 		var info discovery.JSONInfo
 		tab, info, err = discovery.ReadJSONLines(r, discovery.JSONOptions{MaxRows: in.maxRows, Progress: progress, Lines: &in.lines, Typing: in.typing()})
@@ -249,7 +250,7 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, discovery.ErrOrdinal) {
+		if errors.Is(err, table.ErrOrdinal) {
 			return nil, usageErr("--ordinal: "+err.Error(), "list every value of the column, or name it without = to order it by bytes")
 		}
 		return nil, inputErr(fmt.Errorf("%s: %w", path, err), loadFix(format, err))

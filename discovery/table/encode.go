@@ -1,4 +1,4 @@
-package discovery
+package table
 
 import (
 	"cmp"
@@ -181,7 +181,7 @@ func temporalOrder(dict []string, idx []int32, p *pacer) (columnOrder, bool) {
 		if p.tick() {
 			return columnOrder{}, false
 		}
-		tm, ok := parseTemporalFrom(dict[i], &layout)
+		tm, ok := ParseTemporalFrom(dict[i], &layout)
 		if !ok {
 			return columnOrder{}, false
 		}
@@ -242,22 +242,21 @@ var temporalLayouts = [...]string{
 }
 
 // parseTemporal reads s in one of temporalLayouts (fractional seconds are
-// accepted after the seconds by time.Parse): parseTemporalFrom from the
+// accepted after the seconds by time.Parse): ParseTemporalFrom from the
 // first layout.
 func parseTemporal(s string) (time.Time, bool) {
 	first := 0
-	return parseTemporalFrom(s, &first)
+	return ParseTemporalFrom(s, &first)
 }
 
-// parseTemporalFrom is parseTemporal trying temporalLayouts[*layout]
+// ParseTemporalFrom is parseTemporal trying temporalLayouts[*layout]
 // first, and setting *layout to the one that read s: a column's values
 // tend to share one layout, and every layout that fails costs a
-// time.Parse error (typing 100k timestamps of the last layout took five
-// times as long). A string reads in at most one of the layouts (they
+// time.Parse error. A string reads in at most one of the layouts (they
 // differ in what follows the date, the minutes or the seconds, and
 // time.Parse rejects text left over), so the result does not depend on
 // the layout tried first: it is parseTemporal's.
-func parseTemporalFrom(s string, layout *int) (time.Time, bool) {
+func ParseTemporalFrom(s string, layout *int) (time.Time, bool) {
 	if len(s) < 7 || s[4] != '-' || s[0] < '0' || s[0] > '9' {
 		return time.Time{}, false
 	}
@@ -407,7 +406,7 @@ func (b *TableBuilder) AddColumn(name string) (int, error) {
 	if _, dup := b.byName[name]; dup {
 		return 0, fmt.Errorf("duplicate column name %q", name)
 	}
-	return b.addColumnUnchecked(name), nil
+	return b.AddColumnUnchecked(name), nil
 }
 
 // Column returns the index of the named column; name may be a byte slice
@@ -492,8 +491,9 @@ func (b *TableBuilder) AppendRow(values [][]byte, null []bool) error {
 	return nil
 }
 
-// appendStrings appends one row of cells that may alias a reused buffer.
-func (b *TableBuilder) appendStrings(values []string) {
+// AppendStrings appends one row of cells, one a column, that may alias a
+// reused buffer: the builder keeps copies.
+func (b *TableBuilder) AppendStrings(values []string) {
 	for i, v := range values {
 		b.cols[i].codes = append(b.cols[i].codes, b.codeString(i, v))
 	}
@@ -515,9 +515,9 @@ func (b *TableBuilder) Table(ty Typing) (*Table, error) {
 	return EncodeTyped(b.DictColumns(), ty)
 }
 
-// addColumnUnchecked adds a column the caller knows to be new; unlike
+// AddColumnUnchecked adds a column the caller knows to be new; unlike
 // AddColumn it accepts the empty name (a JSON key may be "").
-func (b *TableBuilder) addColumnUnchecked(name string) int {
+func (b *TableBuilder) AddColumnUnchecked(name string) int {
 	b.byName[name] = len(b.cols)
 	b.cols = append(b.cols, builderColumn{
 		name:  name,

@@ -1,4 +1,4 @@
-package discovery
+package table
 
 import (
 	"context"
@@ -318,7 +318,7 @@ func TestEncodePauseWithinColumn(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, v := range vals {
-			b.appendStrings([]string{v})
+			b.AppendStrings([]string{v})
 		}
 		dc := b.DictColumns()[0]
 		want, err := encodeColumn(&dc, false, false, nil, &pacer{})
@@ -350,7 +350,7 @@ func TestEncodePauseWithinColumn(t *testing.T) {
 	}
 }
 
-// TestParseTemporalFrom: whatever layout it tries first, parseTemporalFrom
+// TestParseTemporalFrom: whatever layout it tries first, ParseTemporalFrom
 // reads what parseTemporal reads, because a string reads in at most one
 // layout; it remembers the layout that read the string.
 func TestParseTemporalFrom(t *testing.T) {
@@ -374,7 +374,7 @@ func TestParseTemporalFrom(t *testing.T) {
 		want, wantOK := parseTemporal(s)
 		for first := range temporalLayouts {
 			layout := first
-			got, ok := parseTemporalFrom(s, &layout)
+			got, ok := ParseTemporalFrom(s, &layout)
 			if ok != wantOK || !got.Equal(want) || got.Location().String() != want.Location().String() {
 				t.Errorf("%q from layout %d: %v %v, parseTemporal %v %v", s, first, got, ok, want, wantOK)
 			}
