@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 // dataDir holds the shared datasets, next to the checkout.
@@ -81,7 +82,7 @@ func loadCSV(b *testing.B, name string) *table.Table {
 		b.Skipf("dataset %s absent (%v): it lives in ../shared/data next to the checkout", name, err)
 	}
 	defer f.Close()
-	t, err := ReadCSV(f, CSVOptions{})
+	t, err := tableio.ReadCSV(f, tableio.CSVOptions{})
 	if err != nil {
 		b.Fatalf("reading %s: %v", name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -35,7 +36,7 @@ func TestGoldenCars(t *testing.T) {
 				t.Skipf("cars data absent (want ../../shared/data/cars.csv): %v", err)
 			}
 			defer f.Close()
-			tab, err := ReadCSV(f, CSVOptions{Typing: tc.typing})
+			tab, err := tableio.ReadCSV(f, tableio.CSVOptions{Typing: tc.typing})
 			if err != nil {
 				t.Fatal(err)
 			}

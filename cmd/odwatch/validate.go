@@ -13,6 +13,7 @@ import (
 
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 const validateHelp = `Measures one dependency on a CSV or JSON Lines file: its error (the share
@@ -159,7 +160,7 @@ func truncate(s string, n int) string {
 // writeValidation prints the measurement and the sampled violating rows with
 // the values of the columns the dependency mentions; rows are shown as the
 // lines of the file they start on.
-func writeValidation(w io.Writer, tab *table.Table, res discovery.Result, eps float64, lines *discovery.Lines) error {
+func writeValidation(w io.Writer, tab *table.Table, res discovery.Result, eps float64, lines *tableio.Lines) error {
 	budget := discovery.RemovalBudget(eps, tab.Rows)
 	verdict := "valid"
 	if res.Removals > budget {
@@ -237,7 +238,7 @@ type violatingRow struct {
 	Values map[string]string `json:"values"`
 }
 
-func writeValidationJSON(w io.Writer, tab *table.Table, res discovery.Result, eps float64, lines *discovery.Lines) error {
+func writeValidationJSON(w io.Writer, tab *table.Table, res discovery.Result, eps float64, lines *tableio.Lines) error {
 	budget := discovery.RemovalBudget(eps, tab.Rows)
 	doc := validationJSON{
 		Dependency: res.Dependency, Text: res.Dependency.String(), Meaning: discovery.DescribeResult(res),
@@ -254,7 +255,7 @@ func writeValidationJSON(w io.Writer, tab *table.Table, res discovery.Result, ep
 }
 
 // violatingRows resolves the removal sample's rows to lines and values.
-func violatingRows(tab *table.Table, res discovery.Result, lines *discovery.Lines) []violatingRow {
+func violatingRows(tab *table.Table, res discovery.Result, lines *tableio.Lines) []violatingRow {
 	byName := make(map[string]*table.Column, len(tab.Columns))
 	for i := range tab.Columns {
 		if _, dup := byName[tab.Columns[i].Name]; !dup {

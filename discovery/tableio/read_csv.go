@@ -1,4 +1,8 @@
-package discovery
+// Package tableio reads tables from text: CSV and JSON Lines (gzipped or
+// not) into a table.TableBuilder, and the flattening of nested JSON objects
+// into dotted column names that the stream's JSON decoder shares. It opens
+// no files: the caller hands it an io.Reader.
+package tableio
 
 import (
 	"bufio"

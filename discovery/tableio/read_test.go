@@ -1,4 +1,4 @@
-package discovery
+package tableio
 
 import (
 	"bytes"
@@ -325,9 +325,9 @@ func checkTable(t *testing.T, tab *table.Table) {
 // runs with ODWATCH_FLIGHTS_LOAD=1 because it takes seconds.
 func TestReadFlightsLoad(t *testing.T) {
 	if os.Getenv("ODWATCH_FLIGHTS_LOAD") == "" {
-		t.Skip("set ODWATCH_FLIGHTS_LOAD=1 to time loading ../../shared/data/flights-3m.csv.gz")
+		t.Skip("set ODWATCH_FLIGHTS_LOAD=1 to time loading ../../../shared/data/flights-3m.csv.gz")
 	}
-	f, err := os.Open("../../shared/data/flights-3m.csv.gz")
+	f, err := os.Open("../../../shared/data/flights-3m.csv.gz")
 	if err != nil {
 		t.Skipf("flights data absent: %v", err)
 	}
