@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/discovery/tableio"
 )
@@ -51,9 +52,9 @@ func BenchmarkValidateOC(b *testing.B) {
 					b.Skip("iterative baseline at 100k takes over a minute; run without -short")
 				}
 				tab := syntheticOC(sz.n)
-				p := FullPartition(tab.Rows)
+				p := validate.FullPartition(tab.Rows)
 				budget := RemovalBudget(0.1, tab.Rows)
-				v := NewValidator()
+				v := validate.NewValidator()
 				colA, colB := &tab.Columns[0], &tab.Columns[1]
 				var removals int
 				b.ReportAllocs()

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
@@ -197,8 +198,8 @@ func calledFrom(fn string) bool {
 // between units does.
 func TestDiscoverPauseWithinUnits(t *testing.T) {
 	tab, opts, base := pauseBase(t)
-	if pauseRows <= 1 || NewValidator().pauseEvery != pauseRows {
-		t.Fatalf("a Validator pauses every %d rows, want pauseRows (%d) > 1", NewValidator().pauseEvery, pauseRows)
+	if validate.PauseRows <= 1 || validate.NewValidator().PauseEvery != validate.PauseRows {
+		t.Fatalf("a Validator pauses every %d rows, want PauseRows (%d) > 1", validate.NewValidator().PauseEvery, validate.PauseRows)
 	}
 
 	t.Run("called within units, same result", func(t *testing.T) {

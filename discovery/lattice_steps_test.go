@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
@@ -116,7 +117,7 @@ func walkSteps(t *testing.T, name string, sc *stepCase, opts Options) {
 	ctx := context.Background()
 	l := newLattice(sc.tab, opts)
 	m, budget := l.m, l.budget
-	level := []*latNode{l.newNode(nil, FullPartition(sc.tab.Rows))}
+	level := []*latNode{l.newNode(nil, validate.FullPartition(sc.tab.Rows))}
 	var prev []*latNode
 	for k := 0; len(level) > 0 && l.withinMaxLevel(k+1); k++ {
 		before := slices.Clone(level)
@@ -144,7 +145,7 @@ func walkSteps(t *testing.T, name string, sc *stepCase, opts Options) {
 				if got, want := n.part.Score(), oracleScore(classes, sc.tab.Rows); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 					t.Fatalf("%s: partition of %v: score %v, want %v", name, n.cols, got, want)
 				}
-				if want := PartitionOf(sc.tab, n.cols); n.part.Covered() != want.Covered() || n.part.NumClasses() != want.NumClasses() {
+				if want := validate.PartitionOf(sc.tab, n.cols); n.part.Covered() != want.Covered() || n.part.NumClasses() != want.NumClasses() {
 					t.Fatalf("%s: partition of %v: %d rows in %d classes, want %d in %d", name, n.cols,
 						n.part.Covered(), n.part.NumClasses(), want.Covered(), want.NumClasses())
 				}

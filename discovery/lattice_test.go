@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
@@ -84,7 +85,7 @@ func lineLevel(line string) int {
 // a budget, to the oracle for every context of the table.
 func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.Table, om *oracleMeasures) {
 	t.Helper()
-	v := NewValidator()
+	v := validate.NewValidator()
 	m := len(cols)
 	for x := uint64(0); x < 1<<m; x++ {
 		var ctx []int
@@ -93,7 +94,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 				ctx = append(ctx, c)
 			}
 		}
-		p := PartitionOf(tab, ctx)
+		p := validate.PartitionOf(tab, ctx)
 		classes := oracleClasses(cols, tab.Rows, ctx)
 		if got, want := p.Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 			t.Fatalf("table %d ctx %v: score %v, want %v", i, ctx, got, want)
@@ -107,7 +108,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 			if got := v.OFDRemovals(p, colA, -1); got != want {
 				t.Fatalf("table %d ctx %v: g3 of c%d = %d, want %d", i, ctx, a, got, want)
 			}
-			if got := len(OFDRemovalRows(p, colA)); got != want {
+			if got := len(validate.OFDRemovalRows(p, colA)); got != want {
 				t.Fatalf("table %d ctx %v: g3 rows of c%d = %d, want %d", i, ctx, a, got, want)
 			}
 			for _, budget := range []int{0, 1, 3} {
@@ -128,7 +129,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 					if got := v.OCRemovals(p, colA, colB, pol, -1); got != want || both[pol] != want {
 						t.Fatalf("table %d ctx %v: LIS c%d~c%d %v = %d (both %d), DP %d", i, ctx, a, b, pol, got, both[pol], want)
 					}
-					rows := OCRemovalRows(p, colA, colB, pol)
+					rows := validate.OCRemovalRows(p, colA, colB, pol)
 					if len(rows) != want || !swapFreeAfter(classes, cols[a], cols[b], pol, rows) {
 						t.Fatalf("table %d ctx %v: removal rows c%d~c%d %v = %v, DP %d", i, ctx, a, b, pol, rows, want)
 					}
@@ -136,7 +137,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 					if iter < want {
 						t.Fatalf("table %d ctx %v: iterative c%d~c%d %v = %d < DP %d", i, ctx, a, b, pol, iter, want)
 					}
-					irows := OCIterativeRemovalRows(p, colA, colB, pol)
+					irows := validate.OCIterativeRemovalRows(p, colA, colB, pol)
 					if len(irows) != iter || !swapFreeAfter(classes, cols[a], cols[b], pol, irows) {
 						t.Fatalf("table %d ctx %v: iterative rows c%d~c%d %v = %v, count %d", i, ctx, a, b, pol, irows, iter)
 					}

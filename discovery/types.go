@@ -40,22 +40,6 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", int(k))
 }
 
-// Polarity says whether an OC relates A ascending to B ascending (Asc) or to
-// B descending (Desc).
-type Polarity int
-
-const (
-	Asc Polarity = iota
-	Desc
-)
-
-func (p Polarity) String() string {
-	if p == Desc {
-		return "desc"
-	}
-	return "asc"
-}
-
 // Dependency names a dependency by column names, so that it stays the same
 // dependency across windows whose column sets differ.
 //
@@ -101,12 +85,6 @@ func (d Dependency) Columns() []string {
 	}
 	return append(slices.Clone(d.LHSList), d.RHSList...)
 }
-
-// NoStrength is the Strength of a dependency measured on a table without
-// rows, where no chance correction can be computed. It is below every
-// MinStrength, so such a dependency is never Reliable; JSON writes it as
-// "strength": null. Strength is never NaN.
-const NoStrength = -1.0
 
 // DefaultMinStrength is the strength from which a dependency is Reliable
 // unless the caller chooses otherwise (docs/DESIGN.md, "Strength", says

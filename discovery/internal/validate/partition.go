@@ -1,4 +1,4 @@
-package discovery
+package validate
 
 import (
 	"slices"
@@ -24,9 +24,13 @@ type StrippedPartition struct {
 	bySize []uint32
 }
 
-// classesBySize returns p's class indices by size descending, ties by
+// SortBySize records p's classes largest first (ClassesBySize), the order
+// the OC validators read them in, so that they need not sort them again.
+func (p *StrippedPartition) SortBySize() { p.bySize = ClassesBySize(p, nil) }
+
+// ClassesBySize returns p's class indices by size descending, ties by
 // index: a counting sort on the class sizes, O(classes + largest class).
-func classesBySize(p *StrippedPartition, out []uint32) []uint32 {
+func ClassesBySize(p *StrippedPartition, out []uint32) []uint32 {
 	nc := p.NumClasses()
 	out = slices.Grow(out[:0], nc)[:nc]
 	maxSize := uint32(0)

@@ -1,4 +1,4 @@
-package discovery
+package validate
 
 import (
 	"slices"
@@ -16,9 +16,9 @@ import (
 // no error and earns no strength for having little, and a column that is
 // almost constant expects little error and earns little for it.
 
-// columnPdep returns pdep(A) = sum over the values v of A of (|A=v| / n)^2,
+// ColumnPdep returns pdep(A) = sum over the values v of A of (|A=v| / n)^2,
 // NULL counting as a value (1 for an empty column).
-func columnPdep(c *table.Column) float64 {
+func ColumnPdep(c *table.Column) float64 {
 	n := len(c.Ranks)
 	if n == 0 {
 		return 1
@@ -35,8 +35,9 @@ func columnPdep(c *table.Column) float64 {
 }
 
 // strengthPseudoRows is the chance error, in rows, added to both the
-// observed and the expected error of every strength (see chanceCorrected).
-// The afd-syn benchmark keeps its 100% agreement for values up to 20.
+// observed and the expected error of every strength (see chanceCorrected),
+// so that a few chance errors on a small table do not read as a strong
+// dependency; the afd-syn test (TestAFDSyn) bounds how large it may be.
 const strengthPseudoRows = 10
 
 // chanceCorrected is 1 - (observed + k) / (expected + k), clamped to [0, 1],
@@ -72,7 +73,7 @@ func fdStrength(pdepXY, pdepA float64, n, domX int) float64 {
 }
 
 // OFDStrength returns the strength of X: [] -> A (fdStrength), p being X's
-// partition and pdepA A's columnPdep. pdep(X -> A) = sum over classes x of
+// partition and pdepA A's ColumnPdep. pdep(X -> A) = sum over classes x of
 // X of sum_a |x, A=a|^2 / |x| / n; a singleton class adds 1/n.
 func (v *Validator) OFDStrength(p *StrippedPartition, a *table.Column, pdepA float64) float64 {
 	n := p.N

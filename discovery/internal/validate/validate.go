@@ -1,26 +1,17 @@
-package discovery
+// Package validate holds discovery's measuring machinery: stripped
+// partitions and their products, the validators (g3 for approximate FDs,
+// the LIS-based one for order compatibility with its minimal removal sets,
+// the paper's iterative baseline, list-based ODs) and the chance-corrected
+// strengths. The lattice and discovery's Validate drive it; it knows
+// dependencies only as columns and a polarity.
+package validate
 
 import (
-	"math"
 	"math/bits"
 	"slices"
 
 	"github.com/odwatch/odwatch/discovery/table"
 )
-
-// RemovalBudget is the largest number of removals a dependency may need to
-// be valid at eps on n rows: floor(eps*n). A tiny slack absorbs the binary
-// rounding of products such as 0.29*100 = 28.999999999999996.
-func RemovalBudget(eps float64, n int) int {
-	if n <= 0 || !(eps > 0) {
-		return 0
-	}
-	if eps >= 1 {
-		return n
-	}
-	b := int(math.Floor(eps*float64(n) + 1e-9))
-	return min(b, n)
-}
 
 // Validator holds the reusable buffers of the validators so that a worker
 // validating many candidates allocates nothing per tuple. A Validator is not
@@ -49,31 +40,32 @@ type Validator struct {
 	// Buffers of OCShuffledRemovals.
 	shufflePerm, shuffleKeys []uint64
 	shuffleTails             []uint32
-	// pause, when set, is called between pieces of about pauseEvery rows
+	// Pause, when set, is called between pieces of about PauseEvery rows
 	// of one validation (tick), so that its caller (the lattice's worker:
-	// Options.Pause) can take the CPU back in the middle of a long one:
-	// one class of a 100k-row window takes milliseconds. spent counts the
-	// rows since the last call.
-	pause      func()
-	pauseEvery int
+	// discovery's Options.Pause) can take the CPU back in the middle of a
+	// long one: one class of a large window takes milliseconds. The caller
+	// sets both between validations. spent counts the rows since the last
+	// call.
+	Pause      func()
+	PauseEvery int
 	spent      int
 }
 
-// pauseRows is the Validator's default pauseEvery: a few hundred
+// PauseRows is the Validator's default PauseEvery: a few hundred
 // microseconds of work (rows read, bucketed or sorted) between two calls
 // of its pause.
-const pauseRows = 1 << 13
+const PauseRows = 1 << 13
 
-// tick counts rows of work done and calls v.pause (when set) once
-// pauseEvery of them have passed since the last call.
+// tick counts rows of work done and calls v.Pause (when set) once
+// PauseEvery of them have passed since the last call.
 func (v *Validator) tick(rows int) {
-	if v.pause == nil {
+	if v.Pause == nil {
 		return
 	}
 	v.spent += rows
-	if v.spent >= v.pauseEvery {
+	if v.spent >= v.PauseEvery {
 		v.spent = 0
-		v.pause()
+		v.Pause()
 	}
 }
 
@@ -87,17 +79,17 @@ func (v *Validator) largestFirst(p *StrippedPartition) []uint32 {
 	if v.orderPart == p {
 		return v.classOrder
 	}
-	v.classOrder, v.orderPart = classesBySize(p, v.classOrder), p
+	v.classOrder, v.orderPart = ClassesBySize(p, v.classOrder), p
 	return v.classOrder
 }
 
 // NewValidator returns a Validator with empty buffers; they grow on demand.
-func NewValidator() *Validator { return &Validator{pauseEvery: pauseRows} }
+func NewValidator() *Validator { return &Validator{PauseEvery: PauseRows} }
 
 // Product returns the stripped partition of the union of p's and q's
 // contexts, using the Validator's probe table.
 func (v *Validator) Product(p, q *StrippedPartition) *StrippedPartition {
-	if v.pause == nil {
+	if v.Pause == nil {
 		return v.part.product(p, q, nil)
 	}
 	return v.part.product(p, q, v.tick)
@@ -605,8 +597,8 @@ func (s *lndsState) feedAsc(keys []uint64, mask uint64, rem int) bool {
 // in keys (runs must not straddle calls) backwards, B descending, and
 // extends a longest non-decreasing subsequence of maxB - B, i.e. a longest
 // non-increasing one of B. Its inner loop repeats feedDescRun's on purpose:
-// calling feedDescRun per run reloads the state each time and cost 4-7% of
-// discovery CPU on adult.
+// calling feedDescRun per run would reload the state for every run, in the
+// validators' hottest loop.
 func (s *lndsState) feedDesc(keys []uint64, bitsB uint, mask uint64, maxB uint32, rem int) bool {
 	tails, last, prev, seen := s.tails, s.last, s.prev, s.seen
 	ok := true

@@ -1,4 +1,4 @@
-package discovery
+package validate
 
 import (
 	"math/rand/v2"
@@ -24,6 +24,26 @@ func TestUpperBoundNear(t *testing.T) {
 				if got, want := upperBoundNear(s, x, last, prev), upperBound(s, x); got != want {
 					t.Fatalf("trial %d: upperBoundNear(%v, %d, %d, %d) = %d, want %d", trial, s, x, last, prev, got, want)
 				}
+			}
+		}
+	}
+}
+
+func TestSortKeys(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 2, 200, 257, 5000, 1 << 16, 1<<16 + 1, 200_000} {
+		for _, width := range []uint{0, 1, 7, 8, 9, 22, 33, 64} {
+			keys := make([]uint64, n)
+			for i := range keys {
+				keys[i] = rng.Uint64()
+				if width < 64 {
+					keys[i] &= 1<<width - 1
+				}
+			}
+			want := slices.Sorted(slices.Values(keys))
+			got := sortKeys(keys, make([]uint64, n), width)
+			if !slices.Equal(got, want) {
+				t.Fatalf("n=%d width=%d: not sorted", n, width)
 			}
 		}
 	}
