@@ -13,12 +13,13 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/incremental"
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // Two cadences (StreamConfig.DiscoverEvery > Every, count windows): every
 // Every records the tracked dependencies are re-checked incrementally
-// (discovery.Incremental: the cost is about the records that entered and
+// (incremental.Engine: the cost is about the records that entered and
 // left), and every DiscoverEvery records full discovery runs on its own
 // goroutine, on a snapshot, so that a running discovery never delays a
 // check; while checks are queued or running, the check gate (gate.go)
@@ -36,7 +37,7 @@ import (
 // that check's exact counts in one Tracker.Observe. Checks in between are
 // Tracker.ObserveCheck. Between a discovery's end and its merge, each check
 // has the engine build the state of the rules the merge will add, a share
-// of them per check (prepareRules, discovery.Incremental.Prepare), so that
+// of them per check (prepareRules, incremental.Engine.Prepare), so that
 // the merge check costs about an incremental check; what the engine built
 // ahead, and when, changes no count it reports, so neither the merge's
 // events nor their errors depend on when discovery finished. The merge
@@ -83,7 +84,7 @@ type checkJob struct {
 	// codes[c][i] is the window's code of column names[c] in the i-th new
 	// row (0 = NULL) and values[c][i] its value: the string of the
 	// window's dictionary, which lets the checker's engine know a value
-	// without hashing it (discovery.Incremental.AppendCoded).
+	// without hashing it (incremental.Engine.AppendCoded).
 	codes  [][]uint32
 	values [][]string
 	metas  []RowMeta
@@ -567,7 +568,7 @@ func (s *streamRun) waitMerge(ctx context.Context, endSeq uint64) error {
 type checker struct {
 	// typing is the stream's: the checks order columns as discovery does.
 	typing table.Typing
-	eng    *discovery.Incremental
+	eng    *incremental.Engine
 	col    map[string]int
 	// metas[head:] are the rows' metadata, oldest first.
 	metas []RowMeta
@@ -620,7 +621,7 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 // have a value, in name order, so that the engine depends on the rows
 // alone.
 func (c *checker) build(names []string, codes [][]uint32, values [][]string, exact bool) error {
-	eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact, Typing: c.typing})
+	eng, err := incremental.New(nil, incremental.Options{Exact: exact, Typing: c.typing})
 	if err != nil {
 		return err
 	}
@@ -631,7 +632,7 @@ func (c *checker) build(names []string, codes [][]uint32, values [][]string, exa
 
 // append appends the rows given by columns (as in a checkJob) to the
 // engine, coded: the window's codes are hints the engine checks against
-// the strings (discovery.Incremental.AppendCoded), so a code the window
+// the strings (incremental.Engine.AppendCoded), so a code the window
 // has since reused for another value, or a column it dropped and made
 // again, is never mistaken. A column the engine does not know is added
 // when it has a value in these rows, new ones in name order, so that the
@@ -827,7 +828,7 @@ func (s *streamRun) pendingDiscoveries() []discoveryDone {
 
 // prepareRules are the dependencies the check of the window ending at
 // endSeq hands to the checker's engine to build ahead of their merge
-// (discovery.Incremental.Prepare): the newly minimal ones of each pending
+// (incremental.Engine.Prepare): the newly minimal ones of each pending
 // discovery result (as checkWindow will select them at its merge; tracked
 // are the ids of the tracked ones),
 // the ones handed over before, and of the others an even share over the
@@ -969,7 +970,7 @@ func checkable(tracked []discovery.Dependency) []discovery.Dependency {
 // count brings the checker's counts of deps up to date on its window, and
 // has the engine build the state of prepare ahead (not reported); prepared
 // is how many of those the engine took.
-func (e evalEnv) count(c *checker, deps, prepare []discovery.Dependency) (res []discovery.IncrementalResult, prepared int, err error) {
+func (e evalEnv) count(c *checker, deps, prepare []discovery.Dependency) (res []incremental.Result, prepared int, err error) {
 	if err := c.eng.SetDependencies(deps); err != nil {
 		return nil, 0, &stepError{"check", err}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/incremental"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
 )
@@ -698,7 +699,7 @@ func TestSampledColumns(t *testing.T) {
 		}
 		return d
 	}
-	eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{})
+	eng, err := incremental.New(nil, incremental.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -757,7 +758,7 @@ func TestSampledColumns(t *testing.T) {
 func TestPreparedMergeBuildsNothing(t *testing.T) {
 	type merge struct {
 		end    uint64
-		builds discovery.IncrementalBuilds
+		builds incremental.Builds
 	}
 	collect := func(noPrepare bool) ([]alerts.Event, []merge, int) {
 		var mu sync.Mutex

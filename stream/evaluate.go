@@ -15,6 +15,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/incremental"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
 	"github.com/segmentio/kafka-go"
@@ -304,7 +305,7 @@ type evalOutcome struct {
 	// prepared: the dependencies a check's engine kept ahead of their
 	// merge; builds: what it built from the whole window (debug log, tests).
 	prepared int
-	builds   discovery.IncrementalBuilds
+	builds   incremental.Builds
 	// chk: a check's window to take samples on (its checker's, which is
 	// the check's until the evaluator applies the next check); the samples
 	// of the events' related dependencies are taken on the columns it

@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import (
 	"cmp"
@@ -7,23 +7,25 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/incremental/internal/dict"
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
-// Incremental keeps the removal counts of a set of dependencies (OFDs and
+// Engine keeps the removal counts of a set of dependencies (OFDs and
 // OCs) over a sliding window whose records arrive at one end (Append) and
 // leave from the other (Evict), so that re-checking them costs about what
 // changed, not the window's size. After Check, every dependency's count
 // equals what Validate gives on the window's table (see
-// IncrementalResult.Exact for the counts a check may skip).
+// Result.Exact for the counts a check may skip).
 //
 // Per context X (a list of columns) it keeps the partition of the window
-// into classes (incNode), updated per row. An OFD X: [] -> A keeps, per
+// into classes (node), updated per row. An OFD X: [] -> A keeps, per
 // class of X, the count of each value of A (the classes of X+A) and a
-// count-of-counts that keeps the largest exact under decrements (incFD):
+// count-of-counts that keeps the largest exact under decrements (fdCheck):
 // its count is exact after every row, at O(1) per row. An OC X: A ~ B
 // marks the classes of X a row entered or left, and a check recomputes the
-// LNDS of those classes only (incOC).
+// LNDS of those classes only (ocCheck).
 //
 // Skip what cannot change: a row entering or leaving changes a
 // dependency's minimal removal count by at most one (for g3 and LNDS
@@ -36,127 +38,121 @@ import (
 // and is consistent with a largest consistent subset of its class kept
 // from the last recount, and with the rows accepted so far, cannot raise
 // the count, so the bound grows by the rows not accepted only (the fit
-// bound: see incremental_fit.go). An OC that the plain bounds would
+// bound: see fit.go). An OC that the plain bounds would
 // recount has its new rows tested so before it is decided.
 //
 // Values are strings as the window holds them (AppendCoded takes the
 // caller's dictionary codes with them, and spares hashing a value whose
 // string it has seen); a column's values are typed as EncodeTyped types
-// them with IncrementalOptions.Typing (numeric when every value in the
+// them with Options.Typing (numeric when every value in the
 // window parses as a number, temporal when every one is an ISO 8601 date
 // or timestamp, else text in byte order), and the typing follows the
 // window: a text value arriving in a numeric column rebuilds the state
 // that depends on that column at the next check.
 //
-// An Incremental is not safe for concurrent use. A check may run its
+// An Engine is not safe for concurrent use. A check may run its
 // phases (interning, applying rows, settling columns, fit tests,
 // recounting OCs) on
 // two goroutines of its own, each phase split into units that touch
 // disjoint state (see checkPhase).
-type Incremental struct {
-	cols   []*incColumn
-	colIdx map[string]int
-	nodes  []*incNode // parents before children
-	nodeBy map[string]*incNode
-	fds    []*incFD
-	fdBy   map[string]*incFD
-	ocs    []*incOC
-	ocBy   map[string]*incOC
-	deps   []incDep
+type Engine struct {
+	structures
+	deps []dep
 	// prep are the dependencies kept up to date without being reported
 	// (Prepare); tracked and prepOCs split e.ocs into the OCs a tracked
 	// dependency uses and the others (see prune); restarts are the OCs
 	// whose counts start over at the next check (see startOver), true for
 	// those newly tracked; builds is what the last check built (LastBuilds).
-	prep       []incDep
-	trackedOCs []*incOC
-	prepOCs    []*incOC
-	restarts   map[*incOC]bool
-	builds     IncrementalBuilds
+	prep       []dep
+	trackedOCs []*ocCheck
+	prepOCs    []*ocCheck
+	restarts   map[*ocCheck]bool
+	builds     Builds
 
-	// The ring: row seq (mod 2^32) lives in slot seq & mask; rows are
-	// oldest .. oldest+n-1. The structures reflect rows from .. to-1 (see
-	// flush).
-	oldest   uint32
-	n        int
-	mask     uint32
-	from, to uint32
+	ring
 
 	typing    table.Typing
 	exact     bool
 	sortedMin int
 	maxStale  int
-	// recountBudget is IncrementalOptions.RecountBudget; credit the rows
+	// recountBudget is Options.RecountBudget; credit the rows
 	// early recounts may still read (see recountOCs); entered and left
 	// count the rows applied to the structures since the last check.
 	recountBudget, credit int
 	entered, left         int
 
-	// The values of the rows appended since the last flush, batchWidth a
-	// row (see internBatch), with the caller's codes (AppendCoded; noHint
-	// from Append); code 0 is NULL.
+	batch
+	checkWork
+	phases
+	tune tuning
+}
+
+// structures are the columns, partitions, FD counts and OCs the tracked
+// and prepared dependencies use, each listed and keyed (see listKey and
+// ocKey) so that dependencies sharing one share its state.
+type structures struct {
+	cols   []*dict.Column
+	colIdx map[string]int
+	nodes  []*node // parents before children
+	nodeBy map[string]*node
+	fds    []*fdCheck
+	fdBy   map[string]*fdCheck
+	ocs    []*ocCheck
+	ocBy   map[string]*ocCheck
+}
+
+// ring is the window's rows: row seq (mod 2^32) lives in slot seq & mask;
+// rows are oldest .. oldest+n-1. The structures reflect rows from .. to-1
+// (see flush).
+type ring struct {
+	oldest   uint32
+	n        int
+	mask     uint32
+	from, to uint32
+}
+
+// batch is the values of the rows appended since the last flush,
+// batchWidth a row (see internBatch), with the caller's codes
+// (AppendCoded; dict.NoHint from Append); code 0 is NULL.
+type batch struct {
 	batchVals             []string
 	batchCodes            []uint32
 	batchRows, batchWidth int
 	batchFirst            uint32 // seq of the first batched row
-	batchMax              int    // rows batched at most (defaultBatchRows)
-
-	// The OCs a check recounts (see runRecounts), and the scratch of each
-	// of the recounts that run at once.
-	todo    []*incOC
-	scratch [2]recountScratch
-	// fits are the OCs a check tests the rows that entered of (see
-	// incOC.fit); fitMax is the pairs a sorted class keeps in A per
-	// polarity at most (defaultFitMax).
-	fits   []*incOC
-	fitMax int
-	// floorMax is the pairs a sorted class keeps in its floor per polarity
-	// at most (defaultFloorMax; see classFloor).
-	floorMax int
-	// presorts are the OCs a check presorts (see runRecounts), presortMin
-	// the backlog of a sorted class that makes it ripe for presorting
-	// (defaultPresortMin; see sortedClass).
-	presorts   []*incOC
-	presortMin int
-	// countedRatio is how many times its distinct pairs a large class's
-	// rows must be for it to be kept counted (defaultCountedRatio; 0:
-	// never; see incremental_counted.go).
-	countedRatio int
-	// parallelMin is the rows a check's recounts must read together for
-	// them to run on two goroutines (defaultParallelMin).
-	parallelMin int
-	// scratchSlack is how much larger than twice the merged pairs the
-	// scratch may be and still become a class's (defaultScratchSlack).
-	scratchSlack int
-
-	// trees are the units rows are applied to (see incTree), colOrder the
-	// order the column phases take the columns in (see orderColumns), sp
-	// the phase running (see spread), and flushParallelMin the work a
-	// phase of flush or settle must do for it to run on two goroutines
-	// (defaultFlushParallelMin). switched and relabelled are settle's.
-	trees                []incTree
-	colOrder             []int
-	sp                   spreader
-	flushParallelMin     int
-	switched, relabelled []bool
-	// nodeChunk is the rows a node and its FDs take at a time in flush
-	// (defaultNodeChunk; see incTree.enter).
-	nodeChunk int
-	// fdStride is the words of an FD's block per class of X
-	// (defaultFDStride; see incFD), taken when the FD is rebuilt.
-	fdStride int
 }
 
-type incDep struct {
-	dep  Dependency
+// checkWork is what one check recounts: the OCs (see runRecounts) with the
+// scratch of each of the recounts that run at once, the OCs whose rows
+// that entered it tests (fits, see ocCheck.fit) and those it presorts
+// (presorts, see runRecounts).
+type checkWork struct {
+	todo     []*ocCheck
+	scratch  [2]recountScratch
+	fits     []*ocCheck
+	presorts []*ocCheck
+}
+
+// phases is how a check's phases are split: trees are the units rows are
+// applied to (see nodeTree), colOrder the order the column phases take the
+// columns in (see orderColumns), sp the phase running (see spread);
+// switched and relabelled are settle's.
+type phases struct {
+	trees                []nodeTree
+	colOrder             []int
+	sp                   spreader
+	switched, relabelled []bool
+}
+
+type dep struct {
+	dep  discovery.Dependency
 	cols []int // every column it mentions
-	fd   *incFD
-	oc   *incOC
+	fd   *fdCheck
+	oc   *ocCheck
 	desc bool
 }
 
-// IncrementalOptions tune an Incremental.
-type IncrementalOptions struct {
+// Options tune an Engine.
+type Options struct {
 	// Exact disables skipping: every check recounts every OC a row entered
 	// or left (for tests and measurements).
 	Exact bool
@@ -176,29 +172,15 @@ type IncrementalOptions struct {
 	// before they are forced, negative no early recounts.
 	RecountBudget int
 	// Typing types the columns as EncodeTyped does. Ordinal declarations
-	// with a list of values are not supported (NewIncremental fails).
+	// with a list of values are not supported (New fails).
 	Typing table.Typing
 }
 
-// DefaultSortedMin is IncrementalOptions.SortedMin's default: below it, a
+// DefaultSortedMin is Options.SortedMin's default: below it, a
 // class is cheaper to sort again than to keep sorted.
 const DefaultSortedMin = 16
 
-// defaultBatchRows is Incremental.batchMax's value: the rows whose values
-// Append keeps before interning them (see internBatch).
-const defaultBatchRows = 4096
-
-// defaultParallelMin is Incremental.parallelMin's value: below it, the
-// recounts of a check cost less than starting a goroutine for them.
-const defaultParallelMin = 20_000
-
-// defaultPresortMin is Incremental.presortMin's value: a sorted class's
-// backlog sorted at once at a check that does not recount it, so that a
-// recount after many skipped checks merges sorted runs instead of sorting
-// its whole backlog.
-const defaultPresortMin = 2048
-
-// defaultMaxStaleRows caps IncrementalOptions.MaxStale's default (the
+// defaultMaxStaleRows caps Options.MaxStale's default (the
 // window's rows): the changed rows after which an OC that could still skip
 // is recounted. An OC that skips holds a backlog per changed row (the
 // pending row, its pair in adds or dead, its pair in A per polarity), so
@@ -212,15 +194,12 @@ const defaultMaxStaleRows = 200_000
 // or left its classes since the last one (see runRecounts).
 const recountChangeNs = 60
 
-// defaultScratchSlack is Incremental.scratchSlack's value.
-const defaultScratchSlack = 64
-
 // initialSlots is the ring's first capacity (a power of two).
 const initialSlots = 1024
 
-// IncrementalResult is one dependency's count after a check.
-type IncrementalResult struct {
-	Dependency Dependency
+// Result is one dependency's count after a check.
+type Result struct {
+	Dependency discovery.Dependency
 	// Removals is the exact minimal removal count when Exact; when the
 	// check skipped the dependency it is the last exact count, and the
 	// current one lies in [Low, High], on the same side of every cut.
@@ -232,45 +211,37 @@ type IncrementalResult struct {
 	Present bool
 }
 
-// IncrementalBuilds is what a check built from the whole window rather
+// Builds is what a check built from the whole window rather
 // than from the rows that changed: partitions (nodes) replayed, FD blocks
 // rebuilt, OCs whose classes were sorted again from their members
 // (Rebuilt), and OCs recounted in full from the sorted classes they kept
 // (Restarted: newly tracked ones that were prepared; see Prepare).
-type IncrementalBuilds struct {
+type Builds struct {
 	Nodes, FDs, Rebuilt, Restarted int
 }
 
-// LastBuilds reports what the last Check built (see IncrementalBuilds).
-func (e *Incremental) LastBuilds() IncrementalBuilds { return e.builds }
+// LastBuilds reports what the last Check built (see Builds).
+func (e *Engine) LastBuilds() Builds { return e.builds }
 
-// NewIncremental returns an empty window tracking deps (OFDs and OCs; a
+// New returns an empty window tracking deps (OFDs and OCs; a
 // list-based OD is refused with ErrBadDependency).
-func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, error) {
-	e := &Incremental{
-		colIdx:    map[string]int{},
-		nodeBy:    map[string]*incNode{},
-		fdBy:      map[string]*incFD{},
-		ocBy:      map[string]*incOC{},
-		restarts:  map[*incOC]bool{},
-		mask:      initialSlots - 1,
+func New(deps []discovery.Dependency, opts Options) (*Engine, error) {
+	e := &Engine{
+		structures: structures{
+			colIdx: map[string]int{},
+			nodeBy: map[string]*node{},
+			fdBy:   map[string]*fdCheck{},
+			ocBy:   map[string]*ocCheck{},
+		},
+		restarts:  map[*ocCheck]bool{},
+		ring:      ring{mask: initialSlots - 1},
 		typing:    opts.Typing,
 		exact:     opts.Exact,
 		sortedMin: opts.SortedMin,
 		maxStale:  opts.MaxStale,
 
 		recountBudget: opts.RecountBudget,
-		scratchSlack:  defaultScratchSlack,
-		batchMax:      defaultBatchRows,
-		parallelMin:   defaultParallelMin,
-		presortMin:    defaultPresortMin,
-		countedRatio:  defaultCountedRatio,
-		fitMax:        defaultFitMax,
-		floorMax:      defaultFloorMax,
-
-		flushParallelMin: defaultFlushParallelMin,
-		fdStride:         defaultFDStride,
-		nodeChunk:        defaultNodeChunk,
+		tune:          defaultTuning(),
 	}
 	if e.sortedMin <= 0 {
 		e.sortedMin = DefaultSortedMin
@@ -287,31 +258,31 @@ func NewIncremental(deps []Dependency, opts IncrementalOptions) (*Incremental, e
 }
 
 // Len is the number of rows in the window.
-func (e *Incremental) Len() int { return e.n }
+func (e *Engine) Len() int { return e.n }
 
 // Column returns the index of the named column in the rows Append takes,
 // adding it (NULL in the rows already in the window) if it is new.
-func (e *Incremental) Column(name string) int {
+func (e *Engine) Column(name string) int {
 	if i, ok := e.colIdx[name]; ok {
 		return i
 	}
 	e.internBatch() // the rows batched so far have no value in it
 	e.colIdx[name] = len(e.cols)
 	_, declared := e.typing.Ordinal[name]
-	e.cols = append(e.cols, newIncColumn(name, int(e.mask)+1, !e.typing.OrderText && !declared))
+	e.cols = append(e.cols, dict.NewColumn(name, int(e.mask)+1, !e.typing.OrderText && !declared, e.tune.column))
 	return len(e.cols) - 1
 }
 
 // Columns returns the column names in Append's order.
-func (e *Incremental) Columns() []string {
+func (e *Engine) Columns() []string {
 	out := make([]string, len(e.cols))
 	for i, c := range e.cols {
-		out[i] = c.name
+		out[i] = c.Name
 	}
 	return out
 }
 
-func (e *Incremental) alive(seq uint32) bool { return seq-e.oldest < uint32(e.n) }
+func (e *Engine) alive(seq uint32) bool { return seq-e.oldest < uint32(e.n) }
 
 // SetDependencies replaces the tracked dependencies. State shared with the
 // previous set is kept; the state of new ones is built from the rows in
@@ -326,8 +297,8 @@ func (e *Incremental) alive(seq uint32) bool { return seq-e.oldest < uint32(e.n)
 // without Prepare (its context starting to keep member lists: a rebuild of
 // the context and its descendants) it makes them start over with Prepare
 // too (promote).
-func (e *Incremental) SetDependencies(deps []Dependency) error {
-	out := make([]incDep, 0, len(deps))
+func (e *Engine) SetDependencies(deps []discovery.Dependency) error {
+	out := make([]dep, 0, len(deps))
 	for _, d := range deps {
 		dd, err := e.dependency(d)
 		if err != nil {
@@ -335,7 +306,7 @@ func (e *Incremental) SetDependencies(deps []Dependency) error {
 		}
 		out = append(out, dd)
 	}
-	was := map[*incOC]bool{}
+	was := map[*ocCheck]bool{}
 	for _, o := range e.trackedOCs {
 		was[o] = true
 	}
@@ -343,7 +314,7 @@ func (e *Incremental) SetDependencies(deps []Dependency) error {
 	// What Prepare may keep depends on the tracked set (a prepared OC on
 	// a text column needs a tracked OC ordering it): the prepared set is
 	// chosen again, as Prepare would choose it now.
-	prepared := make([]Dependency, len(e.prep))
+	prepared := make([]discovery.Dependency, len(e.prep))
 	for i, d := range e.prep {
 		prepared[i] = d.dep
 	}
@@ -362,12 +333,12 @@ func (e *Incremental) SetDependencies(deps []Dependency) error {
 // prepared OC) and no tracked OC's context was it before, every tracked
 // OC in its subtree starts over, as it would after the rebuild that
 // starting to keep members is (see listNodes).
-func (e *Incremental) promote(was map[*incOC]bool) {
-	wasContext := map[*incNode]bool{}
+func (e *Engine) promote(was map[*ocCheck]bool) {
+	wasContext := map[*node]bool{}
 	for o := range was {
 		wasContext[o.x] = true
 	}
-	gained := map[*incNode]bool{}
+	gained := map[*node]bool{}
 	for _, o := range e.trackedOCs {
 		if !was[o] {
 			e.restarts[o] = true
@@ -413,7 +384,7 @@ func (e *Incremental) promote(was map[*incOC]bool) {
 // changed rows pass MaxStale; between, the rows that entered are presorted
 // as a skipped OC's are. It takes no part in the tracked OCs' recount
 // schedule.
-func (e *Incremental) Prepare(deps []Dependency) (int, error) {
+func (e *Engine) Prepare(deps []discovery.Dependency) (int, error) {
 	if err := e.choosePrepared(deps); err != nil {
 		return 0, err
 	}
@@ -423,9 +394,9 @@ func (e *Incremental) Prepare(deps []Dependency) (int, error) {
 
 // choosePrepared sets e.prep to the dependencies of deps Prepare keeps,
 // given the tracked ones (see Prepare).
-func (e *Incremental) choosePrepared(deps []Dependency) error {
-	v := prepView{ids: map[string]bool{}, ordered: make([]bool, len(e.cols)), ocs: map[*incOC]bool{},
-		context: map[*incNode]bool{}, under: map[*incNode]bool{}}
+func (e *Engine) choosePrepared(deps []discovery.Dependency) error {
+	v := prepView{ids: map[string]bool{}, ordered: make([]bool, len(e.cols)), ocs: map[*ocCheck]bool{},
+		context: map[*node]bool{}, under: map[*node]bool{}}
 	for _, d := range e.deps {
 		v.ids[d.dep.String()] = true
 		if d.oc != nil {
@@ -436,10 +407,10 @@ func (e *Incremental) choosePrepared(deps []Dependency) error {
 			}
 		}
 	}
-	out := make([]incDep, 0, len(deps))
+	out := make([]dep, 0, len(deps))
 	for _, d := range deps {
-		if d.Kind != KindOFD && d.Kind != KindOC {
-			return fmt.Errorf("%s: %w: only OFDs and OCs are checked incrementally, not %v", d, ErrBadDependency, d.Kind)
+		if d.Kind != discovery.KindOFD && d.Kind != discovery.KindOC {
+			return fmt.Errorf("%s: %w: only OFDs and OCs are checked incrementally, not %v", d, discovery.ErrBadDependency, d.Kind)
 		}
 		if v.ids[d.String()] || !e.preparable(d, &v) {
 			continue
@@ -460,12 +431,12 @@ func (e *Incremental) choosePrepared(deps []Dependency) error {
 type prepView struct {
 	ids            map[string]bool
 	ordered        []bool
-	ocs            map[*incOC]bool
-	context, under map[*incNode]bool
+	ocs            map[*ocCheck]bool
+	context, under map[*node]bool
 }
 
 // preparable reports whether Prepare may keep d's state (see Prepare).
-func (e *Incremental) preparable(d Dependency, v *prepView) bool {
+func (e *Engine) preparable(d discovery.Dependency, v *prepView) bool {
 	ctx := make([]int, 0, len(d.Context))
 	for _, name := range d.Context {
 		i, ok := e.colIdx[name]
@@ -476,7 +447,7 @@ func (e *Incremental) preparable(d Dependency, v *prepView) bool {
 	}
 	slices.Sort(ctx)
 	ctx = slices.Compact(ctx)
-	if d.Kind == KindOFD {
+	if d.Kind == discovery.KindOFD {
 		_, ok := e.colIdx[d.RHS]
 		return ok
 	}
@@ -486,7 +457,7 @@ func (e *Incremental) preparable(d Dependency, v *prepView) bool {
 		return false
 	}
 	for _, c := range []int{a, b} {
-		if !v.ordered[c] && e.cols[c].mode != modeNumeric {
+		if !v.ordered[c] && e.cols[c].Mode != dict.Numeric {
 			return false
 		}
 	}
@@ -501,8 +472,8 @@ func (e *Incremental) preparable(d Dependency, v *prepView) bool {
 	return !ok || nd.withMembers || v.context[nd] || !v.under[nd]
 }
 
-func (e *Incremental) dependency(d Dependency) (incDep, error) {
-	dd := incDep{dep: d, desc: d.Polarity == Desc}
+func (e *Engine) dependency(d discovery.Dependency) (dep, error) {
+	dd := dep{dep: d, desc: d.Polarity == discovery.Desc}
 	ctx := make([]int, 0, len(d.Context))
 	for _, name := range d.Context {
 		ctx = append(ctx, e.Column(name))
@@ -511,16 +482,16 @@ func (e *Incremental) dependency(d Dependency) (incDep, error) {
 	ctx = slices.Compact(ctx)
 	dd.cols = append(dd.cols, ctx...)
 	switch d.Kind {
-	case KindOFD:
+	case discovery.KindOFD:
 		a := e.Column(d.RHS)
 		dd.cols = append(dd.cols, a)
 		dd.fd = e.fd(ctx, a)
-	case KindOC:
+	case discovery.KindOC:
 		a, b := e.Column(d.Left), e.Column(d.Right)
 		dd.cols = append(dd.cols, a, b)
 		dd.oc = e.oc(ctx, a, b, dd.desc)
 	default:
-		return incDep{}, fmt.Errorf("%w: only OFDs and OCs are checked incrementally, not %v", ErrBadDependency, d.Kind)
+		return dep{}, fmt.Errorf("%w: only OFDs and OCs are checked incrementally, not %v", discovery.ErrBadDependency, d.Kind)
 	}
 	return dd, nil
 }
@@ -537,12 +508,12 @@ func listKey(cols []int) string {
 }
 
 // node returns the node of the column list, creating it and its ancestors.
-func (e *Incremental) node(cols []int) *incNode {
+func (e *Engine) node(cols []int) *node {
 	key := listKey(cols)
 	if nd, ok := e.nodeBy[key]; ok {
 		return nd
 	}
-	nd := &incNode{key: key, cols: slices.Clone(cols), last: -1, stale: true}
+	nd := &node{key: key, cols: slices.Clone(cols), last: -1, stale: true}
 	if len(cols) > 0 {
 		nd.last = cols[len(cols)-1]
 		nd.lastCol = e.cols[nd.last]
@@ -555,12 +526,12 @@ func (e *Incremental) node(cols []int) *incNode {
 	return nd
 }
 
-func (e *Incremental) fd(ctx []int, a int) *incFD {
+func (e *Engine) fd(ctx []int, a int) *fdCheck {
 	key := listKey(ctx) + "|" + strconv.Itoa(a)
 	if f, ok := e.fdBy[key]; ok {
 		return f
 	}
-	f := &incFD{x: e.node(ctx), xa: e.node(append(slices.Clone(ctx), a)), stale: true}
+	f := &fdCheck{x: e.node(ctx), xa: e.node(append(slices.Clone(ctx), a)), stale: true}
 	e.fdBy[key] = f
 	return f
 }
@@ -571,14 +542,14 @@ func ocKey(ctxKey string, a, b int) string {
 	return ctxKey + "|" + strconv.Itoa(a) + "~" + strconv.Itoa(b)
 }
 
-func (e *Incremental) oc(ctx []int, a, b int, desc bool) *incOC {
+func (e *Engine) oc(ctx []int, a, b int, desc bool) *ocCheck {
 	if b < a {
 		a, b = b, a // the removals of A ~ B and B ~ A are the same
 	}
 	key := ocKey(listKey(ctx), a, b)
 	o, ok := e.ocBy[key]
 	if !ok {
-		o = &incOC{x: e.node(ctx), a: a, b: b, stale: true}
+		o = &ocCheck{x: e.node(ctx), a: a, b: b, stale: true}
 		o.forget() // a new OC's history
 		e.ocBy[key] = o
 	}
@@ -598,7 +569,7 @@ func (e *Incremental) oc(ctx []int, a, b int, desc bool) *incOC {
 // it finds what the dependencies use (used), drops the rest from the
 // indexes (dropUnused), and rebuilds the ordered lists the checks walk
 // (listFDs, listOCs, listNodes, listTrees).
-func (e *Incremental) prune() {
+func (e *Engine) prune() {
 	u := e.used()
 	e.dropUnused(u)
 	e.listFDs()
@@ -607,26 +578,26 @@ func (e *Incremental) prune() {
 	e.listTrees()
 }
 
-// incUse is what the tracked and prepared dependencies use: their FDs,
+// usage is what the tracked and prepared dependencies use: their FDs,
 // their OCs with the polarities counted of each (a tracked OC's tracked
 // ones only), and the nodes of both with all their ancestors; tracked are
 // the OCs a tracked dependency uses.
-type incUse struct {
-	fds     map[*incFD]bool
-	ocs     map[*incOC][2]bool // asc, desc
-	nodes   map[*incNode]bool
-	tracked map[*incOC]bool
+type usage struct {
+	fds     map[*fdCheck]bool
+	ocs     map[*ocCheck][2]bool // asc, desc
+	nodes   map[*node]bool
+	tracked map[*ocCheck]bool
 }
 
 // used returns what e.deps and e.prep use.
-func (e *Incremental) used() incUse {
-	u := incUse{fds: map[*incFD]bool{}, ocs: map[*incOC][2]bool{}, nodes: map[*incNode]bool{}, tracked: map[*incOC]bool{}}
-	mark := func(nd *incNode) {
+func (e *Engine) used() usage {
+	u := usage{fds: map[*fdCheck]bool{}, ocs: map[*ocCheck][2]bool{}, nodes: map[*node]bool{}, tracked: map[*ocCheck]bool{}}
+	mark := func(nd *node) {
 		for ; nd != nil && !u.nodes[nd]; nd = nd.parent {
 			u.nodes[nd] = true
 		}
 	}
-	use := func(deps []incDep, tracked bool) {
+	use := func(deps []dep, tracked bool) {
 		for _, d := range deps {
 			if d.fd != nil {
 				u.fds[d.fd] = true
@@ -649,7 +620,7 @@ func (e *Incremental) used() incUse {
 
 // dropUnused deletes from fdBy, ocBy and nodeBy what u does not hold, and
 // sets each OC's polarities to the counted ones.
-func (e *Incremental) dropUnused(u incUse) {
+func (e *Engine) dropUnused(u usage) {
 	for k, f := range e.fdBy {
 		if !u.fds[f] {
 			delete(e.fdBy, k)
@@ -673,12 +644,12 @@ func (e *Incremental) dropUnused(u incUse) {
 }
 
 // listFDs rebuilds e.fds from fdBy, by the key of X ∪ {A}.
-func (e *Incremental) listFDs() {
+func (e *Engine) listFDs() {
 	e.fds = e.fds[:0]
 	for _, f := range e.fdBy {
 		e.fds = append(e.fds, f)
 	}
-	slices.SortFunc(e.fds, func(x, y *incFD) int {
+	slices.SortFunc(e.fds, func(x, y *fdCheck) int {
 		return strings.Compare(x.xa.key, y.xa.key)
 	})
 }
@@ -688,10 +659,10 @@ func (e *Incremental) listFDs() {
 // exactly the columns a tracked OC compares (a prepared one compares
 // numeric or ordered columns: see Prepare), and returns the OCs'
 // contexts: the nodes that keep their classes' members.
-func (e *Incremental) listOCs(u incUse) map[*incNode]bool {
+func (e *Engine) listOCs(u usage) map[*node]bool {
 	e.ocs = e.ocs[:0]
 	ordered := make([]bool, len(e.cols))
-	members := map[*incNode]bool{}
+	members := map[*node]bool{}
 	for _, o := range e.ocBy {
 		e.ocs = append(e.ocs, o)
 		if u.tracked[o] {
@@ -700,9 +671,9 @@ func (e *Incremental) listOCs(u incUse) map[*incNode]bool {
 		members[o.x] = true
 	}
 	for i, c := range e.cols {
-		c.ordered = ordered[i]
+		c.Ordered = ordered[i]
 	}
-	slices.SortFunc(e.ocs, func(x, y *incOC) int {
+	slices.SortFunc(e.ocs, func(x, y *ocCheck) int {
 		return strings.Compare(ocKey(x.x.key, x.a, x.b), ocKey(y.x.key, y.a, y.b))
 	})
 	e.trackedOCs, e.prepOCs = e.trackedOCs[:0], e.prepOCs[:0]
@@ -720,9 +691,9 @@ func (e *Incremental) listOCs(u incUse) map[*incNode]bool {
 // and then by key, giving each node the FDs whose X ∪ {A} it is (e.fds
 // must be listed) and keeping members at exactly the nodes in members; a
 // node that starts keeping them is stale.
-func (e *Incremental) listNodes(members map[*incNode]bool) {
+func (e *Engine) listNodes(members map[*node]bool) {
 	e.nodes = e.nodes[:0]
-	fdsOf := map[*incNode][]*incFD{}
+	fdsOf := map[*node][]*fdCheck{}
 	for _, f := range e.fds {
 		fdsOf[f.xa] = append(fdsOf[f.xa], f)
 	}
@@ -737,7 +708,7 @@ func (e *Incremental) listNodes(members map[*incNode]bool) {
 		}
 		e.nodes = append(e.nodes, nd)
 	}
-	slices.SortFunc(e.nodes, func(x, y *incNode) int {
+	slices.SortFunc(e.nodes, func(x, y *node) int {
 		if len(x.cols) != len(y.cols) {
 			return len(x.cols) - len(y.cols)
 		}
@@ -762,13 +733,13 @@ func boolIndex(b bool) int {
 // of new values, and the partitions and counts the whole batch of changes,
 // at the next Check (flush), one structure at a time, which keeps each
 // structure's memory hot.
-func (e *Incremental) Append(values []string, null []bool) {
+func (e *Engine) Append(values []string, null []bool) {
 	width := e.beginRow()
 	for i := range width {
 		var v string
 		code := uint32(0)
 		if i < len(values) && (null == nil || !null[i]) {
-			v, code = values[i], noHint
+			v, code = values[i], dict.NoHint
 		}
 		e.batchVals = append(e.batchVals, v)
 		e.batchCodes = append(e.batchCodes, code)
@@ -793,12 +764,12 @@ func (e *Incremental) Append(values []string, null []bool) {
 // checker applies its jobs behind the window that made them) or handing
 // over codes of different dictionaries to one column is therefore sound:
 // the new value is another string, the hint misses, and the value is
-// looked up by hash as Append does (see incColumn.holds for why a match is
+// looked up by hash as Append does (see Column.holds for why a match is
 // never wrong). The one assumption is Go's own: a string's bytes do not
 // change (no unsafe.String over a buffer that is reused). Codes should be
 // dense (indexes into a dictionary): the hints take 4 bytes per code up to
 // the largest one seen.
-func (e *Incremental) AppendCoded(values []string, codes []uint32) {
+func (e *Engine) AppendCoded(values []string, codes []uint32) {
 	width := e.beginRow()
 	for i := range width {
 		var v string
@@ -817,7 +788,7 @@ func (e *Incremental) AppendCoded(values []string, codes []uint32) {
 
 // beginRow makes room for a row in the ring and the batch, and returns
 // the row's width (the columns so far).
-func (e *Incremental) beginRow() int {
+func (e *Engine) beginRow() int {
 	if e.n == int(e.mask)+1 {
 		e.flush()
 		e.grow()
@@ -834,10 +805,10 @@ func (e *Incremental) beginRow() int {
 }
 
 // endRow counts the row beginRow began, whose values are batched.
-func (e *Incremental) endRow() {
+func (e *Engine) endRow() {
 	e.batchRows++
 	e.n++
-	if e.batchRows >= e.batchMax {
+	if e.batchRows >= e.tune.batchRows {
 		e.internBatch() // a bounded batch: a window filled at once does not hold every value twice
 	}
 }
@@ -847,7 +818,7 @@ func (e *Incremental) endRow() {
 // cache, where row by row the columns' dictionaries evicted each other),
 // and writes their codes into the ring; the columns are independent, so
 // they may be spread over two goroutines (phaseIntern).
-func (e *Incremental) internBatch() {
+func (e *Engine) internBatch() {
 	if e.batchRows == 0 {
 		return
 	}
@@ -855,7 +826,7 @@ func (e *Incremental) internBatch() {
 	if len(e.colOrder) != len(e.cols) {
 		e.orderColumns() // a column came since the last flush
 	}
-	e.spread(phaseIntern, e.batchWidth, e.batchRows*e.batchWidth, e.flushParallelMin)
+	e.spread(phaseIntern, e.batchWidth, e.batchRows*e.batchWidth, e.tune.flushParallelMin)
 	clear(e.batchVals) // do not hold the strings of rows that left
 	e.batchVals, e.batchCodes, e.batchRows = e.batchVals[:0], e.batchCodes[:0], 0
 }
@@ -864,44 +835,44 @@ func (e *Incremental) internBatch() {
 // flush does): a column costs the column phases about its dictionary's
 // size (cache misses, new values), and when the largest come first the
 // two goroutines end close together.
-func (e *Incremental) orderColumns() {
+func (e *Engine) orderColumns() {
 	e.colOrder = e.colOrder[:0]
 	for i := range e.cols {
 		e.colOrder = append(e.colOrder, i)
 	}
 	slices.SortStableFunc(e.colOrder, func(x, y int) int {
-		return cmp.Compare(len(e.cols[y].vals), len(e.cols[x].vals))
+		return cmp.Compare(len(e.cols[y].Vals), len(e.cols[x].Vals))
 	})
 }
 
 // internColumn interns column i's values of the batched rows and writes
 // their codes into its ring. Rows that left since the last flush keep
 // their slots (and codes) until the flush releases them.
-func (e *Incremental) internColumn(i int) {
+func (e *Engine) internColumn(i int) {
 	c, first, w := e.cols[i], e.batchFirst, e.batchWidth
 	for r := 0; r < e.batchRows; r++ {
 		code := e.batchCodes[r*w+i]
 		if code != 0 {
-			code = c.internCoded(code, e.batchVals[r*w+i])
+			code = c.InternCoded(code, e.batchVals[r*w+i])
 		}
-		c.codes[(first+uint32(r))&e.mask] = code
+		c.Codes[(first+uint32(r))&e.mask] = code
 	}
 }
 
 // releaseColumn lets column i's codes of the rows of rs go.
-func (e *Incremental) releaseColumn(i int, rs span) {
+func (e *Engine) releaseColumn(i int, rs span) {
 	c := e.cols[i]
 	for s := rs.from; s != rs.to; s++ {
 		slot := s & e.mask
-		if code := c.codes[slot]; code != 0 {
-			c.release(code)
-			c.codes[slot] = 0
+		if code := c.Codes[slot]; code != 0 {
+			c.Release(code)
+			c.Codes[slot] = 0
 		}
 	}
 }
 
 // Evict removes the k oldest rows (all of them when k >= Len).
-func (e *Incremental) Evict(k int) {
+func (e *Engine) Evict(k int) {
 	k = min(max(k, 0), e.n)
 	e.oldest += uint32(k)
 	e.n -= k
@@ -917,7 +888,7 @@ func (e *Incremental) Evict(k int) {
 // tree: they read the codes the rows held), release their codes (by
 // column), apply the rows that arrived (by tree). A structure takes the
 // rows one structure at a time, which keeps its memory hot.
-func (e *Incremental) flush() {
+func (e *Engine) flush() {
 	e.orderColumns()
 	e.internBatch()
 	left := e.oldest - e.from
@@ -925,11 +896,11 @@ func (e *Incremental) flush() {
 	structures := len(e.nodes) + len(e.fds) + len(e.ocs)
 	if appliedLeft > 0 {
 		e.sp.rows = span{e.from, e.from + appliedLeft}
-		e.spread(phaseLeave, len(e.trees), int(appliedLeft)*structures, e.flushParallelMin)
+		e.spread(phaseLeave, len(e.trees), int(appliedLeft)*structures, e.tune.flushParallelMin)
 	}
 	if left > 0 {
 		e.sp.rows = span{e.from, e.oldest}
-		e.spread(phaseRelease, len(e.cols), int(left)*len(e.cols), e.flushParallelMin)
+		e.spread(phaseRelease, len(e.cols), int(left)*len(e.cols), e.tune.flushParallelMin)
 	}
 	start := e.to
 	if int32(e.to-e.oldest) < 0 {
@@ -938,7 +909,7 @@ func (e *Incremental) flush() {
 	end := e.oldest + uint32(e.n)
 	if start != end {
 		e.sp.rows = span{start, end}
-		e.spread(phaseEnter, len(e.trees), int(end-start)*structures, e.flushParallelMin)
+		e.spread(phaseEnter, len(e.trees), int(end-start)*structures, e.tune.flushParallelMin)
 	}
 	e.left += int(appliedLeft)
 	e.entered += int(end - start)
@@ -946,7 +917,7 @@ func (e *Incremental) flush() {
 }
 
 // grow doubles the ring, moving every row to its slot under the new mask.
-func (e *Incremental) grow() {
+func (e *Engine) grow() {
 	oldMask := e.mask
 	e.mask = 2*e.mask + 1
 	move := func(old []uint32) []uint32 {
@@ -958,7 +929,7 @@ func (e *Incremental) grow() {
 		return nw
 	}
 	for _, c := range e.cols {
-		c.codes = move(c.codes)
+		c.Codes = move(c.Codes)
 	}
 	for _, nd := range e.nodes {
 		if nd.classOf != nil {
@@ -971,17 +942,17 @@ func (e *Incremental) grow() {
 // Check brings the counts up to date and returns one result per dependency,
 // in SetDependencies' order. cuts are the removal counts the caller
 // compares counts with: an OC whose count cannot have crossed any of them
-// since its last exact count is skipped (not with IncrementalOptions.Exact).
-func (e *Incremental) Check(cuts []int) []IncrementalResult {
-	e.builds = IncrementalBuilds{}
+// since its last exact count is skipped (not with Options.Exact).
+func (e *Engine) Check(cuts []int) []Result {
+	e.builds = Builds{}
 	e.flush()
 	e.settle()
 	e.recountOCs(cuts)
-	out := make([]IncrementalResult, len(e.deps))
+	out := make([]Result, len(e.deps))
 	for i, d := range e.deps {
-		r := IncrementalResult{Dependency: d.dep, Exact: true, Present: true}
+		r := Result{Dependency: d.dep, Exact: true, Present: true}
 		for _, c := range d.cols {
-			if e.cols[c].nonNull == 0 {
+			if e.cols[c].NonNull == 0 {
 				r.Present = false
 			}
 		}
@@ -1015,15 +986,15 @@ func (e *Incremental) Check(cuts []int) []IncrementalResult {
 // An OC that can skip p checks after a recount (at the rates rows entered
 // and left at this check) and reads r rows a recount costs about r/(p+1)
 // rows a check. The credit grows at each check by the sum of that over the
-// OCs, and a quarter more (IncrementalOptions.RecountBudget replaces the
+// OCs, and a quarter more (Options.RecountBudget replaces the
 // sum), less the rows of the forced recounts; the early recounts spend it,
 // least waste first (the share of the checks between forced recounts an
 // early recount gives up, times its rows): the recounts of a check add up
 // to about the average, instead of coming in waves.
-func (e *Incremental) recountOCs(cuts []int) {
+func (e *Engine) recountOCs(cuts []int) {
 	sl := e.slide(cuts)
 	type early struct {
-		o            *incOC
+		o            *ocCheck
 		left, period int // checks it can still skip, of period after a recount
 		rows         int // rows a recount reads
 	}
@@ -1090,7 +1061,7 @@ func (e *Incremental) recountOCs(cuts []int) {
 // (or reset), and when their changed rows pass MaxStale (which bounds
 // their backlog). They record no fit or floor, which only the tracked
 // OCs' bounds use.
-func (e *Incremental) recountPrepared(sl slide) {
+func (e *Engine) recountPrepared(sl slide) {
 	for _, o := range e.prepOCs {
 		if !e.labelled(o.a) || !e.labelled(o.b) {
 			continue
@@ -1110,7 +1081,7 @@ type slide struct {
 }
 
 // slide returns the check's slide and starts counting the next one.
-func (e *Incremental) slide(cuts []int) slide {
+func (e *Engine) slide(cuts []int) slide {
 	sl := slide{cuts: cuts, maxStale: e.maxStale, entered: max(e.entered, 1), left: max(e.left, 1)}
 	if sl.maxStale <= 0 {
 		sl.maxStale = min(e.n, defaultMaxStaleRows)
@@ -1120,7 +1091,7 @@ func (e *Incremental) slide(cuts []int) slide {
 }
 
 // recount recounts o and returns the rows it read.
-func (e *Incremental) recount(o *incOC, sl slide) int {
+func (e *Engine) recount(o *ocCheck, sl slide) int {
 	rows := o.dirtyRows()
 	o.fitCuts, o.fitLeft = sl.cuts, sl.left
 	e.todo = append(e.todo, o)
@@ -1142,22 +1113,22 @@ func (e *Incremental) recount(o *incOC, sl slide) int {
 // sortedClass) are presorted in the same phase, after the recounts (units
 // len(todo) on): the labels are settled, and each unit writes its own
 // OC's state.
-func (e *Incremental) runRecounts() {
+func (e *Engine) runRecounts() {
 	work := 0
 	for _, o := range e.todo {
 		work += o.lastRows
 	}
-	took := func(o *incOC) float64 {
+	took := func(o *ocCheck) float64 {
 		return o.rowNs*float64(o.lastRows) + recountChangeNs*float64(o.ins+o.del)
 	}
-	slices.SortStableFunc(e.todo, func(x, y *incOC) int { return cmp.Compare(took(y), took(x)) })
+	slices.SortStableFunc(e.todo, func(x, y *ocCheck) int { return cmp.Compare(took(y), took(x)) })
 	for _, o := range e.ocs {
 		if len(o.ripe) > 0 {
 			e.presorts = append(e.presorts, o)
-			work += len(o.ripe) * e.presortMin
+			work += len(o.ripe) * e.tune.presortMin
 		}
 	}
-	e.spread(phaseRecount, len(e.todo)+len(e.presorts), work, e.parallelMin)
+	e.spread(phaseRecount, len(e.todo)+len(e.presorts), work, e.tune.parallelMin)
 	clear(e.todo)
 	e.todo = e.todo[:0]
 	clear(e.presorts)
@@ -1169,17 +1140,17 @@ func (e *Incremental) runRecounts() {
 // entering that the fit tests do not accept (misfitsPerCheck) to its
 // misfits, and the share of the rows leaving that the floor tests do not
 // spare (lostPerCheck) to its lost rows.
-func (sl slide) checksLeft(o *incOC) int {
+func (sl slide) checksLeft(o *ocCheck) int {
 	return sl.skippable(o, o.ins+o.del, [2]int{o.lost(0), o.lost(1)}, [2]int{o.misfits(0), o.misfits(1)})
 }
 
 // period is how many checks like this one o can skip after a recount.
-func (sl slide) period(o *incOC) int { return sl.skippable(o, 0, [2]int{}, [2]int{}) }
+func (sl slide) period(o *ocCheck) int { return sl.skippable(o, 0, [2]int{}, [2]int{}) }
 
 // skippable is how many checks like this one o can skip with changed rows
 // changed since its last recount, and its count within [tot - lost, tot +
 // misfits].
-func (sl slide) skippable(o *incOC, changed int, lost, misfits [2]int) int {
+func (sl slide) skippable(o *ocCheck, changed int, lost, misfits [2]int) int {
 	k := (o.staleLimit - changed) / (sl.entered + sl.left)
 	for p, r := range [2]int{o.totAsc, o.totDesc} {
 		if !o.tracks(p) {
@@ -1201,7 +1172,7 @@ func (sl slide) skippable(o *incOC, changed int, lost, misfits [2]int) int {
 // rows of polarity p: the rows leaving that recent floor tests did not
 // spare, at least fitRateFloor of them, and at least one (a heuristic for
 // scheduling; the bounds themselves are exact).
-func (sl slide) lostPerCheck(o *incOC, p int) int {
+func (sl slide) lostPerCheck(o *ocCheck, p int) int {
 	return max(int(max(o.lostShare[p], fitRateFloor)*float64(sl.left)), 1)
 }
 
@@ -1209,7 +1180,7 @@ func (sl slide) lostPerCheck(o *incOC, p int) int {
 // misfits of polarity p: the rows entering that recent fit tests did not
 // accept, at least fitRateFloor of them, and at least one (a heuristic for
 // scheduling; the bounds themselves are exact).
-func (sl slide) misfitsPerCheck(o *incOC, p int) int {
+func (sl slide) misfitsPerCheck(o *ocCheck, p int) int {
 	share := max(1-o.accShare[p], fitRateFloor)
 	return max(int(share*float64(sl.entered)), 1)
 }
@@ -1230,10 +1201,10 @@ func unchangedVerdict(r, entered, left int, cuts []int) bool {
 // settle brings the columns up to date (freed codes, typing, labels; by
 // column, phaseSettle) and rebuilds the state that depends on what
 // changed.
-func (e *Incremental) settle() {
+func (e *Engine) settle() {
 	e.switched = slices.Grow(e.switched[:0], len(e.cols))[:len(e.cols)]
 	e.relabelled = slices.Grow(e.relabelled[:0], len(e.cols))[:len(e.cols)]
-	e.spread(phaseSettle, len(e.cols), (e.entered+e.left)*len(e.cols), e.flushParallelMin)
+	e.spread(phaseSettle, len(e.cols), (e.entered+e.left)*len(e.cols), e.tune.flushParallelMin)
 	switched, relabelled := e.switched, e.relabelled
 	for _, nd := range e.nodes {
 		for _, c := range nd.cols {
@@ -1245,7 +1216,7 @@ func (e *Incremental) settle() {
 	e.rebuildNodes()
 	for _, f := range e.fds {
 		if f.stale || f.x.stale || f.xa.stale {
-			f.rebuild(e.fdStride)
+			f.rebuild(e.tune.fdStride)
 			f.stale = false
 			e.builds.FDs++
 		}
@@ -1277,7 +1248,7 @@ func (e *Incremental) settle() {
 // valid: the labels of A and B did not move), which spares the sort;
 // classes below sortedMin are gathered and sorted, as a new OC's are.
 // Labels and classes must be settled.
-func (e *Incremental) startOver(o *incOC, keep bool) {
+func (e *Engine) startOver(o *ocCheck, keep bool) {
 	var kept []*sortedClass
 	if keep {
 		kept = slices.Clone(o.big)
@@ -1309,21 +1280,21 @@ func (e *Incremental) startOver(o *incOC, keep bool) {
 // prepared OC comparing a column whose labels went, when the tracked OC
 // ordering it did, starts over at every check and is not counted until
 // they come back, see recountPrepared).
-func (e *Incremental) labelled(c int) bool {
-	return e.cols[c].mode == modeNumeric || e.cols[c].ordered
+func (e *Engine) labelled(c int) bool {
+	return e.cols[c].Mode == dict.Numeric || e.cols[c].Ordered
 }
 
 // forget gives o the history of a new OC (the recount schedule's
 // estimates), so that a newly tracked OC that was prepared is scheduled
 // as one built now would be.
-func (o *incOC) forget() {
+func (o *ocCheck) forget() {
 	o.lastRows, o.rowNs = 0, 0
 	o.accShare, o.lostShare = [2]float64{}, [2]float64{1, 1}
 }
 
 // rebuildNodes replays the window's rows into the stale nodes (and their
 // descendants), parents first, by tree (phaseRebuild).
-func (e *Incremental) rebuildNodes() {
+func (e *Engine) rebuildNodes() {
 	for _, nd := range e.nodes {
 		if nd.parent != nil && nd.parent.stale {
 			nd.stale = true
@@ -1344,7 +1315,7 @@ func (e *Incremental) rebuildNodes() {
 		stale += len(t.stale)
 	}
 	if stale > 0 {
-		e.spread(phaseRebuild, len(e.trees), e.n*stale, e.flushParallelMin)
+		e.spread(phaseRebuild, len(e.trees), e.n*stale, e.tune.flushParallelMin)
 	}
 	e.builds.Nodes += stale
 }
@@ -1354,18 +1325,18 @@ func (e *Incremental) rebuildNodes() {
 // every column, or only those named (names it does not know are ignored),
 // so that a caller sampling a few columns does not copy the others. Codes
 // are copied; dictionaries share the strings.
-func (e *Incremental) DictColumns(names ...string) []table.DictColumn {
+func (e *Engine) DictColumns(names ...string) []table.DictColumn {
 	e.internBatch()
 	var out []table.DictColumn
 	for _, c := range e.cols {
-		if len(names) > 0 && !slices.Contains(names, c.name) {
+		if len(names) > 0 && !slices.Contains(names, c.Name) {
 			continue
 		}
 		codes := make([]uint32, e.n)
 		for k := range codes {
-			codes[k] = c.codes[(e.oldest+uint32(k))&e.mask]
+			codes[k] = c.Codes[(e.oldest+uint32(k))&e.mask]
 		}
-		out = append(out, table.DictColumn{Name: c.name, Dict: append([]string(nil), c.vals...), Codes: codes})
+		out = append(out, table.DictColumn{Name: c.Name, Dict: append([]string(nil), c.Vals...), Codes: codes})
 	}
 	return out
 }

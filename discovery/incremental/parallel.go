@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import (
 	"cmp"
@@ -16,18 +16,18 @@ import (
 //   - phaseIntern, phaseRelease, phaseSettle: a unit is a column (in
 //     colOrder); it writes that column's dictionary, counts and codes
 //     only (and settle's its entries of switched and relabelled).
-//   - phaseLeave, phaseEnter, phaseRebuild: a unit is a tree (incTree):
+//   - phaseLeave, phaseEnter, phaseRebuild: a unit is a tree (nodeTree):
 //     its nodes, the FDs applied with them, and the OCs whose context is
 //     among them. A node's classes read its parent's (classesFor), an FD's
 //     its nodes', and every one of them is in the tree, applied in the
 //     tree's order, parents first. All units read the columns' codes and
 //     ids, which no unit of these phases writes.
-//   - phaseFit: a unit is one OC's fit test (e.fits; see incOC.fit),
+//   - phaseFit: a unit is one OC's fit test (e.fits; see ocCheck.fit),
 //     with the scratch of the goroutine that runs it; it writes that OC's
 //     state and reads the nodes and columns, which no unit writes.
 //   - phaseRecount: a unit is one OC's recount (e.todo; see
-//     incOC.recount), or, after them, the presorting of one OC that is
-//     not recounted (e.presorts; see incOC.presort), with the scratch of
+//     ocCheck.recount), or, after them, the presorting of one OC that is
+//     not recounted (e.presorts; see ocCheck.presort), with the scratch of
 //     the goroutine that runs it; it writes that OC's state and reads the
 //     nodes and columns, which no unit writes.
 //
@@ -39,19 +39,14 @@ type checkPhase uint8
 
 const (
 	phaseIntern  checkPhase = iota // internColumn: the batched rows' values
-	phaseLeave                     // incTree.leave: the rows that left
+	phaseLeave                     // nodeTree.leave: the rows that left
 	phaseRelease                   // releaseColumn: the codes of the rows that left
-	phaseEnter                     // incTree.enter: the rows that arrived
+	phaseEnter                     // nodeTree.enter: the rows that arrived
 	phaseSettle                    // the column's settle
-	phaseRebuild                   // incTree.rebuild: every row, into the stale nodes
-	phaseFit                       // incOC.fit
-	phaseRecount                   // incOC.recount
+	phaseRebuild                   // nodeTree.rebuild: every row, into the stale nodes
+	phaseFit                       // ocCheck.fit
+	phaseRecount                   // ocCheck.recount
 )
-
-// defaultFlushParallelMin is Incremental.flushParallelMin's value: the
-// units of work (values interned, row-structure updates; see flush) below
-// which a phase costs less than waking a second goroutine for it.
-const defaultFlushParallelMin = 4096
 
 // spreader is the state of the phase running (see spread): written by the
 // calling goroutine before the helper starts, read by both.
@@ -70,7 +65,7 @@ type span struct{ from, to uint32 }
 // least and two cores, the calling goroutine and a helper take the next
 // unit in turn until none is left (the units are listed largest first,
 // so the two end close together); else the caller runs them in order.
-func (e *Incremental) spread(p checkPhase, n, work, least int) {
+func (e *Engine) spread(p checkPhase, n, work, least int) {
 	if n < 2 || work < least || runtime.GOMAXPROCS(0) < 2 {
 		for i := range n {
 			e.unit(p, 0, i)
@@ -87,14 +82,14 @@ func (e *Incremental) spread(p checkPhase, n, work, least int) {
 }
 
 // helpSpread is the second goroutine of a phase.
-func (e *Incremental) helpSpread() {
+func (e *Engine) helpSpread() {
 	defer e.sp.wg.Done()
 	e.takeUnits(1)
 }
 
 // takeUnits runs the phase's units that are left, as goroutine w (0 or
 // 1), one at a time.
-func (e *Incremental) takeUnits(w int) {
+func (e *Engine) takeUnits(w int) {
 	s := &e.sp
 	for {
 		i := int(s.next.Add(1)) - 1
@@ -106,7 +101,7 @@ func (e *Incremental) takeUnits(w int) {
 }
 
 // unit runs unit i of phase p on goroutine w.
-func (e *Incremental) unit(p checkPhase, w, i int) {
+func (e *Engine) unit(p checkPhase, w, i int) {
 	switch p {
 	case phaseIntern:
 		e.internColumn(e.colOrder[i])
@@ -118,7 +113,7 @@ func (e *Incremental) unit(p checkPhase, w, i int) {
 		e.trees[i].enter(e, e.sp.rows)
 	case phaseSettle:
 		c := e.colOrder[i]
-		e.switched[c], e.relabelled[c] = e.cols[c].settle()
+		e.switched[c], e.relabelled[c] = e.cols[c].Settle()
 	case phaseRebuild:
 		e.trees[i].rebuild(e)
 	case phaseFit:
@@ -132,26 +127,26 @@ func (e *Incremental) unit(p checkPhase, w, i int) {
 	}
 }
 
-// incTree is a node without a parent (the empty list, or one column) with
+// nodeTree is a node without a parent (the empty list, or one column) with
 // its descendants, parents first, the FDs whose X ∪ {A} is one of them
 // (nd.fds; an FD's X is that node's parent, or the empty list, whose
 // class is 0 whatever its state), and the OCs whose context is one of
 // them: the state a row is applied to on one goroutine, in order.
-type incTree struct {
-	nodes  []*incNode
-	ocs    []*incOC
+type nodeTree struct {
+	nodes  []*node
+	ocs    []*ocCheck
 	weight int        // about its cost per row: nodes, twice its FDs, its OCs
-	stale  []*incNode // the nodes rebuildNodes replays the window into
-	fds    []*incFD   // scratch of liveFDs
+	stale  []*node    // the nodes rebuildNodes replays the window into
+	fds    []*fdCheck // scratch of liveFDs
 	batch  rowBatch   // scratch of enter and leave
 }
 
 // listTrees rebuilds e.trees from e.nodes, e.fds and e.ocs (listed),
 // heaviest first.
-func (e *Incremental) listTrees() {
-	at := map[*incNode]int{} // root → index in trees
-	var trees []incTree
-	root := func(nd *incNode) int {
+func (e *Engine) listTrees() {
+	at := map[*node]int{} // root → index in trees
+	var trees []nodeTree
+	root := func(nd *node) int {
 		for nd.parent != nil {
 			nd = nd.parent
 		}
@@ -159,7 +154,7 @@ func (e *Incremental) listTrees() {
 		if !ok {
 			i = len(trees)
 			at[nd] = i
-			trees = append(trees, incTree{})
+			trees = append(trees, nodeTree{})
 		}
 		return i
 	}
@@ -173,7 +168,7 @@ func (e *Incremental) listTrees() {
 		t.ocs = append(t.ocs, o)
 		t.weight++
 	}
-	slices.SortStableFunc(trees, func(x, y incTree) int { return cmp.Compare(y.weight, x.weight) })
+	slices.SortStableFunc(trees, func(x, y nodeTree) int { return cmp.Compare(y.weight, x.weight) })
 	e.trees = trees
 }
 
@@ -181,14 +176,14 @@ func (e *Incremental) listTrees() {
 // the classes they leave (as x still has them), then each node, a chunk
 // of rows at a time, takes them off its classes' sizes, its FDs apply
 // them, and it lets them go, one structure at a time.
-func (t *incTree) leave(e *Incremental, rs span) {
+func (t *nodeTree) leave(e *Engine, rs span) {
 	t.touchOCs(e, rs, false)
 	for _, nd := range t.nodes {
 		if nd.stale {
 			continue
 		}
 		fds := t.liveFDs(nd)
-		for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
+		for ch := rs.chunk(rs.from, e.tune.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.tune.nodeChunk) {
 			nd.leaveRows(ch, e.mask, &t.batch)
 			for _, f := range fds {
 				f.leaveRows(ch, e.mask, &t.batch)
@@ -201,13 +196,13 @@ func (t *incTree) leave(e *Incremental, rs span) {
 // enter applies the rows of rs, which arrived, to t: each node takes them
 // (parents first), a chunk of rows at a time, then its FDs; then each OC
 // marks the classes they entered.
-func (t *incTree) enter(e *Incremental, rs span) {
+func (t *nodeTree) enter(e *Engine, rs span) {
 	for _, nd := range t.nodes {
 		if nd.stale {
 			continue
 		}
 		fds := t.liveFDs(nd)
-		for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
+		for ch := rs.chunk(rs.from, e.tune.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.tune.nodeChunk) {
 			nd.enterRows(ch, e.mask, &t.batch)
 			for _, f := range fds {
 				f.enterRows(&t.batch)
@@ -223,7 +218,7 @@ func (rs span) chunk(from uint32, n int) span {
 }
 
 // liveFDs returns nd's FDs that are not stale (in t.fds).
-func (t *incTree) liveFDs(nd *incNode) []*incFD {
+func (t *nodeTree) liveFDs(nd *node) []*fdCheck {
 	t.fds = t.fds[:0]
 	for _, f := range nd.fds {
 		if !f.stale && !f.x.stale {
@@ -235,7 +230,7 @@ func (t *incTree) liveFDs(nd *incNode) []*incFD {
 
 // touchOCs marks, in each of t's OCs that is not stale, the classes the
 // rows of rs entered or leave.
-func (t *incTree) touchOCs(e *Incremental, rs span, entered bool) {
+func (t *nodeTree) touchOCs(e *Engine, rs span, entered bool) {
 	for _, o := range t.ocs {
 		if o.stale || o.x.stale {
 			continue
@@ -250,19 +245,14 @@ func (t *incTree) touchOCs(e *Incremental, rs span, entered bool) {
 // rows at a time (see enter), each chunk into every stale node in order,
 // so that a parent has the chunk's classes before its children ask for
 // them.
-func (t *incTree) rebuild(e *Incremental) {
+func (t *nodeTree) rebuild(e *Engine) {
 	if len(t.stale) == 0 {
 		return
 	}
 	rs := span{e.oldest, e.oldest + uint32(e.n)}
-	for ch := rs.chunk(rs.from, e.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.nodeChunk) {
+	for ch := rs.chunk(rs.from, e.tune.nodeChunk); ch.from != rs.to; ch = rs.chunk(ch.to, e.tune.nodeChunk) {
 		for _, nd := range t.stale {
 			nd.enterRows(ch, e.mask, &t.batch)
 		}
 	}
 }
-
-// defaultNodeChunk is Incremental.nodeChunk's value: the rows whose index
-// slots a node reads side by side before it looks them up (see
-// incNode.classesFor); their slots and classes stay in the L1 cache.
-const defaultNodeChunk = 256

@@ -1,6 +1,6 @@
-package discovery
+package incremental
 
-// incFD keeps the g3 removals of X: [] -> A exact as rows come and go: per
+// fdCheck keeps the g3 removals of X: [] -> A exact as rows come and go: per
 // class of X (node x), how many classes of X+A (node xa, whose parent is x)
 // have each size (count-of-counts) and the largest size. A row entering a
 // class of X+A of size k-1 moves one class from count k-1 to k; leaving,
@@ -28,8 +28,8 @@ package discovery
 // to dense when a size needs a pair and none is free; from dense to pairs
 // when fewer sizes than pairs have a count and at least m moves were made
 // since it turned dense (which pays for reading its m counts).
-type incFD struct {
-	x, xa    *incNode
+type fdCheck struct {
+	x, xa    *node
 	stride   uint32
 	pairs    uint32 // pairs a block holds: (stride-2)/2
 	blk      []uint32
@@ -40,11 +40,6 @@ type incFD struct {
 	stale    bool
 }
 
-// defaultFDStride is Incremental.fdStride's value: the words of an FD's
-// block per class of X (see incFD). Eight, two blocks a cache line, hold
-// classes of X+A up to 7 rows inline, and three sizes as pairs.
-const defaultFDStride = 8
-
 // spareBig bounds the zeroed arrays an FD keeps for classes turning
 // dense, and spareLen their length.
 const spareBig, spareLen = 64, 256
@@ -53,7 +48,7 @@ const spareBig, spareLen = 64, 256
 const maxFDStride = 256
 
 // reset empties the state and sets the stride (2 to maxFDStride).
-func (f *incFD) reset(stride int) {
+func (f *fdCheck) reset(stride int) {
 	f.stride = uint32(min(max(stride, 2), maxFDStride))
 	f.pairs = 0
 	if f.stride >= 4 {
@@ -63,7 +58,7 @@ func (f *incFD) reset(stride int) {
 }
 
 // block returns the block of class cx, first growing blk to hold it.
-func (f *incFD) block(cx uint32) []uint32 {
+func (f *fdCheck) block(cx uint32) []uint32 {
 	end := int(cx+1) * int(f.stride)
 	if end > len(f.blk) {
 		f.blk = append(f.blk, make([]uint32, end-len(f.blk))...)
@@ -73,7 +68,7 @@ func (f *incFD) block(cx uint32) []uint32 {
 
 // enter moves one class of X+A in class cx of X from size k-1 to k: it
 // runs after both nodes took a row.
-func (f *incFD) enter(cx, k uint32) {
+func (f *fdCheck) enter(cx, k uint32) {
 	b := f.block(cx)
 	if k > b[0] {
 		b[0] = k
@@ -94,11 +89,11 @@ func (f *incFD) enter(cx, k uint32) {
 }
 
 // enterRows applies the rows of a chunk, which entered xa (b: their
-// classes' keys and sizes, set by incNode.enterRows), in two passes:
+// classes' keys and sizes, set by node.enterRows), in two passes:
 // their classes of X first, which xa's keys hold (the high word, the class
 // of xa's parent x), reading each one's block so that the cache misses of
 // the rows overlap; then the moves.
-func (f *incFD) enterRows(b *rowBatch) {
+func (f *fdCheck) enterRows(b *rowBatch) {
 	if f.xa.parent == nil {
 		clear(b.cx) // X is the empty list: one class
 	} else {
@@ -113,9 +108,9 @@ func (f *incFD) enterRows(b *rowBatch) {
 }
 
 // leaveRows applies the rows of rs, which are leaving xa (b: their
-// classes' sizes, set by incNode.leaveRows), in two passes as enterRows,
+// classes' sizes, set by node.leaveRows), in two passes as enterRows,
 // their classes of X read from x.
-func (f *incFD) leaveRows(rs span, mask uint32, b *rowBatch) {
+func (f *fdCheck) leaveRows(rs span, mask uint32, b *rowBatch) {
 	f.x.classes(rs, mask, b.cx)
 	f.readBlocks(b)
 	for i, k := range b.ks {
@@ -125,7 +120,7 @@ func (f *incFD) leaveRows(rs span, mask uint32, b *rowBatch) {
 
 // readBlocks reads the first word of the block of each class of X in
 // b.cx (if it has one).
-func (f *incFD) readBlocks(b *rowBatch) {
+func (f *fdCheck) readBlocks(b *rowBatch) {
 	var sink uint32
 	blk, stride := f.blk, int(f.stride)
 	for _, cx := range b.cx {
@@ -138,7 +133,7 @@ func (f *incFD) readBlocks(b *rowBatch) {
 
 // leave moves one class of X+A in class cx of X from size k to k-1: it
 // runs before the nodes let a row go.
-func (f *incFD) leave(cx, k uint32) {
+func (f *fdCheck) leave(cx, k uint32) {
 	b := f.blk[cx*f.stride : (cx+1)*f.stride]
 	if b[0] < f.stride {
 		b[k]--
@@ -164,7 +159,7 @@ func (f *incFD) leave(cx, k uint32) {
 
 // move moves one class from size from to size to (either 0: none) in
 // block b (pairs or dense) and returns the count of size from left.
-func (f *incFD) move(b []uint32, from, to uint32) uint32 {
+func (f *fdCheck) move(b []uint32, from, to uint32) uint32 {
 	var left uint32
 	if b[1] == 0 {
 		var ok bool
@@ -205,7 +200,7 @@ func (f *incFD) move(b []uint32, from, to uint32) uint32 {
 // pair and none is free (the move from size from is made). One pass finds
 // the pairs of both sizes and a free one; a class moving from a size no
 // other class has to a size no other class has keeps its pair.
-func (f *incFD) movePairs(b []uint32, from, to uint32) (left uint32, ok bool) {
+func (f *fdCheck) movePairs(b []uint32, from, to uint32) (left uint32, ok bool) {
 	var fi, ti, free uint32 // pair indexes; 0: none
 	for i := uint32(2); i < 2+2*f.pairs; i += 2 {
 		switch k := b[i]; {
@@ -244,7 +239,7 @@ func (f *incFD) movePairs(b []uint32, from, to uint32) (left uint32, ok bool) {
 
 // outOfLine turns inline block b, whose largest size reached stride,
 // into pairs, or dense when it has more sizes than pairs.
-func (f *incFD) outOfLine(b []uint32) {
+func (f *fdCheck) outOfLine(b []uint32) {
 	var counts [maxFDStride]uint32
 	copy(counts[1:], b[1:])
 	sizes := uint32(0)
@@ -264,7 +259,7 @@ func (f *incFD) outOfLine(b []uint32) {
 }
 
 // dense turns block b of pairs dense.
-func (f *incFD) dense(b []uint32) {
+func (f *fdCheck) dense(b []uint32) {
 	cc := f.array(int(b[0]) + 1)
 	sizes := f.fromPairs(b, cc)
 	clear(b[1:])
@@ -273,7 +268,7 @@ func (f *incFD) dense(b []uint32) {
 
 // install makes block b (words 1.. zero) dense with the counts in cc,
 // sizes of them not 0.
-func (f *incFD) install(b []uint32, cc []uint32, sizes uint32) {
+func (f *fdCheck) install(b []uint32, cc []uint32, sizes uint32) {
 	cc[0] = sizes
 	var i uint32
 	if n := len(f.freeBig); n > 0 {
@@ -287,7 +282,7 @@ func (f *incFD) install(b []uint32, cc []uint32, sizes uint32) {
 }
 
 // array returns a zeroed array of at least n counts.
-func (f *incFD) array(n int) []uint32 {
+func (f *fdCheck) array(n int) []uint32 {
 	if k := len(f.spare); k > 0 && n <= cap(f.spare[k-1]) {
 		cc := f.spare[k-1]
 		f.spare = f.spare[:k-1]
@@ -297,7 +292,7 @@ func (f *incFD) array(n int) []uint32 {
 }
 
 // sparse turns dense block b, whose sizes fit in the pairs, into pairs.
-func (f *incFD) sparse(b []uint32) {
+func (f *fdCheck) sparse(b []uint32) {
 	cc := f.release(b)
 	toPairs(b, cc[:b[0]+1])
 	f.give(cc, b[0])
@@ -318,7 +313,7 @@ func toPairs(b, counts []uint32) {
 
 // fromPairs sets counts[k] to the count of size k held in the pairs of
 // block b, for the sizes that have a count, and returns how many do.
-func (f *incFD) fromPairs(b, counts []uint32) uint32 {
+func (f *fdCheck) fromPairs(b, counts []uint32) uint32 {
 	sizes := uint32(0)
 	for i := uint32(2); i < 2+2*f.pairs; i += 2 {
 		if b[i+1] != 0 {
@@ -331,7 +326,7 @@ func (f *incFD) fromPairs(b, counts []uint32) uint32 {
 
 // inline turns block b (pairs or dense), whose largest size dropped below
 // stride, inline.
-func (f *incFD) inline(b []uint32) {
+func (f *fdCheck) inline(b []uint32) {
 	var counts [maxFDStride]uint32 // sizes 0..stride-1
 	if b[1] != 0 {
 		cc := f.release(b)
@@ -345,7 +340,7 @@ func (f *incFD) inline(b []uint32) {
 
 // release detaches dense block b's array, clearing words 1.., and returns
 // it.
-func (f *incFD) release(b []uint32) []uint32 {
+func (f *fdCheck) release(b []uint32) []uint32 {
 	i := b[1] - 1
 	cc := f.big[i]
 	f.big[i] = nil
@@ -355,7 +350,7 @@ func (f *incFD) release(b []uint32) []uint32 {
 }
 
 // give keeps a released array, whose counts beyond m are 0, as spare.
-func (f *incFD) give(cc []uint32, m uint32) {
+func (f *fdCheck) give(cc []uint32, m uint32) {
 	if len(f.spare) >= spareBig || cap(cc) > spareLen {
 		return
 	}
@@ -366,7 +361,7 @@ func (f *incFD) give(cc []uint32, m uint32) {
 // rebuild recomputes the FD's counts from its nodes' classes, with blocks
 // of stride words: the largest size of each class of X first (a block of
 // largest size stride or more starts as empty pairs), then the counts.
-func (f *incFD) rebuild(stride int) {
+func (f *fdCheck) rebuild(stride int) {
 	f.reset(stride)
 	classX := func(r int) uint32 { // the class of X: 0 for the empty context
 		if f.xa.parent == nil {

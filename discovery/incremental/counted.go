@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import (
 	"cmp"
@@ -23,7 +23,7 @@ import (
 // zip and its city) is recounted at every check for less than a sorted
 // class's merge.
 //
-// A counted class records no floor (see incremental_floor.go): its rows
+// A counted class records no floor (see floor.go): its rows
 // that leave count as lost. Its fit bound is coarser than a sorted
 // class's: a recount records the distinct pairs of one heaviest chain,
 // and a row that enters is accepted when its pair is one of them (a twin
@@ -36,12 +36,6 @@ import (
 // countedRatio times its distinct pairs. The decision depends on the rows
 // alone, never on the class's history, so an OC that starts over (see
 // startOver) takes the forms a new one would.
-
-// defaultCountedRatio is Incremental.countedRatio's value: a class is
-// counted when its rows are at least this many times its distinct pairs
-// (below it, a recount of D pairs costs about what a sorted class's merge
-// does, and the sorted class's bounds are tighter).
-const defaultCountedRatio = 8
 
 // countedForm reports whether a class of rows rows and distinct distinct
 // pairs is kept counted, with ratio countedRatio (0: never).
@@ -142,7 +136,7 @@ func mergeIDs(order, added []uint32, cmp func(x, y uint32) int, live func(uint32
 // window, and accepts, per polarity whose chain sc records (fit.ok), the
 // rows whose pair is one of the chain's: it adds them to o.acc and returns
 // them. Labels must be settled.
-func (o *incOC) fold(e *Incremental, sc *sortedClass) (acc [2]int) {
+func (o *ocCheck) fold(e *Engine, sc *sortedClass) (acc [2]int) {
 	pc := sc.cnt
 	for _, s := range sc.pending {
 		if !e.alive(s) {
@@ -222,7 +216,7 @@ func distinctPairs(la, lb []uint64) int {
 // records, per polarity that wantsFit, the pairs of one heaviest chain
 // (pairCounts.chain, sc.fit[p].ok), against which fold accepts the rows
 // that enter until the next recount.
-func (o *incOC) countedRemovals(w *recountScratch, sc *sortedClass, c uint32, rows int, rec bool) (asc, desc int) {
+func (o *ocCheck) countedRemovals(w *recountScratch, sc *sortedClass, c uint32, rows int, rec bool) (asc, desc int) {
 	pc := sc.cnt
 	// Ranks of lb, by id, from byLB.
 	w.ranks = slices.Grow(w.ranks[:0], len(pc.pairs))[:len(pc.pairs)]

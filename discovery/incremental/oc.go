@@ -1,13 +1,13 @@
-package discovery
+package incremental
 
 import (
 	"slices"
 	"time"
 )
 
-// incOC keeps the removals of X: A ~ B, both polarities, over the classes
+// ocCheck keeps the removals of X: A ~ B, both polarities, over the classes
 // of X (node x). A class a row entered or left is dirty; a check
-// recomputes the LNDS of the dirty classes only (see Incremental.Check for
+// recomputes the LNDS of the dirty classes only (see Engine.Check for
 // when it may skip even that). A class of at least sortedMin rows keeps
 // its rows sorted by (label A, label B) between checks (sortedClass), so
 // that recomputing it costs a merge of the rows that arrived and one LNDS
@@ -15,8 +15,8 @@ import (
 // lists and sorted each time. A sorted class's backlog is sorted in
 // runs at the checks that do not recount it (presort), so that a recount
 // after many skipped checks merges instead of sorting.
-type incOC struct {
-	x           *incNode
+type ocCheck struct {
+	x           *node
 	a, b        int // columns
 	asc, desc   bool
 	remAsc      []uint32 // by class, as of the class's last recount
@@ -33,7 +33,7 @@ type incOC struct {
 	staleLimit  int            // changed rows after which it is recounted whatever the cuts
 	stale       bool
 	ripe        []uint32 // sorted classes whose backlog reached presortMin since the last presort
-	// The fit bound (see incremental_fit.go). fitCuts and fitLeft are the
+	// The fit bound (see fit.go). fitCuts and fitLeft are the
 	// cuts and the rows left at the check that scheduled the recount
 	// running (see wantsFit). Per polarity (asc, desc), acc counts the
 	// rows accepted into the sorted classes' A since the last recount
@@ -44,7 +44,7 @@ type incOC struct {
 	fitLeft  int
 	acc      [2]int
 	accShare [2]float64
-	// The pile bound (see incremental_floor.go), per polarity: spared
+	// The pile bound (see floor.go), per polarity: spared
 	// counts the rows that left since the last recount without lowering
 	// the bound (counted as they leave), and lostShare is about the share
 	// of the rows that left that recent recount periods did not spare (for
@@ -67,12 +67,12 @@ type incOC struct {
 // with seq from merged to presorted, and both adds and dead are kept as
 // sorted runs (pairLog). A presorted row that leaves before the recount
 // (once every merged row has left) has its pair in gone, which the
-// recount takes out of adds. A fit test (incOC.fit) moves the pending
+// recount takes out of adds. A fit test (ocCheck.fit) moves the pending
 // rows to adds as presort does, and tests them against fit (see
 // classFit), which its recount records.
 //
 // A class whose rows hold few distinct pairs is kept counted instead
-// (cnt non-nil; see incremental_counted.go): its pending rows are
+// (cnt non-nil; see counted.go): its pending rows are
 // folded into cnt when ripe and at its recount, its merged rows that
 // leave are taken out of cnt as they leave, and la, lb, adds, dead,
 // gone, fit and floor are unused. fresh marks a class kept by startOver
@@ -221,14 +221,14 @@ func comparePairs(x, y ocPair) int {
 
 func pairBelow(x, y ocPair) bool { return x.la < y.la || x.la == y.la && x.lb < y.lb }
 
-func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
+func (o *ocCheck) touch(e *Engine, c, seq uint32, entered bool) {
 	o.touchClass(c)
 	sc := o.big[c]
 	if entered {
 		o.ins++
 		if sc != nil {
 			sc.pending = append(sc.pending, seq)
-			if len(sc.pending) == e.presortMin {
+			if len(sc.pending) == e.tune.presortMin {
 				o.ripe = append(o.ripe, c)
 			}
 		}
@@ -245,7 +245,7 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 		return
 	}
 	// A row merged at the class's last recount costs what its floor
-	// says; one that entered since costs nothing (see incremental_floor.go).
+	// says; one that entered since costs nothing (see floor.go).
 	merged, presorted := int32(seq-sc.merged) < 0, int32(seq-sc.presorted) < 0
 	var pair ocPair
 	if merged || presorted {
@@ -259,7 +259,7 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 	switch {
 	case merged:
 		sc.dead.ps = append(sc.dead.ps, pair)
-		if len(sc.dead.ps)-sc.dead.sortedLen() == e.presortMin {
+		if len(sc.dead.ps)-sc.dead.sortedLen() == e.tune.presortMin {
 			o.ripe = append(o.ripe, c)
 		}
 	case presorted:
@@ -270,7 +270,7 @@ func (o *incOC) touch(e *Incremental, c, seq uint32, entered bool) {
 // presort sorts the backlog of the classes that became ripe (see
 // sortedClass) with scratch w. Labels must be settled; it writes o's
 // state and w only (a unit of phaseRecount).
-func (o *incOC) presort(e *Incremental, w *recountScratch) {
+func (o *ocCheck) presort(e *Engine, w *recountScratch) {
 	for _, c := range o.ripe {
 		if int(c) >= len(o.big) || o.big[c] == nil {
 			continue
@@ -295,7 +295,7 @@ func (o *incOC) presort(e *Incremental, w *recountScratch) {
 
 // resetAll forgets the sorted classes and marks every class dirty: the
 // labels of A or B, or the classes of x, changed.
-func (o *incOC) resetAll() {
+func (o *ocCheck) resetAll() {
 	clear(o.big)
 	o.acc = [2]int{}
 	o.ripe = o.ripe[:0]
@@ -307,7 +307,7 @@ func (o *incOC) resetAll() {
 }
 
 // touchClass marks class c dirty, growing the per-class slices to hold it.
-func (o *incOC) touchClass(c uint32) {
+func (o *ocCheck) touchClass(c uint32) {
 	for int(c) >= len(o.isDirty) {
 		o.isDirty = append(o.isDirty, false)
 		o.remAsc = append(o.remAsc, 0)
@@ -323,7 +323,7 @@ func (o *incOC) touchClass(c uint32) {
 // dirtyRows is the number of rows in the dirty classes (all of x's rows
 // when every class must be recounted), a counted class's distinct pairs
 // and pending rows standing for its rows: about what a recount costs.
-func (o *incOC) dirtyRows() int {
+func (o *ocCheck) dirtyRows() int {
 	rows := 0
 	for _, c := range o.dirty {
 		if int(c) >= len(o.x.size) {
@@ -359,7 +359,7 @@ type recountScratch struct {
 // recount recomputes the dirty classes with scratch w; the totals are
 // exact afterwards. It writes o's state and w only, so that OCs can be
 // recounted at once, each with its own scratch.
-func (o *incOC) recount(e *Incremental, w *recountScratch) {
+func (o *ocCheck) recount(e *Engine, w *recountScratch) {
 	start := time.Now()
 	for p := range 2 {
 		if o.floored[p] && o.del > 0 {
@@ -402,13 +402,13 @@ func (o *incOC) recount(e *Incremental, w *recountScratch) {
 	}
 }
 
-func (o *incOC) pair(e *Incremental, seq uint32) ocPair {
+func (o *ocCheck) pair(e *Engine, seq uint32) ocPair {
 	slot := seq & e.mask
 	ca, cb := e.cols[o.a], e.cols[o.b]
-	return ocPair{la: ca.orderOf(ca.codes[slot]), lb: cb.orderOf(cb.codes[slot])}
+	return ocPair{la: ca.OrderOf(ca.Codes[slot]), lb: cb.OrderOf(cb.Codes[slot])}
 }
 
-func (o *incOC) recountSmall(e *Incremental, w *recountScratch, c uint32) (asc, desc int) {
+func (o *ocCheck) recountSmall(e *Engine, w *recountScratch, c uint32) (asc, desc int) {
 	items := w.items[:0]
 	for _, s := range o.x.members[c].live() {
 		items = append(items, o.pair(e, s))
@@ -473,7 +473,7 @@ func sortPairs(ps []ocPair) {
 
 // recountSorted brings the sorted pairs of class c up to date (building
 // them from the member list the first time) and counts on them.
-func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc, desc int) {
+func (o *ocCheck) recountSorted(e *Engine, w *recountScratch, c uint32) (asc, desc int) {
 	sc := o.big[c]
 	if sc == nil {
 		sc = &sortedClass{}
@@ -486,14 +486,14 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 	if sc.cnt != nil {
 		o.fold(e, sc)
 		sc.cnt.settle(w)
-		if countedForm(size, len(sc.cnt.ids), e.countedRatio) {
+		if countedForm(size, len(sc.cnt.ids), e.tune.countedRatio) {
 			return o.countedRemovals(w, sc, c, size, rec)
 		}
 		sc.toSorted()
 	}
 	o.mergeBacklog(e, w, sc)
-	if e.countedRatio > 0 {
-		if d := distinctPairs(sc.la, sc.lb); countedForm(size, d, e.countedRatio) {
+	if e.tune.countedRatio > 0 {
+		if d := distinctPairs(sc.la, sc.lb); countedForm(size, d, e.tune.countedRatio) {
 			sc.toCounted(d)
 			return o.countedRemovals(w, sc, c, size, rec)
 		}
@@ -502,7 +502,7 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 	for p, r := range [2]int{asc, desc} {
 		fl := &sc.floor[p]
 		fl.ok = rec && o.tracks(p) && o.wantsFloor(p, c, r) &&
-			fl.build(sc.la, sc.lb, w.pos[p], len(sc.la)-r, e.floorMax, &w.piles)
+			fl.build(sc.la, sc.lb, w.pos[p], len(sc.la)-r, e.tune.floorMax, &w.piles)
 		if !fl.ok {
 			fl.ps = nil
 		}
@@ -520,7 +520,7 @@ func (o *incOC) recountSorted(e *Incremental, w *recountScratch, c uint32) (asc,
 // mergeBacklog brings sorted class sc's pairs up to date: its pending
 // rows and presorted pairs merged in, the pairs of its rows that left
 // out.
-func (o *incOC) mergeBacklog(e *Incremental, w *recountScratch, sc *sortedClass) {
+func (o *ocCheck) mergeBacklog(e *Engine, w *recountScratch, sc *sortedClass) {
 	if len(sc.pending) > 0 || len(sc.adds.ps) > 0 || len(sc.dead.ps) > 0 {
 		var items []ocPair
 		if len(sc.adds.ps) == 0 {
@@ -544,7 +544,7 @@ func (o *incOC) mergeBacklog(e *Incremental, w *recountScratch, sc *sortedClass)
 			sortPairs(sc.gone)
 			items = subtractPairs(items, sc.gone)
 		}
-		w.merge(sc, items, sc.dead.sorted(&w.runs), e.scratchSlack)
+		w.merge(sc, items, sc.dead.sorted(&w.runs), e.tune.scratchSlack)
 		sc.pending, sc.gone = sc.pending[:0], sc.gone[:0]
 		sc.adds.reset()
 		sc.dead.reset()
@@ -630,7 +630,7 @@ func gallopPairs(la, lb []uint64, from int, p ocPair) int {
 // after the previous one's: it is searched galloping from there, and a
 // long run (a column with few values) costs a step or two a row instead of
 // a binary search of all the tails.
-func (o *incOC) lnds(w *recountScratch, la, lb []uint64, rec bool) (asc, desc int) {
+func (o *ocCheck) lnds(w *recountScratch, la, lb []uint64, rec bool) (asc, desc int) {
 	if o.asc {
 		pos := w.places(0, rec, len(la))
 		t := w.tails[:0]

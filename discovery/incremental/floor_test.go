@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import (
 	"math/rand/v2"
@@ -28,7 +28,7 @@ func TestFloorBoundsRemovals(t *testing.T) {
 		for i, p := range ps {
 			la[i], lb[i] = p.la, p.lb
 		}
-		o := &incOC{asc: true, desc: true}
+		o := &ocCheck{asc: true, desc: true}
 		asc, desc := o.lnds(&w, la, lb, true)
 		for p, rem := range []int{asc, desc} {
 			var f classFloor

@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import (
 	"fmt"
@@ -7,11 +7,15 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery/incremental/internal/dict"
+
+	"github.com/odwatch/odwatch/discovery"
 )
 
 // prepTwin is one engine of TestPrepareDoesNotChangeCounts with its feed.
 type prepTwin struct {
-	e    *Incremental
+	e    *Engine
 	feed *incFeed
 	at   []int
 }
@@ -38,27 +42,29 @@ func TestPrepareDoesNotChangeCounts(t *testing.T) {
 func prepareRun(t *testing.T, seed uint64, steps int) {
 	g := newIncGen(seed, 3+int(seed%4))
 	deps := g.deps(1 + g.r.IntN(6))
-	opts := IncrementalOptions{SortedMin: []int{0, 2, 4}[g.r.IntN(3)], RecountBudget: []int{-1, 0, 5}[g.r.IntN(3)]}
+	opts := Options{SortedMin: []int{0, 2, 4}[g.r.IntN(3)], RecountBudget: []int{-1, 0, 5}[g.r.IntN(3)]}
 	if g.r.IntN(3) == 0 {
 		opts.MaxStale = 1 + g.r.IntN(20)
 	}
 	if g.r.IntN(3) == 0 {
 		opts.Typing.OrderText = true
 	}
-	stride := labelStride
+	column := dict.DefaultTuning()
 	if g.r.IntN(2) == 0 {
-		stride = uint64(1 + g.r.IntN(4)) // force relabels
+		column.LabelStride = uint64(1 + g.r.IntN(4)) // force relabels
 	}
-	presortMin := []int{defaultPresortMin, 1, 2}[g.r.IntN(3)]
-	countedRatio := []int{defaultCountedRatio, 0, 1, 2}[g.r.IntN(4)] // counted classes: as by default, never, always, often
+	presortMin := []int{defaultTuning().presortMin, 1, 2}[g.r.IntN(3)]
+	countedRatio := []int{defaultTuning().countedRatio, 0, 1, 2}[g.r.IntN(4)] // counted classes: as by default, never, always, often
 	var twins [2]prepTwin
 	for i := range twins {
-		e, err := NewIncremental(deps, opts)
+		e, err := New(deps, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.presortMin = presortMin
-		e.countedRatio = countedRatio
+		e.tune.presortMin = presortMin
+		e.tune.countedRatio = countedRatio
+		e.tune.column = column
+		retune(e)
 		tw := prepTwin{e: e, at: make([]int, len(g.names))}
 		for j, name := range g.names {
 			tw.at[j] = e.Column(name)
@@ -66,14 +72,6 @@ func prepareRun(t *testing.T, seed uint64, steps int) {
 		tw.feed = newIncFeed(seed, e, tw.at)
 		twins[i] = tw
 	}
-	setStride := func() {
-		for _, tw := range twins {
-			for _, c := range tw.e.cols {
-				c.text.stride, c.time.stride = stride, stride
-			}
-		}
-	}
-	setStride()
 	m := &incModel{names: g.names, typing: opts.Typing}
 	next := g.deps(1 + g.r.IntN(6))
 	switchAt, prepAt := 0, 0
@@ -116,7 +114,6 @@ func prepareRun(t *testing.T, seed uint64, steps int) {
 				t.Fatal(err)
 			}
 		}
-		setStride()
 		out := min(g.r.IntN(20), len(m.rows))
 		in := g.r.IntN(22)
 		m.rows = m.rows[out:]
@@ -155,13 +152,13 @@ func prepareRun(t *testing.T, seed uint64, steps int) {
 	}
 }
 
-// stateKey is what a dependency's state in an Incremental is keyed by: its
+// stateKey is what a dependency's state in an Engine is keyed by: its
 // context as a set, its columns (an OC's as a set) and polarity.
-func stateKey(d Dependency) string {
+func stateKey(d discovery.Dependency) string {
 	ctx := slices.Clone(d.Context)
 	slices.Sort(ctx)
 	ctx = slices.Compact(ctx)
-	if d.Kind == KindOFD {
+	if d.Kind == discovery.KindOFD {
 		return fmt.Sprint(ctx, "->", d.RHS)
 	}
 	a, b := min(d.Left, d.Right), max(d.Left, d.Right)
@@ -180,14 +177,14 @@ func TestPrepareBuildsAhead(t *testing.T) {
 		a := r.IntN(8)
 		return []string{fmt.Sprint(a), fmt.Sprint(2*a + r.IntN(2)), fmt.Sprint(r.IntN(3)), fmt.Sprint(r.IntN(50))}
 	}
-	tracked := []Dependency{{Kind: KindOFD, Context: []string{"a"}, RHS: "c"}}
-	later := []Dependency{
-		{Kind: KindOC, Context: []string{"c"}, Left: "a", Right: "b"},
-		{Kind: KindOC, Context: []string{"c", "d"}, Left: "a", Right: "b", Polarity: Desc},
-		{Kind: KindOFD, Context: []string{"c", "d"}, RHS: "a"},
-		{Kind: KindOC, Context: nil, Left: "a", Right: "d"},
+	tracked := []discovery.Dependency{{Kind: discovery.KindOFD, Context: []string{"a"}, RHS: "c"}}
+	later := []discovery.Dependency{
+		{Kind: discovery.KindOC, Context: []string{"c"}, Left: "a", Right: "b"},
+		{Kind: discovery.KindOC, Context: []string{"c", "d"}, Left: "a", Right: "b", Polarity: discovery.Desc},
+		{Kind: discovery.KindOFD, Context: []string{"c", "d"}, RHS: "a"},
+		{Kind: discovery.KindOC, Context: nil, Left: "a", Right: "d"},
 	}
-	e, err := NewIncremental(tracked, IncrementalOptions{})
+	e, err := New(tracked, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +229,7 @@ func TestPrepareBuildsAhead(t *testing.T) {
 	for range 3 {
 		slide(100)
 		e.Check([]int{5, 50})
-		if b := e.LastBuilds(); b != (IncrementalBuilds{}) {
+		if b := e.LastBuilds(); b != (Builds{}) {
 			t.Fatalf("check of prepared state built %+v, want nothing", b)
 		}
 	}
@@ -242,7 +239,7 @@ func TestPrepareBuildsAhead(t *testing.T) {
 	}
 	slide(100)
 	res = e.Check([]int{5, 50})
-	if b := e.LastBuilds(); b != (IncrementalBuilds{Restarted: 3}) {
+	if b := e.LastBuilds(); b != (Builds{Restarted: 3}) {
 		t.Fatalf("check that tracks the prepared ones built %+v, want 3 OCs restarted from kept classes only", b)
 	}
 	want := m.removals(t, deps)
@@ -263,10 +260,10 @@ func TestPrepareBuildsAhead(t *testing.T) {
 // the tracked OC, the prepared one is no longer kept (Prepare would refuse
 // it now), instead of starting over at every check without labels.
 func TestSetDependenciesDropsUnpreparable(t *testing.T) {
-	ordering := Dependency{Kind: KindOC, Left: "n", Right: "s"}
-	fd := Dependency{Kind: KindOFD, Context: []string{"n"}, RHS: "s"}
-	prepared := Dependency{Kind: KindOC, Context: []string{"k"}, Left: "n", Right: "s", Polarity: Desc}
-	e, err := NewIncremental([]Dependency{ordering, fd}, IncrementalOptions{})
+	ordering := discovery.Dependency{Kind: discovery.KindOC, Left: "n", Right: "s"}
+	fd := discovery.Dependency{Kind: discovery.KindOFD, Context: []string{"n"}, RHS: "s"}
+	prepared := discovery.Dependency{Kind: discovery.KindOC, Context: []string{"k"}, Left: "n", Right: "s", Polarity: discovery.Desc}
+	e, err := New([]discovery.Dependency{ordering, fd}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,11 +276,11 @@ func TestSetDependenciesDropsUnpreparable(t *testing.T) {
 		e.Append(row, nil)
 	}
 	e.Check(nil)
-	if n, err := e.Prepare([]Dependency{prepared}); err != nil || n != 1 {
+	if n, err := e.Prepare([]discovery.Dependency{prepared}); err != nil || n != 1 {
 		t.Fatalf("Prepare: %d prepared, %v; want 1", n, err)
 	}
 	e.Check(nil)
-	if err := e.SetDependencies([]Dependency{fd}); err != nil {
+	if err := e.SetDependencies([]discovery.Dependency{fd}); err != nil {
 		t.Fatal(err)
 	}
 	if len(e.prep) != 0 {
@@ -305,11 +302,11 @@ func TestSetDependenciesDropsUnpreparable(t *testing.T) {
 // start over too (promote), so that both engines report the same.
 func TestPrepareContextGainedRestartsSubtree(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
-	onC := Dependency{Kind: KindOC, Context: []string{"c"}, Left: "a", Right: "b"}
-	onCD := Dependency{Kind: KindOC, Context: []string{"c", "d"}, Left: "a", Right: "b"}
-	var twins [2]*Incremental
+	onC := discovery.Dependency{Kind: discovery.KindOC, Context: []string{"c"}, Left: "a", Right: "b"}
+	onCD := discovery.Dependency{Kind: discovery.KindOC, Context: []string{"c", "d"}, Left: "a", Right: "b"}
+	var twins [2]*Engine
 	for i := range twins {
-		e, err := NewIncremental(nil, IncrementalOptions{})
+		e, err := New(nil, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +315,7 @@ func TestPrepareContextGainedRestartsSubtree(t *testing.T) {
 		}
 		twins[i] = e
 	}
-	check := func(step string, cuts []int) []IncrementalResult {
+	check := func(step string, cuts []int) []Result {
 		t.Helper()
 		vals := make([][]string, 20)
 		for i := range vals {
@@ -329,7 +326,7 @@ func TestPrepareContextGainedRestartsSubtree(t *testing.T) {
 			}
 			vals[i] = []string{fmt.Sprint(a), fmt.Sprint(b), fmt.Sprint(r.IntN(2)), fmt.Sprint(r.IntN(2))}
 		}
-		var res [2][]IncrementalResult
+		var res [2][]Result
 		for i, e := range twins {
 			e.Evict(max(e.Len()+len(vals)-200, 0))
 			for _, v := range vals {
@@ -345,12 +342,12 @@ func TestPrepareContextGainedRestartsSubtree(t *testing.T) {
 	for range 10 {
 		check("fill", nil)
 	}
-	if n, err := twins[1].Prepare([]Dependency{onC}); err != nil || n != 1 {
+	if n, err := twins[1].Prepare([]discovery.Dependency{onC}); err != nil || n != 1 {
 		t.Fatalf("Prepare: %d, %v", n, err)
 	}
 	check("prepared", nil)
 	for _, e := range twins {
-		if err := e.SetDependencies([]Dependency{onCD}); err != nil {
+		if err := e.SetDependencies([]discovery.Dependency{onCD}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -364,7 +361,7 @@ func TestPrepareContextGainedRestartsSubtree(t *testing.T) {
 		t.Fatal("the OC on {c, d} never skipped: the test does not show it starting over")
 	}
 	for _, e := range twins {
-		if err := e.SetDependencies([]Dependency{onCD, onC}); err != nil {
+		if err := e.SetDependencies([]discovery.Dependency{onCD, onC}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -393,9 +390,9 @@ func BenchmarkMergeCheck(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			var merge, plain time.Duration
-			var builds IncrementalBuilds
+			var builds Builds
 			for range b.N {
-				e, f := benchWindow(b, window, tracked, IncrementalOptions{}, streamCuts)
+				e, f := benchWindow(b, window, tracked, Options{}, streamCuts)
 				rows := newBenchRows(slide)
 				if prepared {
 					if _, err := e.Prepare(merged); err != nil {

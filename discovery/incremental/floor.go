@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import "slices"
 
@@ -36,7 +36,7 @@ import "slices"
 //
 // A sorted class records, at its recount, the pairs with a row in a pile
 // of two rows or more and the spare of each (classFloor.build); a merged
-// row that leaves is looked up there as it leaves (incOC.touch,
+// row that leaves is looked up there as it leaves (ocCheck.touch,
 // classFloor.take), which counts the rows of its pair that left so far,
 // and costs one once they pass the spare. Rows that entered after the
 // recount and left again cost nothing; rows that left classes that keep
@@ -57,11 +57,6 @@ type floorPair struct {
 	spare uint32 // the pair's rows in piles of one row
 	left  uint32 // the pair's rows that left since the recount
 }
-
-// defaultFloorMax is Incremental.floorMax's value: the pairs a sorted
-// class keeps in its floor per polarity at most (24 bytes each); a class
-// with more keeps none, and every row that leaves it costs one.
-const defaultFloorMax = 1 << 16
 
 // floorHorizon is how many checks' worth of rows leaving (as many as at
 // the check that scheduled the recount) a count may be above a cut for
@@ -114,14 +109,14 @@ func (f *classFloor) take(p ocPair) bool {
 
 // lost is the bound on how much o's count of polarity p may have fallen
 // since its last recount: the rows that left, but for those spared.
-func (o *incOC) lost(p int) int { return o.del - o.spared[p] }
+func (o *ocCheck) lost(p int) int { return o.del - o.spared[p] }
 
 // wantsFloor says whether o's recount records the floor of polarity p in
 // sorted class c, whose count is now r: when the OC's count (estimated
 // with the classes recounted so far, as wantsFit does) is above some cut
 // by at most floorHorizon checks' rows leaving, so that its lower bound
 // may decide a verdict before long.
-func (o *incOC) wantsFloor(p int, c uint32, r int) bool {
+func (o *ocCheck) wantsFloor(p int, c uint32, r int) bool {
 	est := o.estimate(p, c, r)
 	for _, t := range o.fitCuts {
 		if t < est && est-t <= floorHorizon*o.fitLeft {

@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import (
 	"context"
@@ -10,16 +10,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/benchstream"
 )
 
 // benchDeps are the 50 tracked dependencies of BenchmarkCheck
 // (benchstream.Rules).
-func benchDeps() []Dependency {
-	deps := make([]Dependency, len(benchstream.Rules))
+func benchDeps() []discovery.Dependency {
+	deps := make([]discovery.Dependency, len(benchstream.Rules))
 	for i, r := range benchstream.Rules {
-		d, err := ParseDependency(r)
+		d, err := discovery.ParseDependency(r)
 		if err != nil {
 			panic(fmt.Sprintf("benchDeps: %s: %v", r, err))
 		}
@@ -30,7 +31,7 @@ func benchDeps() []Dependency {
 
 // benchCuts are the cuts of a stream at eps 0.05, margin 0.01.
 func benchCuts(n int) []int {
-	return []int{RemovalBudget(0.04, n), RemovalBudget(0.05, n), RemovalBudget(0.06, n)}
+	return []int{discovery.RemovalBudget(0.04, n), discovery.RemovalBudget(0.05, n), discovery.RemovalBudget(0.06, n)}
 }
 
 // streamCuts are the cuts a stream at eps 0.01 with the automatic margin
@@ -103,7 +104,7 @@ func BenchmarkCheck(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := ValidateAll(ctx, tab, deps, Options{}); err != nil {
+			if _, err := discovery.ValidateAll(ctx, tab, deps, discovery.Options{}); err != nil {
 				b.Fatal(err)
 			}
 			times = append(times, time.Since(start))
@@ -139,7 +140,7 @@ func dictColumns(rows [][]string) []table.DictColumn {
 // slides, less disturbed than a mean by other work on the machine.
 func BenchmarkCheckFlush(b *testing.B) {
 	const window, slide = 100_000, 1_000
-	e, f := benchWindow(b, window, benchDeps(), IncrementalOptions{}, streamCuts)
+	e, f := benchWindow(b, window, benchDeps(), Options{}, streamCuts)
 	rows := newBenchRows(slide)
 	var times []time.Duration
 	for b.Loop() {
@@ -160,11 +161,11 @@ func BenchmarkCheckFlush(b *testing.B) {
 	b.ReportMetric(float64(times[0].Microseconds())/1000, "min-ms")
 }
 
-// benchWindow returns an Incremental with opts tracking deps (of
+// benchWindow returns an Engine with opts tracking deps (of
 // BenchmarkCheck's 50, benchDeps), filled with a window of the stream's
 // first rows and checked once at cuts, with the feed that fills it.
-func benchWindow(b *testing.B, window int, deps []Dependency, opts IncrementalOptions, cuts func(n int) []int) (*Incremental, *benchFeed) {
-	e, err := NewIncremental(deps, opts)
+func benchWindow(b *testing.B, window int, deps []discovery.Dependency, opts Options, cuts func(n int) []int) (*Engine, *benchFeed) {
+	e, err := New(deps, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func benchWindow(b *testing.B, window int, deps []Dependency, opts IncrementalOp
 	return e, f
 }
 
-// BenchmarkCheckMemory1M fills an Incremental with a 1M-record window of
+// BenchmarkCheckMemory1M fills an Engine with a 1M-record window of
 // the BenchmarkCheck stream and 50 dependencies, and reports the heap it
 // holds (values included; not the feed's window dictionaries) and the time of a 1k-record slide's check (mean
 // and p99 over 20 checks). Run it with -benchtime=1x.
@@ -184,7 +185,7 @@ func BenchmarkCheckMemory1M(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e, f := benchWindow(b, window, benchDeps(), IncrementalOptions{}, benchCuts)
+		e, f := benchWindow(b, window, benchDeps(), Options{}, benchCuts)
 		var times []time.Duration
 		rows := newBenchRows(slide)
 		for range 20 {
@@ -213,7 +214,7 @@ func BenchmarkCheckMemory1MSteady(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		e, f := benchWindow(b, window, benchDeps(), IncrementalOptions{}, streamCuts)
+		e, f := benchWindow(b, window, benchDeps(), Options{}, streamCuts)
 		rows := newBenchRows(slide)
 		peak := 0.0
 		var times []time.Duration
@@ -237,14 +238,14 @@ func BenchmarkCheckMemory1MSteady(b *testing.B) {
 	}
 }
 
-// benchFeed hands a benchstream.Stream's rows to an Incremental
+// benchFeed hands a benchstream.Stream's rows to an Engine
 // dictionary-coded (AppendCoded), as the monitor's checker does: it keeps
 // the window's rows coded per column as stream.Window does (incDict:
 // codes freed when their last row leaves, reused for the next new value),
 // untimed, so that a timed slide measures only the engine. The engine's
 // columns may stand in another order than benchstream.Fields.
 type benchFeed struct {
-	e     *Incremental
+	e     *Engine
 	s     *benchstream.Stream
 	at    []int // benchstream.Fields[i] is column at[i] of e
 	row   []string
@@ -273,7 +274,7 @@ func newBenchRows(k int) benchRows {
 	return r
 }
 
-func newBenchFeed(e *Incremental, s *benchstream.Stream) *benchFeed {
+func newBenchFeed(e *Engine, s *benchstream.Stream) *benchFeed {
 	n := len(benchstream.Fields)
 	f := &benchFeed{e: e, s: s, at: make([]int, n), row: make([]string, n),
 		dicts: make([]incDict, n), held: make([][]uint32, n), vals: make([]string, n), codes: make([]uint32, n)}
@@ -353,7 +354,7 @@ func (f *benchFeed) append1(vals []string, codes []uint32) {
 
 // benchIncremental is one BenchmarkCheck run of the incremental engine.
 func benchIncremental(b *testing.B, window, slide int, exact bool, cuts func(n int) []int) {
-	e, f := benchWindow(b, window, benchDeps(), IncrementalOptions{Exact: exact}, cuts)
+	e, f := benchWindow(b, window, benchDeps(), Options{Exact: exact}, cuts)
 	var times []time.Duration
 	skipped := 0
 	b.ResetTimer()
@@ -377,7 +378,7 @@ func benchIncremental(b *testing.B, window, slide int, exact bool, cuts func(n i
 	b.ReportMetric(float64(skipped)/float64(len(times)), "skipped/check")
 }
 
-// BenchmarkLNDS measures incOC.lnds on one sorted class of 100k rows
+// BenchmarkLNDS measures ocCheck.lnds on one sorted class of 100k rows
 // (ascending polarity), with few values of A (long runs: galloping) and
 // with nearly every value distinct (a search of all the tails a row).
 func BenchmarkLNDS(b *testing.B) {
@@ -397,7 +398,7 @@ func BenchmarkLNDS(b *testing.B) {
 		for i, p := range ps {
 			la[i], lb[i] = p.la, p.lb
 		}
-		o, w := &incOC{asc: true}, &recountScratch{}
+		o, w := &ocCheck{asc: true}, &recountScratch{}
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				o.lnds(w, la, lb, false)

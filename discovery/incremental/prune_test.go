@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import (
 	"math/rand/v2"
@@ -6,10 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery"
 )
 
 // TestIncrementalPruneKeepsWhatDepsUse: after each SetDependencies, with
-// random sets of OFDs and OCs replacing each other, Incremental.prune has
+// random sets of OFDs and OCs replacing each other, Engine.prune has
 // kept exactly what the tracked dependencies use (their FDs, their OCs
 // with the tracked polarities, their nodes and all ancestors), listed in
 // order, with the columns ordered and the nodes keeping members exactly
@@ -17,24 +19,24 @@ import (
 func TestIncrementalPruneKeepsWhatDepsUse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 2021))
 	names := []string{"a", "b", "c", "d", "e"}
-	randomDep := func() Dependency {
+	randomDep := func() discovery.Dependency {
 		perm := rng.Perm(len(names))
 		var ctx []string
 		for _, i := range perm[2 : 2+rng.IntN(3)] {
 			ctx = append(ctx, names[i])
 		}
 		if rng.IntN(2) == 0 {
-			return Dependency{Kind: KindOFD, Context: ctx, RHS: names[perm[0]]}
+			return discovery.Dependency{Kind: discovery.KindOFD, Context: ctx, RHS: names[perm[0]]}
 		}
 		a, b := min(perm[0], perm[1]), max(perm[0], perm[1])
-		return Dependency{Kind: KindOC, Context: ctx, Left: names[a], Right: names[b], Polarity: Polarity(rng.IntN(2))}
+		return discovery.Dependency{Kind: discovery.KindOC, Context: ctx, Left: names[a], Right: names[b], Polarity: discovery.Polarity(rng.IntN(2))}
 	}
-	e, err := NewIncremental(nil, IncrementalOptions{})
+	e, err := New(nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 200 {
-		deps := make([]Dependency, rng.IntN(7))
+		deps := make([]discovery.Dependency, rng.IntN(7))
 		for j := range deps {
 			deps[j] = randomDep()
 		}
@@ -45,11 +47,11 @@ func TestIncrementalPruneKeepsWhatDepsUse(t *testing.T) {
 	}
 }
 
-func checkPruned(t *testing.T, i int, e *Incremental) {
+func checkPruned(t *testing.T, i int, e *Engine) {
 	t.Helper()
-	fds, nodes := map[*incFD]bool{}, map[*incNode]bool{}
-	ocs := map[*incOC][2]bool{}
-	mark := func(nd *incNode) {
+	fds, nodes := map[*fdCheck]bool{}, map[*node]bool{}
+	ocs := map[*ocCheck][2]bool{}
+	mark := func(nd *node) {
 		for ; nd != nil; nd = nd.parent {
 			nodes[nd] = true
 		}
@@ -75,14 +77,14 @@ func checkPruned(t *testing.T, i int, e *Incremental) {
 			t.Fatalf("set %d: unused FD kept", i)
 		}
 	}
-	if !slices.IsSortedFunc(e.fds, func(x, y *incFD) int { return strings.Compare(x.xa.key, y.xa.key) }) {
+	if !slices.IsSortedFunc(e.fds, func(x, y *fdCheck) int { return strings.Compare(x.xa.key, y.xa.key) }) {
 		t.Fatalf("set %d: FDs not in key order", i)
 	}
 	if len(e.ocBy) != len(ocs) || len(e.ocs) != len(ocs) {
 		t.Fatalf("set %d: %d OCs indexed, %d listed, %d used", i, len(e.ocBy), len(e.ocs), len(ocs))
 	}
 	ordered := make([]bool, len(e.cols))
-	members := map[*incNode]bool{}
+	members := map[*node]bool{}
 	for _, o := range e.ocBy {
 		pol, ok := ocs[o]
 		if !ok || o.asc != pol[0] || o.desc != pol[1] {
@@ -91,13 +93,13 @@ func checkPruned(t *testing.T, i int, e *Incremental) {
 		ordered[o.a], ordered[o.b] = true, true
 		members[o.x] = true
 	}
-	ocKey := func(o *incOC) string { return o.x.key + "|" + strconv.Itoa(o.a) + "~" + strconv.Itoa(o.b) }
-	if !slices.IsSortedFunc(e.ocs, func(x, y *incOC) int { return strings.Compare(ocKey(x), ocKey(y)) }) {
+	ocKey := func(o *ocCheck) string { return o.x.key + "|" + strconv.Itoa(o.a) + "~" + strconv.Itoa(o.b) }
+	if !slices.IsSortedFunc(e.ocs, func(x, y *ocCheck) int { return strings.Compare(ocKey(x), ocKey(y)) }) {
 		t.Fatalf("set %d: OCs not in order", i)
 	}
 	for c, col := range e.cols {
-		if col.ordered != ordered[c] {
-			t.Fatalf("set %d: column %s ordered %v, compared by an OC %v", i, col.name, col.ordered, ordered[c])
+		if col.Ordered != ordered[c] {
+			t.Fatalf("set %d: column %s ordered %v, compared by an OC %v", i, col.Name, col.Ordered, ordered[c])
 		}
 	}
 	if len(e.nodeBy) != len(nodes) || len(e.nodes) != len(nodes) {
@@ -115,7 +117,7 @@ func checkPruned(t *testing.T, i int, e *Incremental) {
 		if nd.withMembers != members[nd] || !nd.withMembers && nd.members != nil {
 			t.Fatalf("set %d: node %q keeps members %v, an OC's context %v", i, nd.key, nd.withMembers, members[nd])
 		}
-		var own []*incFD
+		var own []*fdCheck
 		for _, f := range e.fds {
 			if f.xa == nd {
 				own = append(own, f)

@@ -1,10 +1,12 @@
-package discovery
+package incremental
 
 import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery"
 )
 
 // consistentPairs reads the definition: no two pairs x, y with x.la <
@@ -69,7 +71,7 @@ func TestBacktrackLargestConsistent(t *testing.T) {
 		ps := randomClass(r)
 		n := len(ps)
 		la, lb := pairColumns(ps)
-		o := &incOC{asc: true, desc: true}
+		o := &ocCheck{asc: true, desc: true}
 		var sets [2][]uint64
 		asc, desc := o.lnds(&w, la, lb, true)
 		for p, rem := range []int{asc, desc} {
@@ -173,22 +175,22 @@ func boundRuns(t *testing.T, slide bool) {
 func fitRun(t *testing.T, seed uint64, steps int, slide bool) (accepted, spared int) {
 	r := rand.New(rand.NewPCG(seed, 77))
 	names := []string{"x", "a", "b"}
-	var deps []Dependency
+	var deps []discovery.Dependency
 	for _, ctx := range [][]string{nil, {"x"}} {
-		for _, pol := range []Polarity{Asc, Desc} {
-			deps = append(deps, Dependency{Kind: KindOC, Context: ctx, Left: "a", Right: "b", Polarity: pol})
+		for _, pol := range []discovery.Polarity{discovery.Asc, discovery.Desc} {
+			deps = append(deps, discovery.Dependency{Kind: discovery.KindOC, Context: ctx, Left: "a", Right: "b", Polarity: pol})
 		}
 	}
-	e, err := NewIncremental(deps, IncrementalOptions{SortedMin: 2 + r.IntN(4), RecountBudget: -1})
+	e, err := New(deps, Options{SortedMin: 2 + r.IntN(4), RecountBudget: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.presortMin = 1 + r.IntN(8)
+	e.tune.presortMin = 1 + r.IntN(8)
 	if r.IntN(3) == 0 {
-		e.fitMax = r.IntN(20)
+		e.tune.fitMax = r.IntN(20)
 	}
 	if r.IntN(3) == 0 {
-		e.floorMax = r.IntN(20)
+		e.tune.floorMax = r.IntN(20)
 	}
 	m := &incModel{names: names}
 	for _, name := range names {

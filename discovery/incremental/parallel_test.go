@@ -1,16 +1,16 @@
-package discovery
+package incremental
 
 import "testing"
 
 // TestIncrementalTreesPartition checks what lets a check apply rows to its
-// trees on two goroutines (see incTree): every node is in exactly one
+// trees on two goroutines (see nodeTree): every node is in exactly one
 // tree, after its parent; an FD is applied at its X ∪ {A}, whose tree
 // holds its X too unless X is the empty list; an OC is in its context's
 // tree; trees come heaviest first.
 func TestIncrementalTreesPartition(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		g := newIncGen(seed, 3+int(seed%5))
-		e, err := NewIncremental(g.deps(1+g.r.IntN(15)), IncrementalOptions{})
+		e, err := New(g.deps(1+g.r.IntN(15)), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -19,7 +19,7 @@ func TestIncrementalTreesPartition(t *testing.T) {
 		}
 		checkTrees(t, e)
 	}
-	e, err := NewIncremental(benchDeps(), IncrementalOptions{})
+	e, err := New(benchDeps(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,9 +29,9 @@ func TestIncrementalTreesPartition(t *testing.T) {
 	}
 }
 
-func checkTrees(t *testing.T, e *Incremental) {
+func checkTrees(t *testing.T, e *Engine) {
 	t.Helper()
-	treeOf := map[*incNode]int{}
+	treeOf := map[*node]int{}
 	for i, tr := range e.trees {
 		if i > 0 && tr.weight > e.trees[i-1].weight {
 			t.Fatalf("tree %d weighs %d, more than tree %d (%d)", i, tr.weight, i-1, e.trees[i-1].weight)

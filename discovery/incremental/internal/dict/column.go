@@ -1,4 +1,10 @@
-package discovery
+// Package dict holds the incremental engine's dictionaries: a window
+// column's values to their codes, equality ids and order labels (Column:
+// reference counted as rows come and go, typed as table.EncodeTyped types
+// them, labels kept in order as values arrive), and the map from a class
+// key to its class (KeyMap). Both are open-addressing tables that leave no
+// tombstones, as a sliding window deletes every key it ever held.
+package dict
 
 import (
 	"cmp"
@@ -14,17 +20,17 @@ import (
 	"github.com/odwatch/odwatch/internal/codeindex"
 )
 
-// incMode is how an incremental column currently types its values, as
+// Mode is how an incremental column currently types its values, as
 // EncodeTyped would type the window's values.
-type incMode uint8
+type Mode uint8
 
 const (
-	modeNumeric  incMode = iota // every value parses as a number
-	modeTemporal                // every value is an ISO 8601 date or timestamp
-	modeText                    // byte order
+	Numeric  Mode = iota // every value parses as a number
+	Temporal             // every value is an ISO 8601 date or timestamp
+	Text                 // byte order
 )
 
-// incColumn is one column of an Incremental window: a reference-counted
+// Column is one column of an Engine window: a reference-counted
 // dictionary of the values in the window, the typing rule of EncodeTyped
 // kept up to date as values come and go, and two views of a value:
 //
@@ -41,15 +47,15 @@ const (
 // Code, eq and label 0 are NULL, lower than every value. Between two
 // settles the column's mode, its codes, eq ids and labels do not change,
 // so a value's eq is the same when its row leaves as when it entered;
-// settle, run by Incremental.Check, frees the codes no row holds any more,
+// Settle, run by Engine.Check, frees the codes no row holds any more,
 // switches the mode when the window's values call for it, and labels the
 // values that arrived.
-type incColumn struct {
-	name  string
-	codes []uint32 // by ring slot; 0 = NULL
+type Column struct {
+	Name  string
+	Codes []uint32 // by ring slot; 0 = NULL
 
 	index codeindex.Index // value → code (codes with no row stay until settle)
-	vals  []string        // code-1 → value
+	Vals  []string        // code-1 → value
 	hash  []uint32        // code-1 → its value's index hash (settle removes by it)
 	refs  []uint32        // code-1 → rows holding it; freedRefs once freed
 	bits  []uint64        // code-1 → order bits of its number, 0 if not a number
@@ -60,24 +66,23 @@ type incColumn struct {
 
 	// hint[k-1] is the code the caller's code k (AppendCoded) last stood
 	// for: taken again only while that code holds the very string given
-	// (see internCoded). Caller codes above hintMax (defaultHintMax; tests
-	// lower it) are not hinted.
-	hint    []uint32
-	hintMax uint32
+	// (see InternCoded). Caller codes above tune.HintMax are not hinted.
+	hint []uint32
+	tune Tuning
 
 	nums  idSpace[uint64]  // numbers (order bits) → ids
 	times idSpace[timeKey] // instants → ids
 
 	nonNumLive  int // codes held by rows that are not numbers
 	nonTimeLive int // codes held by rows that are not temporal
-	nonNull     int // rows with a non-NULL value
+	NonNull     int // rows with a non-NULL value
 	temporalOK  bool
-	layout      int     // temporalLayouts index of the last date read (parseTime)
-	mode        incMode // as of the last settle
+	layout      int  // temporalLayouts index of the last date read (parseTime)
+	Mode        Mode // as of the last settle
 
 	// ordered: some OC sorts by this column, so temporal and text values
 	// get labels (text by code, temporal by instant id).
-	ordered bool
+	Ordered bool
 	text    orderList
 	time    orderList
 }
@@ -223,28 +228,50 @@ func (s *idSpace[K]) live(id uint32) bool { return s.refs[id-1] > 0 }
 // freedRefs marks a code that is on the free list.
 const freedRefs = math.MaxUint32
 
-// labelStride is the gap a relabel leaves between consecutive labels: 2^40
-// leaves room for about 2^22 values arriving in one gap (or past either
-// end, e.g. an increasing timestamp column) before labels must be spread
-// again, and for 2^22 values in the label space.
-const labelStride = uint64(1) << 40
-
 // labelBase is the first label of a relabel: a quarter of the space stays
 // below it for new smallest values.
 const labelBase = uint64(1) << 62
 
-func newIncColumn(name string, slots int, temporalOK bool) *incColumn {
-	return &incColumn{
-		name:       name,
-		codes:      make([]uint32, slots),
+// Tuning holds a column's knobs. Production takes DefaultTuning; tests
+// lower them to reach paths a small window would not (relabels, codes
+// left unhinted).
+type Tuning struct {
+	// HintMax is the largest caller code hinted. A caller's codes index
+	// its dictionary, so the hints (4 bytes a code) cost at most a quarter
+	// of what the caller's dictionary headers do; the bound only keeps a
+	// stray code from allocating gigabytes.
+	HintMax uint32
+	// LabelStride is the gap a relabel leaves between consecutive labels:
+	// 2^40 leaves room for about 2^22 values arriving in one gap (or past
+	// either end, e.g. an increasing timestamp column) before labels must
+	// be spread again, and for 2^22 values in the label space.
+	LabelStride uint64
+}
+
+// DefaultTuning is the knobs of a column outside tests.
+func DefaultTuning() Tuning {
+	return Tuning{HintMax: 1 << 24, LabelStride: 1 << 40}
+}
+
+// NewColumn returns an empty column of a window of the given ring slots;
+// temporalOK says whether its values may be typed temporal.
+func NewColumn(name string, slots int, temporalOK bool, t Tuning) *Column {
+	c := &Column{
+		Name:       name,
+		Codes:      make([]uint32, slots),
 		index:      codeindex.New(),
-		hintMax:    defaultHintMax,
 		temporalOK: temporalOK,
 		nums:       idSpace[uint64]{hash: hashBits},
 		times:      idSpace[timeKey]{hash: hashTime},
-		text:       orderList{stride: labelStride},
-		time:       orderList{stride: labelStride},
 	}
+	c.Retune(t)
+	return c
+}
+
+// Retune sets the column's knobs (tests).
+func (c *Column) Retune(t Tuning) {
+	c.tune = t
+	c.text.stride, c.time.stride = t.LabelStride, t.LabelStride
 }
 
 // numberBits returns the order bits of v's number (a uint64 whose unsigned
@@ -287,25 +314,25 @@ func mayBeNumber(v string) bool {
 	return len(v) > 0
 }
 
-// intern returns the code of v, taking a reference.
-func (c *incColumn) intern(v string) uint32 {
-	code, h := c.index.Lookup(c.vals, v)
+// Intern returns the code of v, taking a reference.
+func (c *Column) Intern(v string) uint32 {
+	code, h := c.index.Lookup(c.Vals, v)
 	if code != 0 {
-		c.ref(code)
+		c.Ref(code)
 		return code
 	}
 	if k := len(c.free); k > 0 {
 		code = c.free[k-1]
 		c.free = c.free[:k-1]
-		c.vals[code-1], c.refs[code-1], c.hash[code-1] = v, 0, h
+		c.Vals[code-1], c.refs[code-1], c.hash[code-1] = v, 0, h
 	} else {
-		c.vals = append(c.vals, v)
+		c.Vals = append(c.Vals, v)
 		c.refs = append(c.refs, 0)
 		c.hash = append(c.hash, h)
 		c.bits = append(c.bits, 0)
 		c.ngrp = append(c.ngrp, 0)
 		c.tgrp = append(c.tgrp, 0)
-		code = uint32(len(c.vals))
+		code = uint32(len(c.Vals))
 	}
 	b := numberBits(v)
 	c.bits[code-1], c.ngrp[code-1], c.tgrp[code-1] = b, 0, 0
@@ -319,47 +346,41 @@ func (c *incColumn) intern(v string) uint32 {
 	}
 	c.index.Insert(code, h)
 	c.text.fresh = append(c.text.fresh, code)
-	c.ref(code)
+	c.Ref(code)
 	return code
 }
 
-// defaultHintMax is incColumn.hintMax's value: the largest caller code
-// hinted. A caller's codes index its dictionary, so the hints (4 bytes a
-// code) cost at most a quarter of what the caller's dictionary headers do;
-// the bound only keeps a stray code from allocating gigabytes.
-const defaultHintMax = 1 << 24
+// NoHint is the caller code of a value given without one (Append).
+const NoHint = ^uint32(0)
 
-// noHint is the caller code of a value given without one (Append).
-const noHint = ^uint32(0)
-
-// internCoded is intern for a value the caller gave with its own code k
-// (AppendCoded; noHint = none): the code k last stood for is taken again when
-// it still holds v itself (holds), without hashing v; otherwise v is
+// InternCoded is Intern for a value the caller gave with its own code k
+// (AppendCoded; NoHint = none): the code k last stood for is taken again when
+// it still holds v itself (Holds), without hashing v; otherwise v is
 // interned by hash and k hinted to its code.
-func (c *incColumn) internCoded(k uint32, v string) uint32 {
-	if k == noHint || k > c.hintMax {
-		return c.intern(v)
+func (c *Column) InternCoded(k uint32, v string) uint32 {
+	if k == NoHint || k > c.tune.HintMax {
+		return c.Intern(v)
 	}
 	if int(k) <= len(c.hint) {
-		if code := c.hint[k-1]; code != 0 && c.holds(code, v) {
-			c.ref(code)
+		if code := c.hint[k-1]; code != 0 && c.Holds(code, v) {
+			c.Ref(code)
 			return code
 		}
 	} else {
 		// hint never shrinks, so what lies past its length is zero.
 		c.hint = slices.Grow(c.hint, int(k)-len(c.hint))[:k]
 	}
-	code := c.intern(v)
+	code := c.Intern(v)
 	c.hint[k-1] = code
 	// v may be a value the column holds in another string (it left the
 	// caller's dictionary, whose new string for it is v, while the engine
 	// still held it): keep the caller's string, which is equal, so that
 	// its next rows hit.
-	c.vals[code-1] = v
+	c.Vals[code-1] = v
 	return code
 }
 
-// holds reports whether code is in the dictionary with the string v
+// Holds reports whether code is in the dictionary with the string v
 // itself as its value: the same bytes in memory and the same length. That
 // is never wrong: the column's string for code is reachable (vals holds
 // it) and so is v, and two reachable strings that start at the same
@@ -367,23 +388,24 @@ func (c *incColumn) internCoded(k uint32, v string) uint32 {
 // modified. A freed code does not hold its value any more (vals keeps the
 // string until the code is reused, but the index and the number and
 // instant ids let it go). Equal values in different memory are not
-// recognised: internCoded then interns by hash.
-func (c *incColumn) holds(code uint32, v string) bool {
+// recognised: InternCoded then interns by hash.
+func (c *Column) Holds(code uint32, v string) bool {
 	if c.refs[code-1] == freedRefs {
 		return false
 	}
-	w := c.vals[code-1]
+	w := c.Vals[code-1]
 	return len(w) == len(v) && (len(v) == 0 || unsafe.StringData(w) == unsafe.StringData(v))
 }
 
 // parseTime reads a temporal value, trying first the layout that read the
 // column's last date (see ParseTemporalFrom).
-func (c *incColumn) parseTime(v string) (time.Time, bool) {
+func (c *Column) parseTime(v string) (time.Time, bool) {
 	return table.ParseTemporalFrom(v, &c.layout)
 }
 
-func (c *incColumn) ref(code uint32) {
-	c.nonNull++
+// Ref takes one more reference to code (a row that holds it).
+func (c *Column) Ref(code uint32) {
+	c.NonNull++
 	c.refs[code-1]++
 	if c.refs[code-1] == 1 {
 		if c.bits[code-1] == 0 {
@@ -395,8 +417,10 @@ func (c *incColumn) ref(code uint32) {
 	}
 }
 
-func (c *incColumn) release(code uint32) {
-	c.nonNull--
+// Release drops a reference to code; the last one leaves it for Settle
+// to free.
+func (c *Column) Release(code uint32) {
+	c.NonNull--
 	c.refs[code-1]--
 	if c.refs[code-1] == 0 {
 		if c.bits[code-1] == 0 {
@@ -409,39 +433,39 @@ func (c *incColumn) release(code uint32) {
 	}
 }
 
-// eq is the equality id of code (see incColumn).
-func (c *incColumn) eq(code uint32) uint32 {
+// Eq is the equality id of code (see Column).
+func (c *Column) Eq(code uint32) uint32 {
 	if code == 0 {
 		return 0
 	}
-	switch c.mode {
-	case modeNumeric:
+	switch c.Mode {
+	case Numeric:
 		return c.ngrp[code-1]
-	case modeTemporal:
+	case Temporal:
 		return c.tgrp[code-1]
 	}
 	return code
 }
 
-// orderOf is the order label of code (see incColumn); valid after settle.
-func (c *incColumn) orderOf(code uint32) uint64 {
+// OrderOf is the order label of code (see Column); valid after Settle.
+func (c *Column) OrderOf(code uint32) uint64 {
 	if code == 0 {
 		return 0
 	}
-	switch c.mode {
-	case modeNumeric:
+	switch c.Mode {
+	case Numeric:
 		return c.bits[code-1]
-	case modeTemporal:
+	case Temporal:
 		return c.time.label[c.tgrp[code-1]-1]
 	}
 	return c.text.label[code-1]
 }
 
-// settle frees the codes no row holds, switches the mode when the live
+// Settle frees the codes no row holds, switches the mode when the live
 // values call for it and labels new values. It reports whether the mode
 // switched (every eq id and label of the column changed) and whether labels
 // moved (their order is unchanged, their values are not).
-func (c *incColumn) settle() (switched, relabelled bool) {
+func (c *Column) Settle() (switched, relabelled bool) {
 	for _, code := range c.zero {
 		if c.refs[code-1] != 0 {
 			continue // held again, or already freed
@@ -463,22 +487,22 @@ func (c *incColumn) settle() (switched, relabelled bool) {
 	c.times.gone, c.times.fresh = c.times.gone[:0], c.times.fresh[:0]
 	c.nums.gone, c.nums.fresh = c.nums.gone[:0], c.nums.fresh[:0]
 
-	mode := modeText
+	mode := Text
 	switch {
 	case c.nonNumLive == 0:
-		mode = modeNumeric
+		mode = Numeric
 	case c.temporalOK && c.nonTimeLive == 0:
-		mode = modeTemporal
+		mode = Temporal
 	}
-	if mode != c.mode {
-		c.mode = mode
+	if mode != c.Mode {
+		c.Mode = mode
 		switched = true
 	}
 	textLive := func(code uint32) bool { r := c.refs[code-1]; return r != 0 && r != freedRefs }
-	byText := func(x, y uint32) int { return cmp.Compare(c.vals[x-1], c.vals[y-1]) }
+	byText := func(x, y uint32) int { return cmp.Compare(c.Vals[x-1], c.Vals[y-1]) }
 	byTime := func(x, y uint32) int { return compareTimeKeys(c.times.keys[x-1], c.times.keys[y-1]) }
-	r1 := c.text.settle(c.ordered && c.mode == modeText, len(c.vals), textLive, byText)
-	r2 := c.time.settle(c.ordered && c.mode == modeTemporal, len(c.times.keys), c.times.live, byTime)
+	r1 := c.text.settle(c.Ordered && c.Mode == Text, len(c.Vals), textLive, byText)
+	r2 := c.time.settle(c.Ordered && c.Mode == Temporal, len(c.times.keys), c.times.live, byTime)
 	return switched, r1 || r2
 }
 
@@ -489,7 +513,7 @@ type orderList struct {
 	label         []uint64
 	fresh         []uint32 // ids created since the last settle
 	gone          []uint32 // ids freed since the last settle
-	stride        uint64   // gap between labels after a relabel (labelStride; tests lower it)
+	stride        uint64   // gap between labels after a relabel (Tuning.LabelStride)
 	active        bool
 }
 

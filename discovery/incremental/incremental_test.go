@@ -1,15 +1,14 @@
-package discovery
+package incremental
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
@@ -21,7 +20,7 @@ type incCell struct {
 
 // incModel is the oracle of the differential tests: a plain FIFO of rows,
 // measured by encoding it from scratch and validating every dependency
-// with ValidateAll, sharing no state with the Incremental under test.
+// with ValidateAll, sharing no state with the Engine under test.
 type incModel struct {
 	names  []string
 	rows   [][]incCell
@@ -55,8 +54,8 @@ func (m *incModel) table(t testing.TB) *table.Table {
 	return tab
 }
 
-func (m *incModel) removals(t testing.TB, deps []Dependency) []int {
-	rs, err := ValidateAll(context.Background(), m.table(t), deps, Options{})
+func (m *incModel) removals(t testing.TB, deps []discovery.Dependency) []int {
+	rs, err := discovery.ValidateAll(context.Background(), m.table(t), deps, discovery.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +119,8 @@ func (g *incGen) row() []incCell {
 	return row
 }
 
-func (g *incGen) deps(k int) []Dependency {
-	var out []Dependency
+func (g *incGen) deps(k int) []discovery.Dependency {
+	var out []discovery.Dependency
 	for len(out) < k {
 		perm := g.r.Perm(len(g.names))
 		nctx := g.r.IntN(4)
@@ -134,22 +133,22 @@ func (g *incGen) deps(k int) []Dependency {
 		}
 		a, b := g.names[perm[nctx]], g.names[perm[nctx+1]]
 		if g.r.IntN(2) == 0 {
-			out = append(out, Dependency{Kind: KindOFD, Context: ctx, RHS: a})
+			out = append(out, discovery.Dependency{Kind: discovery.KindOFD, Context: ctx, RHS: a})
 		} else {
-			out = append(out, Dependency{Kind: KindOC, Context: ctx, Left: a, Right: b, Polarity: Polarity(g.r.IntN(2))})
+			out = append(out, discovery.Dependency{Kind: discovery.KindOC, Context: ctx, Left: a, Right: b, Polarity: discovery.Polarity(g.r.IntN(2))})
 		}
 	}
 	return out
 }
 
-// incRun drives an Incremental and the model through random slides and
+// incRun drives an Engine and the model through random slides and
 // checks, after every slide, that each dependency's count equals the
 // model's (exact results) or brackets it on the same side of every cut
 // (skipped ones).
 func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	g := newIncGen(seed, 3+int(seed%4))
 	deps := g.deps(1 + g.r.IntN(10))
-	opts := IncrementalOptions{Exact: exact}
+	opts := Options{Exact: exact}
 	switch g.r.IntN(4) {
 	case 0:
 		opts.SortedMin = 2 // every class kept sorted
@@ -166,7 +165,7 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 	case 1:
 		opts.Typing.Ordinal = map[string][]string{g.names[0]: nil} // by bytes, never temporal
 	}
-	e, err := NewIncremental(deps, opts)
+	e, err := New(deps, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,47 +173,44 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 		withSlots(e, 2) // force the ring to grow
 	}
 	if g.r.IntN(2) == 0 {
-		e.scratchSlack = 0 // classes keep their own arrays when merging
+		e.tune.scratchSlack = 0 // classes keep their own arrays when merging
 	}
 	if g.r.IntN(2) == 0 {
-		e.batchMax = 1 + g.r.IntN(5) // values interned while appending, not only at the check
+		e.tune.batchRows = 1 + g.r.IntN(5) // values interned while appending, not only at the check
 	}
 	if g.r.IntN(2) == 0 {
-		e.presortMin = 1 + g.r.IntN(3) // backlogs presorted at the checks that skip them
+		e.tune.presortMin = 1 + g.r.IntN(3) // backlogs presorted at the checks that skip them
 	}
 	if g.r.IntN(2) == 0 {
-		e.parallelMin = 0 // every check's recounts on two goroutines (with two cores)
+		e.tune.parallelMin = 0 // every check's recounts on two goroutines (with two cores)
 	}
 	if g.r.IntN(2) == 0 {
-		e.flushParallelMin = 0 // every phase of flush and settle on two goroutines (with two cores)
+		e.tune.flushParallelMin = 0 // every phase of flush and settle on two goroutines (with two cores)
 	}
 	if g.r.IntN(2) == 0 {
-		e.fdStride = 2 + g.r.IntN(8) // FD blocks of 0 to 3 pairs, out of line from 2 to 9 rows
+		e.tune.fdStride = 2 + g.r.IntN(8) // FD blocks of 0 to 3 pairs, out of line from 2 to 9 rows
 	}
 	if g.r.IntN(2) == 0 {
-		e.nodeChunk = 1 + g.r.IntN(8) // a slide's rows reach each node in several chunks
+		e.tune.nodeChunk = 1 + g.r.IntN(8) // a slide's rows reach each node in several chunks
 	}
 	if g.r.IntN(2) == 0 {
-		e.fitMax = g.r.IntN(4) // A full at once, or after a few rows: the rest are misfits
+		e.tune.fitMax = g.r.IntN(4) // A full at once, or after a few rows: the rest are misfits
 	}
 	if g.r.IntN(2) == 0 {
-		e.floorMax = g.r.IntN(4) // floors of a few pairs at most: larger classes keep none
+		e.tune.floorMax = g.r.IntN(4) // floors of a few pairs at most: larger classes keep none
 	}
 	if g.r.IntN(2) == 0 {
 		// Counted classes never (0), always (1), or as their distinct
 		// pairs come and go.
-		e.countedRatio = g.r.IntN(4)
+		e.tune.countedRatio = g.r.IntN(4)
 	}
 	at := make([]int, len(g.names)) // engine column of each model column
 	for i, name := range g.names {
 		at[i] = e.Column(name)
 	}
-	stride := labelStride
 	if g.r.IntN(2) == 0 {
-		stride = uint64(1 + g.r.IntN(4)) // force relabels
-		for _, c := range e.cols {
-			c.text.stride, c.time.stride = stride, stride
-		}
+		e.tune.column.LabelStride = uint64(1 + g.r.IntN(4)) // force relabels
+		retune(e)
 	}
 	m := &incModel{names: g.names, typing: opts.Typing}
 	feed := newIncFeed(seed, e, at)
@@ -224,9 +220,6 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 			deps = g.deps(1 + g.r.IntN(10))
 			if err := e.SetDependencies(deps); err != nil {
 				t.Fatal(err)
-			}
-			for _, c := range e.cols {
-				c.text.stride, c.time.stride = stride, stride
 			}
 		}
 		// Sometimes two slides between checks: rows may arrive and leave
@@ -297,7 +290,7 @@ const (
 	incCodings
 )
 
-// incFeed hands the differential tests' rows to an Incremental as strings
+// incFeed hands the differential tests' rows to an Engine as strings
 // (Append) or dictionary-coded (AppendCoded) in the ways a caller may code
 // them: as the monitor's window does, whose codes are freed when their
 // last row leaves it and reused at once for the next new value, while the
@@ -308,7 +301,7 @@ const (
 // gives.
 type incFeed struct {
 	r      *rand.Rand
-	e      *Incremental
+	e      *Engine
 	coding incCoding
 	at     []int // engine column of each model column
 	values []string
@@ -329,8 +322,8 @@ type incDict struct {
 
 // newIncFeed returns the feed of a run: its own random source (the run's
 // draws stay as they were), a random coding and, sometimes, so low a
-// bound on the hinted codes that most are not (incColumn.hintMax).
-func newIncFeed(seed uint64, e *Incremental, at []int) *incFeed {
+// bound on the hinted codes that most are not (dict.Tuning.HintMax).
+func newIncFeed(seed uint64, e *Engine, at []int) *incFeed {
 	r := rand.New(rand.NewPCG(seed, 0xc0de))
 	f := &incFeed{r: r, e: e, coding: incCoding(r.IntN(int(incCodings))), at: at,
 		values: make([]string, len(at)), nulls: make([]bool, len(at)), codes: make([]uint32, len(at)),
@@ -339,10 +332,8 @@ func newIncFeed(seed uint64, e *Incremental, at []int) *incFeed {
 		f.dicts[i] = newIncDict()
 	}
 	if r.IntN(4) == 0 {
-		hintMax := uint32(1 + r.IntN(3))
-		for _, c := range e.cols {
-			c.hintMax = hintMax
-		}
+		e.tune.column.HintMax = uint32(1 + r.IntN(3))
+		retune(e)
 	}
 	return f
 }
@@ -416,10 +407,10 @@ func (d *incDict) release(code uint32) {
 	}
 }
 
-// checkDictColumns checks that the window Incremental.DictColumns hands
+// checkDictColumns checks that the window Engine.DictColumns hands
 // over (before the check has flushed the rows appended since the last
 // one) holds the model's values.
-func checkDictColumns(t testing.TB, e *Incremental, m *incModel, at []int) {
+func checkDictColumns(t testing.TB, e *Engine, m *incModel, at []int) {
 	cols := e.DictColumns()
 	for i := range m.names {
 		dc := cols[at[i]]
@@ -468,7 +459,7 @@ func checkDictColumns(t testing.TB, e *Incremental, m *incModel, at []int) {
 
 // counts returns the counts of sizes 0..m of class cx, m its largest
 // size (the count of size 0 is 0): what checkFDState compares.
-func (f *incFD) counts(cx uint32) []uint32 {
+func (f *fdCheck) counts(cx uint32) []uint32 {
 	if int(cx+1)*int(f.stride) > len(f.blk) {
 		return []uint32{0}
 	}
@@ -488,10 +479,10 @@ func (f *incFD) counts(cx uint32) []uint32 {
 
 // checkFDState checks that each FD's state, updated row by row, is what
 // rebuilding it from its nodes gives.
-func checkFDState(t testing.TB, e *Incremental) {
+func checkFDState(t testing.TB, e *Engine) {
 	t.Helper()
 	for _, f := range e.fds {
-		g := &incFD{x: f.x, xa: f.xa}
+		g := &fdCheck{x: f.x, xa: f.xa}
 		g.rebuild(int(f.stride))
 		if g.removals != f.removals {
 			t.Fatalf("FD %s: %d removals, rebuilt %d", f.xa.key, f.removals, g.removals)
@@ -506,10 +497,10 @@ func checkFDState(t testing.TB, e *Incremental) {
 
 // withSlots gives an empty Incremental a ring of the given capacity (a
 // power of two), to make it grow early.
-func withSlots(e *Incremental, slots int) {
+func withSlots(e *Engine, slots int) {
 	e.mask = uint32(slots - 1)
 	for _, c := range e.cols {
-		c.codes = make([]uint32, slots)
+		c.Codes = make([]uint32, slots)
 	}
 	for _, nd := range e.nodes {
 		if nd.classOf != nil {
@@ -551,63 +542,6 @@ func FuzzIncremental(f *testing.F) {
 	})
 }
 
-// TestMayBeNumber checks mayBeNumber's shortcut against ParseFloat: a
-// string it rules out never parses.
-func TestMayBeNumber(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	alphabet := "0123456789" + floatLetters + " :TZz/gG,%"
-	fixed := []string{"1", "-0", "1e400", "0x1.8p3", "0x_1p0", "+Inf", "infinity", "NaN", ".5", "1_000",
-		"2024-01-01", "2024-01-01T10:00:00Z", "", " 1", "1,5", "abc"}
-	for i := 0; i < 20000; i++ {
-		v := ""
-		if i < len(fixed) {
-			v = fixed[i]
-		} else {
-			b := make([]byte, 1+r.IntN(8))
-			for k := range b {
-				b[k] = alphabet[r.IntN(len(alphabet))]
-			}
-			v = string(b)
-		}
-		_, err := strconv.ParseFloat(v, 64)
-		if parses := err == nil || errors.Is(err, strconv.ErrRange); parses && !mayBeNumber(v) {
-			t.Fatalf("%q parses as a number but mayBeNumber rules it out", v)
-		}
-	}
-}
-
-// TestIDSpaceMatchesMap drives an idSpace's open-addressing index through
-// random refs and unrefs over a small key range (long probe runs, many
-// deletes) against a map.
-func TestIDSpaceMatchesMap(t *testing.T) {
-	r := rand.New(rand.NewPCG(7, 8))
-	s := idSpace[uint64]{hash: func(k uint64) uint64 { return k % 7 << 32 }} // collide a lot
-	model := map[uint64]uint32{}
-	refs := map[uint64]int{}
-	for i := 0; i < 50000; i++ {
-		k := uint64(r.IntN(200))
-		if refs[k] > 0 && r.IntN(2) == 0 {
-			s.unref(model[k])
-			if refs[k]--; refs[k] == 0 {
-				delete(model, k)
-			}
-			continue
-		}
-		id := s.ref(k)
-		if want, ok := model[k]; ok && id != want {
-			t.Fatalf("step %d: key %d has id %d, was %d", i, k, id, want)
-		}
-		if s.keys[id-1] != k {
-			t.Fatalf("step %d: id %d holds key %d, not %d", i, id, s.keys[id-1], k)
-		}
-		model[k] = id
-		refs[k]++
-		if s.n != len(model) {
-			t.Fatalf("step %d: %d keys indexed, %d live", i, s.n, len(model))
-		}
-	}
-}
-
 // TestSortPairs checks the OC recounts' specialised sort against
 // slices.SortFunc, on lengths around its insertion-sort cut and domains
 // from all-equal to all-distinct.
@@ -632,34 +566,10 @@ func TestSortPairs(t *testing.T) {
 	}
 }
 
-// TestU64MapMatchesMap drives the nodes' class index through random puts
-// and deletes over a small key range against a map.
-func TestU64MapMatchesMap(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	var m u64map
-	model := map[uint64]uint32{}
-	for i := 0; i < 50000; i++ {
-		k := uint64(r.IntN(300)) << uint(r.IntN(2)*32) // keys like (class<<32 | id)
-		if _, ok := model[k]; ok {
-			m.del(k)
-			delete(model, k)
-		} else {
-			v := uint32(r.IntN(1000))
-			m.put(k, v)
-			model[k] = v
-		}
-		if m.n != len(model) {
-			t.Fatalf("step %d: %d keys, want %d", i, m.n, len(model))
-		}
-		if i%97 == 0 {
-			for k, v := range model {
-				if got, ok := m.get(k); !ok || got != v {
-					t.Fatalf("step %d: key %d: got %d %v, want %d", i, k, got, ok, v)
-				}
-			}
-			if _, ok := m.get(1 << 63); ok {
-				t.Fatalf("step %d: a key never put is found", i)
-			}
-		}
+// retune gives the columns e has the knobs of e.tune.column (the columns
+// it adds later take them anyway).
+func retune(e *Engine) {
+	for _, c := range e.cols {
+		c.Retune(e.tune.column)
 	}
 }

@@ -1,4 +1,4 @@
-package discovery
+package incremental
 
 import (
 	"math/bits"
@@ -30,7 +30,7 @@ import (
 // over its sorted pairs, which do not change until its next recount; A
 // keeps the accepted rows' pairs (in sorted runs), and a row is accepted
 // when it is consistent with S, A and the rows accepted before it
-// (incOC.fit, fitRun). A row that entered and was not tested yet counts
+// (ocCheck.fit, fitRun). A row that entered and was not tested yet counts
 // as a misfit: the bound holds whenever the tests run.
 // Pairs of rows that left stay in S and A: that only constrains more.
 
@@ -145,12 +145,6 @@ type classFit struct {
 	a   pairLog
 }
 
-// defaultFitMax is Incremental.fitMax's value: the pairs a sorted class
-// keeps in A per polarity at most (16 bytes each). A row tested once A is
-// full is a misfit, which is sound: A may be any subset of the rows that
-// entered that is consistent with S.
-const defaultFitMax = 1 << 16
-
 // fitRateFloor is the least share of the rows entering (leaving) per
 // check that the scheduling heuristics (slide.skippable) take an OC's
 // misfits (lost rows) to grow by, however many its last fit (floor) tests
@@ -167,7 +161,7 @@ const fitRateFloor = 1.0 / 256
 // scheduled the recount) cannot take it across a cut below, so that its
 // lower bound does not force the next check's recount anyway. A
 // heuristic: any choice is sound.
-func (o *incOC) wantsFit(p int, c uint32, r int, floored bool) bool {
+func (o *ocCheck) wantsFit(p int, c uint32, r int, floored bool) bool {
 	est := o.estimate(p, c, r)
 	below := false
 	for _, t := range o.fitCuts {
@@ -182,7 +176,7 @@ func (o *incOC) wantsFit(p int, c uint32, r int, floored bool) bool {
 
 // estimate is o's count of polarity p with class c's count r and the
 // other classes' last counts.
-func (o *incOC) estimate(p int, c uint32, r int) int {
+func (o *ocCheck) estimate(p int, c uint32, r int) int {
 	if p == 1 {
 		return o.totDesc - int(o.remDesc[c]) + r
 	}
@@ -200,15 +194,15 @@ func (w *recountScratch) places(p int, rec bool, n int) []uint32 {
 }
 
 // tracks reports whether o counts polarity p (0 asc, 1 desc).
-func (o *incOC) tracks(p int) bool { return p == 0 && o.asc || p == 1 && o.desc }
+func (o *ocCheck) tracks(p int) bool { return p == 0 && o.asc || p == 1 && o.desc }
 
 // misfits is the bound on how much o's count of polarity p may have grown
 // since its last recount: the rows that entered and were not accepted.
-func (o *incOC) misfits(p int) int { return o.ins - o.acc[p] }
+func (o *ocCheck) misfits(p int) int { return o.ins - o.acc[p] }
 
 // unchanged reports whether no tracked polarity of o can have crossed a
 // cut since its last recount (within [tot - lost, tot + misfits]).
-func (o *incOC) unchanged(cuts []int) bool {
+func (o *ocCheck) unchanged(cuts []int) bool {
 	return (!o.asc || unchangedVerdict(o.totAsc, o.misfits(0), o.lost(0), cuts)) &&
 		(!o.desc || unchangedVerdict(o.totDesc, o.misfits(1), o.lost(1), cuts))
 }
@@ -216,7 +210,7 @@ func (o *incOC) unchanged(cuts []int) bool {
 // mayFit reports whether fit tests could spare o's recount: whether it
 // would be unchanged were every row that entered accepted (its lower
 // bound alone may force it).
-func (o *incOC) mayFit(cuts []int) bool {
+func (o *ocCheck) mayFit(cuts []int) bool {
 	return (!o.asc || unchangedVerdict(o.totAsc, 0, o.lost(0), cuts)) &&
 		(!o.desc || unchangedVerdict(o.totDesc, 0, o.lost(1), cuts))
 }
@@ -227,7 +221,7 @@ func (o *incOC) mayFit(cuts []int) bool {
 // pairs go to the class's adds as one sorted run, as presort puts them,
 // so the recount that may follow merges them instead of sorting. Labels
 // must be settled; it writes o's state and w only (a unit of phaseFit).
-func (o *incOC) fit(e *Incremental, w *recountScratch) {
+func (o *ocCheck) fit(e *Engine, w *recountScratch) {
 	for _, c := range o.dirty {
 		if int(c) >= len(o.big) || o.big[c] == nil {
 			continue
@@ -262,7 +256,7 @@ func (o *incOC) fit(e *Incremental, w *recountScratch) {
 			if !test[p] || len(run) == 0 {
 				continue
 			}
-			a := sc.fitRun(run, p, e.fitMax, w)
+			a := sc.fitRun(run, p, e.tune.fitMax, w)
 			o.acc[p] += a
 			o.accShare[p] = (o.accShare[p] + float64(a)/float64(len(run))) / 2
 		}
@@ -447,10 +441,10 @@ func searchKeys[E any](xs []E, lo, hi int, v uint64, key func(E) uint64) int {
 
 // runFits runs the fit tests of the OCs in e.fits (phaseFit), on two
 // goroutines when their pending rows reach flushParallelMin.
-func (e *Incremental) runFits() {
+func (e *Engine) runFits() {
 	work := 0
 	for _, o := range e.fits {
 		work += o.ins
 	}
-	e.spread(phaseFit, len(e.fits), work, e.flushParallelMin)
+	e.spread(phaseFit, len(e.fits), work, e.tune.flushParallelMin)
 }
