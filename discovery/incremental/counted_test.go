@@ -20,7 +20,7 @@ func TestCountedRemovals(t *testing.T) {
 		sc := &sortedClass{}
 		sc.la, sc.lb = pairColumns(ps)
 		sc.toCounted(distinctPairs(sc.la, sc.lb))
-		o := &ocCheck{asc: true, desc: true, fitCuts: []int{n}, remAsc: []uint32{0}, remDesc: []uint32{0}}
+		o := &ocCheck{asc: true, desc: true, fitBound: fitBound{fitCuts: []int{n}}, remAsc: []uint32{0}, remDesc: []uint32{0}}
 		asc, desc := o.countedRemovals(&w, sc, 0, n, true)
 		for p, rem := range []int{asc, desc} {
 			isDesc := p == 1

@@ -33,22 +33,29 @@ type ocCheck struct {
 	staleLimit  int            // changed rows after which it is recounted whatever the cuts
 	stale       bool
 	ripe        []uint32 // sorted classes whose backlog reached presortMin since the last presort
-	// The fit bound (see fit.go). fitCuts and fitLeft are the
-	// cuts and the rows left at the check that scheduled the recount
-	// running (see wantsFit). Per polarity (asc, desc), acc counts the
-	// rows accepted into the sorted classes' A since the last recount
-	// (the count is at most tot + ins - acc), and accShare is about the
-	// share of the rows tested that recent fit tests accepted (for
-	// scheduling only).
+	fitBound
+	floorBound
+}
+
+// fitBound is an OC's state of the fit bound (see fit.go). fitCuts and
+// fitLeft are the cuts and the rows left at the check that scheduled the
+// recount running (see wantsFit). Per polarity (asc, desc), acc counts
+// the rows accepted into the sorted classes' A since the last recount
+// (the count is at most tot + ins - acc), and accShare is about the share
+// of the rows tested that recent fit tests accepted (for scheduling only).
+type fitBound struct {
 	fitCuts  []int
 	fitLeft  int
 	acc      [2]int
 	accShare [2]float64
-	// The pile bound (see floor.go), per polarity: spared
-	// counts the rows that left since the last recount without lowering
-	// the bound (counted as they leave), and lostShare is about the share
-	// of the rows that left that recent recount periods did not spare (for
-	// scheduling only; 1 without floors).
+}
+
+// floorBound is an OC's state of the pile bound (see floor.go), per
+// polarity: spared counts the rows that left since the last recount
+// without lowering the bound (counted as they leave), and lostShare is
+// about the share of the rows that left that recent recount periods did
+// not spare (for scheduling only; 1 without floors).
+type floorBound struct {
 	spared    [2]int
 	lostShare [2]float64
 	floored   [2]bool // a class recorded a floor at the last recount

@@ -275,6 +275,31 @@ func ParseTemporalFrom(s string, layout *int) (time.Time, bool) {
 	return time.Time{}, false
 }
 
+// chooseOrder types a column by its used dictionary entries idx: by the
+// declared list, else numeric, else temporal (unless order-text or
+// declared), else text. A pause error stops the typing and is left in p
+// for the caller's next p.now.
+func chooseOrder(dc *DictColumn, idx []int32, orderText, declared bool, list []string, p *pacer) (columnOrder, error) {
+	if declared && len(list) > 0 {
+		return listOrder(dc, idx, list)
+	}
+	if order, ok := numericOrder(dc.Dict, idx, p); ok || p.err != nil {
+		return order, nil
+	}
+	if !orderText && !declared {
+		if order, ok := temporalOrder(dc.Dict, idx, p); ok || p.err != nil {
+			return order, nil
+		}
+	}
+	// An all-NULL (or empty) column has no values to type; calling it a
+	// text column keeps the output stable.
+	typ := Nominal
+	if orderText || declared {
+		typ = Ordinal
+	}
+	return textOrder(dc.Dict, typ), nil
+}
+
 // encodeColumn types and ranks one column; declared says the column is
 // declared ordinal, by list when list is not empty. It passes p's pause
 // (when not nil) while typing and between its steps, and returns its
@@ -297,31 +322,9 @@ func encodeColumn(dc *DictColumn, orderText, declared bool, list []string, p *pa
 		}
 	}
 
-	// An all-NULL (or empty) column has no values to type; calling it a
-	// text column keeps the output stable.
-	var order columnOrder
-	var ok bool
-	switch {
-	case declared && len(list) > 0:
-		var err error
-		if order, err = listOrder(dc, idx, list); err != nil {
-			return Column{}, err
-		}
-	default:
-		order, ok = numericOrder(dc.Dict, idx, p)
-		if ok || p.err != nil {
-			break
-		}
-		if !orderText && !declared {
-			if order, ok = temporalOrder(dc.Dict, idx, p); ok || p.err != nil {
-				break
-			}
-		}
-		typ := Nominal
-		if orderText || declared {
-			typ = Ordinal
-		}
-		order = textOrder(dc.Dict, typ)
+	order, err := chooseOrder(dc, idx, orderText, declared, list, p)
+	if err != nil {
+		return Column{}, err
 	}
 	if err := p.now(); err != nil {
 		return Column{}, err

@@ -70,21 +70,28 @@ type Column struct {
 	hint []uint32
 	tune Tuning
 
-	nums  idSpace[uint64]  // numbers (order bits) → ids
-	times idSpace[timeKey] // instants → ids
-
-	nonNumLive  int // codes held by rows that are not numbers
-	nonTimeLive int // codes held by rows that are not temporal
-	NonNull     int // rows with a non-NULL value
-	temporalOK  bool
-	layout      int  // temporalLayouts index of the last date read (parseTime)
-	Mode        Mode // as of the last settle
+	typing
+	NonNull int  // rows with a non-NULL value
+	Mode    Mode // as of the last settle
 
 	// ordered: some OC sorts by this column, so temporal and text values
 	// get labels (text by code, temporal by instant id).
 	Ordered bool
 	text    orderList
 	time    orderList
+}
+
+// typing is what a column knows of its values' types: the ids of their
+// numbers and instants, and how many live codes are not numbers or not
+// temporal (Settle switches the mode by them).
+type typing struct {
+	nums  idSpace[uint64]  // numbers (order bits) → ids
+	times idSpace[timeKey] // instants → ids
+
+	nonNumLive  int // codes held by rows that are not numbers
+	nonTimeLive int // codes held by rows that are not temporal
+	temporalOK  bool
+	layout      int // table.ParseTemporalFrom's layout of the last date read (parseTime)
 }
 
 // timeKey is an instant: Unix seconds and nanoseconds.
@@ -257,12 +264,14 @@ func DefaultTuning() Tuning {
 // temporalOK says whether its values may be typed temporal.
 func NewColumn(name string, slots int, temporalOK bool, t Tuning) *Column {
 	c := &Column{
-		Name:       name,
-		Codes:      make([]uint32, slots),
-		index:      codeindex.New(),
-		temporalOK: temporalOK,
-		nums:       idSpace[uint64]{hash: hashBits},
-		times:      idSpace[timeKey]{hash: hashTime},
+		Name:  name,
+		Codes: make([]uint32, slots),
+		index: codeindex.New(),
+		typing: typing{
+			temporalOK: temporalOK,
+			nums:       idSpace[uint64]{hash: hashBits},
+			times:      idSpace[timeKey]{hash: hashTime},
+		},
 	}
 	c.Retune(t)
 	return c
