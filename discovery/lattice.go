@@ -16,28 +16,28 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
-// ErrTooManyColumns is returned by Discover for tables with more than 64
+// errTooManyColumns is returned by Discover for tables with more than 64
 // columns: the lattice keys its nodes by 64-bit column sets (and a lattice
 // that wide is out of reach anyway; Validate has no such limit).
-var ErrTooManyColumns = errors.New("discovery: more than 64 columns")
+var errTooManyColumns = errors.New("discovery: more than 64 columns")
 
-// ErrBadTable is returned when a table's columns are inconsistent (length
+// errBadTable is returned when a table's columns are inconsistent (length
 // differing from Rows, or a rank not below the column's cardinality).
-var ErrBadTable = errors.New("discovery: inconsistent table")
+var errBadTable = errors.New("discovery: inconsistent table")
 
 // checkEncodedTable rejects tables the validators could index out of range with.
 func checkEncodedTable(t *table.Table) error {
 	if t == nil {
-		return fmt.Errorf("%w: nil table", ErrBadTable)
+		return fmt.Errorf("%w: nil table", errBadTable)
 	}
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		if len(c.Ranks) != t.Rows {
-			return fmt.Errorf("%w: column %q has %d ranks for %d rows", ErrBadTable, c.Name, len(c.Ranks), t.Rows)
+			return fmt.Errorf("%w: column %q has %d ranks for %d rows", errBadTable, c.Name, len(c.Ranks), t.Rows)
 		}
 		for _, r := range c.Ranks {
 			if int(r) >= c.Cardinality {
-				return fmt.Errorf("%w: column %q has rank %d not below its cardinality %d", ErrBadTable, c.Name, r, c.Cardinality)
+				return fmt.Errorf("%w: column %q has rank %d not below its cardinality %d", errBadTable, c.Name, r, c.Cardinality)
 			}
 		}
 	}
@@ -186,7 +186,7 @@ func discover(ctx context.Context, t *table.Table, opts Options, pauseEvery int)
 	}
 	m := len(t.Columns)
 	if m > 64 {
-		return nil, fmt.Errorf("%w: %d columns", ErrTooManyColumns, m)
+		return nil, fmt.Errorf("%w: %d columns", errTooManyColumns, m)
 	}
 	d := &Discovery{Rows: t.Rows, Epsilon: opts.Epsilon, Complete: true, Dependencies: []Result{}}
 	for _, c := range t.Columns {

@@ -270,15 +270,15 @@ func TestDiscoverCancel(t *testing.T) {
 
 func TestDiscoverRejectsBadTables(t *testing.T) {
 	bad := &table.Table{Rows: 2, Columns: []table.Column{{Name: "a", Ranks: []uint32{0, 5}, Cardinality: 2}}}
-	if _, err := Discover(context.Background(), bad, Options{}); !errors.Is(err, ErrBadTable) {
-		t.Fatalf("err %v, want ErrBadTable", err)
+	if _, err := Discover(context.Background(), bad, Options{}); !errors.Is(err, errBadTable) {
+		t.Fatalf("err %v, want errBadTable", err)
 	}
 	wide := &table.Table{Rows: 1}
 	for i := range 65 {
 		wide.Columns = append(wide.Columns, table.Column{Name: fmt.Sprint(i), Ranks: []uint32{0}, Cardinality: 1})
 	}
-	if _, err := Discover(context.Background(), wide, Options{}); !errors.Is(err, ErrTooManyColumns) {
-		t.Fatalf("err %v, want ErrTooManyColumns", err)
+	if _, err := Discover(context.Background(), wide, Options{}); !errors.Is(err, errTooManyColumns) {
+		t.Fatalf("err %v, want errTooManyColumns", err)
 	}
 }
 

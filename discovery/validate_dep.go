@@ -11,7 +11,7 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
-// ErrUnknownColumn is returned (wrapped, naming the column) when a
+// errUnknownColumn is returned (wrapped, naming the column) when a
 // dependency mentions a column the table does not have.
 // RemovalBudget is the largest number of removals a dependency may need to
 // be valid at eps on n rows: floor(eps*n). A tiny slack absorbs the binary
@@ -27,7 +27,7 @@ func RemovalBudget(eps float64, n int) int {
 	return min(b, n)
 }
 
-var ErrUnknownColumn = errors.New("unknown column")
+var errUnknownColumn = errors.New("unknown column")
 
 // ErrBadDependency is returned for a dependency that is not well formed
 // (unknown kind, empty list of a list-based OD).
@@ -111,7 +111,7 @@ type depValidator struct {
 func (vs *depValidator) column(name string) (*table.Column, error) {
 	i, ok := vs.index[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownColumn, name)
+		return nil, fmt.Errorf("%w: %q", errUnknownColumn, name)
 	}
 	return &vs.t.Columns[i], nil
 }

@@ -201,8 +201,8 @@ func TestValidate(t *testing.T) {
 		{Kind: KindOFD, Context: []string{"nope"}, RHS: "c1"},
 		{Kind: KindListOD, LHSList: []string{"c0"}, RHSList: []string{"nope"}},
 	} {
-		if _, err := Validate(ctx, tab, dep, Options{}); !errors.Is(err, ErrUnknownColumn) {
-			t.Errorf("%s: err %v, want ErrUnknownColumn", dep, err)
+		if _, err := Validate(ctx, tab, dep, Options{}); !errors.Is(err, errUnknownColumn) {
+			t.Errorf("%s: err %v, want errUnknownColumn", dep, err)
 		}
 	}
 	if _, err := Validate(ctx, tab, Dependency{Kind: Kind(9)}, Options{}); !errors.Is(err, ErrBadDependency) {
@@ -257,8 +257,8 @@ func TestValidateAllMatchesValidate(t *testing.T) {
 			t.Errorf("%s: ValidateAll %+v, Validate %+v", d, all[i], one)
 		}
 	}
-	if _, err := ValidateAll(context.Background(), tab, append(deps, Dependency{Kind: KindOFD, RHS: "zz"}), opts); !errors.Is(err, ErrUnknownColumn) {
-		t.Errorf("err %v, want ErrUnknownColumn", err)
+	if _, err := ValidateAll(context.Background(), tab, append(deps, Dependency{Kind: KindOFD, RHS: "zz"}), opts); !errors.Is(err, errUnknownColumn) {
+		t.Errorf("err %v, want errUnknownColumn", err)
 	}
 }
 
@@ -276,7 +276,7 @@ func TestValidateEachKeepsGoing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(errs[0], ErrUnknownColumn) || errs[1] != nil || !errors.Is(errs[2], ErrBadDependency) {
+	if !errors.Is(errs[0], errUnknownColumn) || errs[1] != nil || !errors.Is(errs[2], ErrBadDependency) {
 		t.Errorf("errs %v, want unknown column, nil, malformed", errs)
 	}
 	if out[1].Removals != want.Removals || out[1].Error != want.Error {

@@ -157,7 +157,7 @@ type Options struct {
 	// or left (for tests and measurements).
 	Exact bool
 	// SortedMin is the class size from which an OC keeps the class's rows
-	// sorted between checks; 0 means DefaultSortedMin.
+	// sorted between checks; 0 means defaultSortedMin.
 	SortedMin int
 	// MaxStale bounds the number of changed rows after which an OC is
 	// recounted whatever the cuts (the OCs' limits are spread over
@@ -176,9 +176,9 @@ type Options struct {
 	Typing table.Typing
 }
 
-// DefaultSortedMin is Options.SortedMin's default: below it, a
+// defaultSortedMin is Options.SortedMin's default: below it, a
 // class is cheaper to sort again than to keep sorted.
-const DefaultSortedMin = 16
+const defaultSortedMin = 16
 
 // defaultMaxStaleRows caps Options.MaxStale's default (the
 // window's rows): the changed rows after which an OC that could still skip
@@ -244,7 +244,7 @@ func New(deps []discovery.Dependency, opts Options) (*Engine, error) {
 		tune:          defaultTuning(),
 	}
 	if e.sortedMin <= 0 {
-		e.sortedMin = DefaultSortedMin
+		e.sortedMin = defaultSortedMin
 	}
 	for name, list := range opts.Typing.Ordinal {
 		if len(list) > 0 {

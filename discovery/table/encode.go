@@ -330,7 +330,7 @@ func encodeColumn(dc *DictColumn, orderText, declared bool, list []string, p *pa
 		return Column{}, err
 	}
 	// idx ascends: ties by index are the stable sort's order, and pdqsort
-	// on distinct keys is several times faster than a stable sort.
+	// on distinct keys is faster than a stable sort.
 	slices.SortFunc(idx, func(a, b int32) int {
 		if c := order.cmp(a, b); c != 0 {
 			return c

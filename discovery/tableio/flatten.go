@@ -13,19 +13,19 @@ type FlattenStats struct {
 	Ignored int // arrays skipped (each counted once, whatever it holds)
 }
 
-// DefaultMaxDepth bounds the nesting of objects and arrays FlattenJSON
+// defaultMaxDepth bounds the nesting of objects and arrays flattenJSON
 // accepts, so that hostile input cannot blow the stack.
-const DefaultMaxDepth = 64
+const defaultMaxDepth = 64
 
-// ErrTooDeep is returned when a JSON value nests deeper than the limit.
-var ErrTooDeep = errors.New("json nests too deep")
+// errTooDeep is returned when a JSON value nests deeper than the limit.
+var errTooDeep = errors.New("json nests too deep")
 
 // Flattener turns one JSON object into scalar fields with dotted names. It
 // keeps its scratch buffers between calls, so reusing one Flattener per
 // goroutine makes flattening allocation-free in the steady state. The zero
-// value is ready to use, with MaxDepth DefaultMaxDepth.
+// value is ready to use, with MaxDepth defaultMaxDepth.
 type Flattener struct {
-	// MaxDepth bounds nesting; 0 means DefaultMaxDepth.
+	// MaxDepth bounds nesting; 0 means defaultMaxDepth.
 	MaxDepth int
 
 	name []byte // dotted name of the current field
@@ -33,9 +33,9 @@ type Flattener struct {
 	key  []byte // unescaped key
 }
 
-// FlattenJSON flattens one JSON object with a fresh Flattener; see
+// flattenJSON flattens one JSON object with a fresh Flattener; see
 // Flattener.Flatten.
-func FlattenJSON(data []byte, emit func(name, value []byte, null bool)) (FlattenStats, error) {
+func flattenJSON(data []byte, emit func(name, value []byte, null bool)) (FlattenStats, error) {
 	var f Flattener
 	return f.Flatten(data, emit)
 }
@@ -55,7 +55,7 @@ func FlattenJSON(data []byte, emit func(name, value []byte, null bool)) (Flatten
 func (f *Flattener) Flatten(data []byte, emit func(name, value []byte, null bool)) (FlattenStats, error) {
 	p := flatParser{f: f, data: data, emit: emit, maxDepth: f.MaxDepth}
 	if p.maxDepth <= 0 {
-		p.maxDepth = DefaultMaxDepth
+		p.maxDepth = defaultMaxDepth
 	}
 	f.name = f.name[:0]
 	p.skipSpace()
@@ -102,7 +102,7 @@ func (p *flatParser) skipSpace() {
 // prefix is p.f.name.
 func (p *flatParser) object(depth int) error {
 	if depth > p.maxDepth {
-		return p.errorf("%w (limit %d)", ErrTooDeep, p.maxDepth)
+		return p.errorf("%w (limit %d)", errTooDeep, p.maxDepth)
 	}
 	p.i++ // '{'
 	p.skipSpace()
@@ -385,7 +385,7 @@ func (p *flatParser) skipValue(depth int) error {
 	switch c := p.data[p.i]; {
 	case c == '{' || c == '[':
 		if depth+1 > p.maxDepth {
-			return p.errorf("%w (limit %d)", ErrTooDeep, p.maxDepth)
+			return p.errorf("%w (limit %d)", errTooDeep, p.maxDepth)
 		}
 		closing := byte('}')
 		if c == '[' {

@@ -16,7 +16,7 @@ type field struct {
 func flatten(t testing.TB, input string) ([]field, FlattenStats, error) {
 	t.Helper()
 	var got []field
-	st, err := FlattenJSON([]byte(input), func(name, value []byte, null bool) {
+	st, err := flattenJSON([]byte(input), func(name, value []byte, null bool) {
 		got = append(got, field{string(name), string(value), null})
 	})
 	return got, st, err
@@ -92,7 +92,7 @@ func FuzzFlattenJSON(f *testing.F) {
 	f.Add(`[{"a":1}]`)
 	f.Fuzz(func(t *testing.T, input string) {
 		var fields int
-		st, err := FlattenJSON([]byte(input), func(name, value []byte, null bool) {
+		st, err := flattenJSON([]byte(input), func(name, value []byte, null bool) {
 			fields++
 			if null && len(value) != 0 {
 				t.Fatalf("null with value %q", value)

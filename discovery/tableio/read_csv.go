@@ -18,18 +18,18 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
-// InputError is a malformed-input error at a line of the input (1-based,
+// inputError is a malformed-input error at a line of the input (1-based,
 // the line where the offending record starts).
-type InputError struct {
+type inputError struct {
 	Line int
 	Err  error
 }
 
-func (e *InputError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
-func (e *InputError) Unwrap() error { return e.Err }
+func (e *inputError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *inputError) Unwrap() error { return e.Err }
 
-// ErrEmptyInput is returned for an input without a header line.
-var ErrEmptyInput = errors.New("empty input: a header line is required")
+// errEmptyInput is returned for an input without a header line.
+var errEmptyInput = errors.New("empty input: a header line is required")
 
 // CSVOptions control ReadCSV.
 type CSVOptions struct {
@@ -83,18 +83,18 @@ const progressEvery = 1 << 16
 
 // ReadCSV reads a CSV table with a header line (RFC 4180 quoting, gzip
 // detected by its magic bytes) and encodes it. An empty cell is NULL. A
-// ragged row or bad quoting fails with an *InputError naming the line.
+// ragged row or bad quoting fails with an *inputError naming the line.
 func ReadCSV(r io.Reader, opts CSVOptions) (*table.Table, error) {
-	b, err := ReadCSVColumns(r, opts)
+	b, err := readCSVColumns(r, opts)
 	if err != nil {
 		return nil, err
 	}
 	return b.Table(opts.Typing)
 }
 
-// ReadCSVColumns is ReadCSV without the final encoding: it returns the
+// readCSVColumns is ReadCSV without the final encoding: it returns the
 // builder holding the dictionary-coded columns.
-func ReadCSVColumns(r io.Reader, opts CSVOptions) (*table.TableBuilder, error) {
+func readCSVColumns(r io.Reader, opts CSVOptions) (*table.TableBuilder, error) {
 	in, closeIn, err := maybeGunzip(r)
 	if err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func ReadCSVColumns(r io.Reader, opts CSVOptions) (*table.TableBuilder, error) {
 
 	header, err := cr.Read()
 	if errors.Is(err, io.EOF) {
-		return nil, ErrEmptyInput
+		return nil, errEmptyInput
 	}
 	if err != nil {
 		return nil, csvError(err, 0, 0)
@@ -123,7 +123,7 @@ func ReadCSVColumns(r io.Reader, opts CSVOptions) (*table.TableBuilder, error) {
 	names[0] = strings.TrimPrefix(names[0], "\uFEFF")
 	b, err := table.NewTableBuilder(names)
 	if err != nil {
-		return nil, &InputError{Line: 1, Err: fmt.Errorf("header: %w", err)}
+		return nil, &inputError{Line: 1, Err: fmt.Errorf("header: %w", err)}
 	}
 
 	for opts.MaxRows <= 0 || b.Rows() < opts.MaxRows {
@@ -149,7 +149,7 @@ func ReadCSVColumns(r io.Reader, opts CSVOptions) (*table.TableBuilder, error) {
 	return b, nil
 }
 
-// csvError turns encoding/csv's errors into *InputError with our wording.
+// csvError turns encoding/csv's errors into *inputError with our wording.
 // For a ragged row, encoding/csv returns the record with the error, so got
 // is its field count.
 func csvError(err error, want, got int) error {
@@ -163,11 +163,11 @@ func csvError(err error, want, got int) error {
 	}
 	switch {
 	case errors.Is(pe.Err, csv.ErrFieldCount):
-		return &InputError{Line: line, Err: fmt.Errorf("%d fields, header has %d: %w", got, want, pe.Err)}
+		return &inputError{Line: line, Err: fmt.Errorf("%d fields, header has %d: %w", got, want, pe.Err)}
 	case errors.Is(pe.Err, csv.ErrQuote), errors.Is(pe.Err, csv.ErrBareQuote):
-		return &InputError{Line: pe.Line, Err: fmt.Errorf("column %d: %w", pe.Column, pe.Err)}
+		return &inputError{Line: pe.Line, Err: fmt.Errorf("column %d: %w", pe.Column, pe.Err)}
 	}
-	return &InputError{Line: line, Err: pe.Err}
+	return &inputError{Line: line, Err: pe.Err}
 }
 
 // ErrNotText is returned for input holding binary data (a NUL byte in its

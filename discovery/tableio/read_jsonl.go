@@ -14,7 +14,7 @@ import (
 type JSONOptions struct {
 	// MaxRows stops reading after that many records; 0 reads all.
 	MaxRows int
-	// MaxDepth bounds object nesting; 0 means DefaultMaxDepth.
+	// MaxDepth bounds object nesting; 0 means defaultMaxDepth.
 	MaxDepth int
 	// Progress, when set, is called with the number of records read so far,
 	// every progressEvery records and once at the end.
@@ -34,9 +34,9 @@ type JSONInfo struct {
 }
 
 // ReadJSONLines reads one JSON object per line (gzip detected by its magic
-// bytes) into a table; see ReadJSONLinesColumns.
+// bytes) into a table; see readJSONLinesColumns.
 func ReadJSONLines(r io.Reader, opts JSONOptions) (*table.Table, JSONInfo, error) {
-	b, info, err := ReadJSONLinesColumns(r, opts)
+	b, info, err := readJSONLinesColumns(r, opts)
 	if err != nil {
 		return nil, info, err
 	}
@@ -44,15 +44,15 @@ func ReadJSONLines(r io.Reader, opts JSONOptions) (*table.Table, JSONInfo, error
 	return t, info, err
 }
 
-// ReadJSONLinesColumns reads one JSON object per line into dictionary-coded
+// readJSONLinesColumns reads one JSON object per line into dictionary-coded
 // columns. Nested objects become dotted names ("a.b.c", see Flattener);
 // arrays are ignored and counted in JSONInfo.Skipped; null, a missing field
 // and the empty string are NULL; numbers keep their literal text; booleans
 // are "true"/"false". Columns appear in first-seen order, and a field first
 // seen late is NULL in the earlier rows. When a key repeats in a record the
 // last value wins. Blank lines are skipped; a line that is not one JSON
-// object fails with an *InputError naming it.
-func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*table.TableBuilder, JSONInfo, error) {
+// object fails with an *inputError naming it.
+func readJSONLinesColumns(r io.Reader, opts JSONOptions) (*table.TableBuilder, JSONInfo, error) {
 	var info JSONInfo
 	in, closeIn, err := maybeGunzip(r)
 	if err != nil {
@@ -77,7 +77,7 @@ func ReadJSONLinesColumns(r io.Reader, opts JSONOptions) (*table.TableBuilder, J
 		skipped, err := recs.add(data)
 		info.Skipped += skipped
 		if err != nil {
-			return nil, info, &InputError{Line: lines.line, Err: err}
+			return nil, info, &inputError{Line: lines.line, Err: err}
 		}
 		if opts.Lines != nil {
 			opts.Lines.add(b.Rows()-1, lines.line)

@@ -133,7 +133,7 @@ func TestReadCSVErrors(t *testing.T) {
 	tests := []struct {
 		name     string
 		input    string
-		wantLine int    // 0: not an *InputError
+		wantLine int    // 0: not an *inputError
 		wantText string // substring of the message
 	}{
 		{"empty file", "", 0, "header line is required"},
@@ -154,9 +154,9 @@ func TestReadCSVErrors(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantText) {
 				t.Errorf("error %q does not contain %q", err, tt.wantText)
 			}
-			var ie *InputError
+			var ie *inputError
 			if errors.As(err, &ie) != (tt.wantLine != 0) {
-				t.Fatalf("errors.As(*InputError) = %v for %v", !(tt.wantLine != 0), err)
+				t.Fatalf("errors.As(*inputError) = %v for %v", !(tt.wantLine != 0), err)
 			}
 			if ie != nil && ie.Line != tt.wantLine {
 				t.Errorf("line = %d, want %d", ie.Line, tt.wantLine)
@@ -247,9 +247,9 @@ func TestReadJSONLinesErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, err := ReadJSONLines(strings.NewReader(tt.input), JSONOptions{})
-			var ie *InputError
+			var ie *inputError
 			if !errors.As(err, &ie) {
-				t.Fatalf("error %v is not an *InputError", err)
+				t.Fatalf("error %v is not an *inputError", err)
 			}
 			if ie.Line != tt.wantLine {
 				t.Errorf("line = %d, want %d (%v)", ie.Line, tt.wantLine, err)

@@ -107,8 +107,8 @@ func compareTimeKeys(x, y timeKey) int {
 // idSpace gives equal keys one dense id, reference counted by the codes
 // holding it. Its index is an open-addressing table with linear probing
 // and backward-shift deletion, as codeindex's: over a sliding window every
-// key is eventually deleted, and a Go map's tombstones made lookups and
-// deletes a tenth of a check.
+// key is eventually deleted, and a Go map's tombstones would lengthen
+// every lookup and delete of a check.
 type idSpace[K comparable] struct {
 	hash  func(K) uint64
 	slots []idSlot // power-of-two length, or nil
