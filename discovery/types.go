@@ -1,13 +1,17 @@
 // Package discovery owns the dependency-discovery algorithm of odwatch:
-// encoding a table or window into ranked columns, stripped partitions, the
-// level-wise set-based lattice (FASTOD) with pruning that stays sound under
-// approximation, the validators (LIS-based approximate order compatibility,
-// g3 approximate FDs, list-based ODs, and the iterative baseline of Karegar
-// et al.), removal sets and interestingness scores.
+// the level-wise set-based lattice (FASTOD) with pruning that stays sound
+// under approximation (Discover), the validation of given dependencies
+// (Validate), removal sets, interestingness scores and strengths, and the
+// dependencies' text and JSON forms. The validators it runs (LIS-based
+// approximate order compatibility, g3 approximate FDs, list-based ODs, the
+// iterative baseline of Karegar et al.) and the stripped partitions they
+// read are its machinery, in internal/validate.
 //
 // It opens no files or connections: tables come encoded (package table),
 // read from an io.Reader the caller opens (package tableio) or from
-// dictionary-coded columns the stream hands over (table.Encode).
+// dictionary-coded columns the stream hands over (table.Encode). The
+// incremental checks of tracked dependencies over a sliding window are
+// package incremental, which builds on this one.
 package discovery
 
 import (
