@@ -122,15 +122,15 @@ func (s *writerSink) Send(ctx context.Context, events []Event) error {
 
 func (s *writerSink) Close() error { return nil }
 
-// MultiSink sends to every sink in turn, even when one fails, and returns
+// multiSink sends to every sink in turn, even when one fails, and returns
 // the failures joined.
-type MultiSink []Sink
+type multiSink []Sink
 
-// Fanout returns a sink sending to all of sinks.
-func Fanout(sinks ...Sink) Sink { return MultiSink(sinks) }
+// fanout returns a sink sending to all of sinks.
+func fanout(sinks ...Sink) Sink { return multiSink(sinks) }
 
 // Send sends events to every sink.
-func (m MultiSink) Send(ctx context.Context, events []Event) error {
+func (m multiSink) Send(ctx context.Context, events []Event) error {
 	var errs []error
 	for _, s := range m {
 		if err := s.Send(ctx, events); err != nil {
@@ -141,7 +141,7 @@ func (m MultiSink) Send(ctx context.Context, events []Event) error {
 }
 
 // Close closes every sink.
-func (m MultiSink) Close() error {
+func (m multiSink) Close() error {
 	var errs []error
 	for _, s := range m {
 		if err := s.Close(); err != nil {

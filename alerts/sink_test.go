@@ -218,11 +218,11 @@ func TestFanoutWriterLogAndMetrics(t *testing.T) {
 	boom := errors.New("boom")
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	sink := Fanout(NewWriterSink(&text), NewLogSink(slog.New(slog.NewTextHandler(&logs, nil))), m.Instrument("broken", failSink{boom}))
+	sink := fanout(NewWriterSink(&text), NewLogSink(slog.New(slog.NewTextHandler(&logs, nil))), m.Instrument("broken", failSink{boom}))
 	events := twoEvents()
 	err := sink.Send(context.Background(), events)
 	if !errors.Is(err, boom) {
-		t.Fatalf("Fanout error %v, want boom", err)
+		t.Fatalf("fanout error %v, want boom", err)
 	}
 	if !strings.Contains(text.String(), events[0].Text()) || !strings.Contains(text.String(), events[1].Text()) {
 		t.Errorf("writer sink output:\n%s", text.String())

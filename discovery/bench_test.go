@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 // dataDir holds the shared datasets, next to the checkout.
@@ -16,7 +20,7 @@ const dataDir = "../../shared/data"
 // syntheticOC returns a two-column table where B follows A except for
 // about 5% of the rows, which get a random B: the shape of a real
 // approximate OC.
-func syntheticOC(n int) *Table {
+func syntheticOC(n int) *table.Table {
 	rng := rand.New(rand.NewPCG(uint64(n), 5))
 	a := make([]int, n)
 	b := make([]int, n)
@@ -48,9 +52,9 @@ func BenchmarkValidateOC(b *testing.B) {
 					b.Skip("iterative baseline at 100k takes over a minute; run without -short")
 				}
 				tab := syntheticOC(sz.n)
-				p := FullPartition(tab.Rows)
+				p := validate.FullPartition(tab.Rows)
 				budget := RemovalBudget(0.1, tab.Rows)
-				v := NewValidator()
+				v := validate.NewValidator()
 				colA, colB := &tab.Columns[0], &tab.Columns[1]
 				var removals int
 				b.ReportAllocs()
@@ -72,14 +76,14 @@ func BenchmarkValidateOC(b *testing.B) {
 
 // loadCSV reads one of the shared datasets, skipping the benchmark when it
 // is absent.
-func loadCSV(b *testing.B, name string) *Table {
+func loadCSV(b *testing.B, name string) *table.Table {
 	b.Helper()
 	f, err := os.Open(filepath.Join(dataDir, name))
 	if err != nil {
 		b.Skipf("dataset %s absent (%v): it lives in ../shared/data next to the checkout", name, err)
 	}
 	defer f.Close()
-	t, err := ReadCSV(f, CSVOptions{})
+	t, err := tableio.ReadCSV(f, tableio.CSVOptions{})
 	if err != nil {
 		b.Fatalf("reading %s: %v", name, err)
 	}
@@ -88,11 +92,11 @@ func loadCSV(b *testing.B, name string) *Table {
 
 // prefixTable returns the first n rows of t, re-ranked densely: the table
 // encoding those rows alone would give.
-func prefixTable(t *Table, n int) *Table {
+func prefixTable(t *table.Table, n int) *table.Table {
 	if n >= t.Rows {
 		return t
 	}
-	out := &Table{Rows: n}
+	out := &table.Table{Rows: n}
 	for _, c := range t.Columns {
 		remap := make([]int32, c.Cardinality)
 		for i := range remap {
@@ -101,7 +105,7 @@ func prefixTable(t *Table, n int) *Table {
 		for _, r := range c.Ranks[:n] {
 			remap[r] = 0
 		}
-		nc := Column{Name: c.Name, Type: c.Type, Ranks: make([]uint32, n)}
+		nc := table.Column{Name: c.Name, Type: c.Type, Ranks: make([]uint32, n)}
 		for r := range remap {
 			if remap[r] == 0 {
 				remap[r] = int32(nc.Cardinality)

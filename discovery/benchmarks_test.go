@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 // The benchmarks of issue 7 (docs/DESIGN.md, "Strength"; README, "Benchmarks"):
@@ -22,14 +25,14 @@ const sharedData = "../../shared/data"
 // maxReliable is the most reliable dependencies a ranking case may list.
 const maxReliable = 15
 
-func readShared(t *testing.T, name string, opts CSVOptions) *Table {
+func readShared(t *testing.T, name string, opts tableio.CSVOptions) *table.Table {
 	t.Helper()
 	f, err := os.Open(filepath.Join(sharedData, name))
 	if err != nil {
 		t.Skipf("data absent (want %s/%s): %v", sharedData, name, err)
 	}
 	defer f.Close()
-	tab, err := ReadCSV(f, opts)
+	tab, err := tableio.ReadCSV(f, opts)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -59,7 +62,7 @@ func TestRanking(t *testing.T) {
 			if tc.slow && os.Getenv("ODWATCH_SLOW_BENCH") == "" {
 				t.Skip("slow: set ODWATCH_SLOW_BENCH=1")
 			}
-			tab := readShared(t, tc.file, CSVOptions{})
+			tab := readShared(t, tc.file, tableio.CSVOptions{})
 			d, err := Discover(context.Background(), tab, Options{Epsilon: 0.05, MaxLevel: tc.maxLevel, MinStrength: DefaultMinStrength})
 			if err != nil {
 				t.Fatal(err)
@@ -132,7 +135,7 @@ func TestAFDSyn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tab, err := ReadCSV(f, CSVOptions{})
+		tab, err := tableio.ReadCSV(f, tableio.CSVOptions{})
 		f.Close()
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)

@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -21,11 +24,11 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 func TestGoldenCars(t *testing.T) {
 	for _, tc := range []struct {
 		golden      string
-		typing      Typing
+		typing      table.Typing
 		minStrength float64
 	}{
-		{"cars-0.05.golden.json", Typing{OrderText: true}, 0},
-		{"cars-0.05-typed.golden.json", Typing{}, DefaultMinStrength},
+		{"cars-0.05.golden.json", table.Typing{OrderText: true}, 0},
+		{"cars-0.05-typed.golden.json", table.Typing{}, DefaultMinStrength},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			f, err := os.Open("../../shared/data/cars.csv")
@@ -33,7 +36,7 @@ func TestGoldenCars(t *testing.T) {
 				t.Skipf("cars data absent (want ../../shared/data/cars.csv): %v", err)
 			}
 			defer f.Close()
-			tab, err := ReadCSV(f, CSVOptions{Typing: tc.typing})
+			tab, err := tableio.ReadCSV(f, tableio.CSVOptions{Typing: tc.typing})
 			if err != nil {
 				t.Fatal(err)
 			}

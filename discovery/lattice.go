@@ -11,30 +11,33 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
-// ErrTooManyColumns is returned by Discover for tables with more than 64
+// errTooManyColumns is returned by Discover for tables with more than 64
 // columns: the lattice keys its nodes by 64-bit column sets (and a lattice
 // that wide is out of reach anyway; Validate has no such limit).
-var ErrTooManyColumns = errors.New("discovery: more than 64 columns")
+var errTooManyColumns = errors.New("discovery: more than 64 columns")
 
-// ErrBadTable is returned when a table's columns are inconsistent (length
+// errBadTable is returned when a table's columns are inconsistent (length
 // differing from Rows, or a rank not below the column's cardinality).
-var ErrBadTable = errors.New("discovery: inconsistent table")
+var errBadTable = errors.New("discovery: inconsistent table")
 
 // checkEncodedTable rejects tables the validators could index out of range with.
-func checkEncodedTable(t *Table) error {
+func checkEncodedTable(t *table.Table) error {
 	if t == nil {
-		return fmt.Errorf("%w: nil table", ErrBadTable)
+		return fmt.Errorf("%w: nil table", errBadTable)
 	}
 	for i := range t.Columns {
 		c := &t.Columns[i]
 		if len(c.Ranks) != t.Rows {
-			return fmt.Errorf("%w: column %q has %d ranks for %d rows", ErrBadTable, c.Name, len(c.Ranks), t.Rows)
+			return fmt.Errorf("%w: column %q has %d ranks for %d rows", errBadTable, c.Name, len(c.Ranks), t.Rows)
 		}
 		for _, r := range c.Ranks {
 			if int(r) >= c.Cardinality {
-				return fmt.Errorf("%w: column %q has rank %d not below its cardinality %d", ErrBadTable, c.Name, r, c.Cardinality)
+				return fmt.Errorf("%w: column %q has rank %d not below its cardinality %d", errBadTable, c.Name, r, c.Cardinality)
 			}
 		}
 	}
@@ -46,7 +49,7 @@ type latNode struct {
 	cols    []int  // X, ascending column indices
 	set     uint64 // X as a bit set
 	parents []*latNode
-	part    *StrippedPartition
+	part    *validate.StrippedPartition
 	score   float64
 	// ofdValid holds the A not in X with X: [] -> A valid; ofdExact those
 	// known to hold with e = 0 (only these may drive exact-only pruning).
@@ -120,15 +123,15 @@ type ocTask struct {
 
 // lattice is the state of one Discover run.
 type lattice struct {
-	t          *Table
+	t          *table.Table
 	opts       Options
 	m          int
 	all        uint64
 	ocWords    int // words of a node's OC bit sets (ocBit < m*m*2)
 	budget     int
 	workers    int
-	validators []*Validator
-	pdep       []float64 // columnPdep of each column
+	validators []*validate.Validator
+	pdep       []float64 // ColumnPdep of each column
 	unordered  uint64    // the Nominal columns, which take no part in OCs
 	found      []found
 	stats      Stats
@@ -163,27 +166,27 @@ type lattice struct {
 // concurrently; its Level is the context size plus one.
 //
 // opts.Pause, when set, is passed by every worker before each partition
-// product and candidate validation, within a validation every pauseRows
+// product and candidate validation, within a validation every PauseRows
 // rows of work, and at each level's start.
 //
 // A table without rows yields no dependencies. When ctx is cancelled or its
 // deadline passes (or opts.Pause returns an error), Discover returns the
 // dependencies of the levels it completed, with Complete false, together
 // with an error wrapping ctx.Err() (or Pause's error).
-func Discover(ctx context.Context, t *Table, opts Options) (*Discovery, error) {
-	return discover(ctx, t, opts, pauseRows)
+func Discover(ctx context.Context, t *table.Table, opts Options) (*Discovery, error) {
+	return discover(ctx, t, opts, validate.PauseRows)
 }
 
 // discover is Discover with the workers' Validators passing opts.Pause
-// every pauseEvery rows of work within a unit (Discover: pauseRows).
-func discover(ctx context.Context, t *Table, opts Options, pauseEvery int) (*Discovery, error) {
+// every pauseEvery rows of work within a unit (Discover: PauseRows).
+func discover(ctx context.Context, t *table.Table, opts Options, pauseEvery int) (*Discovery, error) {
 	start := time.Now()
 	if err := checkEncodedTable(t); err != nil {
 		return nil, err
 	}
 	m := len(t.Columns)
 	if m > 64 {
-		return nil, fmt.Errorf("%w: %d columns", ErrTooManyColumns, m)
+		return nil, fmt.Errorf("%w: %d columns", errTooManyColumns, m)
 	}
 	d := &Discovery{Rows: t.Rows, Epsilon: opts.Epsilon, Complete: true, Dependencies: []Result{}}
 	for _, c := range t.Columns {
@@ -195,7 +198,7 @@ func discover(ctx context.Context, t *Table, opts Options, pauseEvery int) (*Dis
 	}
 	l := newLattice(t, opts)
 	for _, v := range l.validators {
-		v.pauseEvery = pauseEvery
+		v.PauseEvery = pauseEvery
 	}
 	err := l.run(ctx)
 	if err != nil {
@@ -210,7 +213,7 @@ func discover(ctx context.Context, t *Table, opts Options, pauseEvery int) (*Dis
 
 // newLattice returns the state of a Discover run on t, a checked table
 // with rows and at most 64 columns.
-func newLattice(t *Table, opts Options) *lattice {
+func newLattice(t *table.Table, opts Options) *lattice {
 	m := len(t.Columns)
 	workers := opts.Workers
 	if workers <= 0 {
@@ -229,10 +232,10 @@ func newLattice(t *Table, opts Options) *lattice {
 		l.all = ^uint64(0)
 	}
 	for range workers {
-		l.validators = append(l.validators, NewValidator())
+		l.validators = append(l.validators, validate.NewValidator())
 	}
 	for i := range t.Columns {
-		l.pdep = append(l.pdep, columnPdep(&t.Columns[i]))
+		l.pdep = append(l.pdep, validate.ColumnPdep(&t.Columns[i]))
 		if !t.Columns[i].Type.Ordered() {
 			l.unordered |= 1 << i
 		}
@@ -245,7 +248,7 @@ func newLattice(t *Table, opts Options) *lattice {
 // Validator's pause, every pauseEvery rows of work within one (a long
 // validation). It returns ctx's error, or the first error Pause returned
 // (which stops every worker).
-func (l *lattice) parallel(ctx context.Context, n int, fn func(v *Validator, i int)) error {
+func (l *lattice) parallel(ctx context.Context, n int, fn func(v *validate.Validator, i int)) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var next atomic.Int64
@@ -254,8 +257,8 @@ func (l *lattice) parallel(ctx context.Context, n int, fn func(v *Validator, i i
 		v := l.validators[w]
 		wg.Go(func() {
 			if l.opts.Pause != nil {
-				v.pause = func() { l.pauseWithin(ctx, stop) }
-				defer func() { v.pause = nil }()
+				v.Pause = func() { l.pauseWithin(ctx, stop) }
+				defer func() { v.Pause = nil }()
 			}
 			for ctx.Err() == nil {
 				if err := l.pause(ctx); err != nil {
@@ -326,7 +329,7 @@ func (l *lattice) withinMaxLevel(depLevel int) bool {
 // size k, in FASTOD's steps: inherit the direct subsets' validity, build
 // the partitions, compute the dependencies, prune, generate the next level.
 func (l *lattice) run(ctx context.Context) error {
-	level := []*latNode{l.newNode(nil, FullPartition(l.t.Rows))}
+	level := []*latNode{l.newNode(nil, validate.FullPartition(l.t.Rows))}
 	var prev []*latNode
 	for k := 0; len(level) > 0 && l.withinMaxLevel(k+1); k++ {
 		if err := ctx.Err(); err != nil {
@@ -357,7 +360,7 @@ func (l *lattice) run(ctx context.Context) error {
 }
 
 // newNode returns the context cols, with its OC bit sets allocated.
-func (l *lattice) newNode(cols []int, part *StrippedPartition) *latNode {
+func (l *lattice) newNode(cols []int, part *validate.StrippedPartition) *latNode {
 	n := &latNode{cols: cols, part: part, ocValid: make([]uint64, l.ocWords), ocRel: make([]uint64, l.ocWords)}
 	for _, c := range cols {
 		n.set |= 1 << c
@@ -387,15 +390,15 @@ func (l *lattice) inherit(level []*latNode) []*latNode {
 // two span X; the two with the fewest covered rows make the cheapest
 // product). It reads the parents' partitions and writes the nodes'.
 func (l *lattice) buildPartitions(ctx context.Context, level []*latNode, k int) error {
-	return l.parallel(ctx, len(level), func(v *Validator, i int) {
+	return l.parallel(ctx, len(level), func(v *validate.Validator, i int) {
 		n := level[i]
 		if k == 1 {
-			n.part = ColumnPartition(&l.t.Columns[n.cols[0]])
+			n.part = validate.ColumnPartition(&l.t.Columns[n.cols[0]])
 		} else {
 			p, q := smallestTwo(n.parents)
 			n.part = v.Product(p.part, q.part)
 		}
-		n.part.bySize = classesBySize(n.part, nil)
+		n.part.SortBySize()
 	})
 }
 
@@ -473,7 +476,7 @@ func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
 // big task at the end of the level while the others idle.
 func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 	slices.SortStableFunc(ofds, func(x, y ofdTask) int { return y.node.part.Covered() - x.node.part.Covered() })
-	return l.parallel(ctx, len(ofds), func(v *Validator, i int) {
+	return l.parallel(ctx, len(ofds), func(v *validate.Validator, i int) {
 		l.validateOFD(v, &ofds[i])
 		l.validated.Add(1)
 		l.progress(false)
@@ -482,7 +485,7 @@ func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 
 // validateOFD sets the task's removals (above the budget when invalid) and,
 // when valid, its strength and, when it is a result, its removal sample.
-func (l *lattice) validateOFD(v *Validator, task *ofdTask) {
+func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	col := &l.t.Columns[task.a]
 	task.removals = v.OFDRemovals(task.node.part, col, l.budget)
 	if task.removals > l.budget {
@@ -490,7 +493,7 @@ func (l *lattice) validateOFD(v *Validator, task *ofdTask) {
 	}
 	task.strength = l.ofdStrength(v, task.node, task.a, task.inherited)
 	if l.opts.RemovalSample != 0 && l.wanted(task.inherited, task.strength) {
-		task.sample = sampleOf(OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
+		task.sample = sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 	}
 }
 
@@ -582,7 +585,7 @@ func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
 // partitions first (it reorders ocs).
 func (l *lattice) validateOCs(ctx context.Context, ocs []ocTask) error {
 	slices.SortStableFunc(ocs, func(x, y ocTask) int { return y.node.part.Covered() - x.node.part.Covered() })
-	return l.parallel(ctx, len(ocs), func(v *Validator, i int) {
+	return l.parallel(ctx, len(ocs), func(v *validate.Validator, i int) {
 		l.validateOC(v, &ocs[i])
 		l.validated.Add(1)
 		l.progress(false)
@@ -592,7 +595,7 @@ func (l *lattice) validateOCs(ctx context.Context, ocs []ocTask) error {
 // validateOC sets the task's removals in each wanted polarity (above the
 // budget when invalid or not wanted), and for the valid ones their
 // strength and, when they are results, their removal sample.
-func (l *lattice) validateOC(v *Validator, task *ocTask) {
+func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	l.ocRemovals(v, task)
 	for pol := Asc; pol <= Desc; pol++ {
 		if task.want[pol] && task.removals[pol] <= l.budget {
@@ -607,9 +610,9 @@ func (l *lattice) validateOC(v *Validator, task *ocTask) {
 		if task.want[pol] && task.removals[pol] <= l.budget && l.wanted(task.inherited[pol] || !task.paper, task.strengths[pol]) {
 			var rows []int
 			if l.opts.Validator == ValidatorIterative {
-				rows = OCIterativeRemovalRows(p, a, b, pol)
+				rows = validate.OCIterativeRemovalRows(p, a, b, pol)
 			} else {
-				rows = OCRemovalRows(p, a, b, pol)
+				rows = validate.OCRemovalRows(p, a, b, pol)
 			}
 			task.samples[pol] = sampleOf(rows, l.opts.RemovalSample)
 		}
@@ -619,7 +622,7 @@ func (l *lattice) validateOC(v *Validator, task *ocTask) {
 // ocRemovals sets the task's removals in the wanted polarities with the
 // chosen validator, both polarities in one pass when both are wanted, and
 // budget+1 in the others.
-func (l *lattice) ocRemovals(v *Validator, task *ocTask) {
+func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 	a, b, p := &l.t.Columns[task.a], &l.t.Columns[task.b], task.node.part
 	for pol := Asc; pol <= Desc; pol++ {
 		task.removals[pol] = l.budget + 1
@@ -702,7 +705,7 @@ func (l *lattice) prune(level []*latNode, k int) []*latNode {
 
 // ofdMeasure is the chance-corrected measure of X: [] -> A, X being n,
 // computed once per node.
-func (l *lattice) ofdMeasure(v *Validator, n *latNode, a int) float64 {
+func (l *lattice) ofdMeasure(v *validate.Validator, n *latNode, a int) float64 {
 	if m, ok := n.measures.Load(measureKey(a)); ok {
 		return m.(float64)
 	}
@@ -714,7 +717,7 @@ func (l *lattice) ofdMeasure(v *Validator, n *latNode, a int) float64 {
 // ocMeasure is the chance-corrected measure of X: A ~ B (pol), X being n,
 // computed once per node; removals < 0 means they are not known yet and
 // are counted exactly.
-func (l *lattice) ocMeasure(v *Validator, n *latNode, a, b int, pol Polarity, removals int) float64 {
+func (l *lattice) ocMeasure(v *validate.Validator, n *latNode, a, b int, pol Polarity, removals int) float64 {
 	key := ocBit(l.m, a, b, pol)
 	if m, ok := n.measures.Load(key); ok {
 		return m.(float64)
@@ -737,7 +740,7 @@ func (l *lattice) ocMeasure(v *Validator, n *latNode, a, b int, pol Polarity, re
 // docs/DESIGN.md), at least 0. A candidate of the reliable listing alone
 // whose measure is already below MinStrength is not a result whatever its
 // gain; the gain is then not computed.
-func (l *lattice) ofdStrength(v *Validator, n *latNode, a int, reliableOnly bool) float64 {
+func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int, reliableOnly bool) float64 {
 	s := l.ofdMeasure(v, n, a)
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s
@@ -751,7 +754,7 @@ func (l *lattice) ofdStrength(v *Validator, n *latNode, a int, reliableOnly bool
 
 // ocStrength is ofdStrength for the valid X: A ~ B (pol) with the given
 // removals.
-func (l *lattice) ocStrength(v *Validator, n *latNode, a, b int, pol Polarity, removals int, reliableOnly bool) float64 {
+func (l *lattice) ocStrength(v *validate.Validator, n *latNode, a, b int, pol Polarity, removals int, reliableOnly bool) float64 {
 	s := l.ocMeasure(v, n, a, b, pol, removals)
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s

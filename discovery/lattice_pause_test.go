@@ -11,11 +11,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // pauseTable is a table with some dependencies at eps 0.1: c1 follows c0
 // up to noise, c3 orders like c2, the rest random.
-func pauseTable() *Table {
+func pauseTable() *table.Table {
 	rng := rand.New(rand.NewPCG(11, 11))
 	const rows = 3000
 	cols := make([][]int, 6)
@@ -38,7 +41,7 @@ func pauseTable() *Table {
 
 // pauseBase returns pauseTable, the options the pause tests run it with
 // and its discovery without a pause.
-func pauseBase(t *testing.T) (*Table, Options, *Discovery) {
+func pauseBase(t *testing.T) (*table.Table, Options, *Discovery) {
 	t.Helper()
 	tab := pauseTable()
 	opts := Options{Epsilon: 0.1, Workers: 2}
@@ -195,8 +198,8 @@ func calledFrom(fn string) bool {
 // between units does.
 func TestDiscoverPauseWithinUnits(t *testing.T) {
 	tab, opts, base := pauseBase(t)
-	if pauseRows <= 1 || NewValidator().pauseEvery != pauseRows {
-		t.Fatalf("a Validator pauses every %d rows, want pauseRows (%d) > 1", NewValidator().pauseEvery, pauseRows)
+	if validate.PauseRows <= 1 || validate.NewValidator().PauseEvery != validate.PauseRows {
+		t.Fatalf("a Validator pauses every %d rows, want PauseRows (%d) > 1", validate.NewValidator().PauseEvery, validate.PauseRows)
 	}
 
 	t.Run("called within units, same result", func(t *testing.T) {

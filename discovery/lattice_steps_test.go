@@ -7,6 +7,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // The steps of the lattice walk (lattice.run), each judged against the
@@ -18,7 +21,7 @@ import (
 // stepCase is one small table with its oracle measures.
 type stepCase struct {
 	cols    [][]int
-	tab     *Table
+	tab     *table.Table
 	om      *oracleMeasures
 	ordered []bool
 }
@@ -92,7 +95,7 @@ func TestLatticeStepsMatchDefinitions(t *testing.T) {
 		for c := range cols {
 			sc.ordered[c] = rng.IntN(4) != 0
 			if !sc.ordered[c] {
-				tab.Columns[c].Type = Nominal
+				tab.Columns[c].Type = table.Nominal
 			}
 		}
 		for _, eps := range []float64{0, 0.1, 0.3} {
@@ -114,7 +117,7 @@ func walkSteps(t *testing.T, name string, sc *stepCase, opts Options) {
 	ctx := context.Background()
 	l := newLattice(sc.tab, opts)
 	m, budget := l.m, l.budget
-	level := []*latNode{l.newNode(nil, FullPartition(sc.tab.Rows))}
+	level := []*latNode{l.newNode(nil, validate.FullPartition(sc.tab.Rows))}
 	var prev []*latNode
 	for k := 0; len(level) > 0 && l.withinMaxLevel(k+1); k++ {
 		before := slices.Clone(level)
@@ -142,7 +145,7 @@ func walkSteps(t *testing.T, name string, sc *stepCase, opts Options) {
 				if got, want := n.part.Score(), oracleScore(classes, sc.tab.Rows); fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 					t.Fatalf("%s: partition of %v: score %v, want %v", name, n.cols, got, want)
 				}
-				if want := PartitionOf(sc.tab, n.cols); n.part.Covered() != want.Covered() || n.part.NumClasses() != want.NumClasses() {
+				if want := validate.PartitionOf(sc.tab, n.cols); n.part.Covered() != want.Covered() || n.part.NumClasses() != want.NumClasses() {
 					t.Fatalf("%s: partition of %v: %d rows in %d classes, want %d in %d", name, n.cols,
 						n.part.Covered(), n.part.NumClasses(), want.Covered(), want.NumClasses())
 				}

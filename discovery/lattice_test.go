@@ -11,6 +11,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 func discoveryLines(d *Discovery) []string {
@@ -80,9 +83,9 @@ func lineLevel(line string) int {
 
 // checkValidatorsAgainstOracle compares every validator, with and without
 // a budget, to the oracle for every context of the table.
-func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table, om *oracleMeasures) {
+func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.Table, om *oracleMeasures) {
 	t.Helper()
-	v := NewValidator()
+	v := validate.NewValidator()
 	m := len(cols)
 	for x := uint64(0); x < 1<<m; x++ {
 		var ctx []int
@@ -91,7 +94,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table,
 				ctx = append(ctx, c)
 			}
 		}
-		p := PartitionOf(tab, ctx)
+		p := validate.PartitionOf(tab, ctx)
 		classes := oracleClasses(cols, tab.Rows, ctx)
 		if got, want := p.Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 			t.Fatalf("table %d ctx %v: score %v, want %v", i, ctx, got, want)
@@ -105,7 +108,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table,
 			if got := v.OFDRemovals(p, colA, -1); got != want {
 				t.Fatalf("table %d ctx %v: g3 of c%d = %d, want %d", i, ctx, a, got, want)
 			}
-			if got := len(OFDRemovalRows(p, colA)); got != want {
+			if got := len(validate.OFDRemovalRows(p, colA)); got != want {
 				t.Fatalf("table %d ctx %v: g3 rows of c%d = %d, want %d", i, ctx, a, got, want)
 			}
 			for _, budget := range []int{0, 1, 3} {
@@ -126,7 +129,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table,
 					if got := v.OCRemovals(p, colA, colB, pol, -1); got != want || both[pol] != want {
 						t.Fatalf("table %d ctx %v: LIS c%d~c%d %v = %d (both %d), DP %d", i, ctx, a, b, pol, got, both[pol], want)
 					}
-					rows := OCRemovalRows(p, colA, colB, pol)
+					rows := validate.OCRemovalRows(p, colA, colB, pol)
 					if len(rows) != want || !swapFreeAfter(classes, cols[a], cols[b], pol, rows) {
 						t.Fatalf("table %d ctx %v: removal rows c%d~c%d %v = %v, DP %d", i, ctx, a, b, pol, rows, want)
 					}
@@ -134,7 +137,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table,
 					if iter < want {
 						t.Fatalf("table %d ctx %v: iterative c%d~c%d %v = %d < DP %d", i, ctx, a, b, pol, iter, want)
 					}
-					irows := OCIterativeRemovalRows(p, colA, colB, pol)
+					irows := validate.OCIterativeRemovalRows(p, colA, colB, pol)
 					if len(irows) != iter || !swapFreeAfter(classes, cols[a], cols[b], pol, irows) {
 						t.Fatalf("table %d ctx %v: iterative rows c%d~c%d %v = %v, count %d", i, ctx, a, b, pol, irows, iter)
 					}
@@ -266,16 +269,16 @@ func TestDiscoverCancel(t *testing.T) {
 }
 
 func TestDiscoverRejectsBadTables(t *testing.T) {
-	bad := &Table{Rows: 2, Columns: []Column{{Name: "a", Ranks: []uint32{0, 5}, Cardinality: 2}}}
-	if _, err := Discover(context.Background(), bad, Options{}); !errors.Is(err, ErrBadTable) {
-		t.Fatalf("err %v, want ErrBadTable", err)
+	bad := &table.Table{Rows: 2, Columns: []table.Column{{Name: "a", Ranks: []uint32{0, 5}, Cardinality: 2}}}
+	if _, err := Discover(context.Background(), bad, Options{}); !errors.Is(err, errBadTable) {
+		t.Fatalf("err %v, want errBadTable", err)
 	}
-	wide := &Table{Rows: 1}
+	wide := &table.Table{Rows: 1}
 	for i := range 65 {
-		wide.Columns = append(wide.Columns, Column{Name: fmt.Sprint(i), Ranks: []uint32{0}, Cardinality: 1})
+		wide.Columns = append(wide.Columns, table.Column{Name: fmt.Sprint(i), Ranks: []uint32{0}, Cardinality: 1})
 	}
-	if _, err := Discover(context.Background(), wide, Options{}); !errors.Is(err, ErrTooManyColumns) {
-		t.Fatalf("err %v, want ErrTooManyColumns", err)
+	if _, err := Discover(context.Background(), wide, Options{}); !errors.Is(err, errTooManyColumns) {
+		t.Fatalf("err %v, want errTooManyColumns", err)
 	}
 }
 
@@ -363,7 +366,7 @@ func TestLatticeTypedReliableMatchesBruteForce(t *testing.T) {
 		for c := range ordered {
 			ordered[c] = rng.IntN(3) != 0
 			if !ordered[c] {
-				tab.Columns[c].Type = Nominal
+				tab.Columns[c].Type = table.Nominal
 			}
 		}
 		om := measureAll(cols, tab.Rows)

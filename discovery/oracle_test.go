@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // The oracle: a direct, slow reading of docs/DESIGN.md's definitions, used as
@@ -18,8 +20,8 @@ import (
 // rank, as the encoder does with empty cells.
 const nullValue = -1
 
-func tableFromInts(cols [][]int) *Table {
-	t := &Table{}
+func tableFromInts(cols [][]int) *table.Table {
+	t := &table.Table{}
 	if len(cols) > 0 {
 		t.Rows = len(cols[0])
 	}
@@ -27,7 +29,7 @@ func tableFromInts(cols [][]int) *Table {
 		distinct := slices.Clone(vals)
 		slices.Sort(distinct)
 		distinct = slices.Compact(distinct)
-		c := Column{Name: "c" + strconv.Itoa(i), Type: Numeric, Cardinality: len(distinct)}
+		c := table.Column{Name: "c" + strconv.Itoa(i), Type: table.Numeric, Cardinality: len(distinct)}
 		for _, v := range distinct {
 			if v == nullValue {
 				c.Values = append(c.Values, "")

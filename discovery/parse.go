@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 )
 
-// ErrSyntax is wrapped by every ParseDependency error.
-var ErrSyntax = errors.New("invalid dependency")
+// errSyntax is wrapped by every ParseDependency error.
+var errSyntax = errors.New("invalid dependency")
 
 // ParseDependency parses a dependency in the text form of the CLI:
 //
@@ -28,7 +28,7 @@ func ParseDependency(s string) (Dependency, error) {
 	p := depParser{s: s}
 	d, err := p.parse()
 	if err != nil {
-		return Dependency{}, fmt.Errorf("%w %q: %w", ErrSyntax, s, err)
+		return Dependency{}, fmt.Errorf("%w %q: %w", errSyntax, s, err)
 	}
 	return d, nil
 }

@@ -87,8 +87,8 @@ func TestParseDependencyErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !errors.Is(err, ErrSyntax) {
-				t.Errorf("error %v does not wrap ErrSyntax", err)
+			if !errors.Is(err, errSyntax) {
+				t.Errorf("error %v does not wrap errSyntax", err)
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q does not contain %q", err, tt.want)

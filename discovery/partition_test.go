@@ -3,9 +3,11 @@ package discovery
 import (
 	"slices"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
 )
 
-func partitionClasses(p *StrippedPartition) [][]uint32 {
+func partitionClasses(p *validate.StrippedPartition) [][]uint32 {
 	var out [][]uint32
 	for i := 0; i < p.NumClasses(); i++ {
 		out = append(out, slices.Clone(p.Class(i)))
@@ -21,16 +23,16 @@ func TestPartitions(t *testing.T) {
 	})
 	tests := []struct {
 		name string
-		p    *StrippedPartition
+		p    *validate.StrippedPartition
 		want [][]uint32
 	}{
-		{"empty context", FullPartition(6), [][]uint32{{0, 1, 2, 3, 4, 5}}},
-		{"one row", FullPartition(1), nil},
-		{"column 0", ColumnPartition(&tab.Columns[0]), [][]uint32{{0, 1, 4}, {2, 3}}},
-		{"column 1", ColumnPartition(&tab.Columns[1]), [][]uint32{{0, 2, 3, 4}}},
-		{"product", ColumnPartition(&tab.Columns[0]).Product(ColumnPartition(&tab.Columns[1])), [][]uint32{{0, 4}, {2, 3}}},
-		{"product with empty", ColumnPartition(&tab.Columns[0]).Product(FullPartition(6)), [][]uint32{{0, 1, 4}, {2, 3}}},
-		{"PartitionOf", PartitionOf(tab, []int{1, 0}), [][]uint32{{0, 4}, {2, 3}}},
+		{"empty context", validate.FullPartition(6), [][]uint32{{0, 1, 2, 3, 4, 5}}},
+		{"one row", validate.FullPartition(1), nil},
+		{"column 0", validate.ColumnPartition(&tab.Columns[0]), [][]uint32{{0, 1, 4}, {2, 3}}},
+		{"column 1", validate.ColumnPartition(&tab.Columns[1]), [][]uint32{{0, 2, 3, 4}}},
+		{"product", validate.ColumnPartition(&tab.Columns[0]).Product(validate.ColumnPartition(&tab.Columns[1])), [][]uint32{{0, 4}, {2, 3}}},
+		{"product with empty", validate.ColumnPartition(&tab.Columns[0]).Product(validate.FullPartition(6)), [][]uint32{{0, 1, 4}, {2, 3}}},
+		{"PartitionOf", validate.PartitionOf(tab, []int{1, 0}), [][]uint32{{0, 4}, {2, 3}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -48,7 +50,7 @@ func TestPartitions(t *testing.T) {
 		})
 	}
 	// Score counts singletons: column 0 has classes 3, 2, 1 over 6 rows.
-	if got, want := ColumnPartition(&tab.Columns[0]).Score(), 14.0/36; got != want {
+	if got, want := validate.ColumnPartition(&tab.Columns[0]).Score(), 14.0/36; got != want {
 		t.Fatalf("score %v, want %v", got, want)
 	}
 }
@@ -66,13 +68,13 @@ func TestClassesBySize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &StrippedPartition{Starts: tt.starts}
+			p := &validate.StrippedPartition{Starts: tt.starts}
 			if len(tt.starts) > 0 {
 				p.Rows = make([]uint32, tt.starts[len(tt.starts)-1])
 			}
-			got := classesBySize(p, nil)
+			got := validate.ClassesBySize(p, nil)
 			if !slices.Equal(got, tt.want) {
-				t.Errorf("classesBySize = %v, want %v", got, tt.want)
+				t.Errorf("ClassesBySize = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -7,13 +7,16 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // costTable is issue 7's example: repair and total are 0 in 98% of rows and
 // ordered together otherwise; noise is unrelated to both.
-func costTable(n int) *Table {
+func costTable(n int) *table.Table {
 	rng := rand.New(rand.NewPCG(1, 7))
-	b, _ := NewTableBuilder([]string{"repair", "total", "noise"})
+	b, _ := table.NewTableBuilder([]string{"repair", "total", "noise"})
 	for r := range n {
 		repair, total := 0, 0
 		if r%50 == 0 {
@@ -22,7 +25,7 @@ func costTable(n int) *Table {
 		}
 		b.AppendRow([][]byte{[]byte(strconv.Itoa(repair)), []byte(strconv.Itoa(total)), []byte(strconv.Itoa(rng.IntN(1000)))}, nil)
 	}
-	tab, err := b.Table(Typing{})
+	tab, err := b.Table(table.Typing{})
 	if err != nil {
 		panic(err)
 	}
@@ -83,8 +86,8 @@ func TestShuffledRemovalsDistinct(t *testing.T) {
 			a[i] = i
 		}
 		tab := tableFromInts([][]int{a, slices.Clone(a)})
-		v := NewValidator()
-		p := FullPartition(m)
+		v := validate.NewValidator()
+		p := validate.FullPartition(m)
 		kept := m - v.OCShuffledRemovals(p, &tab.Columns[0], &tab.Columns[1], Asc)
 		want := 2*math.Sqrt(float64(m)) - 1.77*math.Pow(float64(m), 1.0/6)
 		if math.Abs(float64(kept)-want) > 4*math.Pow(float64(m), 1.0/6) {
@@ -103,10 +106,10 @@ func TestShuffledRemovalsDistinct(t *testing.T) {
 // constant right side are 0, and a near-key context with an exact FD is
 // near 0.
 func TestStrengthEdges(t *testing.T) {
-	v := NewValidator()
+	v := validate.NewValidator()
 	empty := tableFromInts([][]int{{}, {}})
-	p := FullPartition(0)
-	if s := v.OFDStrength(p, &empty.Columns[1], columnPdep(&empty.Columns[1])); s != NoStrength {
+	p := validate.FullPartition(0)
+	if s := v.OFDStrength(p, &empty.Columns[1], validate.ColumnPdep(&empty.Columns[1])); s != NoStrength {
 		t.Errorf("empty OFD strength %v", s)
 	}
 	if s := v.OCStrength(p, &empty.Columns[0], &empty.Columns[1], Asc, 0); s != NoStrength {
@@ -130,8 +133,8 @@ func TestStrengthEdges(t *testing.T) {
 		{1, 3, 0.2}, // exact on a near key: two pairs of evidence
 		{3, 2, 0},   // constant right side
 	} {
-		part := ColumnPartition(&tab.Columns[tc.ctx])
-		s := v.OFDStrength(part, &tab.Columns[tc.a], columnPdep(&tab.Columns[tc.a]))
+		part := validate.ColumnPartition(&tab.Columns[tc.ctx])
+		s := v.OFDStrength(part, &tab.Columns[tc.a], validate.ColumnPdep(&tab.Columns[tc.a]))
 		if math.IsNaN(s) || s < 0 || s > tc.max {
 			t.Errorf("c%d -> c%d: strength %v, want in [0, %v]", tc.ctx, tc.a, s, tc.max)
 		}

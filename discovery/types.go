@@ -1,13 +1,17 @@
 // Package discovery owns the dependency-discovery algorithm of odwatch:
-// encoding a table or window into ranked columns, stripped partitions, the
-// level-wise set-based lattice (FASTOD) with pruning that stays sound under
-// approximation, the validators (LIS-based approximate order compatibility,
-// g3 approximate FDs, list-based ODs, and the iterative baseline of Karegar
-// et al.), removal sets and interestingness scores.
+// the level-wise set-based lattice (FASTOD) with pruning that stays sound
+// under approximation (Discover), the validation of given dependencies
+// (Validate), removal sets, interestingness scores and strengths, and the
+// dependencies' text and JSON forms. The validators it runs (LIS-based
+// approximate order compatibility, g3 approximate FDs, list-based ODs, the
+// iterative baseline of Karegar et al.) and the stripped partitions they
+// read are its machinery, in internal/validate.
 //
-// It opens no files or connections: tables come from an io.Reader the caller
-// opens (ReadCSV, ReadJSONLines) or from dictionary-coded columns the stream
-// hands over (Encode).
+// It opens no files or connections: tables come encoded (package table),
+// read from an io.Reader the caller opens (package tableio) or from
+// dictionary-coded columns the stream hands over (table.Encode). The
+// incremental checks of tracked dependencies over a sliding window are
+// package incremental, which builds on this one.
 package discovery
 
 import (
@@ -15,69 +19,6 @@ import (
 	"fmt"
 	"slices"
 )
-
-// DictColumn is a column in dictionary form, the way the stream keeps its
-// window: Codes[i] is 0 for NULL, otherwise an index+1 into Dict. Dict holds
-// each distinct non-NULL value once, in any order.
-type DictColumn struct {
-	Name  string
-	Dict  []string
-	Codes []uint32
-}
-
-// ColumnType is how a column's values compare (docs/DESIGN.md, "Discovery
-// semantics"). Only ordered columns (every type but Nominal) take part in
-// OCs; every column takes part in OFDs and contexts.
-type ColumnType uint8
-
-const (
-	// Nominal text: values are equal or not, never smaller or larger.
-	// Its ranks follow byte order only to be deterministic.
-	Nominal ColumnType = iota
-	// Numeric: every non-NULL value parses as a float64; ordered by value.
-	Numeric
-	// Temporal: every non-NULL value is an ISO 8601 date or timestamp
-	// (RFC 3339 included); ordered by time.
-	Temporal
-	// Ordinal: text declared ordered (Typing.Ordinal), by a given list of
-	// values or by bytes; in order-text mode every text column is Ordinal.
-	Ordinal
-)
-
-// Ordered reports whether values of this type have an order OCs may use.
-func (t ColumnType) Ordered() bool { return t != Nominal }
-
-func (t ColumnType) String() string {
-	switch t {
-	case Nominal:
-		return "nominal"
-	case Numeric:
-		return "numeric"
-	case Temporal:
-		return "temporal"
-	case Ordinal:
-		return "ordinal"
-	}
-	return fmt.Sprintf("type(%d)", int(t))
-}
-
-// Column is one encoded column: dense ranks in value order. Rank 0 is NULL
-// when the column has NULLs (NULL is lower than every value); ranks are
-// contiguous from 0 to Cardinality-1.
-type Column struct {
-	Name        string
-	Type        ColumnType
-	Ranks       []uint32
-	Cardinality int
-	// Values[r] is the text of rank r ("" for NULL), for printing samples.
-	Values []string
-}
-
-// Table is an encoded table: every column has Rows ranks.
-type Table struct {
-	Rows    int
-	Columns []Column
-}
 
 // Kind is the kind of a dependency.
 type Kind int
@@ -101,22 +42,6 @@ func (k Kind) String() string {
 		return "od"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
-}
-
-// Polarity says whether an OC relates A ascending to B ascending (Asc) or to
-// B descending (Desc).
-type Polarity int
-
-const (
-	Asc Polarity = iota
-	Desc
-)
-
-func (p Polarity) String() string {
-	if p == Desc {
-		return "desc"
-	}
-	return "asc"
 }
 
 // Dependency names a dependency by column names, so that it stays the same
@@ -164,12 +89,6 @@ func (d Dependency) Columns() []string {
 	}
 	return append(slices.Clone(d.LHSList), d.RHSList...)
 }
-
-// NoStrength is the Strength of a dependency measured on a table without
-// rows, where no chance correction can be computed. It is below every
-// MinStrength, so such a dependency is never Reliable; JSON writes it as
-// "strength": null. Strength is never NaN.
-const NoStrength = -1.0
 
 // DefaultMinStrength is the strength from which a dependency is Reliable
 // unless the caller chooses otherwise (docs/DESIGN.md, "Strength", says

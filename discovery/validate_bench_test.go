@@ -3,6 +3,8 @@ package discovery
 import (
 	"fmt"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
 )
 
 // BenchmarkOCValidate validates OCs X: A ~ B at eps 0.1, both polarities,
@@ -32,15 +34,15 @@ func BenchmarkOCValidate(b *testing.B) {
 				}
 			}
 			walk(nil, 0)
-			var parts []*StrippedPartition
+			var parts []*validate.StrippedPartition
 			var kept [][]int
 			for i, cols := range ctxs {
 				if i%bc.every == 0 {
 					kept = append(kept, cols)
-					parts = append(parts, PartitionOf(tab, cols))
+					parts = append(parts, validate.PartitionOf(tab, cols))
 				}
 			}
-			v := NewValidator()
+			v := validate.NewValidator()
 			b.ReportAllocs()
 			cpu0 := cpuSeconds()
 			for b.Loop() {

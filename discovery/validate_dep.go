@@ -4,12 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
-// ErrUnknownColumn is returned (wrapped, naming the column) when a
+// errUnknownColumn is returned (wrapped, naming the column) when a
 // dependency mentions a column the table does not have.
-var ErrUnknownColumn = errors.New("unknown column")
+// RemovalBudget is the largest number of removals a dependency may need to
+// be valid at eps on n rows: floor(eps*n). A tiny slack absorbs the binary
+// rounding of products such as 0.29*100 = 28.999999999999996.
+func RemovalBudget(eps float64, n int) int {
+	if n <= 0 || !(eps > 0) {
+		return 0
+	}
+	if eps >= 1 {
+		return n
+	}
+	b := int(math.Floor(eps*float64(n) + 1e-9))
+	return min(b, n)
+}
+
+var errUnknownColumn = errors.New("unknown column")
 
 // ErrBadDependency is returned for a dependency that is not well formed
 // (unknown kind, empty list of a list-based OD).
@@ -24,7 +42,7 @@ var ErrBadDependency = errors.New("malformed dependency")
 // opts.MinStrength. An empty table measures 0 removals, error 0 and
 // NoStrength. opts.Epsilon plays no part: the caller compares Error with its
 // eps.
-func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result, error) {
+func Validate(ctx context.Context, t *table.Table, d Dependency, opts Options) (Result, error) {
 	rs, err := ValidateAll(ctx, t, []Dependency{d}, opts)
 	if err != nil {
 		return Result{}, err
@@ -36,7 +54,7 @@ func Validate(ctx context.Context, t *Table, d Dependency, opts Options) (Result
 // re-validation of a window's tracked dependencies): the partition of each
 // distinct context is built once and the validator buffers are shared. It
 // stops at the first malformed dependency or when ctx is done.
-func ValidateAll(ctx context.Context, t *Table, deps []Dependency, opts Options) ([]Result, error) {
+func ValidateAll(ctx context.Context, t *table.Table, deps []Dependency, opts Options) ([]Result, error) {
 	out, errs, err := ValidateEach(ctx, t, deps, opts)
 	if err != nil {
 		return nil, err
@@ -53,15 +71,15 @@ func ValidateAll(ctx context.Context, t *Table, deps []Dependency, opts Options)
 // validate: errs[i], naming deps[i], is non-nil when deps[i] mentions a
 // column t lacks or is malformed, and out[i] is then the zero Result. err
 // is the table's or ctx's error, which stops it.
-func ValidateEach(ctx context.Context, t *Table, deps []Dependency, opts Options) (out []Result, errs []error, err error) {
+func ValidateEach(ctx context.Context, t *table.Table, deps []Dependency, opts Options) (out []Result, errs []error, err error) {
 	if err := checkEncodedTable(t); err != nil {
 		return nil, nil, err
 	}
 	vs := &depValidator{
 		t:     t,
 		index: make(map[string]int, len(t.Columns)),
-		parts: map[uint64]*StrippedPartition{},
-		v:     NewValidator(),
+		parts: map[uint64]*validate.StrippedPartition{},
+		v:     validate.NewValidator(),
 	}
 	for i := len(t.Columns) - 1; i >= 0; i-- {
 		vs.index[t.Columns[i].Name] = i // the first of duplicate names wins
@@ -84,22 +102,22 @@ func ValidateEach(ctx context.Context, t *Table, deps []Dependency, opts Options
 
 // depValidator validates dependencies named by columns against one table.
 type depValidator struct {
-	t     *Table
+	t     *table.Table
 	index map[string]int
-	parts map[uint64]*StrippedPartition // by context column set, when <= 64 columns
-	v     *Validator
+	parts map[uint64]*validate.StrippedPartition // by context column set, when <= 64 columns
+	v     *validate.Validator
 }
 
-func (vs *depValidator) column(name string) (*Column, error) {
+func (vs *depValidator) column(name string) (*table.Column, error) {
 	i, ok := vs.index[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownColumn, name)
+		return nil, fmt.Errorf("%w: %q", errUnknownColumn, name)
 	}
 	return &vs.t.Columns[i], nil
 }
 
-func (vs *depValidator) columns(names []string) ([]*Column, error) {
-	out := make([]*Column, 0, len(names))
+func (vs *depValidator) columns(names []string) ([]*table.Column, error) {
+	out := make([]*table.Column, 0, len(names))
 	for _, name := range names {
 		c, err := vs.column(name)
 		if err != nil {
@@ -111,7 +129,7 @@ func (vs *depValidator) columns(names []string) ([]*Column, error) {
 }
 
 // partition returns the stripped partition of the named context, cached.
-func (vs *depValidator) partition(names []string) (*StrippedPartition, error) {
+func (vs *depValidator) partition(names []string) (*validate.StrippedPartition, error) {
 	var cols []int
 	var set uint64
 	for _, name := range names {
@@ -126,7 +144,7 @@ func (vs *depValidator) partition(names []string) (*StrippedPartition, error) {
 	if p, ok := vs.parts[set]; ok && cacheable {
 		return p, nil
 	}
-	p := PartitionOf(vs.t, cols)
+	p := validate.PartitionOf(vs.t, cols)
 	if cacheable {
 		vs.parts[set] = p
 	}
@@ -137,7 +155,7 @@ func (vs *depValidator) partition(names []string) (*StrippedPartition, error) {
 // context into its Strength: s less the largest measure of the dependency
 // in a direct subset of the context (measure(partition of the subset)), at
 // least 0.
-func (vs *depValidator) gain(context []string, s float64, measure func(*StrippedPartition) float64) (float64, error) {
+func (vs *depValidator) gain(context []string, s float64, measure func(*validate.StrippedPartition) float64) (float64, error) {
 	if s <= 0 {
 		return s, nil
 	}
@@ -199,22 +217,22 @@ type measure struct {
 
 // measureOFD measures the OFD d in p, its context's partition: g3, and the
 // strength gain of the chance-corrected measure over the direct subsets.
-func (vs *depValidator) measureOFD(p *StrippedPartition, d Dependency, wantRows bool) (measure, error) {
+func (vs *depValidator) measureOFD(p *validate.StrippedPartition, d Dependency, wantRows bool) (measure, error) {
 	var m measure
 	a, err := vs.column(d.RHS)
 	if err != nil {
 		return m, err
 	}
 	m.removals = vs.v.OFDRemovals(p, a, -1)
-	pdep := columnPdep(a)
-	m.strength, err = vs.gain(d.Context, vs.v.OFDStrength(p, a, pdep), func(q *StrippedPartition) float64 {
+	pdep := validate.ColumnPdep(a)
+	m.strength, err = vs.gain(d.Context, vs.v.OFDStrength(p, a, pdep), func(q *validate.StrippedPartition) float64 {
 		return vs.v.OFDStrength(q, a, pdep)
 	})
 	if err != nil {
 		return m, err
 	}
 	if wantRows {
-		m.rows = OFDRemovalRows(p, a)
+		m.rows = validate.OFDRemovalRows(p, a)
 	}
 	return m, nil
 }
@@ -223,7 +241,7 @@ func (vs *depValidator) measureOFD(p *StrippedPartition, d Dependency, wantRows 
 // given validator (LNDS, or the iterative baseline, which counts by
 // listing its rows), and the strength gain over the direct subsets,
 // measured with the same validator.
-func (vs *depValidator) measureOC(p *StrippedPartition, d Dependency, validator ValidatorKind, wantRows bool) (measure, error) {
+func (vs *depValidator) measureOC(p *validate.StrippedPartition, d Dependency, validator ValidatorKind, wantRows bool) (measure, error) {
 	var m measure
 	a, err := vs.column(d.Left)
 	if err != nil {
@@ -234,15 +252,15 @@ func (vs *depValidator) measureOC(p *StrippedPartition, d Dependency, validator 
 		return m, err
 	}
 	if validator == ValidatorIterative {
-		m.rows = OCIterativeRemovalRows(p, a, b, d.Polarity)
+		m.rows = validate.OCIterativeRemovalRows(p, a, b, d.Polarity)
 		m.removals = len(m.rows)
 	} else {
 		m.removals = vs.v.OCRemovals(p, a, b, d.Polarity, -1)
 		if wantRows {
-			m.rows = OCRemovalRows(p, a, b, d.Polarity)
+			m.rows = validate.OCRemovalRows(p, a, b, d.Polarity)
 		}
 	}
-	m.strength, err = vs.gain(d.Context, vs.v.OCStrength(p, a, b, d.Polarity, m.removals), func(q *StrippedPartition) float64 {
+	m.strength, err = vs.gain(d.Context, vs.v.OCStrength(p, a, b, d.Polarity, m.removals), func(q *validate.StrippedPartition) float64 {
 		var r int
 		if validator == ValidatorIterative {
 			r = vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
@@ -257,7 +275,7 @@ func (vs *depValidator) measureOC(p *StrippedPartition, d Dependency, validator 
 // measureListOD measures the list-based OD d in p, its context's
 // partition, by listing a minimal removal set; it has no strength measure
 // (0, or NoStrength on an empty table).
-func (vs *depValidator) measureListOD(p *StrippedPartition, d Dependency) (measure, error) {
+func (vs *depValidator) measureListOD(p *validate.StrippedPartition, d Dependency) (measure, error) {
 	var m measure
 	if len(d.LHSList) == 0 || len(d.RHSList) == 0 {
 		return m, fmt.Errorf("%w: list-based OD needs columns on both sides", ErrBadDependency)
@@ -270,7 +288,7 @@ func (vs *depValidator) measureListOD(p *StrippedPartition, d Dependency) (measu
 	if err != nil {
 		return m, err
 	}
-	m.rows = ListODRemovalRows(p, lhs, rhs)
+	m.rows = validate.ListODRemovalRows(p, lhs, rhs)
 	m.removals = len(m.rows)
 	if vs.t.Rows == 0 {
 		m.strength = NoStrength

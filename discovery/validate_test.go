@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
 )
 
 // ocCase is a hand-made two-column table (A, B) with the expected removals
@@ -40,15 +42,15 @@ func TestOCValidators(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := tableFromInts([][]int{tc.a, tc.b})
-			p := FullPartition(tab.Rows)
+			p := validate.FullPartition(tab.Rows)
 			a, b := &tab.Columns[0], &tab.Columns[1]
-			v := NewValidator()
+			v := validate.NewValidator()
 			want := [2]int{tc.asc, tc.desc}
 			for pol := Asc; pol <= Desc; pol++ {
 				if got := v.OCRemovals(p, a, b, pol, -1); got != want[pol] {
 					t.Errorf("%v: LIS %d, want %d", pol, got, want[pol])
 				}
-				if got := len(OCRemovalRows(p, a, b, pol)); got != want[pol] {
+				if got := len(validate.OCRemovalRows(p, a, b, pol)); got != want[pol] {
 					t.Errorf("%v: removal rows %d, want %d", pol, got, want[pol])
 				}
 				iter := v.OCRemovalsIterative(p, a, b, pol, -1)
@@ -77,11 +79,11 @@ func TestOCWithinContext(t *testing.T) {
 		{1, 2, 3, 1, 2, 3},
 		{4, 5, 6, 1, 2, 3},
 	})
-	v := NewValidator()
-	if got := v.OCRemovals(FullPartition(tab.Rows), &tab.Columns[1], &tab.Columns[2], Asc, -1); got != 2 {
+	v := validate.NewValidator()
+	if got := v.OCRemovals(validate.FullPartition(tab.Rows), &tab.Columns[1], &tab.Columns[2], Asc, -1); got != 2 {
 		t.Errorf("empty context: %d removals, want 2", got)
 	}
-	p := ColumnPartition(&tab.Columns[0])
+	p := validate.ColumnPartition(&tab.Columns[0])
 	if got := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], Asc, -1); got != 0 {
 		t.Errorf("context c0: %d removals, want 0", got)
 	}
@@ -109,12 +111,12 @@ func TestOFDValidator(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := tableFromInts([][]int{tc.ctx, tc.a})
-			p := ColumnPartition(&tab.Columns[0])
-			v := NewValidator()
+			p := validate.ColumnPartition(&tab.Columns[0])
+			v := validate.NewValidator()
 			if got := v.OFDRemovals(p, &tab.Columns[1], -1); got != tc.removals {
 				t.Errorf("removals %d, want %d", got, tc.removals)
 			}
-			if got := OFDRemovalRows(p, &tab.Columns[1]); !slices.Equal(got, tc.rows) {
+			if got := validate.OFDRemovalRows(p, &tab.Columns[1]); !slices.Equal(got, tc.rows) {
 				t.Errorf("rows %v, want %v", got, tc.rows)
 			}
 		})
@@ -199,8 +201,8 @@ func TestValidate(t *testing.T) {
 		{Kind: KindOFD, Context: []string{"nope"}, RHS: "c1"},
 		{Kind: KindListOD, LHSList: []string{"c0"}, RHSList: []string{"nope"}},
 	} {
-		if _, err := Validate(ctx, tab, dep, Options{}); !errors.Is(err, ErrUnknownColumn) {
-			t.Errorf("%s: err %v, want ErrUnknownColumn", dep, err)
+		if _, err := Validate(ctx, tab, dep, Options{}); !errors.Is(err, errUnknownColumn) {
+			t.Errorf("%s: err %v, want errUnknownColumn", dep, err)
 		}
 	}
 	if _, err := Validate(ctx, tab, Dependency{Kind: Kind(9)}, Options{}); !errors.Is(err, ErrBadDependency) {
@@ -255,8 +257,8 @@ func TestValidateAllMatchesValidate(t *testing.T) {
 			t.Errorf("%s: ValidateAll %+v, Validate %+v", d, all[i], one)
 		}
 	}
-	if _, err := ValidateAll(context.Background(), tab, append(deps, Dependency{Kind: KindOFD, RHS: "zz"}), opts); !errors.Is(err, ErrUnknownColumn) {
-		t.Errorf("err %v, want ErrUnknownColumn", err)
+	if _, err := ValidateAll(context.Background(), tab, append(deps, Dependency{Kind: KindOFD, RHS: "zz"}), opts); !errors.Is(err, errUnknownColumn) {
+		t.Errorf("err %v, want errUnknownColumn", err)
 	}
 }
 
@@ -274,31 +276,11 @@ func TestValidateEachKeepsGoing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !errors.Is(errs[0], ErrUnknownColumn) || errs[1] != nil || !errors.Is(errs[2], ErrBadDependency) {
+	if !errors.Is(errs[0], errUnknownColumn) || errs[1] != nil || !errors.Is(errs[2], ErrBadDependency) {
 		t.Errorf("errs %v, want unknown column, nil, malformed", errs)
 	}
 	if out[1].Removals != want.Removals || out[1].Error != want.Error {
 		t.Errorf("good dependency measured %+v, want %+v", out[1], want)
-	}
-}
-
-func TestSortKeys(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for _, n := range []int{0, 1, 2, 200, 257, 5000, 1 << 16, 1<<16 + 1, 200_000} {
-		for _, width := range []uint{0, 1, 7, 8, 9, 22, 33, 64} {
-			keys := make([]uint64, n)
-			for i := range keys {
-				keys[i] = rng.Uint64()
-				if width < 64 {
-					keys[i] &= 1<<width - 1
-				}
-			}
-			want := slices.Sorted(slices.Values(keys))
-			got := sortKeys(keys, make([]uint64, n), width)
-			if !slices.Equal(got, want) {
-				t.Fatalf("n=%d width=%d: not sorted", n, width)
-			}
-		}
 	}
 }
 
@@ -318,11 +300,11 @@ func TestLargeClassesAgree(t *testing.T) {
 		}
 	}
 	tab := tableFromInts(cols)
-	v := NewValidator()
-	for _, p := range []*StrippedPartition{FullPartition(n), ColumnPartition(&tab.Columns[0])} {
+	v := validate.NewValidator()
+	for _, p := range []*validate.StrippedPartition{validate.FullPartition(n), validate.ColumnPartition(&tab.Columns[0])} {
 		for pol := Asc; pol <= Desc; pol++ {
 			exact := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], pol, -1)
-			if rows := OCRemovalRows(p, &tab.Columns[1], &tab.Columns[2], pol); len(rows) != exact {
+			if rows := validate.OCRemovalRows(p, &tab.Columns[1], &tab.Columns[2], pol); len(rows) != exact {
 				t.Fatalf("%v: LIS %d, removal rows %d", pol, exact, len(rows))
 			}
 			for _, budget := range []int{exact - 1, exact, exact + 1} {
@@ -365,11 +347,11 @@ func TestSmallBClassesAgree(t *testing.T) {
 				}
 			}
 			tab := tableFromInts(cols)
-			v := NewValidator()
-			for _, p := range []*StrippedPartition{FullPartition(n), ColumnPartition(&tab.Columns[0]), ColumnPartition(&tab.Columns[3])} {
+			v := validate.NewValidator()
+			for _, p := range []*validate.StrippedPartition{validate.FullPartition(n), validate.ColumnPartition(&tab.Columns[0]), validate.ColumnPartition(&tab.Columns[3])} {
 				for pol := Asc; pol <= Desc; pol++ {
 					exact := v.OCRemovals(p, &tab.Columns[1], &tab.Columns[2], pol, -1)
-					if rows := OCRemovalRows(p, &tab.Columns[1], &tab.Columns[2], pol); len(rows) != exact {
+					if rows := validate.OCRemovalRows(p, &tab.Columns[1], &tab.Columns[2], pol); len(rows) != exact {
 						t.Fatalf("%v: LIS %d, removal rows %d", pol, exact, len(rows))
 					}
 					for _, budget := range []int{exact - 1, exact, exact + 1} {

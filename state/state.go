@@ -32,8 +32,7 @@
 // about twice per record (a flush, then the compaction into the last level
 // that drops what the next flush's range deletions cover), and compressing
 // those tables was the larger part of that work, for tables the window
-// bounds anyway. Tables written compressed (by older versions) stay
-// readable and are rewritten uncompressed as they are compacted.
+// bounds anyway.
 //
 // # Key layout (schema version 1)
 //

@@ -9,7 +9,7 @@ import (
 
 // Two cadences (StreamConfig.DiscoverEvery > Every, count windows): every
 // Every records the tracked dependencies are re-checked incrementally
-// (discovery.Incremental: the cost is about the records that entered and
+// (incremental.Engine: the cost is about the records that entered and
 // left), and every DiscoverEvery records full discovery runs on its own
 // goroutine, on a snapshot, so that a running discovery never delays a
 // check; while checks are queued or running, the check gate (gate.go)
@@ -27,7 +27,7 @@ import (
 // that check's exact counts in one Tracker.Observe. Checks in between are
 // Tracker.ObserveCheck. Between a discovery's end and its merge, each check
 // has the engine build the state of the rules the merge will add, a share
-// of them per check (prepareRules, discovery.Incremental.Prepare), so that
+// of them per check (prepareRules, incremental.Engine.Prepare), so that
 // the merge check costs about an incremental check; what the engine built
 // ahead, and when, changes no count it reports, so neither the merge's
 // events nor their errors depend on when discovery finished. The merge
@@ -74,7 +74,7 @@ type checkJob struct {
 	// codes[c][i] is the window's code of column names[c] in the i-th new
 	// row (0 = NULL) and values[c][i] its value: the string of the
 	// window's dictionary, which lets the checker's engine know a value
-	// without hashing it (discovery.Incremental.AppendCoded).
+	// without hashing it (incremental.Engine.AppendCoded).
 	codes  [][]uint32
 	values [][]string
 	metas  []RowMeta

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // discoverer runs a two-cadence stream's discoveries on a goroutine of its
@@ -139,13 +139,13 @@ func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq ui
 // passing pause, when set, before each column and within one (every few
 // thousand values typed, between its steps). It returns pause's error as
 // it is, a *stepError when encoding fails.
-func encodeSnapshot(ctx context.Context, cols []discovery.DictColumn, ty discovery.Typing, pause func(context.Context) error) (*discovery.Table, error) {
+func encodeSnapshot(ctx context.Context, cols []table.DictColumn, ty table.Typing, pause func(context.Context) error) (*table.Table, error) {
 	var paused error
 	track := pause
 	if pause != nil {
 		track = func(ctx context.Context) error { paused = pause(ctx); return paused }
 	}
-	t, err := discovery.EncodeTypedPause(ctx, cols, ty, track)
+	t, err := table.EncodeTypedPause(ctx, cols, ty, track)
 	switch {
 	case paused != nil:
 		return nil, paused

@@ -12,6 +12,8 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/incremental"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // waitMerge waits, before the check of the window ending at endSeq, for
@@ -54,8 +56,8 @@ func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
 // window and the metadata of its rows (oldest first).
 type checker struct {
 	// typing is the stream's: the checks order columns as discovery does.
-	typing discovery.Typing
-	eng    *discovery.Incremental
+	typing table.Typing
+	eng    *incremental.Engine
 	col    map[string]int
 	// metas[head:] are the rows' metadata, oldest first.
 	metas []RowMeta
@@ -108,7 +110,7 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 // have a value, in name order, so that the engine depends on the rows
 // alone.
 func (c *checker) build(names []string, codes [][]uint32, values [][]string, exact bool) error {
-	eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{Exact: exact, Typing: c.typing})
+	eng, err := incremental.New(nil, incremental.Options{Exact: exact, Typing: c.typing})
 	if err != nil {
 		return err
 	}
@@ -119,7 +121,7 @@ func (c *checker) build(names []string, codes [][]uint32, values [][]string, exa
 
 // append appends the rows given by columns (as in a checkJob) to the
 // engine, coded: the window's codes are hints the engine checks against
-// the strings (discovery.Incremental.AppendCoded), so a code the window
+// the strings (incremental.Engine.AppendCoded), so a code the window
 // has since reused for another value, or a column it dropped and made
 // again, is never mistaken. A column the engine does not know is added
 // when it has a value in these rows, new ones in name order, so that the
@@ -313,7 +315,7 @@ func (s *evaluator) pendingDiscoveries() []discoveryDone {
 
 // prepareRules are the dependencies the check of the window ending at
 // endSeq hands to the checker's engine to build ahead of their merge
-// (discovery.Incremental.Prepare): the newly minimal ones of each pending
+// (incremental.Engine.Prepare): the newly minimal ones of each pending
 // discovery result (as checkWindow will select them at its merge; tracked
 // are the ids of the tracked ones),
 // the ones handed over before, and of the others an even share over the
@@ -455,7 +457,7 @@ func checkable(tracked []discovery.Dependency) []discovery.Dependency {
 // count brings the checker's counts of deps up to date on its window, and
 // has the engine build the state of prepare ahead (not reported); prepared
 // is how many of those the engine took.
-func (e evalEnv) count(c *checker, deps, prepare []discovery.Dependency) (res []discovery.IncrementalResult, prepared int, err error) {
+func (e evalEnv) count(c *checker, deps, prepare []discovery.Dependency) (res []incremental.Result, prepared int, err error) {
 	if err := c.eng.SetDependencies(deps); err != nil {
 		return nil, 0, &stepError{"check", err}
 	}
@@ -481,9 +483,9 @@ type checkSampler struct {
 	metas []RowMeta
 	// cols are the columns copied so far, the first encoded of them encoded
 	// in table (the same columns, in the same order; nil before the first).
-	cols    []discovery.DictColumn
+	cols    []table.DictColumn
 	encoded int
-	table   *discovery.Table
+	table   *table.Table
 }
 
 // newCheckSampler is a sampler of c's window as it is now.
@@ -506,7 +508,7 @@ func (s *checkSampler) take(names []string) {
 	}
 	var missing []string
 	for _, n := range names {
-		if !slices.ContainsFunc(s.cols, func(c discovery.DictColumn) bool { return c.Name == n }) {
+		if !slices.ContainsFunc(s.cols, func(c table.DictColumn) bool { return c.Name == n }) {
 			missing = append(missing, n)
 		}
 	}
@@ -516,10 +518,10 @@ func (s *checkSampler) take(names []string) {
 }
 
 // encode encodes the columns s copied and has not encoded yet.
-func (s *checkSampler) encode(typingFor func([]discovery.DictColumn) discovery.Typing) error {
+func (s *checkSampler) encode(typingFor func([]table.DictColumn) table.Typing) error {
 	if s.encoded < len(s.cols) {
 		cols := s.cols[s.encoded:]
-		t, err := discovery.EncodeTyped(cols, typingFor(cols))
+		t, err := table.EncodeTyped(cols, typingFor(cols))
 		if err != nil {
 			return err
 		}
@@ -531,7 +533,7 @@ func (s *checkSampler) encode(typingFor func([]discovery.DictColumn) discovery.T
 		s.encoded = len(s.cols)
 	}
 	if s.table == nil {
-		s.table = &discovery.Table{}
+		s.table = &table.Table{}
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/incremental"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
 )
@@ -37,12 +39,12 @@ const (
 
 func newCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64), exact bool) *cadenceRun {
 	t.Helper()
-	return newTypedCadenceRun(t, beforeDiscovery, exact, discovery.Typing{})
+	return newTypedCadenceRun(t, beforeDiscovery, exact, table.Typing{})
 }
 
 // newTypedCadenceRun is newCadenceRun with the stream's columns typed as
 // typing says.
-func newTypedCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64), exact bool, typing discovery.Typing, pinned ...string) *cadenceRun {
+func newTypedCadenceRun(t *testing.T, beforeDiscovery func(ctx context.Context, endSeq uint64), exact bool, typing table.Typing, pinned ...string) *cadenceRun {
 	t.Helper()
 	return newCadenceRunOf(t, StreamConfig{
 		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05, Typing: typing, Pinned: pinned,
@@ -435,15 +437,15 @@ func TestWindowInfoOf(t *testing.T) {
 // every check, with text typed nominal (the default) and with every column
 // ordered (order-text), where g's byte order takes part in OCs.
 func TestChecksMatchFullValidation(t *testing.T) {
-	t.Run("typed", func(t *testing.T) { checksMatchFullValidation(t, discovery.Typing{}, "{}: x ~ ts (asc)") })
+	t.Run("typed", func(t *testing.T) { checksMatchFullValidation(t, table.Typing{}, "{}: x ~ ts (asc)") })
 	// g ~ x is an OC on text only in order-text, where g is ordered by
 	// bytes; x ~ ts compares instants when typed and bytes in order-text.
 	t.Run("order-text", func(t *testing.T) {
-		checksMatchFullValidation(t, discovery.Typing{OrderText: true}, "{}: g ~ x (asc)", "{}: x ~ ts (asc)")
+		checksMatchFullValidation(t, table.Typing{OrderText: true}, "{}: g ~ x (asc)", "{}: x ~ ts (asc)")
 	})
 }
 
-func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...string) {
+func checksMatchFullValidation(t *testing.T, typing table.Typing, pinned ...string) {
 	c := newTypedCadenceRun(t, nil, true, typing, pinned...)
 	r := rand.New(rand.NewPCG(5, 5))
 	compared := 0
@@ -479,7 +481,7 @@ func checksMatchFullValidation(t *testing.T, typing discovery.Typing, pinned ...
 		c.waitChecked(seq)
 		c.waitStatus(seq)
 		snap := c.s.win.Snapshot()
-		table, err := discovery.EncodeTyped(snap.Columns(), typing)
+		table, err := table.EncodeTyped(snap.Columns(), typing)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -572,7 +574,7 @@ func TestCheckerBehindWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := c.eng.Check(nil)
-		table, err := discovery.EncodeTyped(w.Snapshot().Columns(), discovery.Typing{})
+		table, err := table.EncodeTyped(w.Snapshot().Columns(), table.Typing{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -711,7 +713,7 @@ func TestSampledColumns(t *testing.T) {
 		}
 		return d
 	}
-	eng, err := discovery.NewIncremental(nil, discovery.IncrementalOptions{})
+	eng, err := incremental.New(nil, incremental.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -770,7 +772,7 @@ func TestSampledColumns(t *testing.T) {
 func TestPreparedMergeBuildsNothing(t *testing.T) {
 	type merge struct {
 		end    uint64
-		builds discovery.IncrementalBuilds
+		builds incremental.Builds
 	}
 	collect := func(noPrepare bool) ([]alerts.Event, []merge, int) {
 		var mu sync.Mutex

@@ -10,6 +10,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -78,7 +79,7 @@ type StreamConfig struct {
 	// Typing says how the window's columns are typed and ordered
 	// (discovery.EncodeTyped): which text is ordinal, or every text ordered
 	// (OrderText, the paper's rule).
-	Typing discovery.Typing
+	Typing table.Typing
 	// MinStrength is the strength from which a dependency is reliable
 	// (discovery.Options.MinStrength); only reliable ones are newly
 	// tracked. The CLI defaults it to discovery.DefaultMinStrength. In
@@ -451,7 +452,7 @@ func (s *StreamConfig) hasOrdinalList() bool {
 // does not have left out: a field that has not arrived yet is not an error
 // (a declared column's value missing from its list still is, and skips the
 // evaluation like any encoding error).
-func (s *StreamConfig) typingFor(cols []discovery.DictColumn) discovery.Typing {
+func (s *StreamConfig) typingFor(cols []table.DictColumn) table.Typing {
 	ty := s.Typing
 	if len(ty.Ordinal) == 0 {
 		return ty

@@ -83,7 +83,7 @@
 // no discovery late. Only the errors an event carries may differ: after a
 // restart every count is exact at the first check, where the uninterrupted
 // run may have kept the last exact count of a dependency whose verdict
-// could not change (discovery.Incremental's skip). An evaluation saves the
+// could not change (incremental.Engine's skip). An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
 // sent again on a timer (defaultRetryBase, doubling up to maxRetryDelay),

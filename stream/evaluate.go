@@ -15,6 +15,8 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/incremental"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -346,7 +348,7 @@ func (e *stepError) Unwrap() error { return e.err }
 // evalOutcome is one window evaluated up to the tracker's events.
 type evalOutcome struct {
 	info   alerts.WindowInfo
-	table  *discovery.Table
+	table  *table.Table
 	obs    []alerts.Observation
 	events []alerts.Event
 	// result is the evaluations metric's label: "ok", or "error" when
@@ -360,7 +362,7 @@ type evalOutcome struct {
 	// prepared: the dependencies a check's engine kept ahead of their
 	// merge; builds: what it built from the whole window (debug log, tests).
 	prepared int
-	builds   discovery.IncrementalBuilds
+	builds   incremental.Builds
 	// chk: a check's window to take samples on (its checker's, which is
 	// the check's until the evaluator applies the next check); the samples
 	// of the events' related dependencies are taken on the columns it
@@ -388,7 +390,7 @@ type evalOutcome struct {
 func (e evalEnv) evaluateWindow(ctx context.Context, snap *Snapshot, endSeq uint64) (*evalOutcome, error) {
 	start := time.Now()
 	out := &evalOutcome{info: e.windowInfo(snap, endSeq), result: "ok"}
-	table, err := discovery.EncodeTyped(snap.Columns(), e.cfg.typingFor(snap.Columns()))
+	table, err := table.EncodeTyped(snap.Columns(), e.cfg.typingFor(snap.Columns()))
 	if err != nil {
 		return nil, &stepError{"encode", err}
 	}
@@ -440,7 +442,7 @@ type discoveryOutcome struct {
 // timeout. A run the timeout stops keeps the levels it completed; a failed
 // run is logged and yields what it found (the check path still runs).
 // Only ctx's error is returned.
-func (e evalEnv) discover(ctx context.Context, table *discovery.Table, endSeq uint64) (discoveryOutcome, error) {
+func (e evalEnv) discover(ctx context.Context, table *table.Table, endSeq uint64) (discoveryOutcome, error) {
 	dctx, cancel := ctx, context.CancelFunc(func() {})
 	if e.cfg.EvaluationTimeout > 0 {
 		dctx, cancel = context.WithTimeout(ctx, e.cfg.EvaluationTimeout)
@@ -485,7 +487,7 @@ func (o *discoveryOutcome) setResults(results []discovery.Result) {
 // discovery did not find (one it found minimal is valid, so its removal
 // count is exact: the early exit only cuts counts above floor(eps*n)) and
 // whose columns are all in the table.
-func toCheck(tracked []discovery.Dependency, found map[string]discovery.Result, table *discovery.Table) []discovery.Dependency {
+func toCheck(tracked []discovery.Dependency, found map[string]discovery.Result, table *table.Table) []discovery.Dependency {
 	have := make(map[string]bool, len(table.Columns))
 	for _, c := range table.Columns {
 		have[c.Name] = true
@@ -505,7 +507,7 @@ func toCheck(tracked []discovery.Dependency, found map[string]discovery.Result, 
 // check measures deps on the whole window (exact error), by DependencyID.
 // A dependency that cannot be validated is logged and left out (not
 // observed). Only ctx's error is returned.
-func (e evalEnv) check(ctx context.Context, table *discovery.Table, deps []discovery.Dependency) (map[string]discovery.Result, error) {
+func (e evalEnv) check(ctx context.Context, table *table.Table, deps []discovery.Dependency) (map[string]discovery.Result, error) {
 	results, errs, err := discovery.ValidateEach(ctx, table, deps, discovery.Options{Epsilon: e.cfg.Epsilon, MinStrength: e.cfg.MinStrength})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -660,7 +662,7 @@ func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snap
 // tableSamples takes a sample of a minimal removal set of each of deps on
 // an evaluation's encoded window (snap's): samples[i] is deps[i]'s (nil
 // when it could not be validated, logged unless ctx is done).
-func (e evalEnv) tableSamples(ctx context.Context, table *discovery.Table, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
+func (e evalEnv) tableSamples(ctx context.Context, table *table.Table, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
 	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
 	samples := make([][]alerts.Sample, len(deps))
 	for i, d := range deps {

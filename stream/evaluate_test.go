@@ -6,6 +6,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 func mustDep(t *testing.T, s string) discovery.Dependency {
@@ -107,7 +108,7 @@ func TestToCheck(t *testing.T) {
 	ab := mustDep(t, "{}: a ~ b (asc)")
 	ca := mustDep(t, "{c}: [] -> a")
 	bz := mustDep(t, "{z}: [] -> b")
-	table := &discovery.Table{Columns: []discovery.Column{{Name: "a"}, {Name: "b"}, {Name: "c"}}}
+	table := &table.Table{Columns: []table.Column{{Name: "a"}, {Name: "b"}, {Name: "c"}}}
 	found := map[string]discovery.Result{alerts.DependencyID(ab): {}}
 	got := toCheck([]discovery.Dependency{ab, ca, bz}, found, table)
 	if !slices.EqualFunc(got, []discovery.Dependency{ca}, func(x, y discovery.Dependency) bool { return x.String() == y.String() }) {

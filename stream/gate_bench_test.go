@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/benchstream"
 )
 
@@ -38,7 +39,7 @@ func BenchmarkGateYield(b *testing.B) {
 		var encoded atomic.Bool
 		go func() {
 			start := time.Now()
-			t, err := encodeSnapshot(ctx, cols, discovery.Typing{}, g.wait)
+			t, err := encodeSnapshot(ctx, cols, table.Typing{}, g.wait)
 			encoded.Store(true)
 			if err == nil {
 				_, err = discovery.Discover(ctx, t, discovery.Options{Epsilon: 0.01, MaxLevel: DefaultMaxLevel, Workers: 1, Pause: g.wait})
@@ -103,8 +104,8 @@ func reportYields(b *testing.B, prefix string, yields []time.Duration) {
 // benchWindowColumns is a window of n records of the e2e stream
 // (internal/benchstream) as a snapshot hands it over: dictionary-coded
 // columns (discovery.TableBuilder's).
-func benchWindowColumns(b testing.TB, n int) []discovery.DictColumn {
-	tb, err := discovery.NewTableBuilder(benchstream.Fields)
+func benchWindowColumns(b testing.TB, n int) []table.DictColumn {
+	tb, err := table.NewTableBuilder(benchstream.Fields)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // waitBlocked waits until n workers are blocked in g.wait.
@@ -101,9 +101,9 @@ func TestEncodeSnapshot(t *testing.T) {
 		"ts":   func() string { return time.Unix(int64(rng.IntN(1e6)), 0).UTC().Format(time.RFC3339) },
 		"size": func() string { return []string{"S", "M", "L"}[rng.IntN(3)] },
 	}
-	var cols []discovery.DictColumn
+	var cols []table.DictColumn
 	for _, name := range []string{"num", "size", "ts"} {
-		c := discovery.DictColumn{Name: name, Codes: make([]uint32, rows)}
+		c := table.DictColumn{Name: name, Codes: make([]uint32, rows)}
 		at := map[string]uint32{}
 		for r := range rows {
 			v := gen[name]()
@@ -115,8 +115,8 @@ func TestEncodeSnapshot(t *testing.T) {
 		}
 		cols = append(cols, c)
 	}
-	ty := discovery.Typing{Ordinal: map[string][]string{"size": {"S", "M", "L"}}}
-	want, err := discovery.EncodeTyped(cols, ty)
+	ty := table.Typing{Ordinal: map[string][]string{"size": {"S", "M", "L"}}}
+	want, err := table.EncodeTyped(cols, ty)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,9 +132,9 @@ func TestEncodeSnapshot(t *testing.T) {
 	if err != errStop {
 		t.Fatalf("err %v, want the pause's error as it is", err)
 	}
-	_, err = encodeSnapshot(context.Background(), cols, discovery.Typing{Ordinal: map[string][]string{"size": {"S", "M"}}}, nil)
+	_, err = encodeSnapshot(context.Background(), cols, table.Typing{Ordinal: map[string][]string{"size": {"S", "M"}}}, nil)
 	var se *stepError
-	if !errors.As(err, &se) || !errors.Is(err, discovery.ErrOrdinal) {
+	if !errors.As(err, &se) || !errors.Is(err, table.ErrOrdinal) {
 		t.Fatalf("err %v, want the encode step's ErrOrdinal", err)
 	}
 }

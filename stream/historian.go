@@ -6,6 +6,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -36,7 +37,7 @@ type relatedWork struct {
 	at   map[string]int
 	chk  *checkSampler
 	// a full evaluation's
-	table *discovery.Table
+	table *table.Table
 	snap  *Snapshot
 }
 

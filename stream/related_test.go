@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
-	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -236,7 +236,7 @@ func TestStatusSkipsRelatedWhenBehind(t *testing.T) {
 		s.win.Append(RowMeta{Offset: int64(r), Seq: uint64(r), Time: time.Unix(int64(r), 0)}, &rec)
 	}
 	snap := s.win.Snapshot()
-	table, err := discovery.EncodeTyped(snap.Columns(), s.cfg.typingFor(snap.Columns()))
+	table, err := table.EncodeTyped(snap.Columns(), s.cfg.typingFor(snap.Columns()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/odwatch/odwatch/discovery"
-	"github.com/odwatch/odwatch/discovery/codeindex"
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/internal/codeindex"
 	"github.com/odwatch/odwatch/stream/decode"
 )
 
@@ -610,7 +610,7 @@ func (w *Window) EvictionBounds() map[int32]int64 {
 // on another goroutine while the window moves on.
 type Snapshot struct {
 	meta   []rowMeta
-	cols   []discovery.DictColumn
+	cols   []table.DictColumn
 	byName map[string]int
 }
 
@@ -648,7 +648,7 @@ func (w *Window) Snapshot() *Snapshot {
 			}
 		}
 		s.byName[c.name] = len(s.cols)
-		s.cols = append(s.cols, discovery.DictColumn{Name: c.name, Dict: dict, Codes: codes})
+		s.cols = append(s.cols, table.DictColumn{Name: c.name, Dict: dict, Codes: codes})
 	}
 	return s
 }
@@ -673,7 +673,7 @@ func (s *Snapshot) Len() int { return len(s.meta) }
 // Columns are the columns with at least one non-NULL value, in first-seen
 // order. Codes: 0 = NULL, else index+1 into Dict. The slices are shared
 // with the snapshot: read them, do not modify them.
-func (s *Snapshot) Columns() []discovery.DictColumn { return s.cols }
+func (s *Snapshot) Columns() []table.DictColumn { return s.cols }
 
 // Meta is the metadata of row (0 = oldest).
 func (s *Snapshot) Meta(row int) RowMeta { return s.meta[row].unpack() }

@@ -29,9 +29,9 @@ func rec(fields ...string) *decode.FlatRecord {
 	return &r
 }
 
-// table renders a snapshot as rows of "col=value" (NULLs omitted) for
+// snapshotRows renders a snapshot as rows of "col=value" (NULLs omitted) for
 // comparisons.
-func table(s *Snapshot) [][]string {
+func snapshotRows(s *Snapshot) [][]string {
 	out := make([][]string, s.Len())
 	for _, c := range s.Columns() {
 		for r, code := range c.Codes {
@@ -64,7 +64,7 @@ func TestWindowCountEviction(t *testing.T) {
 	}
 	s := w.Snapshot()
 	want := [][]string{{"a=2", "b=x"}, {"a=3", "b=x"}, {"a=4", "b=x"}}
-	if got := table(s); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := snapshotRows(s); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v want %v", got, want)
 	}
 	for r := range 3 {
@@ -83,13 +83,13 @@ func TestWindowTimeEviction(t *testing.T) {
 	for i, sec := range []int{0, 3, 5, 12, 14, 30} {
 		w.Append(RowMeta{Offset: int64(i), Time: t0.Add(time.Duration(sec) * time.Second)}, rec("a", strconv.Itoa(sec)))
 		var got []string
-		for _, r := range table(w.Snapshot()) {
+		for _, r := range snapshotRows(w.Snapshot()) {
 			got = append(got, r...)
 		}
 		t.Logf("after %ds: %v", sec, got)
 	}
 	// Newest is 30s: everything before 20s is gone.
-	if got := table(w.Snapshot()); fmt.Sprint(got) != "[[a=30]]" {
+	if got := snapshotRows(w.Snapshot()); fmt.Sprint(got) != "[[a=30]]" {
 		t.Fatalf("got %v", got)
 	}
 	w.Append(RowMeta{Offset: 6, Time: t0.Add(35 * time.Second)}, rec("a", "35"))
@@ -116,7 +116,7 @@ func TestWindowNewColumnsAreNullBefore(t *testing.T) {
 		t.Fatalf("columns %v (c is all NULL and must not appear)", got)
 	}
 	want := [][]string{{"a=1"}, {"a=2", "b=x"}, {"b=y"}}
-	if got := table(s); fmt.Sprint(got) != fmt.Sprint(want) {
+	if got := snapshotRows(s); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("got %v want %v", got, want)
 	}
 	v := s.Values(0, []string{"a", "b", "nope"})
@@ -147,7 +147,7 @@ func TestWindowRedeliveryIgnored(t *testing.T) {
 func TestWindowDuplicateFieldLastWins(t *testing.T) {
 	w := NewWindow(2, 0)
 	w.Append(RowMeta{Offset: 1}, rec("a", "x", "a", "y"))
-	if got := table(w.Snapshot()); fmt.Sprint(got) != "[[a=y]]" {
+	if got := snapshotRows(w.Snapshot()); fmt.Sprint(got) != "[[a=y]]" {
 		t.Fatalf("got %v", got)
 	}
 	w.Append(RowMeta{Offset: 2}, rec("a", "z"))
@@ -168,7 +168,7 @@ func TestWindowSnapshotIsolation(t *testing.T) {
 	}
 	appendN(80, "p")
 	s := w.Snapshot()
-	before := fmt.Sprint(table(s))
+	before := fmt.Sprint(snapshotRows(s))
 	meta0 := s.Meta(0)
 	// Evict everything the snapshot holds, with new values reusing freed
 	// codes and dictionary slots, while another goroutine reads it.
@@ -176,7 +176,7 @@ func TestWindowSnapshotIsolation(t *testing.T) {
 	go func() {
 		var last string
 		for range 20 {
-			last = fmt.Sprint(table(s))
+			last = fmt.Sprint(snapshotRows(s))
 		}
 		done <- last
 	}()
@@ -184,7 +184,7 @@ func TestWindowSnapshotIsolation(t *testing.T) {
 	if got := <-done; got != before {
 		t.Fatal("snapshot changed while the window moved on (concurrent reader)")
 	}
-	if got := fmt.Sprint(table(s)); got != before || s.Meta(0) != meta0 {
+	if got := fmt.Sprint(snapshotRows(s)); got != before || s.Meta(0) != meta0 {
 		t.Fatal("snapshot changed while the window moved on")
 	}
 }

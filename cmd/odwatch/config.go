@@ -19,6 +19,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/stream"
 )
 
@@ -495,7 +496,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 			MaxLevel: deref(st.MaxLevel, stream.DefaultMaxLevel), DiscoverAfter: deref(st.DiscoverAfter, stream.DefaultDiscoverAfter),
 			Sample: st.Sample, MinScore: float64(deref(st.MinScore, stream.AutoMinScore)),
 			EvaluationTimeout: st.EvaluationTimeout, Pinned: st.Pinned,
-			Typing:      discovery.Typing{OrderText: st.OrderText, Ordinal: ordinal},
+			Typing:      table.Typing{OrderText: st.OrderText, Ordinal: ordinal},
 			MinStrength: minStrength,
 		})
 	}

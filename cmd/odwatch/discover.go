@@ -14,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 const discoverHelp = `Discovers the minimal approximate order dependencies (OCs) and functional
@@ -129,7 +131,7 @@ type inputFlags struct {
 	orderText bool
 
 	// lines maps the rows of the table load read to the lines of the file.
-	lines discovery.Lines
+	lines tableio.Lines
 }
 
 func (in *inputFlags) register(fs *flag.FlagSet) {
@@ -174,8 +176,8 @@ func (o *ordinalFlag) Set(v string) error {
 }
 
 // typing is the discovery.Typing the flags ask for.
-func (in *inputFlags) typing() discovery.Typing {
-	return discovery.Typing{OrderText: in.orderText, Ordinal: in.ordinal}
+func (in *inputFlags) typing() table.Typing {
+	return table.Typing{OrderText: in.orderText, Ordinal: in.ordinal}
 }
 
 // format resolves --input for a file name.
@@ -206,7 +208,7 @@ func (in *inputFlags) comma() (rune, error) {
 }
 
 // load reads and encodes the table at path ("-" = standard input).
-func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, bar *progressBar) (*discovery.Table, error) {
+func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, bar *progressBar) (*table.Table, error) {
 	format, err := in.format(path)
 	if err != nil {
 		return nil, err
@@ -235,21 +237,21 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 	}
 	r = ctxReader{ctx: ctx, r: r}
 	progress := func(rows int) { bar.set(fmt.Sprintf("loading %s: %d rows", path, rows)) }
-	var tab *discovery.Table
+	var tab *table.Table
 	if format == "jsonl" {
-		var info discovery.JSONInfo
-		tab, info, err = discovery.ReadJSONLines(r, discovery.JSONOptions{MaxRows: in.maxRows, Progress: progress, Lines: &in.lines, Typing: in.typing()})
+		var info tableio.JSONInfo
+		tab, info, err = tableio.ReadJSONLines(r, tableio.JSONOptions{MaxRows: in.maxRows, Progress: progress, Lines: &in.lines, Typing: in.typing()})
 		if err == nil && info.Skipped > 0 {
 			fmt.Fprintf(stderr, "odwatch: %s: ignored %d array values (only scalar fields become columns)\n", path, info.Skipped)
 		}
 	} else {
-		tab, err = discovery.ReadCSV(r, discovery.CSVOptions{Delimiter: comma, MaxRows: in.maxRows, Progress: progress, Lines: &in.lines, Typing: in.typing()})
+		tab, err = tableio.ReadCSV(r, tableio.CSVOptions{Delimiter: comma, MaxRows: in.maxRows, Progress: progress, Lines: &in.lines, Typing: in.typing()})
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if errors.Is(err, discovery.ErrOrdinal) {
+		if errors.Is(err, table.ErrOrdinal) {
 			return nil, usageErr("--ordinal: "+err.Error(), "list every value of the column, or name it without = to order it by bytes")
 		}
 		return nil, inputErr(fmt.Errorf("%s: %w", path, err), loadFix(format, err))
@@ -260,9 +262,9 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 // loadFix is the advice under a file that could not be read as format.
 func loadFix(format string, err error) string {
 	switch {
-	case errors.Is(err, discovery.ErrTruncatedGzip):
+	case errors.Is(err, tableio.ErrTruncatedGzip):
 		return "the gzip file is incomplete: copy or download it again"
-	case errors.Is(err, discovery.ErrNotText):
+	case errors.Is(err, tableio.ErrNotText):
 		return "give a CSV file with a header line or a JSON Lines file (either may be gzipped)"
 	case format == "jsonl":
 		return "each line must be one JSON object; pass --input csv if the file is CSV"

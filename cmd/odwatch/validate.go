@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 const validateHelp = `Measures one dependency on a CSV or JSON Lines file: its error (the share
@@ -107,7 +109,7 @@ func splitDependency(pos []string) error {
 
 // checkColumns fails with the nearest names for a column the dependency
 // mentions and the table lacks.
-func checkColumns(tab *discovery.Table, dep discovery.Dependency) error {
+func checkColumns(tab *table.Table, dep discovery.Dependency) error {
 	names := make([]string, len(tab.Columns))
 	have := make(map[string]bool, len(tab.Columns))
 	for i, c := range tab.Columns {
@@ -129,7 +131,7 @@ func checkColumns(tab *discovery.Table, dep discovery.Dependency) error {
 
 // checkOrdered fails for an order dependency on a column of nominal text,
 // which has no order to measure against (discover forms no such OC).
-func checkOrdered(tab *discovery.Table, dep discovery.Dependency) error {
+func checkOrdered(tab *table.Table, dep discovery.Dependency) error {
 	var sides []string
 	switch dep.Kind {
 	case discovery.KindOC:
@@ -158,7 +160,7 @@ func truncate(s string, n int) string {
 // writeValidation prints the measurement and the sampled violating rows with
 // the values of the columns the dependency mentions; rows are shown as the
 // lines of the file they start on.
-func writeValidation(w io.Writer, tab *discovery.Table, res discovery.Result, eps float64, lines *discovery.Lines) error {
+func writeValidation(w io.Writer, tab *table.Table, res discovery.Result, eps float64, lines *tableio.Lines) error {
 	budget := discovery.RemovalBudget(eps, tab.Rows)
 	verdict := "valid"
 	if res.Removals > budget {
@@ -236,7 +238,7 @@ type violatingRow struct {
 	Values map[string]string `json:"values"`
 }
 
-func writeValidationJSON(w io.Writer, tab *discovery.Table, res discovery.Result, eps float64, lines *discovery.Lines) error {
+func writeValidationJSON(w io.Writer, tab *table.Table, res discovery.Result, eps float64, lines *tableio.Lines) error {
 	budget := discovery.RemovalBudget(eps, tab.Rows)
 	doc := validationJSON{
 		Dependency: res.Dependency, Text: res.Dependency.String(), Meaning: discovery.DescribeResult(res),
@@ -253,8 +255,8 @@ func writeValidationJSON(w io.Writer, tab *discovery.Table, res discovery.Result
 }
 
 // violatingRows resolves the removal sample's rows to lines and values.
-func violatingRows(tab *discovery.Table, res discovery.Result, lines *discovery.Lines) []violatingRow {
-	byName := make(map[string]*discovery.Column, len(tab.Columns))
+func violatingRows(tab *table.Table, res discovery.Result, lines *tableio.Lines) []violatingRow {
+	byName := make(map[string]*table.Column, len(tab.Columns))
 	for i := range tab.Columns {
 		if _, dup := byName[tab.Columns[i].Name]; !dup {
 			byName[tab.Columns[i].Name] = &tab.Columns[i]

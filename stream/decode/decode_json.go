@@ -6,7 +6,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 // jsonDecoder decodes JSON objects with discovery's flattener (the same
@@ -23,7 +23,7 @@ type jsonDecoder struct {
 // because a method value created per record would escape to the heap
 // (Flatten keeps its callback in a struct).
 type jsonScratch struct {
-	f    discovery.Flattener
+	f    tableio.Flattener
 	sink fieldSink
 	emit func(name, value []byte, null bool)
 }

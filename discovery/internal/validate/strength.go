@@ -1,0 +1,201 @@
+package validate
+
+import (
+	"slices"
+
+	"github.com/odwatch/odwatch/discovery/table"
+)
+
+// Strength: how much better than chance a dependency holds, in [0,1]
+// (docs/DESIGN.md, "Strength", derives both measures). Both have the form
+//
+//	strength = 1 - (observed error + k) / (error expected by chance + k)
+//
+// clamped at 0, with k = strengthPseudoRows, and both take their chance model from the context's
+// partition, so that a context with tiny classes (a near key) expects almost
+// no error and earns no strength for having little, and a column that is
+// almost constant expects little error and earns little for it.
+
+// ColumnPdep returns pdep(A) = sum over the values v of A of (|A=v| / n)^2,
+// NULL counting as a value (1 for an empty column).
+func ColumnPdep(c *table.Column) float64 {
+	n := len(c.Ranks)
+	if n == 0 {
+		return 1
+	}
+	counts := make([]uint64, c.Cardinality)
+	for _, r := range c.Ranks {
+		counts[r]++
+	}
+	var sum float64
+	for _, k := range counts {
+		sum += float64(k * k)
+	}
+	return sum / (float64(n) * float64(n))
+}
+
+// strengthPseudoRows is the chance error, in rows, added to both the
+// observed and the expected error of every strength (see chanceCorrected),
+// so that a few chance errors on a small table do not read as a strong
+// dependency; the afd-syn test (TestAFDSyn) bounds how large it may be.
+const strengthPseudoRows = 10
+
+// chanceCorrected is 1 - (observed + k) / (expected + k), clamped to [0, 1],
+// with k = strengthPseudoRows: with k = 0 it is the chance-corrected measure
+// "1 - observed error / error expected by chance" (mu for an OFD); k keeps a
+// dependency whose chance error is a few rows (a near-key context, a column
+// that is almost constant) from being called strong on that little
+// evidence.
+func chanceCorrected(observed, expected float64) float64 {
+	s := 1 - (observed+strengthPseudoRows)/(expected+strengthPseudoRows)
+	return min(max(s, 0), 1)
+}
+
+// fdStrength is the strength of an OFD from pdepXY = pdep(X -> A), pdepA =
+// pdep(A), n rows and domX classes of X (singletons included): observed and
+// expected error are the impurities of mu of Piatetsky-Shapiro and Matheus,
+//
+//	observed = n (1 - pdepXY),  expected = n (1 - pdepA) (n - domX) / (n - 1),
+//
+// so that with no pseudo-rows it is mu+ = max(0, 1 - observed/expected).
+// A key X (domX = n) leaves nothing for chance and gets 0; no rows gets
+// NoStrength.
+func fdStrength(pdepXY, pdepA float64, n, domX int) float64 {
+	if n == 0 {
+		return NoStrength
+	}
+	if domX >= n {
+		return 0
+	}
+	observed := float64(n) * (1 - pdepXY)
+	expected := float64(n) * (1 - pdepA) * float64(n-domX) / float64(n-1)
+	return chanceCorrected(max(observed, 0), max(expected, 0))
+}
+
+// OFDStrength returns the strength of X: [] -> A (fdStrength), p being X's
+// partition and pdepA A's ColumnPdep. pdep(X -> A) = sum over classes x of
+// X of sum_a |x, A=a|^2 / |x| / n; a singleton class adds 1/n.
+func (v *Validator) OFDStrength(p *StrippedPartition, a *table.Column, pdepA float64) float64 {
+	n := p.N
+	if n == 0 {
+		return NoStrength
+	}
+	if len(v.counts) < a.Cardinality {
+		v.counts = make([]uint32, a.Cardinality)
+	}
+	counts := v.counts
+	ranks := a.Ranks
+	sum := float64(n - p.Covered()) // singletons
+	for i := 0; i < p.NumClasses(); i++ {
+		cls := p.Class(i)
+		var sq uint64
+		for _, r := range cls {
+			x := ranks[r]
+			sq += 2*uint64(counts[x]) + 1 // (k+1)^2 - k^2
+			counts[x]++
+		}
+		for _, r := range cls {
+			counts[ranks[r]] = 0
+		}
+		sum += float64(sq) / float64(len(cls))
+		v.tick(len(cls))
+	}
+	domX := p.NumClasses() + n - p.Covered()
+	return fdStrength(sum/float64(n), pdepA, n, domX)
+}
+
+// ocStrength is the strength of an OC with the given removals, expected
+// being the removals when B is shuffled within each class. When chance
+// expects no removal (every class constant in A or in B) the OC says
+// nothing beyond the context, and gets 0.
+func ocStrength(n, removals int, expected float64) float64 {
+	if n == 0 {
+		return NoStrength
+	}
+	return chanceCorrected(float64(removals), expected)
+}
+
+// OCStrength returns the strength of X: A ~ B (pol) with the given exact
+// removals, p being X's partition: chanceCorrected(removals, expected),
+// where expected is OCShuffledRemovals.
+func (v *Validator) OCStrength(p *StrippedPartition, a, b *table.Column, pol Polarity, removals int) float64 {
+	if p.N == 0 {
+		return NoStrength
+	}
+	return ocStrength(p.N, removals, float64(v.OCShuffledRemovals(p, a, b, pol)))
+}
+
+// shuffleRand is the generator of the shuffle: splitmix64, whose state
+// starts at the class's first row number, so that the estimate is
+// deterministic.
+type shuffleRand uint64
+
+func (r *shuffleRand) next() uint64 {
+	*r += 0x9e3779b97f4a7c15
+	z := uint64(*r)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// OCShuffledRemovals estimates the removals of X: A ~ B (pol) expected when
+// B is shuffled within each class of X: within every class, the B values
+// of its rows in row order are shuffled by Fisher-Yates (for i from the
+// last place down to 1, swap place i with place next() mod (i+1), next
+// being shuffleRand seeded with the class's first row), the i-th row takes
+// the i-th shuffled B, and the removals of the shuffled table are counted
+// as docs/DESIGN.md counts them (class by class, sort by (A, B), n minus
+// the longest non-decreasing run of B; B reversed for desc). One
+// deterministic shuffle is an unbiased estimate of the expectation; summed
+// over the classes, its relative spread is small wherever the expectation
+// is large enough to matter. Cost: O(|c|) for the shuffle and a radix sort
+// per class.
+func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column, pol Polarity) int {
+	maxB := uint32(max(b.Cardinality-1, 0))
+	bitsB := rankBits(b)
+	width := rankBits(a) + bitsB
+	removals := 0
+	for i := 0; i < p.NumClasses(); i++ {
+		cls := p.Class(i)
+		bs := v.shuffleTails[:0]
+		for _, r := range cls {
+			bs = append(bs, b.Ranks[r])
+		}
+		rng := shuffleRand(cls[0])
+		for k := len(bs) - 1; k > 0; k-- {
+			j := rng.next() % uint64(k+1)
+			bs[k], bs[j] = bs[j], bs[k]
+		}
+		v.tick(len(cls))
+		keys := v.shuffleKeys[:0]
+		for k, r := range cls {
+			bRank := bs[k]
+			if pol == Desc {
+				bRank = maxB - bRank
+			}
+			keys = append(keys, uint64(a.Ranks[r])<<bitsB|uint64(bRank))
+		}
+		tmp := slices.Grow(v.shufflePerm[:0], len(keys))[:len(keys)]
+		sorted := sortKeys(keys, tmp, width)
+		// sortKeys leaves the result in either buffer; keep both.
+		if &sorted[0] == &tmp[0] {
+			keys, tmp = tmp, keys
+		}
+		v.shufflePerm = tmp[:0]
+		v.tick(len(cls))
+		mask := uint64(1)<<bitsB - 1
+		tails := bs[:0] // the B values are in keys now
+		for _, k := range keys {
+			x := uint32(k & mask)
+			if j := upperBound(tails, x); j == len(tails) {
+				tails = append(tails, x)
+			} else {
+				tails[j] = x
+			}
+		}
+		removals += len(cls) - len(tails)
+		v.shuffleKeys, v.shuffleTails = keys[:0], tails[:0]
+		v.tick(len(cls))
+	}
+	return removals
+}
