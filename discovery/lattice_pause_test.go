@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // pauseTable is a table with some dependencies at eps 0.1: c1 follows c0
@@ -47,18 +49,6 @@ func pauseBase(t *testing.T) (*Table, Options, *Discovery) {
 		t.Fatal(err)
 	}
 	return tab, opts, base
-}
-
-// waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // TestDiscoverPause: Options.Pause is passed before every unit of work;
@@ -158,7 +148,7 @@ func TestDiscoverPause(t *testing.T) {
 			d, err := Discover(ctx, tab, o)
 			done <- res{d, err}
 		}()
-		waitUntil(t, "a worker to block in Pause", func() bool { return blocked.Load() > 0 })
+		testkit.Eventually(t, 30*time.Second, "a worker to block in Pause", func() bool { return blocked.Load() > 0 })
 		cancel()
 		r := <-done
 		if !errors.Is(r.err, context.Canceled) {
@@ -289,7 +279,7 @@ func resumesUnchanged(t *testing.T, what string, blocked *atomic.Int64, release 
 		d, err := run()
 		done <- res{d, err}
 	}()
-	waitUntil(t, what, func() bool { return blocked.Load() > 0 })
+	testkit.Eventually(t, 30*time.Second, what, func() bool { return blocked.Load() > 0 })
 	select {
 	case <-done:
 		t.Fatal("Discover returned while a worker was paused")

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -44,7 +45,7 @@ func TestBadInput(t *testing.T) {
 			{Topic: "bad-conf", Format: "avro-confluent", RegistryURL: srv.URL, Window: 100, Every: 100, Epsilon: 0.01},
 		},
 	})
-	waitFor(t, 30*time.Second, "consumer group join", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "consumer group join", r.m.Ready)
 
 	huge := `{"a":"` + strings.Repeat("x", 5<<20) + `"}`
 	var many strings.Builder
@@ -94,7 +95,7 @@ func TestBadInput(t *testing.T) {
 	}
 
 	for _, topic := range []string{"bad-json", "bad-avro", "bad-conf"} {
-		waitFor(t, 30*time.Second, "good records of "+topic+" in the window", func() bool {
+		testkit.Eventually(t, 30*time.Second, "good records of "+topic+" in the window", func() bool {
 			return metricValue(t, r.reg, "odwatch_window_records", map[string]string{"stream": topic}) == good
 		})
 	}
@@ -104,7 +105,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	var dlq []kafka.Message
-	waitFor(t, 20*time.Second, "dead letters", func() bool {
+	testkit.Eventually(t, 20*time.Second, "dead letters", func() bool {
 		dlq = readTopic(t, addr, "dlq")
 		return len(dlq) >= len(bads)
 	})
@@ -143,7 +144,7 @@ func TestBadInput(t *testing.T) {
 				want++
 			}
 		}
-		waitFor(t, 10*time.Second, "offsets of "+topic+" committed", func() bool {
+		testkit.Eventually(t, 10*time.Second, "offsets of "+topic+" committed", func() bool {
 			return committed(t, addr, "bad", topic) == want
 		})
 	}
@@ -176,7 +177,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 		Brokers: []string{addr}, Group: "flaky", DLQTopic: "dlq", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "flaky", Format: "avro-confluent", RegistryURL: srv.URL, Window: 10, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flaky", BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	rec := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
@@ -184,7 +185,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	stream := map[string]string{"stream": "flaky"}
-	waitFor(t, 30*time.Second, "the record in the window", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the record in the window", func() bool {
 		return metricValue(t, r.reg, "odwatch_window_records", stream) == 1
 	})
 	if n := metricValue(t, r.reg, "odwatch_records_rejected_total", stream); n != 0 {
@@ -207,14 +208,14 @@ func TestStopDuringRegistryOutage(t *testing.T) {
 		Brokers: []string{addr}, Group: "down", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "down", Format: "avro-confluent", RegistryURL: srv.URL, Window: 10, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "down", BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	rec := confluentFrame(7, encodeAvro(t, confluentTestSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: rec}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "a decode retry", func() bool {
+	testkit.Eventually(t, 30*time.Second, "a decode retry", func() bool {
 		return metricValue(t, r.reg, "odwatch_decode_retries_total", map[string]string{"stream": "down"}) >= 1
 	})
 	if err := r.stop(); err != nil {
@@ -247,7 +248,7 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 		Brokers: []string{addr}, Group: "small-dlq", DLQTopic: "small-dlq", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "src", Window: 100, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	// Malformed JSON (not too large for the stream): 20 of 10 kB, over the
 	// limit together, then one of 2*limit.
 	bad := func(n int) []byte { return []byte(`{"a":"` + strings.Repeat("x", n)) }
@@ -264,11 +265,11 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "good records in the window", func() bool {
+	testkit.Eventually(t, 30*time.Second, "good records in the window", func() bool {
 		return metricValue(t, r.reg, "odwatch_window_records", map[string]string{"stream": "src"}) == 5
 	})
 	var dlq []kafka.Message
-	waitFor(t, 20*time.Second, "dead letters", func() bool {
+	testkit.Eventually(t, 20*time.Second, "dead letters", func() bool {
 		dlq = readTopic(t, addr, "small-dlq")
 		return len(dlq) >= 21
 	})

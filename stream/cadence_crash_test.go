@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -92,7 +93,7 @@ func savedCheck(t *testing.T, dir string) (end uint64, ok bool, next uint64) {
 func finishCadenceRun(t *testing.T, cfg Config) {
 	t.Helper()
 	r := startMonitorWith(t, cfg, holdDiscoveries)
-	waitFor(t, 90*time.Second, "the last window checked and its events delivered", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the last window checked and its events delivered", func() bool {
 		if r.m.streams[0].evaluated.Load() != ccRecords {
 			return false
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -107,7 +108,7 @@ func (c *cadenceRun) discoveryDone(end uint64) bool {
 // waitChecked waits until the check of the window ending at end is saved.
 func (c *cadenceRun) waitChecked(end uint64) {
 	c.t.Helper()
-	waitFor(c.t, 60*time.Second, "check of window "+strconv.FormatUint(end, 10), func() bool {
+	testkit.Eventually(c.t, 60*time.Second, "check of window "+strconv.FormatUint(end, 10), func() bool {
 		return c.s.evaluated.Load() >= end+1
 	})
 }
@@ -116,7 +117,7 @@ func (c *cadenceRun) waitChecked(end uint64) {
 // window end (appended off the evaluator, after its check is saved).
 func (c *cadenceRun) waitStatus(end uint64) {
 	c.t.Helper()
-	waitFor(c.t, 60*time.Second, "status history of window "+strconv.FormatUint(end, 10), func() bool {
+	testkit.Eventually(c.t, 60*time.Second, "status history of window "+strconv.FormatUint(end, 10), func() bool {
 		return c.s.statusEnd.Load() >= end+1
 	})
 }
@@ -268,7 +269,7 @@ func cadenceEventsWith(t *testing.T, mode int, hooks func(*cadenceFeed)) ([]aler
 			// Discovery has until its merge point: the check of window
 			// end + DiscoverEvery.
 			d := end - cadDiscoverEvery
-			waitFor(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
+			testkit.Eventually(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
 		}
 		pausing := mode == paused && end >= cadWindow-1+cadEvery && isDiscoveryEnd(end-cadEvery)
 		if pausing {
@@ -285,7 +286,7 @@ func cadenceEventsWith(t *testing.T, mode int, hooks func(*cadenceFeed)) ([]aler
 			resume <- struct{}{}
 		}
 		if mode == sequential && isDiscoveryEnd(end) {
-			waitFor(t, 60*time.Second, "discovery", func() bool { return c.discoveryDone(end) })
+			testkit.Eventually(t, 60*time.Second, "discovery", func() bool { return c.discoveryDone(end) })
 		}
 		c.waitChecked(end)
 	}
@@ -380,7 +381,7 @@ func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.evaluator(ctx) }()
-	waitFor(t, 30*time.Second, "replayed check saved", func() bool { return s.evaluated.Load() == 15 })
+	testkit.Eventually(t, 30*time.Second, "replayed check saved", func() bool { return s.evaluated.Load() == 15 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

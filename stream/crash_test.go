@@ -14,6 +14,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 	"github.com/segmentio/kafka-go"
 )
@@ -164,7 +165,7 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	// Last run: to the end of the topic, then killed as well.
 	kill := start()
-	waitFor(t, 60*time.Second, "the restarted monitor to consume the topic", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the restarted monitor to consume the topic", func() bool {
 		return committed(t, addr, "crash", crashTopic) >= crashRecords
 	})
 	kill()
@@ -175,7 +176,7 @@ func TestCrashRecovery(t *testing.T) {
 	// Uninterrupted reference run on a fresh state dir and its own group.
 	refDir := t.TempDir()
 	ref := startMonitor(t, crashConfig(addr, refDir, "crash-ref", "events-ref"))
-	waitFor(t, 60*time.Second, "the reference run to consume the topic", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the reference run to consume the topic", func() bool {
 		return committed(t, addr, "crash-ref", crashTopic) >= crashRecords
 	})
 	if err := ref.stop(); err != nil {
@@ -284,8 +285,8 @@ func TestOutboxSkipsEventsOnTopic(t *testing.T) {
 		Brokers: []string{addr}, Group: "outbox", EventsTopic: "events", StateDir: dir, SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "in", Window: 10, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "outbox delivered to the extra sink", func() bool { return len(r.sink.snapshot()) == 2 })
-	waitFor(t, 20*time.Second, "the unsent event on the events topic", func() bool {
+	testkit.Eventually(t, 30*time.Second, "outbox delivered to the extra sink", func() bool { return len(r.sink.snapshot()) == 2 })
+	testkit.Eventually(t, 20*time.Second, "the unsent event on the events topic", func() bool {
 		for _, msg := range readTopic(t, addr, "events") {
 			if headerValue(msg.Headers, "ce_id") == unsent.ID {
 				return true
@@ -297,7 +298,7 @@ func TestOutboxSkipsEventsOnTopic(t *testing.T) {
 	if ids[sent.ID] != 1 || ids[unsent.ID] != 1 || len(ids) != 2 {
 		t.Errorf("events topic ids %v: want %s and %s once each", ids, sent.ID, unsent.ID)
 	}
-	waitFor(t, 10*time.Second, "outbox empty", func() bool {
+	testkit.Eventually(t, 10*time.Second, "outbox empty", func() bool {
 		p, err := r.m.store.PendingEvents("in")
 		return err == nil && len(p) == 0
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestDropDiscardsQueuedWork: with two cadences, a stream that drops its
@@ -168,7 +169,7 @@ func TestDropDiscardsQueuedWork(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("the dropped window's discoveries survive the drop: %v", left)
 	}
-	waitFor(t, 60*time.Second, "the dropped window's running discovery to stop", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the dropped window's running discovery to stop", func() bool {
 		discMu.Lock()
 		defer discMu.Unlock()
 		return discStopped == discStarted

@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestPayrollEndToEnd runs the paper's running example through the whole
@@ -39,7 +40,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 			Pinned: []string{"{}: salary ~ bonus (asc)"},
 		}},
 	})
-	waitFor(t, 30*time.Second, "consumer group join", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "consumer group join", r.m.Ready)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -64,7 +65,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 60*time.Second, "restored event for salary ~ tax", func() bool { return len(of(alerts.EventRestored)) > 0 })
+	testkit.Eventually(t, 60*time.Second, "restored event for salary ~ tax", func() bool { return len(of(alerts.EventRestored)) > 0 })
 
 	disc := of(alerts.EventDiscovered)
 	if len(disc) != 1 || disc[0].Window.EndSeq >= clean {
@@ -104,7 +105,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 	}
 
 	// The events reached the events topic as CloudEvents.
-	waitFor(t, 20*time.Second, "events on the events topic", func() bool {
+	testkit.Eventually(t, 20*time.Second, "events on the events topic", func() bool {
 		for _, msg := range readTopic(t, addr, "events") {
 			if headerValue(msg.Headers, "ce_id") == v.ID {
 				return true
@@ -112,7 +113,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 20*time.Second, "all records consumed", func() bool {
+	testkit.Eventually(t, 20*time.Second, "all records consumed", func() bool {
 		return metricValue(t, r.reg, "odwatch_records_consumed_total", map[string]string{"stream": "payroll"}) == total
 	})
 	stream := map[string]string{"stream": "payroll"}

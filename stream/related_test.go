@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -73,7 +74,7 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 					continue
 				}
 				c.s.dispatch(end)
-				waitFor(t, 60*time.Second, "the related-sample step of window "+strconv.FormatUint(end, 10), func() bool {
+				testkit.Eventually(t, 60*time.Second, "the related-sample step of window "+strconv.FormatUint(end, 10), func() bool {
 					return reached.Load() >= end+1
 				})
 				select {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // newJSONReplayer returns a Replayer of cfg and a JSON decoder for it.
@@ -195,7 +196,7 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 
 	r := startMonitorWith(t, Config{Brokers: []string{addr}, Group: "rm", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{cfg}}, func(m *Monitor) { m.streams[0].mb.feed.inOrder = true })
-	waitFor(t, 90*time.Second, "the monitor checked every window and delivered the events", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the monitor checked every window and delivered the events", func() bool {
 		if r.m.streams[0].evaluated.Load() != n {
 			return false
 		}

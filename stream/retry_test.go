@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -59,14 +60,14 @@ func TestSinkRetryOnTimer(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	waitFor(t, 30*time.Second, "ready", m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", m.Ready)
 	pctx, pcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer pcancel()
 	// One window: a single evaluation, whose events the first sends fail.
 	if err := ProducePayroll(pctx, PayrollOptions{Brokers: []string{addr}, Topic: "retry", Count: 300, Seed: 51}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "outbox delivered", func() bool {
+	testkit.Eventually(t, 30*time.Second, "outbox delivered", func() bool {
 		p, err := m.store.PendingEvents("retry")
 		return err == nil && len(p) == 0 && m.streams[0].evaluated.Load() == 300
 	})

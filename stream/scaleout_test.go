@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -37,7 +38,7 @@ func counts(owned [][]string) []int {
 func waitCounts(t *testing.T, what string, want []int, topics []string, rs ...*running) [][]string {
 	t.Helper()
 	var owned [][]string
-	waitFor(t, 60*time.Second, what, func() bool {
+	testkit.Eventually(t, 60*time.Second, what, func() bool {
 		owned = ownedBy(rs...)
 		all := slices.Concat(owned...)
 		slices.Sort(all)
@@ -93,7 +94,7 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 	first := startMonitor(t, cfg())
 	waitCounts(t, "first member owns all", []int{3}, topics, first)
 	produce(1)
-	waitFor(t, 60*time.Second, "first member evaluated every topic", func() bool {
+	testkit.Eventually(t, 60*time.Second, "first member evaluated every topic", func() bool {
 		return evaluated(first, "sa") == 300 && evaluated(first, "sb") == 300 && evaluated(first, "sc") == 300
 	})
 
@@ -110,10 +111,10 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 		t.Errorf("first member's store holds %d window records of %s (%v) after losing it, want 0", n, moved, err)
 	}
 	// The newcomer took the window over from Kafka: full at once.
-	waitFor(t, 30*time.Second, "newcomer's window rebuilt", func() bool { return windowOf(second, moved) == 300 })
+	testkit.Eventually(t, 30*time.Second, "newcomer's window rebuilt", func() bool { return windowOf(second, moved) == 300 })
 	evalsBefore := metricValue(t, first.reg, "odwatch_evaluations_total", map[string]string{"stream": moved})
 	produce(10)
-	waitFor(t, 60*time.Second, "both members evaluated the new records", func() bool {
+	testkit.Eventually(t, 60*time.Second, "both members evaluated the new records", func() bool {
 		for _, tp := range topics {
 			owner := first
 			if tp == moved {
@@ -145,9 +146,9 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 	if slices.Contains(owned[1], gone) {
 		heir = second
 	}
-	waitFor(t, 30*time.Second, "heir's window of "+gone+" rebuilt", func() bool { return windowOf(heir, gone) == 300 })
+	testkit.Eventually(t, 30*time.Second, "heir's window of "+gone+" rebuilt", func() bool { return windowOf(heir, gone) == 300 })
 	produce(20)
-	waitFor(t, 60*time.Second, "heir evaluated "+gone, func() bool { return evaluated(heir, gone) == 900 })
+	testkit.Eventually(t, 60*time.Second, "heir evaluated "+gone, func() bool { return evaluated(heir, gone) == 900 })
 	t.Logf("owners: %s", strings.Join([]string{fmt.Sprint(owned[0]), fmt.Sprint(owned[1])}, " / "))
 }
 
@@ -185,7 +186,7 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 	defer cancel()
 	ref := startMonitor(t, cfg("eq-ref"))
 	a := startMonitor(t, cfg("eq"))
-	waitFor(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
 	total := 0
 	// produce adds n records (clean, or 10% dirty) and waits until owner
 	// and reference evaluated them all, so that every window end sees the
@@ -194,7 +195,7 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, []string{"eq"}, n, total, dirty)
 		total += n
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			return ref.m.streams[0].evaluated.Load() == uint64(total) && owner.m.streams[0].evaluated.Load() == uint64(total)
 		})
 	}
@@ -205,11 +206,11 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 	produce(every, false, a)
 	produce(every, true, a)
 	b := startMonitor(t, cfg("eq"))
-	waitFor(t, 30*time.Second, "second member joined", b.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "second member joined", b.m.Ready)
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
+	testkit.Eventually(t, 30*time.Second, "second member took the topic over", func() bool {
 		return slices.Equal(b.m.balancer.topics(), []string{"eq"}) && b.m.Ready() &&
 			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "eq"}) == window
 	})
@@ -313,15 +314,15 @@ func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
 	produceTimed(t, addr, "tw", 0, 600, time.Now().Add(-time.Minute), 10*time.Millisecond)
 	ref := startMonitor(t, cfg("tw-ref"))
 	a := startMonitor(t, cfg("tw"))
-	waitFor(t, 60*time.Second, "both consumed 600", func() bool {
+	testkit.Eventually(t, 60*time.Second, "both consumed 600", func() bool {
 		return committedTotal(t, addr, "tw-ref", "tw", 3) == 600 && committedTotal(t, addr, "tw", "tw", 3) == 600
 	})
 	b := startMonitor(t, cfg("tw"))
-	waitFor(t, 30*time.Second, "second member joined", b.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "second member joined", b.m.Ready)
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
+	testkit.Eventually(t, 30*time.Second, "second member took the topic over", func() bool {
 		return slices.Equal(b.m.balancer.topics(), []string{"tw"}) && b.m.Ready() &&
 			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "tw"}) > 0
 	})

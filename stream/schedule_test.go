@@ -10,6 +10,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -48,7 +49,7 @@ func TestFullWindowsOnly(t *testing.T) {
 		// already raises events.
 		Streams: []StreamConfig{{Topic: "full", Window: 400, Every: 150, DiscoverEvery: 150, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// Boundaries: 399, 549, 699, 849, 999. Up to one boundary at a time,
@@ -64,7 +65,7 @@ func TestFullWindowsOnly(t *testing.T) {
 		if total < 400 {
 			continue // no full window yet: nothing to evaluate
 		}
-		waitFor(t, 30*time.Second, fmt.Sprintf("evaluation of the window ending at %d", total-1), func() bool {
+		testkit.Eventually(t, 30*time.Second, fmt.Sprintf("evaluation of the window ending at %d", total-1), func() bool {
 			return r.m.streams[0].evaluated.Load() == uint64(total)
 		})
 	}
@@ -100,13 +101,13 @@ func TestMinScore(t *testing.T) {
 			{Name: "min", Topic: "scored", Window: 500, Epsilon: 0.01, MinScore: 0.1},
 		},
 	})
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "scored", Count: 1000, CleanRecords: 1000, Seed: 31}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "both streams evaluated", func() bool {
+	testkit.Eventually(t, 30*time.Second, "both streams evaluated", func() bool {
 		return r.m.streams[0].evaluated.Load() == 1000 && r.m.streams[1].evaluated.Load() == 1000
 	})
 	discovered := map[string]map[string]bool{"all": {}, "min": {}}

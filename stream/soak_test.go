@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -243,7 +244,7 @@ func soakKills(t *testing.T, o soakOptions) {
 	killed.mu.Unlock()
 
 	ref := startMonitor(t, cfg("soak-ref"))
-	waitFor(t, 90*time.Second, "the reference consumed every topic", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the reference consumed every topic", func() bool {
 		for _, tp := range topics {
 			if committedTotal(t, addr, "soak-ref", tp, parts) != int64(o.perTopic) {
 				return false

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -248,7 +249,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 			return fake
 		}
 	})
-	waitFor(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
 	evaluated := func(r *running) uint64 { return r.m.streams[0].evaluated.Load() }
 	total := 0
 	// produce adds n records (10% dirty after the first window) and waits
@@ -258,7 +259,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, []string{topic}, n, total, total > 0)
 		total += n
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			return evaluated(ref) == uint64(total) && evaluated(owner) >= uint64(total) && done()
 		})
 	}
@@ -323,14 +324,14 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, topics, n, total, dirty)
 		total += n
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d records consumed", total), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records consumed", total), func() bool {
 			return committed(t, addr, "dt", "da") == int64(total) && committed(t, addr, "dt", "db") == int64(total)
 		})
 	}
 	ref := startMonitor(t, cfg("dt-ref", t.TempDir()))
 	dirA := t.TempDir()
 	a := startMonitor(t, cfg("dt", dirA))
-	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
 	// A window at a time, each evaluated by both before the next comes,
 	// so that neither coalesces evaluations (which would change which
 	// windows discover what, however loaded the machine is).
@@ -339,7 +340,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		if total < window {
 			continue // the first window is not full yet
 		}
-		waitFor(t, 60*time.Second, "both evaluated every record", func() bool {
+		testkit.Eventually(t, 60*time.Second, "both evaluated every record", func() bool {
 			for _, r := range []*running{ref, a} {
 				for _, s := range r.m.streams {
 					if s.evaluated.Load() != uint64(total) {
@@ -351,7 +352,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		})
 	}
 	b := startMonitor(t, cfg("dt", t.TempDir()))
-	waitFor(t, 30*time.Second, "1 + 1", func() bool {
+	testkit.Eventually(t, 30*time.Second, "1 + 1", func() bool {
 		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
 	})
 	t.Logf("%v moved to the second member", b.m.balancer.topics())
@@ -363,9 +364,9 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		}
 	}
 	a2 := startMonitor(t, cfg("dt", dirA))
-	waitFor(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.topics()) == 2 && a2.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.topics()) == 2 && a2.m.Ready() })
 	produce(every, true)
-	waitFor(t, 60*time.Second, "the reference evaluated every record", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the reference evaluated every record", func() bool {
 		return ref.m.streams[0].evaluated.Load() == uint64(total) && ref.m.streams[1].evaluated.Load() == uint64(total)
 	})
 	membersMatch(t, ref, a, b, a2)
@@ -413,7 +414,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, topics, n, total, total > 0)
 		total += n
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			n := map[string]uint64{}
 			for _, r := range owners {
 				for _, s := range r.m.streams {
@@ -427,10 +428,10 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 		})
 	}
 	a := startMonitorWith(t, cfg("ct"), failing)
-	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
 	produce(window, a)
 	b := startMonitorWith(t, cfg("ct"), failing)
-	waitFor(t, 30*time.Second, "1 + 1", func() bool {
+	testkit.Eventually(t, 30*time.Second, "1 + 1", func() bool {
 		return len(a.m.balancer.topics()) == 1 && len(b.m.balancer.topics()) == 1 && a.m.Ready() && b.m.Ready()
 	})
 	t.Logf("%v moved to the second member", b.m.balancer.topics())
@@ -438,7 +439,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.topics()) == 2 && a.m.Ready() })
 	produce(every, a)
 	membersMatch(t, ref, a, b)
 	for _, r := range []*running{a, ref} {

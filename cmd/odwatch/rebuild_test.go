@@ -17,6 +17,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream"
 )
@@ -29,18 +30,6 @@ const (
 	rebuildWindow  = 1000
 	rebuildEvery   = 500
 )
-
-// waitUntil polls cond every 20 ms until it holds or timeout passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // groupOffset returns the committed offset of partition 0 of topic in group,
 // or -1.
@@ -238,7 +227,7 @@ func TestDamagedStore(t *testing.T) {
 
 			// A healthy run to the end of the topic and its last evaluation.
 			stop, stderr := runFor(t, args)
-			waitUntil(t, 90*time.Second, "the first run to consume and evaluate the topic", func() bool {
+			testkit.Eventually(t, 90*time.Second, "the first run to consume and evaluate the topic", func() bool {
 				return groupOffset(addr, group, topic) == rebuildRecords &&
 					stateTopicEnd(t, addr, "odwatch-state", topic) == rebuildRecords-1
 			})
@@ -277,7 +266,7 @@ func TestDamagedStore(t *testing.T) {
 			stop, stderr = runFor(t, append(args, "--rebuild-state"))
 			produce(t, addr, topic, rebuildEvery, 100+int64(i))
 			total := int64(rebuildRecords + rebuildEvery)
-			waitUntil(t, 90*time.Second, "the rebuilt run to consume and evaluate the new records", func() bool {
+			testkit.Eventually(t, 90*time.Second, "the rebuilt run to consume and evaluate the new records", func() bool {
 				return groupOffset(addr, group, topic) == total &&
 					stateTopicEnd(t, addr, "odwatch-state", topic) > beforeEnd
 			})
