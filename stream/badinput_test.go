@@ -145,7 +145,7 @@ func TestBadInput(t *testing.T) {
 			}
 		}
 		testkit.Eventually(t, 10*time.Second, "offsets of "+topic+" committed", func() bool {
-			return committed(t, addr, "bad", topic) == want
+			return testkit.Committed(t, addr, "bad", topic) == want
 		})
 	}
 }

@@ -135,7 +135,7 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 	for kills := 0; kills < 12; kills++ {
 		kill := start()
 		deadline := time.Now().Add(30 * time.Second)
-		for committed(t, addr, "ccrash", ccTopic) <= last {
+		for testkit.Committed(t, addr, "ccrash", ccTopic) <= last {
 			if time.Now().After(deadline) {
 				kill()
 				t.Fatalf("helper made no progress past offset %d", last)
@@ -144,7 +144,7 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 		}
 		time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
 		kill()
-		last = committed(t, addr, "ccrash", ccTopic)
+		last = testkit.Committed(t, addr, "ccrash", ccTopic)
 		end, ok, next := savedCheck(t, dir)
 		// The discovery pending at the kill started at the last discovery
 		// point at or before the saved check; it is held until the check

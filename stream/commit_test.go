@@ -292,7 +292,7 @@ func TestHungCommitKeepsConsuming(t *testing.T) {
 	}
 	produce(200, 1)
 	testkit.Eventually(t, 30*time.Second, "the first records evaluated and committed", func() bool {
-		return evaluated(200)() && committed(t, addr, "hc", "hc") == 200
+		return evaluated(200)() && testkit.Committed(t, addr, "hc", "hc") == 200
 	})
 
 	hold := make(chan struct{})
@@ -306,7 +306,7 @@ func TestHungCommitKeepsConsuming(t *testing.T) {
 	if calls, n, _ := fake.state(); n != 1 || len(calls) != hung {
 		t.Fatalf("%d commits in flight, %d started, want the one hung (%d started)", n, len(calls), hung)
 	}
-	if got := committed(t, addr, "hc", "hc"); got != 200 {
+	if got := testkit.Committed(t, addr, "hc", "hc"); got != 200 {
 		t.Errorf("committed %d while the commit hangs, want 200", got)
 	}
 	fake.mu.Lock()
@@ -314,7 +314,7 @@ func TestHungCommitKeepsConsuming(t *testing.T) {
 	fake.hold = nil
 	fake.mu.Unlock()
 	close(hold)
-	testkit.Eventually(t, 30*time.Second, "the newest offsets committed", func() bool { return committed(t, addr, "hc", "hc") == 700 })
+	testkit.Eventually(t, 30*time.Second, "the newest offsets committed", func() bool { return testkit.Committed(t, addr, "hc", "hc") == 700 })
 	if _, _, maxInFlight := fake.state(); maxInFlight != 1 {
 		t.Errorf("%d commits in flight at once, want 1", maxInFlight)
 	}

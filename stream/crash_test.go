@@ -16,7 +16,6 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
-	"github.com/segmentio/kafka-go"
 )
 
 // Crash test parameters: one partition, so that the arrival order (and so
@@ -58,24 +57,6 @@ func TestHelperMonitorProcess(t *testing.T) {
 	if err := m.Run(ctx); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-}
-
-// committed returns the group's committed offset of partition 0 of topic.
-func committed(t testing.TB, addr, group, topic string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c := &kafka.Client{Addr: kafka.TCP(addr)}
-	res, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
-	if err != nil || res.Error != nil {
-		return -1
-	}
-	for _, p := range res.Topics[topic] {
-		if p.Partition == 0 && p.Error == nil {
-			return p.CommittedOffset
-		}
-	}
-	return -1
 }
 
 // windowKeys reads the window of a stream from a closed store as
@@ -144,7 +125,7 @@ func TestCrashRecovery(t *testing.T) {
 		// Kill once the child made progress (committed further), at a
 		// random point of its next batches.
 		deadline := time.Now().Add(30 * time.Second)
-		for committed(t, addr, "crash", crashTopic) <= last {
+		for testkit.Committed(t, addr, "crash", crashTopic) <= last {
 			if time.Now().After(deadline) {
 				kill()
 				t.Fatalf("helper made no progress past offset %d", last)
@@ -154,7 +135,7 @@ func TestCrashRecovery(t *testing.T) {
 		time.Sleep(time.Duration(rng.Intn(60)) * time.Millisecond)
 		kill()
 		kills++
-		last = committed(t, addr, "crash", crashTopic)
+		last = testkit.Committed(t, addr, "crash", crashTopic)
 		t.Logf("kill %d at committed offset %d", kills, last)
 		if last >= crashRecords {
 			break
@@ -166,7 +147,7 @@ func TestCrashRecovery(t *testing.T) {
 	// Last run: to the end of the topic, then killed as well.
 	kill := start()
 	testkit.Eventually(t, 60*time.Second, "the restarted monitor to consume the topic", func() bool {
-		return committed(t, addr, "crash", crashTopic) >= crashRecords
+		return testkit.Committed(t, addr, "crash", crashTopic) >= crashRecords
 	})
 	kill()
 	if kills < 3 {
@@ -177,7 +158,7 @@ func TestCrashRecovery(t *testing.T) {
 	refDir := t.TempDir()
 	ref := startMonitor(t, crashConfig(addr, refDir, "crash-ref", "events-ref"))
 	testkit.Eventually(t, 60*time.Second, "the reference run to consume the topic", func() bool {
-		return committed(t, addr, "crash-ref", crashTopic) >= crashRecords
+		return testkit.Committed(t, addr, "crash-ref", crashTopic) >= crashRecords
 	})
 	if err := ref.stop(); err != nil {
 		t.Fatalf("reference run: %v", err)

@@ -335,7 +335,7 @@ func TestStoreAheadOfGroupCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startMonitor(t, c)
-	testkit.Eventually(t, 30*time.Second, "consumed", func() bool { return committed(t, addr, "ahead", "ahead") == 300 })
+	testkit.Eventually(t, 30*time.Second, "consumed", func() bool { return testkit.Committed(t, addr, "ahead", "ahead") == 300 })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -353,9 +353,9 @@ func TestStoreAheadOfGroupCommits(t *testing.T) {
 			}
 		}
 	}
-	if got := committed(t, addr, "ahead", "ahead"); got != 200 {
+	if got := testkit.Committed(t, addr, "ahead", "ahead"); got != 200 {
 		t.Fatalf("committed %d after setting it back, want 200", got)
 	}
 	startMonitor(t, c)
-	testkit.Eventually(t, 30*time.Second, "the stored position committed", func() bool { return committed(t, addr, "ahead", "ahead") == 300 })
+	testkit.Eventually(t, 30*time.Second, "the stored position committed", func() bool { return testkit.Committed(t, addr, "ahead", "ahead") == 300 })
 }

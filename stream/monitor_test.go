@@ -602,7 +602,7 @@ func TestBackfillOnTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := startMonitor(t, cfg())
-	testkit.Eventually(t, 30*time.Second, "first instance consumed the topic", func() bool { return committed(t, addr, "take", "take") == 3000 })
+	testkit.Eventually(t, 30*time.Second, "first instance consumed the topic", func() bool { return testkit.Committed(t, addr, "take", "take") == 3000 })
 	if err := old.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -613,7 +613,7 @@ func TestBackfillOnTakeover(t *testing.T) {
 	if err := ProducePayroll(ctx, PayrollOptions{Brokers: []string{addr}, Topic: "take", Count: 10, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 30*time.Second, "new records consumed", func() bool { return committed(t, addr, "take", "take") == 3010 })
+	testkit.Eventually(t, 30*time.Second, "new records consumed", func() bool { return testkit.Committed(t, addr, "take", "take") == 3010 })
 	if err := second.stop(); err != nil {
 		t.Fatal(err)
 	}

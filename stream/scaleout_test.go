@@ -315,7 +315,7 @@ func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
 	ref := startMonitor(t, cfg("tw-ref"))
 	a := startMonitor(t, cfg("tw"))
 	testkit.Eventually(t, 60*time.Second, "both consumed 600", func() bool {
-		return committedTotal(t, addr, "tw-ref", "tw", 3) == 600 && committedTotal(t, addr, "tw", "tw", 3) == 600
+		return testkit.CommittedTotal(t, addr, "tw-ref", "tw", 3) == 600 && testkit.CommittedTotal(t, addr, "tw", "tw", 3) == 600
 	})
 	b := startMonitor(t, cfg("tw"))
 	testkit.Eventually(t, 30*time.Second, "second member joined", b.m.Ready)

@@ -15,29 +15,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// committedTotal sums the group's committed offsets of a topic's partitions.
-func committedTotal(t testing.TB, addr, group, topic string, parts int) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ps := make([]int, parts)
-	for i := range ps {
-		ps[i] = i
-	}
-	res, err := (&kafka.Client{Addr: kafka.TCP(addr)}).OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
-	if err != nil || res.Error != nil {
-		return -1
-	}
-	var sum int64
-	for _, p := range res.Topics[topic] {
-		if p.Error != nil || p.CommittedOffset < 0 {
-			return -1
-		}
-		sum += p.CommittedOffset
-	}
-	return sum
-}
-
 // killedMembers removes from a kfake group the members whose process a
 // test killed, once their session timeout has passed since the kill: the
 // session expiry a Kafka broker gives every member, which kfake skips for
@@ -220,7 +197,7 @@ func soakKills(t *testing.T, o soakOptions) {
 	for {
 		var done []int64
 		for _, tp := range topics {
-			done = append(done, committedTotal(t, addr, "soak", tp, parts))
+			done = append(done, testkit.CommittedTotal(t, addr, "soak", tp, parts))
 		}
 		if slices.Equal(done, want) {
 			break
@@ -246,7 +223,7 @@ func soakKills(t *testing.T, o soakOptions) {
 	ref := startMonitor(t, cfg("soak-ref"))
 	testkit.Eventually(t, 90*time.Second, "the reference consumed every topic", func() bool {
 		for _, tp := range topics {
-			if committedTotal(t, addr, "soak-ref", tp, parts) != int64(o.perTopic) {
+			if testkit.CommittedTotal(t, addr, "soak-ref", tp, parts) != int64(o.perTopic) {
 				return false
 			}
 		}

@@ -36,7 +36,7 @@ func TestStateTopicTakeover(t *testing.T) {
 	cfgA := cfg()
 	a := startMonitor(t, cfgA)
 	testkit.Eventually(t, 30*time.Second, "first member evaluated the clean stream", func() bool {
-		return a.m.streams[0].evaluated.Load() == clean && committed(t, addr, "st", "st-pay") == clean
+		return a.m.streams[0].evaluated.Load() == clean && testkit.Committed(t, addr, "st", "st-pay") == clean
 	})
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func TestStateTopicTakeover(t *testing.T) {
 			t.Errorf("second member discovered %s again, window end %d", e.DependencyText, e.Window.EndSeq)
 		}
 	}
-	testkit.Eventually(t, 30*time.Second, "second member consumed everything", func() bool { return committed(t, addr, "st", "st-pay") == clean+1000 })
+	testkit.Eventually(t, 30*time.Second, "second member consumed everything", func() bool { return testkit.Committed(t, addr, "st", "st-pay") == clean+1000 })
 	bEnd := b.m.streams[0].evaluated.Load()
 	if err := b.stop(); err != nil {
 		t.Fatal(err)

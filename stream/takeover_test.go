@@ -264,7 +264,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 		})
 	}
 	offsetsAt := func(n int) func() bool {
-		return func() bool { return committedTotal(t, addr, "tb", topic, 2) == int64(n) }
+		return func() bool { return testkit.CommittedTotal(t, addr, "tb", topic, 2) == int64(n) }
 	}
 	produce(window, a, offsetsAt(window))
 	produce(every, a, offsetsAt(window+every))
@@ -278,12 +278,12 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if n := committedTotal(t, addr, "tb", topic, 2); n != int64(window+every) {
+	if n := testkit.CommittedTotal(t, addr, "tb", topic, 2); n != int64(window+every) {
 		t.Fatalf("the group's offsets stand at %d records, want %d (behind the owner's last check)", n, window+every)
 	}
 	b := startMonitor(t, cfg("tb"))
 	offsetsAt = func(n int) func() bool {
-		return func() bool { return b.m.Ready() && committedTotal(t, addr, "tb", topic, 2) == int64(n) }
+		return func() bool { return b.m.Ready() && testkit.CommittedTotal(t, addr, "tb", topic, 2) == int64(n) }
 	}
 	produce(every, b, offsetsAt(total+every))
 	produce(every, b, offsetsAt(total+every))
@@ -325,7 +325,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		producePayrolls(ctx, t, addr, topics, n, total, dirty)
 		total += n
 		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records consumed", total), func() bool {
-			return committed(t, addr, "dt", "da") == int64(total) && committed(t, addr, "dt", "db") == int64(total)
+			return testkit.Committed(t, addr, "dt", "da") == int64(total) && testkit.Committed(t, addr, "dt", "db") == int64(total)
 		})
 	}
 	ref := startMonitor(t, cfg("dt-ref", t.TempDir()))

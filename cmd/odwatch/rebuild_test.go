@@ -31,24 +31,6 @@ const (
 	rebuildEvery   = 500
 )
 
-// groupOffset returns the committed offset of partition 0 of topic in group,
-// or -1.
-func groupOffset(addr, group, topic string) int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c := &kafka.Client{Addr: kafka.TCP(addr)}
-	res, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
-	if err != nil || res.Error != nil {
-		return -1
-	}
-	for _, p := range res.Topics[topic] {
-		if p.Partition == 0 && p.Error == nil {
-			return p.CommittedOffset
-		}
-	}
-	return -1
-}
-
 // stateTopicEnd returns the highest window end published for stream on the
 // state topic (partition 0), or -1.
 func stateTopicEnd(t *testing.T, addr, topic, stream string) int64 {
@@ -228,7 +210,7 @@ func TestDamagedStore(t *testing.T) {
 			// A healthy run to the end of the topic and its last evaluation.
 			stop, stderr := runFor(t, args)
 			testkit.Eventually(t, 90*time.Second, "the first run to consume and evaluate the topic", func() bool {
-				return groupOffset(addr, group, topic) == rebuildRecords &&
+				return testkit.Committed(t, addr, group, topic) == rebuildRecords &&
 					stateTopicEnd(t, addr, "odwatch-state", topic) == rebuildRecords-1
 			})
 			if err, _ := stop(); err != nil {
@@ -267,7 +249,7 @@ func TestDamagedStore(t *testing.T) {
 			produce(t, addr, topic, rebuildEvery, 100+int64(i))
 			total := int64(rebuildRecords + rebuildEvery)
 			testkit.Eventually(t, 90*time.Second, "the rebuilt run to consume and evaluate the new records", func() bool {
-				return groupOffset(addr, group, topic) == total &&
+				return testkit.Committed(t, addr, group, topic) == total &&
 					stateTopicEnd(t, addr, "odwatch-state", topic) > beforeEnd
 			})
 			if err, _ := stop(); err != nil {
