@@ -161,7 +161,7 @@ func TestDamagedStore(t *testing.T) {
 				t.Fatal("the store has no sstable")
 			}
 			for _, f := range ssts {
-				zeroMiddle(t, f, 64)
+				testkit.ZeroBytes(t, f, 64, 2)
 			}
 		}},
 		{"truncated write-ahead log", false, regexp.MustCompile(`state store is corrupt: write-ahead log \d+\.log is truncated`), func(t *testing.T, dir string) {
@@ -307,23 +307,6 @@ func produce(t *testing.T, addr, topic string, n int, seed int64) {
 		Brokers: []string{addr}, Topic: topic, Count: n, CleanRecords: n, Seed: seed})
 	if err != nil {
 		t.Fatalf("produce: %v", err)
-	}
-}
-
-// zeroMiddle overwrites n bytes in the middle of file with zeros.
-func zeroMiddle(t *testing.T, file string, n int) {
-	t.Helper()
-	f, err := os.OpenFile(file, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(make([]byte, n), fi.Size()/2); err != nil {
-		t.Fatal(err)
 	}
 }
 
