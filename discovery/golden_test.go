@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -28,9 +30,9 @@ func TestGoldenCars(t *testing.T) {
 		{"cars-0.05-typed.golden.json", Typing{}, DefaultMinStrength},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
-			f, err := os.Open("../../shared/data/cars.csv")
+			f, err := os.Open(testkit.SharedData(t, "cars.csv"))
 			if err != nil {
-				t.Skipf("cars data absent (want ../../shared/data/cars.csv): %v", err)
+				t.Fatal(err)
 			}
 			defer f.Close()
 			tab, err := ReadCSV(f, CSVOptions{Typing: tc.typing})

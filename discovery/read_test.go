@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 func gz(t testing.TB, s string) string {
@@ -319,11 +321,11 @@ func checkTable(t *testing.T, tab *Table) {
 // runs with ODWATCH_FLIGHTS_LOAD=1 because it takes seconds.
 func TestReadFlightsLoad(t *testing.T) {
 	if os.Getenv("ODWATCH_FLIGHTS_LOAD") == "" {
-		t.Skip("set ODWATCH_FLIGHTS_LOAD=1 to time loading ../../shared/data/flights-3m.csv.gz")
+		t.Skip("set ODWATCH_FLIGHTS_LOAD=1 to time loading the shared flights-3m.csv.gz")
 	}
-	f, err := os.Open("../../shared/data/flights-3m.csv.gz")
+	f, err := os.Open(testkit.SharedData(t, "flights-3m.csv.gz"))
 	if err != nil {
-		t.Skipf("flights data absent: %v", err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	start := time.Now()

@@ -17,7 +17,7 @@ func BenchmarkOCValidate(b *testing.B) {
 		every int
 	}{{"bench/adult.csv", 1, 1}, {"bench/adult.csv", 2, 4}, {"bench/letter.csv", 3, 40}} {
 		b.Run(fmt.Sprintf("%s/context=%d", bc.file, bc.size), func(b *testing.B) {
-			tab := loadCSV(b, bc.file)
+			tab := readShared(b, bc.file, CSVOptions{})
 			budget := RemovalBudget(0.1, tab.Rows)
 			m := len(tab.Columns)
 			var ctxs [][]int
