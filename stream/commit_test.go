@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -230,20 +231,7 @@ func TestSettleHandsOverOnlySynced(t *testing.T) {
 }
 
 func commitsEqual(a, b []map[string]map[int]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) {
-			return false
-		}
-		for topic, ps := range a[i] {
-			if !maps.Equal(ps, b[i][topic]) {
-				return false
-			}
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y map[string]map[int]int64) bool { return maps.EqualFunc(x, y, maps.Equal) })
 }
 
 // TestHungCommitKeepsConsuming: while an offset commit hangs (as on a

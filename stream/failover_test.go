@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -281,22 +282,10 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	}
 	got, gotNext, gotSeq := windowKeys(t, r.m.cfg.StateDir, "out", 500)
 	want, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, "out", 500)
-	if !slices.Equal(got, want) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
+	if !slices.Equal(got, want) || gotSeq != wantSeq || !maps.Equal(gotNext, wantNext) {
 		t.Errorf("window after the outage %d records (%s) next %v seq %d; without it %d (%s) next %v seq %d",
 			len(got), first(got), gotNext, gotSeq, len(want), first(want), wantNext, wantSeq)
 	}
-}
-
-func mapsEqual(a, b map[int32]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSessionTimeoutRefused: a session timeout the broker refuses (below its

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"strings"
@@ -395,7 +396,7 @@ func sameWindow(t *testing.T, dir, refDir, topic string, window int, what string
 	t.Helper()
 	gotW, gotNext, gotSeq := windowKeys(t, dir, topic, window)
 	wantW, wantNext, wantSeq := windowKeys(t, refDir, topic, window)
-	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
+	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !maps.Equal(gotNext, wantNext) {
 		t.Errorf("%s: %s %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
 			topic, what, len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
 	}

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"slices"
@@ -240,7 +241,7 @@ func soakKills(t *testing.T, o soakOptions) {
 			if len(got) == 0 {
 				continue // not (or no longer) this member's topic
 			}
-			if !mapsEqual(gotNext, wantNext) {
+			if !maps.Equal(gotNext, wantNext) {
 				// A window the member restored from its store but was
 				// not assigned before the end: behind the group's
 				// committed offsets, it is dropped at its next

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -260,7 +261,7 @@ func TestDamagedStore(t *testing.T) {
 				t.Fatalf("no log line saying where the damaged store went\nstderr:\n%s", stderr.String())
 			}
 			aside := m[1]
-			if got := snapshot(t, aside); !mapsEqual(got, damaged) {
+			if got := snapshot(t, aside); !maps.Equal(got, damaged) {
 				t.Errorf("the store set aside in %s differs from the damaged one", aside)
 			}
 			after := readStore(t, dir, topic)
@@ -329,18 +330,6 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		out[e.Name()] = string(b)
 	}
 	return out
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestEarlyErrorReleasesStore: an error after NewMonitor opened the store
