@@ -63,6 +63,7 @@ func checkCorruptError(t *testing.T, err error, dir string) {
 // block), reported as ErrCorrupt in one line naming the directory, and
 // leaves the files as they were.
 func TestOpenDamagedFiles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		damage func(t *testing.T, dir string)
@@ -237,6 +238,7 @@ func currentLog(t *testing.T, dir string) string {
 // an older build) does not refuse the store; a log rotated away with a
 // newer one present is not reported missing.
 func TestWALMark(t *testing.T) {
+	t.Parallel()
 	if name, size, ok := decodeWALMark(encodeWALMark("000012.log", 4096)); !ok || name != "000012.log" || size != 4096 {
 		t.Fatalf("round trip = %q %d %v", name, size, ok)
 	}
