@@ -42,6 +42,7 @@ func readShared(t testing.TB, name string, opts CSVOptions) *Table {
 // puts the rules a person names first at the top, and lists at most
 // maxReliable reliable dependencies.
 func TestRanking(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		file     string
@@ -111,6 +112,7 @@ func strengthAt(d *Discovery, pos int) float64 {
 // comparison and the margin between the weakest genuine FD and the
 // strongest non-FD.
 func TestAFDSyn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("1,000 files: skipped with -short")
 	}

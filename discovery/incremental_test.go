@@ -517,6 +517,7 @@ func withSlots(e *Incremental, slots int) {
 }
 
 func TestIncrementalMatchesFullRecomputation(t *testing.T) {
+	t.Parallel()
 	seeds := 150
 	if testing.Short() {
 		seeds = 60
@@ -527,6 +528,7 @@ func TestIncrementalMatchesFullRecomputation(t *testing.T) {
 }
 
 func TestIncrementalSkipsOnlyWhatCannotChange(t *testing.T) {
+	t.Parallel()
 	seeds := 150
 	if testing.Short() {
 		seeds = 60

@@ -56,6 +56,7 @@ func pauseBase(t *testing.T) (*Table, Options, *Discovery) {
 // a Pause that fails, or a cancel while paused, stops the run with the
 // levels completed and an error wrapping the cause.
 func TestDiscoverPause(t *testing.T) {
+	t.Parallel()
 	tab, opts, base := pauseBase(t)
 	if len(base.Dependencies) == 0 || base.Stats.Levels < 3 {
 		t.Fatalf("the table should give dependencies over several levels: %+v", base.Stats)
@@ -184,6 +185,7 @@ func calledFrom(fn string) bool {
 // the unit until it lets go, and an error there stops the run as one
 // between units does.
 func TestDiscoverPauseWithinUnits(t *testing.T) {
+	t.Parallel()
 	tab, opts, base := pauseBase(t)
 	if pauseRows <= 1 || NewValidator().pauseEvery != pauseRows {
 		t.Fatalf("a Validator pauses every %d rows, want pauseRows (%d) > 1", NewValidator().pauseEvery, pauseRows)

@@ -283,6 +283,7 @@ func TestValidateEachKeepsGoing(t *testing.T) {
 }
 
 func TestSortKeys(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 2, 200, 257, 5000, 1 << 16, 1<<16 + 1, 200_000} {
 		for _, width := range []uint{0, 1, 7, 8, 9, 22, 33, 64} {
@@ -306,6 +307,7 @@ func TestSortKeys(t *testing.T) {
 // (classes above 256 and 64k rows) against the comparison-sort removal
 // rows, and the budgeted validator against the exact one.
 func TestLargeClassesAgree(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	n := 150_000
 	cols := [][]int{make([]int, n), make([]int, n), make([]int, n)}
@@ -394,6 +396,7 @@ func TestSmallBClassesAgree(t *testing.T) {
 // subsets, Error, Reliable, and a removal sample of the asked size whose
 // removal leaves an OC swap-free.
 func TestValidateMatchesOracle(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 2021))
 	ctx := context.Background()
 	const minStrength = 0.3
