@@ -145,6 +145,7 @@ func runFor(t *testing.T, args []string) (stop func() (error, string), stderr *s
 // up to the group's committed offset, the position equals it, and the
 // tracked dependencies come back from the state topic.
 func TestDamagedStore(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs odwatch against a broker several times; skipped in -short")
 	}
