@@ -24,6 +24,7 @@ import (
 // dead-lettered with its coordinates, and the good records after it still
 // land in the window.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"bad-json": 1, "bad-avro": 1, "bad-conf": 1, "dlq": 1})
 	reg := &fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}
 	srv := httptest.NewServer(reg)
@@ -169,6 +170,7 @@ func (f *flakyRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fetched because the registry is down is not dead-lettered: the pipeline
 // waits and decodes it once the registry answers.
 func TestRegistryOutageWaits(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"flaky": 1, "dlq": 1})
 	reg := &flakyRegistry{fakeRegistry: fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}, fail: 1}
 	srv := httptest.NewServer(reg)
@@ -200,6 +202,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 // unreachable registry: a cancelled context is a clean stop, so Run
 // returns nil, not the decode's context error.
 func TestStopDuringRegistryOutage(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"down": 1})
 	reg := &flakyRegistry{fakeRegistry: fakeRegistry{schemas: map[int]string{7: confluentTestSchema}}, fail: math.MaxInt64}
 	srv := httptest.NewServer(reg)
@@ -228,6 +231,7 @@ func TestStopDuringRegistryOutage(t *testing.T) {
 // written one by one, values intact; a dead letter over it alone is written
 // without its value (with its size and coordinates). The pipeline goes on.
 func TestDeadLetterTooLargeForDLQ(t *testing.T) {
+	t.Parallel()
 	const limit = 100_000
 	addr := startTestBroker(t, map[string]int{"src": 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -112,6 +112,7 @@ func finishCadenceRun(t *testing.T, cfg Config) {
 // uninterrupted run's: the same event ids (type, dependency and window
 // each), none twice.
 func TestTwoCadenceCrashRecovery(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test re-executes the test binary; skipped in -short")
 	}

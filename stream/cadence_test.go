@@ -128,6 +128,7 @@ func isDiscoveryEnd(end uint64) bool { return (end+1-cadWindow)%cadDiscoverEvery
 // lets it go: meanwhile the checks of the following windows are saved one
 // after the other, and the fault is reported by a check.
 func TestSlowDiscoveryNeverDelaysACheck(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var held sync.Once
 	heldAt := make(chan uint64, 1)
@@ -319,6 +320,7 @@ func sameEvents(t *testing.T, name string, want, got []alerts.Event) {
 // (sequential), once with discoveries made slow, so that each spans several
 // checks (interleaved). The events, ids included, are the same.
 func TestInterleavedCadencesMatchSequential(t *testing.T) {
+	t.Parallel()
 	seq, _ := cadenceEvents(t, sequential)
 	if len(seq) == 0 {
 		t.Fatal("no events")
@@ -333,6 +335,7 @@ func TestInterleavedCadencesMatchSequential(t *testing.T) {
 // that check runs (the check waits until it does). The events, ids
 // included, are those of running checks and discoveries one after another.
 func TestChecksPauseDiscovery(t *testing.T) {
+	t.Parallel()
 	seq, _ := cadenceEvents(t, sequential)
 	if len(seq) == 0 {
 		t.Fatal("no events")
@@ -422,6 +425,7 @@ func TestWindowInfoOf(t *testing.T) {
 // every check, with text typed nominal (the default) and with every column
 // ordered (order-text), where g's byte order takes part in OCs.
 func TestChecksMatchFullValidation(t *testing.T) {
+	t.Parallel()
 	t.Run("typed", func(t *testing.T) { checksMatchFullValidation(t, discovery.Typing{}, "{}: x ~ ts (asc)") })
 	// g ~ x is an OC on text only in order-text, where g is ordered by
 	// bytes; x ~ ts compares instants when typed and bytes in order-text.
@@ -755,6 +759,7 @@ func TestSampledColumns(t *testing.T) {
 // preparing they do; and the events, ids and errors included, are those
 // of the run that prepares nothing.
 func TestPreparedMergeBuildsNothing(t *testing.T) {
+	t.Parallel()
 	type merge struct {
 		end    uint64
 		builds discovery.IncrementalBuilds

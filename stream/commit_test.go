@@ -240,6 +240,7 @@ func commitsEqual(a, b []map[string]map[int]int64) bool {
 // commit fails, the newest synced offsets are committed, and every commit
 // stays within what the store holds.
 func TestHungCommitKeepsConsuming(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"hc": 1})
 	c := Config{
 		Brokers: []string{addr}, Group: "hc", StateDir: t.TempDir(),

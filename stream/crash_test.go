@@ -99,6 +99,7 @@ func windowKeys(t testing.TB, dir, stream string, size int) ([]string, map[int32
 // dir, and checks that the final window equals the one of an uninterrupted
 // run and that no event id reached the events topic twice.
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test re-executes the test binary; skipped in -short")
 	}
@@ -219,6 +220,7 @@ func first(s []string) string {
 // written again on restart, while an event that never reached the topic
 // is, and the other sinks get both.
 func TestOutboxSkipsEventsOnTopic(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"in": 1, "events": 1})
 	dir := t.TempDir()
 	dep, err := discovery.ParseDependency("{}: a ~ b (asc)")

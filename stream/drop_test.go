@@ -21,6 +21,7 @@ import (
 // this member consumed), the first check starts the checker over and is
 // saved.
 func TestDropDiscardsQueuedWork(t *testing.T) {
+	t.Parallel()
 	const (
 		heldEnd   = 1549 // the check held after its counts, before its save
 		lastStale = 1899 // the last check queued behind it

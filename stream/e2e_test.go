@@ -20,6 +20,7 @@ import (
 // whose samples are erroneous records, and a clean stream again gives
 // restored.
 func TestPayrollEndToEnd(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"payroll": 1, "events": 1})
 	const (
 		window = 500

@@ -197,8 +197,10 @@ var consumerKeys = []int16{
 // outage and 200 after, the outage is counted, and every record is evaluated
 // with the window of a run without the outage.
 func TestBrokerOutage(t *testing.T) {
-	t.Run("connections dropped", func(t *testing.T) { testBrokerOutage(t, false) })
+	t.Parallel()
+	t.Run("connections dropped", func(t *testing.T) { t.Parallel(); testBrokerOutage(t, false) })
 	t.Run("broker hung", func(t *testing.T) {
+		t.Parallel()
 		if testing.Short() {
 			t.Skip("waits for request timeouts; skipped in -short")
 		}
@@ -292,6 +294,7 @@ func testBrokerOutage(t *testing.T, hang bool) {
 // group.min.session.timeout.ms, 1 s for the test broker) ends Run with an
 // error naming the setting, instead of retrying for ever.
 func TestSessionTimeoutRefused(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"st": 1})
 	m, err := NewMonitor(Config{
 		Brokers: []string{addr}, Group: "st", StateDir: t.TempDir(),
@@ -313,6 +316,7 @@ func TestSessionTimeoutRefused(t *testing.T) {
 // the group's committed offset (killed between its store commit and its
 // offset commit) commits the stored position although no record comes.
 func TestStoreAheadOfGroupCommits(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"ahead": 1})
 	c := Config{
 		Brokers: []string{addr}, Group: "ahead", StateDir: t.TempDir(),

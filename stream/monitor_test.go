@@ -469,6 +469,7 @@ func seriesCount(t testing.TB, reg prometheus.Gatherer, name string, want map[st
 // that evaluations happen on the clock, that old records leave the window,
 // and that /healthz, /readyz and /metrics answer.
 func TestTimeWindowAndHealth(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"timed": 1})
 	reg := prometheus.NewRegistry()
 	m, err := NewMonitor(Config{
@@ -539,6 +540,7 @@ func TestTimeWindowAndHealth(t *testing.T) {
 // of three partitions: the balancer gives the whole topic to one member
 // (the older), so a single window sees the whole stream.
 func TestScaleOutOneOwner(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"multi": 3})
 	cfg := func() Config {
 		return Config{
@@ -589,6 +591,7 @@ func TestLogLimiter(t *testing.T) {
 // state dir): it reads the window back from Kafka instead of waiting for
 // Window new records.
 func TestBackfillOnTakeover(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"take": 1})
 	cfg := func() Config {
 		return Config{

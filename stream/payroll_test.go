@@ -75,6 +75,7 @@ func TestPayrollFaultSchedule(t *testing.T) {
 }
 
 func TestProducePayroll(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"pay": 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

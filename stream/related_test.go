@@ -28,6 +28,7 @@ import (
 // (samples from the columns copied from the checker) and the full
 // evaluations' (from the encoded window).
 func TestRelatedSamplesAfterDelivery(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		discoverEvery int

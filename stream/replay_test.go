@@ -56,6 +56,7 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o PayrollOptions, n int) ([]a
 // of its window) within two windows, its recovery by one restored event, and
 // a second replay gives the same event ids.
 func TestReplayPayrollStory(t *testing.T) {
+	t.Parallel()
 	cfg := StreamConfig{Topic: "payroll", Window: 500, Every: 500, Epsilon: 0.01, Sample: 5,
 		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel, MinStrength: discovery.DefaultMinStrength}
 	o := PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
@@ -112,6 +113,7 @@ func summaries(evs []alerts.Event) []string {
 // over in memory (same event ids), bounds by offset and by time cut it, and
 // two partitions merge in time order.
 func TestReplayTopicRange(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"payroll": 1, "two": 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -180,6 +182,7 @@ func TestReplayTopicRange(t *testing.T) {
 // whole (ids, errors, samples), the monitor checking every window and
 // merging every discovery on time.
 func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the monitor on a topic")
 	}

@@ -22,6 +22,7 @@ import (
 // and are delivered by the retry timer, without waiting for another
 // evaluation or a restart.
 func TestSinkRetryOnTimer(t *testing.T) {
+	t.Parallel()
 	const failures = 3
 	var (
 		mu       sync.Mutex

@@ -65,6 +65,7 @@ func allReady(rs ...*running) bool {
 // topic, every owner evaluates at the window ends of one uninterrupted
 // member.
 func TestScaleOutSpreadsTopics(t *testing.T) {
+	t.Parallel()
 	topics := []string{"sa", "sb", "sc"}
 	addr := startTestBroker(t, map[string]int{"sa": 2, "sb": 1, "sc": 3, "spread-state": 1})
 	cfg := func() Config {
@@ -173,6 +174,7 @@ func eventKeys(rs ...*running) []string {
 // records, and end with the same window (the takeover rebuilt it whole, in
 // the window's order, and continued the sequence numbers).
 func TestTakeoverMatchesSingleMember(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"eq": 3, "eq-state": 1, "eq-ref-state": 1})
 	const window, every = 600, 300
 	cfg := func(group string) Config {
@@ -255,6 +257,7 @@ func produceTimed(t *testing.T, addr, topic string, from, n int, start time.Time
 // partition: 1000 records 10 ms apart on three partitions, an interval of
 // 1 s, so 101 records (the newest one's time minus 1 s, inclusive).
 func TestTimeWindowReadBack(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"twr": 3})
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	produceTimed(t, addr, "twr", 0, 1000, start, 10*time.Millisecond)
@@ -305,6 +308,7 @@ func TestTimeWindowReadBack(t *testing.T) {
 // (records stamped long before they arrive, fetched live, would be merged
 // in arrival order).
 func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"tw": 3})
 	cfg := func(group string) Config {
 		return Config{

@@ -42,6 +42,7 @@ func TestCountBoundary(t *testing.T) {
 // evaluated when it is full, then every Every records: no evaluation sees
 // a partial window.
 func TestFullWindowsOnly(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"full": 1})
 	r := startMonitor(t, Config{
 		Brokers: []string{addr}, Group: "full", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
@@ -96,6 +97,7 @@ func TestFullWindowsOnly(t *testing.T) {
 // dependencies whose context is near a key ({salary}, {tax}, ...) are not
 // discovered there, the others (salary ~ tax, score 1) are.
 func TestMinScore(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"scored": 1})
 	r := startMonitor(t, Config{
 		Brokers: []string{addr}, Group: "scored", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
@@ -150,6 +152,7 @@ func TestMinScore(t *testing.T) {
 // (holds), restore rebuilds that window and the evaluator gets it, so the
 // events of the uninterrupted run (same window end, same ids) are emitted.
 func TestReplayMissedEvaluation(t *testing.T) {
+	t.Parallel()
 	const window, every = 10, 5
 	tests := []struct {
 		name       string

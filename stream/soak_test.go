@@ -117,6 +117,7 @@ type soakOptions struct {
 // twice. ODWATCH_SOAK=1 makes it 24 kills over 12000 records per topic, with
 // a window of 1000.
 func TestSoakKills(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("re-executes the test binary; skipped in -short")
 	}

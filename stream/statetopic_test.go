@@ -19,6 +19,7 @@ import (
 // group, so it drops them and takes over again from the state topic: no
 // second violated event.
 func TestStateTopicTakeover(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"st-pay": 1, "st-state": 1})
 	cfg := func() Config {
 		return Config{

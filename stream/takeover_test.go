@@ -56,6 +56,7 @@ func byTime(r kmsg.Request) bool {
 // error naming the read-back and the request. 300 records 10 ms apart on
 // three partitions, all consumed, an interval of 1 s: 101 records.
 func TestTakeOverRetriesTransientErrors(t *testing.T) {
+	t.Parallel()
 	const topic = "tk"
 	for _, tc := range []struct {
 		name      string
@@ -142,6 +143,7 @@ func TestScanTopicSeesNewBroker(t *testing.T) {
 // 700 undecodable; a state record's count is the decodable records below
 // its positions.
 func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
+	t.Parallel()
 	const topic, stateTopic = "ta", "ta-state"
 	addr := startTestBroker(t, map[string]int{topic: 2, stateTopic: 1})
 	bad := map[int]bool{620: true, 621: true, 700: true}
@@ -226,6 +228,7 @@ func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
 // ends with the same events as one uninterrupted member, and end with its
 // window and sequence numbers.
 func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
+	t.Parallel()
 	const topic = "tb"
 	addr := startTestBroker(t, map[string]int{topic: 2, "tb-state": 1, "tb-ref-state": 1})
 	const window, every = 300, 100
@@ -305,6 +308,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 // member evaluates the window ends of one uninterrupted member, with its
 // events, and ends with its window.
 func TestRestartAfterDropTakesOver(t *testing.T) {
+	t.Parallel()
 	topics := []string{"da", "db"}
 	addr := startTestBroker(t, map[string]int{"da": 1, "db": 1, "dt-state": 1, "dt-ref-state": 1})
 	const window, every = 100, 50
@@ -391,6 +395,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 // offset commits fail; the first member loses one topic in a rebalance and
 // gets it back.
 func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
+	t.Parallel()
 	topics := []string{"ca", "cb"}
 	addr := startTestBroker(t, map[string]int{"ca": 1, "cb": 1, "ct-state": 1, "ct-ref-state": 1})
 	const window, every = 100, 50
