@@ -30,6 +30,7 @@ import (
 // files read, state store opened) with deploy/odwatch.yaml and every example
 // config, then exits 0 on SIGTERM as `docker stop` expects.
 func TestCLIAcceptsDeployFiles(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the odwatch binary; skipped with -short")
 	}

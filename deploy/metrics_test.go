@@ -112,6 +112,7 @@ func (s scrape) missing(used map[string]string) (absent, noStream []string) {
 // never appear: a renamed metric cannot silently blank a panel or disarm an
 // alert.
 func TestMetricNamesRegistered(t *testing.T) {
+	t.Parallel()
 	used := usedMetricNames(t)
 	if testing.Short() {
 		t.Skip("starts a broker and a monitor; skipped with -short")

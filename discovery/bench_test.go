@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -13,9 +12,6 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/discovery/tableio"
 )
-
-// dataDir holds the shared datasets, next to the checkout.
-const dataDir = "../../shared/data"
 
 // syntheticOC returns a two-column table where B follows A except for
 // about 5% of the rows, which get a random B: the shape of a real
@@ -74,22 +70,6 @@ func BenchmarkValidateOC(b *testing.B) {
 	}
 }
 
-// loadCSV reads one of the shared datasets, skipping the benchmark when it
-// is absent.
-func loadCSV(b *testing.B, name string) *table.Table {
-	b.Helper()
-	f, err := os.Open(filepath.Join(dataDir, name))
-	if err != nil {
-		b.Skipf("dataset %s absent (%v): it lives in ../shared/data next to the checkout", name, err)
-	}
-	defer f.Close()
-	t, err := tableio.ReadCSV(f, tableio.CSVOptions{})
-	if err != nil {
-		b.Fatalf("reading %s: %v", name, err)
-	}
-	return t
-}
-
 // prefixTable returns the first n rows of t, re-ranked densely: the table
 // encoding those rows alone would give.
 func prefixTable(t *table.Table, n int) *table.Table {
@@ -137,7 +117,7 @@ func countKinds(d *Discovery) (ofd, oc int) {
 // BenchmarkDiscoverFlights runs full discovery on prefixes of the 3M-row
 // flights table at eps 0 and 0.1. Loading is outside the timer.
 func BenchmarkDiscoverFlights(b *testing.B) {
-	full := loadCSV(b, "flights-3m.csv.gz")
+	full := readShared(b, "flights-3m.csv.gz", tableio.CSVOptions{})
 	for _, rows := range []int{100_000, 1_000_000, 3_000_000} {
 		b.Run("rows="+humanCount(rows), func(b *testing.B) {
 			tab := prefixTable(full, rows)
@@ -171,7 +151,7 @@ func BenchmarkDiscoverFlights(b *testing.B) {
 func BenchmarkDiscoverDatasets(b *testing.B) {
 	for _, name := range []string{"zipcodes.csv", "species.csv", "weather.csv", "cars.csv"} {
 		b.Run(name, func(b *testing.B) {
-			tab := loadCSV(b, name)
+			tab := readShared(b, name, tableio.CSVOptions{})
 			var d *Discovery
 			for b.Loop() {
 				var err error
@@ -212,7 +192,7 @@ func humanCount(n int) string {
 }
 
 // BenchmarkDiscoverLiterature runs full discovery at eps 0.05 with the
-// default MinStrength on the literature's tables (../../shared/data/bench),
+// default MinStrength on the literature's tables (bench/ of the shared data),
 // cut at a level where one run takes seconds: the lattice's own work
 // (inheritance, partitions, candidates, pruning, next level) on wide
 // tables rather than the validators on long ones.
@@ -222,7 +202,7 @@ func BenchmarkDiscoverLiterature(b *testing.B) {
 		maxLevel int
 	}{{"bench/abalone.csv", 0}, {"bench/letter.csv", 4}, {"bench/adult.csv", 4}, {"bench/ncvoter-1k.csv", 5}, {"bench/hepatitis.csv", 4}} {
 		b.Run(fmt.Sprintf("%s/level=%d", filepath.Base(bc.file), bc.maxLevel), func(b *testing.B) {
-			tab := loadCSV(b, bc.file)
+			tab := readShared(b, bc.file, tableio.CSVOptions{})
 			var d *Discovery
 			cpu0 := cpuSeconds()
 			for b.Loop() {

@@ -10,26 +10,27 @@ import (
 
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/discovery/tableio"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // The benchmarks of issue 7 (docs/DESIGN.md, "Strength"; README, "Benchmarks"):
 // ranking targets on real tables, and the afd-syn FD-strength benchmark.
-// They skip when the data in ../../shared/data is absent. Adult runs with
-// --max-level 3 (the full lattice takes minutes); the 3M rows of flights are
-// read only with ODWATCH_SLOW_BENCH=1:
+// They skip when the shared data (../shared/data next to the checkout) is
+// absent. Adult runs with --max-level 3 (the full lattice takes minutes);
+// the 3M rows of flights are read only with ODWATCH_SLOW_BENCH=1:
 //
 //	ODWATCH_SLOW_BENCH=1 go test ./discovery -run 'TestRanking|TestAFDSyn' -v
-
-const sharedData = "../../shared/data"
 
 // maxReliable is the most reliable dependencies a ranking case may list.
 const maxReliable = 15
 
-func readShared(t *testing.T, name string, opts tableio.CSVOptions) *table.Table {
+// readShared reads the shared dataset name, skipping the test or
+// benchmark when it is absent.
+func readShared(t testing.TB, name string, opts tableio.CSVOptions) *table.Table {
 	t.Helper()
-	f, err := os.Open(filepath.Join(sharedData, name))
+	f, err := os.Open(testkit.SharedData(t, name))
 	if err != nil {
-		t.Skipf("data absent (want %s/%s): %v", sharedData, name, err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	tab, err := tableio.ReadCSV(f, opts)
@@ -43,6 +44,7 @@ func readShared(t *testing.T, name string, opts tableio.CSVOptions) *table.Table
 // puts the rules a person names first at the top, and lists at most
 // maxReliable reliable dependencies.
 func TestRanking(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name     string
 		file     string
@@ -106,16 +108,17 @@ func strengthAt(d *Discovery, pos int) float64 {
 }
 
 // TestAFDSyn is the FD-strength benchmark on the labelled synthetic tables
-// of Parciak et al. (../../shared/data/afd-syn): on each of the e, u and s
+// of Parciak et al. (afd-syn in the shared data): on each of the e, u and s
 // sets, the share of files where `reliable` for {lhs}: [] -> rhs matches
 // the label must be at least 98%. It logs g3's verdict at eps 0.1 for
 // comparison and the margin between the weakest genuine FD and the
 // strongest non-FD.
 func TestAFDSyn(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("1,000 files: skipped with -short")
 	}
-	dir := filepath.Join(sharedData, "afd-syn")
+	dir := testkit.SharedData(t, "afd-syn")
 	lf, err := os.Open(filepath.Join(dir, "labels.csv"))
 	if err != nil {
 		t.Skipf("afd-syn data absent: %v", err)

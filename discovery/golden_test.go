@@ -10,6 +10,7 @@ import (
 
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/discovery/tableio"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -31,9 +32,9 @@ func TestGoldenCars(t *testing.T) {
 		{"cars-0.05-typed.golden.json", table.Typing{}, DefaultMinStrength},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
-			f, err := os.Open("../../shared/data/cars.csv")
+			f, err := os.Open(testkit.SharedData(t, "cars.csv"))
 			if err != nil {
-				t.Skipf("cars data absent (want ../../shared/data/cars.csv): %v", err)
+				t.Fatal(err)
 			}
 			defer f.Close()
 			tab, err := tableio.ReadCSV(f, tableio.CSVOptions{Typing: tc.typing})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // pauseTable is a table with some dependencies at eps 0.1: c1 follows c0
@@ -52,23 +53,12 @@ func pauseBase(t *testing.T) (*table.Table, Options, *Discovery) {
 	return tab, opts, base
 }
 
-// waitUntil polls cond until it holds or the deadline passes.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestDiscoverPause: Options.Pause is passed before every unit of work;
 // a Pause that blocks holds the run and changes no result once it lets go;
 // a Pause that fails, or a cancel while paused, stops the run with the
 // levels completed and an error wrapping the cause.
 func TestDiscoverPause(t *testing.T) {
+	t.Parallel()
 	tab, opts, base := pauseBase(t)
 	if len(base.Dependencies) == 0 || base.Stats.Levels < 3 {
 		t.Fatalf("the table should give dependencies over several levels: %+v", base.Stats)
@@ -161,7 +151,7 @@ func TestDiscoverPause(t *testing.T) {
 			d, err := Discover(ctx, tab, o)
 			done <- res{d, err}
 		}()
-		waitUntil(t, "a worker to block in Pause", func() bool { return blocked.Load() > 0 })
+		testkit.Eventually(t, 30*time.Second, "a worker to block in Pause", func() bool { return blocked.Load() > 0 })
 		cancel()
 		r := <-done
 		if !errors.Is(r.err, context.Canceled) {
@@ -197,6 +187,7 @@ func calledFrom(fn string) bool {
 // the unit until it lets go, and an error there stops the run as one
 // between units does.
 func TestDiscoverPauseWithinUnits(t *testing.T) {
+	t.Parallel()
 	tab, opts, base := pauseBase(t)
 	if validate.PauseRows <= 1 || validate.NewValidator().PauseEvery != validate.PauseRows {
 		t.Fatalf("a Validator pauses every %d rows, want PauseRows (%d) > 1", validate.NewValidator().PauseEvery, validate.PauseRows)
@@ -292,7 +283,7 @@ func resumesUnchanged(t *testing.T, what string, blocked *atomic.Int64, release 
 		d, err := run()
 		done <- res{d, err}
 	}()
-	waitUntil(t, what, func() bool { return blocked.Load() > 0 })
+	testkit.Eventually(t, 30*time.Second, what, func() bool { return blocked.Load() > 0 })
 	select {
 	case <-done:
 		t.Fatal("Discover returned while a worker was paused")

@@ -83,6 +83,7 @@ func keptBy(nodes []*latNode, keep func(n *latNode) bool) []uint64 {
 //     MaxLevel);
 //   - nextLevel is checked by checkNextLevel.
 func TestLatticeStepsMatchDefinitions(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(11, 2021))
 	const tables = 120
 	for i := range tables {

@@ -30,6 +30,7 @@ func discoveryLines(d *Discovery) []string {
 // minimal set a brute-force enumeration of docs/DESIGN.md's definitions gives,
 // and every validator must agree with the O(n^2) oracle.
 func TestLatticeMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(2, 2021))
 	const tables = 320
 	for i := range tables {
@@ -357,6 +358,7 @@ func strengthTable(rng *rand.Rand) [][]int {
 // with some columns nominal, Discover must return exactly the oracle's
 // listing, with the oracle's strengths.
 func TestLatticeTypedReliableMatchesBruteForce(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 2024))
 	const tables = 200
 	for i := range tables {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 // BenchmarkOCValidate validates OCs X: A ~ B at eps 0.1, both polarities,
@@ -19,7 +20,7 @@ func BenchmarkOCValidate(b *testing.B) {
 		every int
 	}{{"bench/adult.csv", 1, 1}, {"bench/adult.csv", 2, 4}, {"bench/letter.csv", 3, 40}} {
 		b.Run(fmt.Sprintf("%s/context=%d", bc.file, bc.size), func(b *testing.B) {
-			tab := loadCSV(b, bc.file)
+			tab := readShared(b, bc.file, tableio.CSVOptions{})
 			budget := RemovalBudget(0.1, tab.Rows)
 			m := len(tab.Columns)
 			var ctxs [][]int

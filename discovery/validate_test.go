@@ -288,6 +288,7 @@ func TestValidateEachKeepsGoing(t *testing.T) {
 // (classes above 256 and 64k rows) against the comparison-sort removal
 // rows, and the budgeted validator against the exact one.
 func TestLargeClassesAgree(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(9, 9))
 	n := 150_000
 	cols := [][]int{make([]int, n), make([]int, n), make([]int, n)}
@@ -376,6 +377,7 @@ func TestSmallBClassesAgree(t *testing.T) {
 // subsets, Error, Reliable, and a removal sample of the asked size whose
 // removal leaves an OC swap-free.
 func TestValidateMatchesOracle(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 2021))
 	ctx := context.Background()
 	const minStrength = 0.3

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // buildStore makes a store in dir whose records are in an sstable (a flush
@@ -44,23 +46,6 @@ func closeAndReopen(t *testing.T, s *Store, dir, after string) {
 	_ = s2.Close()
 }
 
-// zeroBytes overwrites n bytes of file at its middle with zeros.
-func zeroBytes(t *testing.T, file string, n int) {
-	t.Helper()
-	f, err := os.OpenFile(file, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(make([]byte, n), fi.Size()/3); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // checkCorruptError checks the error of a damaged store: ErrCorrupt, one
 // line, naming the directory.
 func checkCorruptError(t *testing.T, err error, dir string) {
@@ -78,11 +63,12 @@ func checkCorruptError(t *testing.T, err error, dir string) {
 // block), reported as ErrCorrupt in one line naming the directory, and
 // leaves the files as they were.
 func TestOpenDamagedFiles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		damage func(t *testing.T, dir string)
 	}{
-		{"64 zeroed bytes in an sstable", func(t *testing.T, dir string) { zeroBytes(t, glob1(t, dir, "*.sst"), 64) }},
+		{"64 zeroed bytes in an sstable", func(t *testing.T, dir string) { testkit.ZeroBytes(t, glob1(t, dir, "*.sst"), 64, 3) }},
 		{"truncated sstable", func(t *testing.T, dir string) {
 			f := glob1(t, dir, "*.sst")
 			fi, _ := os.Stat(f)
@@ -183,7 +169,7 @@ func TestCorruptionFoundByRead(t *testing.T) {
 		t.Fatalf("no sstables: %v", err)
 	}
 	for _, f := range ssts {
-		zeroBytes(t, f, 64)
+		testkit.ZeroBytes(t, f, 64, 3)
 	}
 	err = s.ScanWindow(context.Background(), "s", func(Record) error { return nil })
 	checkCorruptError(t, err, dir)
@@ -252,6 +238,7 @@ func currentLog(t *testing.T, dir string) string {
 // an older build) does not refuse the store; a log rotated away with a
 // newer one present is not reported missing.
 func TestWALMark(t *testing.T) {
+	t.Parallel()
 	if name, size, ok := decodeWALMark(encodeWALMark("000012.log", 4096)); !ok || name != "000012.log" || size != 4096 {
 		t.Fatalf("round trip = %q %d %v", name, size, ok)
 	}

@@ -160,6 +160,7 @@ func parseAck(t *testing.T, l string) uint64 {
 }
 
 func TestCrashSafety(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("spawns child processes")
 	}

@@ -69,6 +69,7 @@ func storeFiles(t testing.TB, dir string) (tables, all int64) {
 // by the window, not by what went through it; and the window holds exactly
 // its records.
 func TestWindowChurnBounded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var log lockedBuffer
 	s, err := Open(dir, Options{memTableSize: fifoMemTable,

@@ -456,6 +456,7 @@ func glob1(t *testing.T, dir, pattern string) string {
 }
 
 func TestOpenFailures(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		damage func(t *testing.T, dir string)

@@ -25,6 +25,7 @@ import (
 // dead-lettered with its coordinates, and the good records after it still
 // land in the window.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"bad-json": 1, "bad-avro": 1, "bad-conf": 1, "dlq": 1})
 	reg := &testkit.FakeRegistry{Schemas: map[int]string{7: testkit.ConfluentSchema}}
 	srv := httptest.NewServer(reg)
@@ -46,7 +47,7 @@ func TestBadInput(t *testing.T) {
 			{Topic: "bad-conf", Format: "avro-confluent", RegistryURL: srv.URL, Window: 100, Every: 100, Epsilon: 0.01},
 		},
 	})
-	waitFor(t, 30*time.Second, "consumer group join", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "consumer group join", r.m.Ready)
 
 	goodAvro := func(i int) []byte {
 		return testkit.EncodeAvro(t, testkit.ConfluentSchema, map[string]any{"salary": int64(1000 * i), "tax": map[string]any{"double": float64(100 * i)}})
@@ -76,7 +77,7 @@ func TestBadInput(t *testing.T) {
 	}
 
 	for _, topic := range []string{"bad-json", "bad-avro", "bad-conf"} {
-		waitFor(t, 30*time.Second, "good records of "+topic+" in the window", func() bool {
+		testkit.Eventually(t, 30*time.Second, "good records of "+topic+" in the window", func() bool {
 			return metricValue(t, r.reg, "odwatch_window_records", map[string]string{"stream": topic}) == good
 		})
 	}
@@ -86,7 +87,7 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	var dlq []kafka.Message
-	waitFor(t, 20*time.Second, "dead letters", func() bool {
+	testkit.Eventually(t, 20*time.Second, "dead letters", func() bool {
 		dlq = readTopic(t, addr, "dlq")
 		return len(dlq) >= len(bads)
 	})
@@ -99,8 +100,8 @@ func TestBadInput(t *testing.T) {
 				want++
 			}
 		}
-		waitFor(t, 10*time.Second, "offsets of "+topic+" committed", func() bool {
-			return committed(t, addr, "bad", topic) == want
+		testkit.Eventually(t, 10*time.Second, "offsets of "+topic+" committed", func() bool {
+			return testkit.Committed(t, addr, "bad", topic) == want
 		})
 	}
 }
@@ -124,6 +125,7 @@ func (f *flakyRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fetched because the registry is down is not dead-lettered: the pipeline
 // waits and decodes it once the registry answers.
 func TestRegistryOutageWaits(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"flaky": 1, "dlq": 1})
 	reg := &flakyRegistry{FakeRegistry: testkit.FakeRegistry{Schemas: map[int]string{7: testkit.ConfluentSchema}}, fail: 1}
 	srv := httptest.NewServer(reg)
@@ -132,7 +134,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 		Brokers: []string{addr}, Group: "flaky", DLQTopic: "dlq", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "flaky", Format: "avro-confluent", RegistryURL: srv.URL, Window: 10, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flaky", BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	rec := testkit.ConfluentFrame(7, testkit.EncodeAvro(t, testkit.ConfluentSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
@@ -140,7 +142,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	stream := map[string]string{"stream": "flaky"}
-	waitFor(t, 30*time.Second, "the record in the window", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the record in the window", func() bool {
 		return metricValue(t, r.reg, "odwatch_window_records", stream) == 1
 	})
 	if n := metricValue(t, r.reg, "odwatch_records_rejected_total", stream); n != 0 {
@@ -155,6 +157,7 @@ func TestRegistryOutageWaits(t *testing.T) {
 // unreachable registry: a cancelled context is a clean stop, so Run
 // returns nil, not the decode's context error.
 func TestStopDuringRegistryOutage(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"down": 1})
 	reg := &flakyRegistry{FakeRegistry: testkit.FakeRegistry{Schemas: map[int]string{7: testkit.ConfluentSchema}}, fail: math.MaxInt64}
 	srv := httptest.NewServer(reg)
@@ -163,14 +166,14 @@ func TestStopDuringRegistryOutage(t *testing.T) {
 		Brokers: []string{addr}, Group: "down", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "down", Format: "avro-confluent", RegistryURL: srv.URL, Window: 10, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "down", BatchTimeout: time.Millisecond, Transport: testTransport(t)}
 	defer w.Close()
 	rec := testkit.ConfluentFrame(7, testkit.EncodeAvro(t, testkit.ConfluentSchema, map[string]any{"salary": int64(1), "tax": map[string]any{"double": 0.5}}))
 	if err := w.WriteMessages(context.Background(), kafka.Message{Value: rec}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "a decode retry", func() bool {
+	testkit.Eventually(t, 30*time.Second, "a decode retry", func() bool {
 		return metricValue(t, r.reg, "odwatch_decode_retries_total", map[string]string{"stream": "down"}) >= 1
 	})
 	if err := r.stop(); err != nil {
@@ -183,6 +186,7 @@ func TestStopDuringRegistryOutage(t *testing.T) {
 // written one by one, values intact; a dead letter over it alone is written
 // without its value (with its size and coordinates). The pipeline goes on.
 func TestDeadLetterTooLargeForDLQ(t *testing.T) {
+	t.Parallel()
 	const limit = 100_000
 	addr := startTestBroker(t, map[string]int{"src": 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -203,7 +207,7 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 		Brokers: []string{addr}, Group: "small-dlq", DLQTopic: "small-dlq", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "src", Window: 100, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	// Malformed JSON (not too large for the stream): 20 of 10 kB, over the
 	// limit together, then one of 2*limit.
 	bad := func(n int) []byte { return []byte(`{"a":"` + strings.Repeat("x", n)) }
@@ -220,11 +224,11 @@ func TestDeadLetterTooLargeForDLQ(t *testing.T) {
 	if err := w.WriteMessages(ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "good records in the window", func() bool {
+	testkit.Eventually(t, 30*time.Second, "good records in the window", func() bool {
 		return metricValue(t, r.reg, "odwatch_window_records", map[string]string{"stream": "src"}) == 5
 	})
 	var dlq []kafka.Message
-	waitFor(t, 20*time.Second, "dead letters", func() bool {
+	testkit.Eventually(t, 20*time.Second, "dead letters", func() bool {
 		dlq = readTopic(t, addr, "small-dlq")
 		return len(dlq) >= 21
 	})

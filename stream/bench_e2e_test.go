@@ -21,6 +21,7 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/benchstream"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
@@ -170,13 +171,13 @@ func TestHelperE2EMonitor(t *testing.T) {
 	go func() { done <- m.Run(ctx) }()
 	stream := map[string]string{"stream": "e2e"}
 	consumed := func() float64 { return metricValue(t, reg, "odwatch_records_consumed_total", stream) }
-	waitFor(t, time.Minute, "join", m.Ready)
+	testkit.Eventually(t, time.Minute, "join", m.Ready)
 	profile := os.Getenv("ODWATCH_E2E_CPUPROFILE")
 	stopProfile := e2eCPUProfile(t, profile, ".warm")
 	fmt.Println("READY")
 	// Warm-up: the first window, produced at once, and its check (which
 	// builds the checker's state from the whole window).
-	waitFor(t, 10*time.Minute, "the first check", func() bool {
+	testkit.Eventually(t, 10*time.Minute, "the first check", func() bool {
 		n, _ := histogramStats(t, reg, "odwatch_evaluation_duration_seconds") // counted after evaluated moves
 		return s.evaluated.Load() >= e2eWindow && n > 0
 	})
@@ -190,7 +191,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 	fmt.Println("WARM")
 	first, cpu := time.Now(), cpuTime(t)
 	var maxLag float64
-	waitFor(t, 10*time.Minute, "all records consumed", func() bool {
+	testkit.Eventually(t, 10*time.Minute, "all records consumed", func() bool {
 		maxLag = max(maxLag, metricValue(t, reg, "odwatch_consumer_lag", stream))
 		return consumed() >= e2eRecords
 	})
@@ -205,7 +206,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 	// A discovery still running is waited for, so that its time is
 	// counted (its window is the last one); a skipped one never ends.
 	if de := s.cfg.DiscoverEvery; de > 0 && de <= e2eRecords {
-		waitFor(t, 10*time.Minute, "the discoveries", func() bool {
+		testkit.Eventually(t, 10*time.Minute, "the discoveries", func() bool {
 			n, _ := histogramStats(t, reg, "odwatch_discovery_duration_seconds")
 			skipped := metricValue(t, reg, "odwatch_discoveries_total", map[string]string{"stream": "e2e", "result": "skipped"})
 			return n+uint64(skipped) >= uint64((e2eRecords-e2eWindow)/de+1)

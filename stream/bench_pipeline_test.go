@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -75,13 +76,13 @@ func TestHelperBenchMonitor(t *testing.T) {
 	go func() { done <- m.Run(ctx) }()
 	stream := map[string]string{"stream": "bench"}
 	consumed := func() float64 { return metricValue(t, reg, "odwatch_records_consumed_total", stream) }
-	waitFor(t, time.Minute, "join", func() bool { return m.Ready() || consumed() > 0 })
+	testkit.Eventually(t, time.Minute, "join", func() bool { return m.Ready() || consumed() > 0 })
 	start := time.Now()
-	waitFor(t, 10*time.Minute, "all records consumed", func() bool { return consumed() >= float64(records) })
+	testkit.Eventually(t, 10*time.Minute, "all records consumed", func() bool { return consumed() >= float64(records) })
 	elapsed := time.Since(start).Seconds()
 	// Let the evaluation of the last window (a full one) finish, so that
 	// the peak RSS includes it.
-	waitFor(t, 2*time.Minute, "evaluation of the last window", func() bool {
+	testkit.Eventually(t, 2*time.Minute, "evaluation of the last window", func() bool {
 		return m.streams[0].evaluated.Load() == uint64(records) || every == 0
 	})
 	n, sum := histogramStats(t, reg, "odwatch_evaluation_duration_seconds")

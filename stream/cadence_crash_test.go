@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -93,7 +94,7 @@ func savedCheck(t *testing.T, dir string) (end uint64, ok bool, next uint64) {
 func finishCadenceRun(t *testing.T, cfg Config) {
 	t.Helper()
 	r := startMonitorWith(t, cfg, holdDiscoveries)
-	waitFor(t, 90*time.Second, "the last window checked and its events delivered", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the last window checked and its events delivered", func() bool {
 		if r.m.streams[0].evaluated.Load() != ccRecords {
 			return false
 		}
@@ -112,6 +113,7 @@ func finishCadenceRun(t *testing.T, cfg Config) {
 // uninterrupted run's: the same event ids (type, dependency and window
 // each), none twice.
 func TestTwoCadenceCrashRecovery(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test re-executes the test binary; skipped in -short")
 	}
@@ -135,7 +137,7 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 	for kills := 0; kills < 12; kills++ {
 		kill := start()
 		deadline := time.Now().Add(30 * time.Second)
-		for committed(t, addr, "ccrash", ccTopic) <= last {
+		for testkit.Committed(t, addr, "ccrash", ccTopic) <= last {
 			if time.Now().After(deadline) {
 				kill()
 				t.Fatalf("helper made no progress past offset %d", last)
@@ -144,7 +146,7 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 		}
 		time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
 		kill()
-		last = committed(t, addr, "ccrash", ccTopic)
+		last = testkit.Committed(t, addr, "ccrash", ccTopic)
 		end, ok, next := savedCheck(t, dir)
 		// The discovery pending at the kill started at the last discovery
 		// point at or before the saved check; it is held until the check

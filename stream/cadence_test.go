@@ -15,6 +15,7 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/incremental"
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
 )
@@ -110,7 +111,7 @@ func (c *cadenceRun) discoveryDone(end uint64) bool {
 // waitChecked waits until the check of the window ending at end is saved.
 func (c *cadenceRun) waitChecked(end uint64) {
 	c.t.Helper()
-	waitFor(c.t, 60*time.Second, "check of window "+strconv.FormatUint(end, 10), func() bool {
+	testkit.Eventually(c.t, 60*time.Second, "check of window "+strconv.FormatUint(end, 10), func() bool {
 		return c.s.evaluated.Load() >= end+1
 	})
 }
@@ -119,7 +120,7 @@ func (c *cadenceRun) waitChecked(end uint64) {
 // window end (appended off the evaluator, after its check is saved).
 func (c *cadenceRun) waitStatus(end uint64) {
 	c.t.Helper()
-	waitFor(c.t, 60*time.Second, "status history of window "+strconv.FormatUint(end, 10), func() bool {
+	testkit.Eventually(c.t, 60*time.Second, "status history of window "+strconv.FormatUint(end, 10), func() bool {
 		return c.s.statusEnd.Load() >= end+1
 	})
 }
@@ -130,6 +131,7 @@ func isDiscoveryEnd(end uint64) bool { return (end+1-cadWindow)%cadDiscoverEvery
 // lets it go: meanwhile the checks of the following windows are saved one
 // after the other, and the fault is reported by a check.
 func TestSlowDiscoveryNeverDelaysACheck(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var held sync.Once
 	heldAt := make(chan uint64, 1)
@@ -244,7 +246,7 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 			// Discovery has until its merge point: the check of window
 			// end + DiscoverEvery.
 			d := end - cadDiscoverEvery
-			waitFor(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
+			testkit.Eventually(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
 		}
 		pausing := mode == paused && end >= cadWindow-1+cadEvery && isDiscoveryEnd(end-cadEvery)
 		if pausing {
@@ -261,7 +263,7 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 			pause.resume <- struct{}{}
 		}
 		if mode == sequential && isDiscoveryEnd(end) {
-			waitFor(t, 60*time.Second, "discovery", func() bool { return c.discoveryDone(end) })
+			testkit.Eventually(t, 60*time.Second, "discovery", func() bool { return c.discoveryDone(end) })
 		}
 		c.waitChecked(end)
 	}
@@ -334,6 +336,7 @@ func sameEvents(t *testing.T, name string, want, got []alerts.Event) {
 // (sequential), once with discoveries made slow, so that each spans several
 // checks (interleaved). The events, ids included, are the same.
 func TestInterleavedCadencesMatchSequential(t *testing.T) {
+	t.Parallel()
 	seq, _ := cadenceEvents(t, sequential)
 	if len(seq) == 0 {
 		t.Fatal("no events")
@@ -348,6 +351,7 @@ func TestInterleavedCadencesMatchSequential(t *testing.T) {
 // that check runs (the check waits until it does). The events, ids
 // included, are those of running checks and discoveries one after another.
 func TestChecksPauseDiscovery(t *testing.T) {
+	t.Parallel()
 	seq, _ := cadenceEvents(t, sequential)
 	if len(seq) == 0 {
 		t.Fatal("no events")
@@ -396,7 +400,7 @@ func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.eval.run(ctx) }()
-	waitFor(t, 30*time.Second, "replayed check saved", func() bool { return s.evaluated.Load() == 15 })
+	testkit.Eventually(t, 30*time.Second, "replayed check saved", func() bool { return s.evaluated.Load() == 15 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -437,6 +441,7 @@ func TestWindowInfoOf(t *testing.T) {
 // every check, with text typed nominal (the default) and with every column
 // ordered (order-text), where g's byte order takes part in OCs.
 func TestChecksMatchFullValidation(t *testing.T) {
+	t.Parallel()
 	t.Run("typed", func(t *testing.T) { checksMatchFullValidation(t, table.Typing{}, "{}: x ~ ts (asc)") })
 	// g ~ x is an OC on text only in order-text, where g is ordered by
 	// bytes; x ~ ts compares instants when typed and bytes in order-text.
@@ -770,6 +775,7 @@ func TestSampledColumns(t *testing.T) {
 // preparing they do; and the events, ids and errors included, are those
 // of the run that prepares nothing.
 func TestPreparedMergeBuildsNothing(t *testing.T) {
+	t.Parallel()
 	type merge struct {
 		end    uint64
 		builds incremental.Builds

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -79,5 +80,5 @@ func TestCloseClosesWritersTransport(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the writers' transport pool closed", func() bool { return kafkaPools() == before })
+	testkit.Eventually(t, 10*time.Second, "the writers' transport pool closed", func() bool { return kafkaPools() == before })
 }

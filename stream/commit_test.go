@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -81,7 +83,7 @@ func startHeldCommit(t *testing.T, fake *fakeCommitter) (*committer, chan struct
 	fake.setHold(hold)
 	oc := newCommitter(fake, testLogger(t), time.Millisecond)
 	oc.offer(offsetsOf("t", 10, 20))
-	waitFor(t, 10*time.Second, "the first commit in flight", func() bool { _, n, _ := fake.state(); return n == 1 })
+	testkit.Eventually(t, 10*time.Second, "the first commit in flight", func() bool { _, n, _ := fake.state(); return n == 1 })
 	return oc, hold
 }
 
@@ -130,7 +132,7 @@ func TestCommitterRetriesWithNewest(t *testing.T) {
 	oc.offer(offsetsOf("t", 11))
 	fake.setHold(nil)
 	close(hold) // the first commit fails
-	waitFor(t, 10*time.Second, "the retry", func() bool { c, n, _ := fake.state(); return len(c) == 2 && n == 0 })
+	testkit.Eventually(t, 10*time.Second, "the retry", func() bool { c, n, _ := fake.state(); return len(c) == 2 && n == 0 })
 	calls, _, _ := fake.state()
 	want := []map[string]map[int]int64{{"t": {0: 10, 1: 20}}, {"t": {0: 11, 1: 20}}}
 	if !commitsEqual(calls, want) {
@@ -149,7 +151,7 @@ func TestCommitterFlush(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	oc.offer(offsetsOf("t", 10)) // the first commit is due at once
-	waitFor(t, 10*time.Second, "the first commit", func() bool { c, n, _ := fake.state(); return len(c) == 1 && n == 0 })
+	testkit.Eventually(t, 10*time.Second, "the first commit", func() bool { c, n, _ := fake.state(); return len(c) == 1 && n == 0 })
 	fake.mu.Lock()
 	fake.failNext = 1
 	fake.mu.Unlock()
@@ -230,20 +232,7 @@ func TestSettleHandsOverOnlySynced(t *testing.T) {
 }
 
 func commitsEqual(a, b []map[string]map[int]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) {
-			return false
-		}
-		for topic, ps := range a[i] {
-			if !maps.Equal(ps, b[i][topic]) {
-				return false
-			}
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, func(x, y map[string]map[int]int64) bool { return maps.EqualFunc(x, y, maps.Equal) })
 }
 
 // TestHungCommitKeepsConsuming: while an offset commit hangs (as on a
@@ -252,6 +241,7 @@ func commitsEqual(a, b []map[string]map[int]int64) bool {
 // commit fails, the newest synced offsets are committed, and every commit
 // stays within what the store holds.
 func TestHungCommitKeepsConsuming(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"hc": 1})
 	c := Config{
 		Brokers: []string{addr}, Group: "hc", StateDir: t.TempDir(),
@@ -278,7 +268,7 @@ func TestHungCommitKeepsConsuming(t *testing.T) {
 		}
 	}
 	fake.mu.Unlock()
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	produce := func(n int, seed int64) {
@@ -291,22 +281,22 @@ func TestHungCommitKeepsConsuming(t *testing.T) {
 		return func() bool { return r.m.streams[0].evaluated.Load() == n }
 	}
 	produce(200, 1)
-	waitFor(t, 30*time.Second, "the first records evaluated and committed", func() bool {
-		return evaluated(200)() && committed(t, addr, "hc", "hc") == 200
+	testkit.Eventually(t, 30*time.Second, "the first records evaluated and committed", func() bool {
+		return evaluated(200)() && testkit.Committed(t, addr, "hc", "hc") == 200
 	})
 
 	hold := make(chan struct{})
 	fake.setHold(hold)
 	produce(200, 2)
-	waitFor(t, 30*time.Second, "a commit hanging", func() bool { _, n, _ := fake.state(); return n == 1 })
+	testkit.Eventually(t, 30*time.Second, "a commit hanging", func() bool { _, n, _ := fake.state(); return n == 1 })
 	calls, _, _ := fake.state()
 	hung := len(calls)
 	produce(300, 3)
-	waitFor(t, 30*time.Second, "the records evaluated while the commit hangs", evaluated(700))
+	testkit.Eventually(t, 30*time.Second, "the records evaluated while the commit hangs", evaluated(700))
 	if calls, n, _ := fake.state(); n != 1 || len(calls) != hung {
 		t.Fatalf("%d commits in flight, %d started, want the one hung (%d started)", n, len(calls), hung)
 	}
-	if got := committed(t, addr, "hc", "hc"); got != 200 {
+	if got := testkit.Committed(t, addr, "hc", "hc"); got != 200 {
 		t.Errorf("committed %d while the commit hangs, want 200", got)
 	}
 	fake.mu.Lock()
@@ -314,7 +304,7 @@ func TestHungCommitKeepsConsuming(t *testing.T) {
 	fake.hold = nil
 	fake.mu.Unlock()
 	close(hold)
-	waitFor(t, 30*time.Second, "the newest offsets committed", func() bool { return committed(t, addr, "hc", "hc") == 700 })
+	testkit.Eventually(t, 30*time.Second, "the newest offsets committed", func() bool { return testkit.Committed(t, addr, "hc", "hc") == 700 })
 	if _, _, maxInFlight := fake.state(); maxInFlight != 1 {
 		t.Errorf("%d commits in flight at once, want 1", maxInFlight)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
-	"github.com/segmentio/kafka-go"
 )
 
 // Crash test parameters: one partition, so that the arrival order (and so
@@ -60,24 +60,6 @@ func TestHelperMonitorProcess(t *testing.T) {
 	}
 }
 
-// committed returns the group's committed offset of partition 0 of topic.
-func committed(t testing.TB, addr, group, topic string) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c := &kafka.Client{Addr: kafka.TCP(addr)}
-	res, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
-	if err != nil || res.Error != nil {
-		return -1
-	}
-	for _, p := range res.Topics[topic] {
-		if p.Partition == 0 && p.Error == nil {
-			return p.CommittedOffset
-		}
-	}
-	return -1
-}
-
 // windowKeys reads the window of a stream from a closed store as
 // "partition/offset" keys, and its position.
 //
@@ -118,6 +100,7 @@ func windowKeys(t testing.TB, dir, stream string, size int) ([]string, map[int32
 // dir, and checks that the final window equals the one of an uninterrupted
 // run and that no event id reached the events topic twice.
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("crash test re-executes the test binary; skipped in -short")
 	}
@@ -144,7 +127,7 @@ func TestCrashRecovery(t *testing.T) {
 		// Kill once the child made progress (committed further), at a
 		// random point of its next batches.
 		deadline := time.Now().Add(30 * time.Second)
-		for committed(t, addr, "crash", crashTopic) <= last {
+		for testkit.Committed(t, addr, "crash", crashTopic) <= last {
 			if time.Now().After(deadline) {
 				kill()
 				t.Fatalf("helper made no progress past offset %d", last)
@@ -154,7 +137,7 @@ func TestCrashRecovery(t *testing.T) {
 		time.Sleep(time.Duration(rng.Intn(60)) * time.Millisecond)
 		kill()
 		kills++
-		last = committed(t, addr, "crash", crashTopic)
+		last = testkit.Committed(t, addr, "crash", crashTopic)
 		t.Logf("kill %d at committed offset %d", kills, last)
 		if last >= crashRecords {
 			break
@@ -165,8 +148,8 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	// Last run: to the end of the topic, then killed as well.
 	kill := start()
-	waitFor(t, 60*time.Second, "the restarted monitor to consume the topic", func() bool {
-		return committed(t, addr, "crash", crashTopic) >= crashRecords
+	testkit.Eventually(t, 60*time.Second, "the restarted monitor to consume the topic", func() bool {
+		return testkit.Committed(t, addr, "crash", crashTopic) >= crashRecords
 	})
 	kill()
 	if kills < 3 {
@@ -176,8 +159,8 @@ func TestCrashRecovery(t *testing.T) {
 	// Uninterrupted reference run on a fresh state dir and its own group.
 	refDir := t.TempDir()
 	ref := startMonitor(t, crashConfig(addr, refDir, "crash-ref", "events-ref"))
-	waitFor(t, 60*time.Second, "the reference run to consume the topic", func() bool {
-		return committed(t, addr, "crash-ref", crashTopic) >= crashRecords
+	testkit.Eventually(t, 60*time.Second, "the reference run to consume the topic", func() bool {
+		return testkit.Committed(t, addr, "crash-ref", crashTopic) >= crashRecords
 	})
 	if err := ref.stop(); err != nil {
 		t.Fatalf("reference run: %v", err)
@@ -238,6 +221,7 @@ func first(s []string) string {
 // written again on restart, while an event that never reached the topic
 // is, and the other sinks get both.
 func TestOutboxSkipsEventsOnTopic(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"in": 1, "events": 1})
 	dir := t.TempDir()
 	dep, err := discovery.ParseDependency("{}: a ~ b (asc)")
@@ -285,8 +269,8 @@ func TestOutboxSkipsEventsOnTopic(t *testing.T) {
 		Brokers: []string{addr}, Group: "outbox", EventsTopic: "events", StateDir: dir, SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "in", Window: 10, Epsilon: 0.01}},
 	})
-	waitFor(t, 30*time.Second, "outbox delivered to the extra sink", func() bool { return len(r.sink.snapshot()) == 2 })
-	waitFor(t, 20*time.Second, "the unsent event on the events topic", func() bool {
+	testkit.Eventually(t, 30*time.Second, "outbox delivered to the extra sink", func() bool { return len(r.sink.snapshot()) == 2 })
+	testkit.Eventually(t, 20*time.Second, "the unsent event on the events topic", func() bool {
 		for _, msg := range readTopic(t, addr, "events") {
 			if headerValue(msg.Headers, "ce_id") == unsent.ID {
 				return true
@@ -298,7 +282,7 @@ func TestOutboxSkipsEventsOnTopic(t *testing.T) {
 	if ids[sent.ID] != 1 || ids[unsent.ID] != 1 || len(ids) != 2 {
 		t.Errorf("events topic ids %v: want %s and %s once each", ids, sent.ID, unsent.ID)
 	}
-	waitFor(t, 10*time.Second, "outbox empty", func() bool {
+	testkit.Eventually(t, 10*time.Second, "outbox empty", func() bool {
 		p, err := r.m.store.PendingEvents("in")
 		return err == nil && len(p) == 0
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestDropDiscardsQueuedWork: with two cadences, a stream that drops its
@@ -20,6 +21,7 @@ import (
 // this member consumed), the first check starts the checker over and is
 // saved.
 func TestDropDiscardsQueuedWork(t *testing.T) {
+	t.Parallel()
 	const (
 		heldEnd   = 1549 // the check held after its counts, before its save
 		lastStale = 1899 // the last check queued behind it
@@ -168,7 +170,7 @@ func TestDropDiscardsQueuedWork(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("the dropped window's discoveries survive the drop: %v", left)
 	}
-	waitFor(t, 60*time.Second, "the dropped window's running discovery to stop", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the dropped window's running discovery to stop", func() bool {
 		discMu.Lock()
 		defer discMu.Unlock()
 		return discStopped == discStarted

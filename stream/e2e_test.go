@@ -12,6 +12,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestPayrollEndToEnd runs the paper's running example through the whole
@@ -20,6 +21,7 @@ import (
 // whose samples are erroneous records, and a clean stream again gives
 // restored.
 func TestPayrollEndToEnd(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"payroll": 1, "events": 1})
 	const (
 		window = 500
@@ -40,7 +42,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 			Pinned: []string{"{}: salary ~ bonus (asc)"},
 		}},
 	})
-	waitFor(t, 30*time.Second, "consumer group join", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "consumer group join", r.m.Ready)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -57,7 +59,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 	}
 	salTaxID := alerts.DependencyID(salTax)
 	of := func(typ alerts.EventType) []alerts.Event { return eventsInvolving(r.sink.snapshot(), typ, salTaxID) }
-	waitFor(t, 60*time.Second, "restored event for salary ~ tax", func() bool { return len(of(alerts.EventRestored)) > 0 })
+	testkit.Eventually(t, 60*time.Second, "restored event for salary ~ tax", func() bool { return len(of(alerts.EventRestored)) > 0 })
 
 	disc := of(alerts.EventDiscovered)
 	if len(disc) != 1 || disc[0].Window.EndSeq >= clean {
@@ -84,7 +86,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 	}
 
 	// The events reached the events topic as CloudEvents.
-	waitFor(t, 20*time.Second, "events on the events topic", func() bool {
+	testkit.Eventually(t, 20*time.Second, "events on the events topic", func() bool {
 		for _, msg := range readTopic(t, addr, "events") {
 			if headerValue(msg.Headers, "ce_id") == v.ID {
 				return true
@@ -92,7 +94,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 20*time.Second, "all records consumed", func() bool {
+	testkit.Eventually(t, 20*time.Second, "all records consumed", func() bool {
 		return metricValue(t, r.reg, "odwatch_records_consumed_total", map[string]string{"stream": "payroll"}) == total
 	})
 	checkPayrollMetrics(t, r, window)

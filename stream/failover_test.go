@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -99,12 +101,12 @@ func TestFailoverAfterKill(t *testing.T) {
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "fo", Count: 2000, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the first member evaluated the clean records", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the first member evaluated the clean records", func() bool {
 		rec, err := readStateRecord(ctx, []string{addr}, nil, "fo-state", "fo")
 		return err == nil && rec != nil && rec.WindowEndSeq == 1999
 	})
 	survivor := startMonitor(t, cfg())
-	waitFor(t, 30*time.Second, "the survivor joined", survivor.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "the survivor joined", survivor.m.Ready)
 	if got := survivor.m.balancer.Topics(); len(got) != 0 {
 		t.Fatalf("the survivor took %v from the running owner", got)
 	}
@@ -118,7 +120,7 @@ func TestFailoverAfterKill(t *testing.T) {
 	killed := time.Now()
 	kill()
 	var took time.Duration
-	waitFor(t, 30*time.Second, "the survivor's first violated event", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the survivor's first violated event", func() bool {
 		if len(eventsOf(survivor, alerts.EventViolated)) == 0 {
 			return false
 		}
@@ -132,7 +134,7 @@ func TestFailoverAfterKill(t *testing.T) {
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "the survivor evaluated every record", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the survivor evaluated every record", func() bool {
 		return survivor.m.streams[0].evaluated.Load() == 3500
 	})
 	if n := metricValue(t, survivor.reg, "odwatch_window_records", map[string]string{"stream": "fo"}); n != 1000 {
@@ -161,11 +163,11 @@ func TestCleanStopLeavesGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	r := startMonitor(t, c)
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "leave", Count: 200, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "consumed", func() bool { return r.m.streams[0].evaluated.Load() == 200 })
+	testkit.Eventually(t, 30*time.Second, "consumed", func() bool { return r.m.streams[0].evaluated.Load() == 200 })
 	stopping := time.Now()
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
@@ -176,7 +178,7 @@ func TestCleanStopLeavesGroup(t *testing.T) {
 	}
 	restart := time.Now()
 	r2 := startMonitor(t, c)
-	waitFor(t, 30*time.Second, "the restart consumed", func() bool { return r2.m.streams[0].evaluated.Load() == 300 })
+	testkit.Eventually(t, 30*time.Second, "the restart consumed", func() bool { return r2.m.streams[0].evaluated.Load() == 300 })
 	took := time.Since(restart)
 	t.Logf("restart consumed the new records %v after it started", took.Round(time.Millisecond))
 	if took > 3*time.Second {
@@ -196,8 +198,10 @@ var consumerKeys = []int16{
 // outage and 200 after, the outage is counted, and every record is evaluated
 // with the window of a run without the outage.
 func TestBrokerOutage(t *testing.T) {
-	t.Run("connections dropped", func(t *testing.T) { testBrokerOutage(t, false) })
+	t.Parallel()
+	t.Run("connections dropped", func(t *testing.T) { t.Parallel(); testBrokerOutage(t, false) })
 	t.Run("broker hung", func(t *testing.T) {
+		t.Parallel()
 		if testing.Short() {
 			t.Skip("waits for request timeouts; skipped in -short")
 		}
@@ -235,14 +239,14 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	r := startMonitor(t, cfg("out"))
-	waitFor(t, 30*time.Second, "ready", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", r.m.Ready)
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 1}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "evaluated before the outage", func() bool { return r.m.streams[0].evaluated.Load() == 1000 })
+	testkit.Eventually(t, 30*time.Second, "evaluated before the outage", func() bool { return r.m.streams[0].evaluated.Load() == 1000 })
 
 	down.Store(true)
-	waitFor(t, 30*time.Second, "not ready during the outage", func() bool { return !r.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "not ready during the outage", func() bool { return !r.m.Ready() })
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +255,7 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	if d, err := time.ParseDuration(os.Getenv("ODWATCH_TEST_OUTAGE")); err == nil {
 		outage = d
 	}
-	waitFor(t, outage+30*time.Second, fmt.Sprintf("an outage of %v counted", outage), func() bool {
+	testkit.Eventually(t, outage+30*time.Second, fmt.Sprintf("an outage of %v counted", outage), func() bool {
 		return metricValue(t, r.reg, "odwatch_kafka_unreachable_seconds_total", nil) >= outage.Seconds()
 	})
 	if r.m.Ready() {
@@ -259,14 +263,14 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	}
 	down.Store(false)
 	back := time.Now()
-	waitFor(t, 30*time.Second, "ready after the outage", r.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready after the outage", r.m.Ready)
 	t.Logf("outage %v: ready again %v after the broker came back; %d records produced during it", outage, time.Since(back).Round(time.Millisecond), 1000)
-	waitFor(t, 30*time.Second, "the outage's records evaluated", func() bool { return r.m.streams[0].evaluated.Load() == 2000 })
+	testkit.Eventually(t, 30*time.Second, "the outage's records evaluated", func() bool { return r.m.streams[0].evaluated.Load() == 2000 })
 	t.Logf("the records produced during the outage evaluated %v after the broker came back", time.Since(back).Round(time.Millisecond))
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "out", Count: 1000, Seed: 3}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "every record evaluated", func() bool { return r.m.streams[0].evaluated.Load() == 3000 })
+	testkit.Eventually(t, 30*time.Second, "every record evaluated", func() bool { return r.m.streams[0].evaluated.Load() == 3000 })
 	if got := metricValue(t, r.reg, "odwatch_records_consumed_total", map[string]string{"stream": "out"}); got != 3000 {
 		t.Errorf("consumed %v records, want 3000 (none lost or counted twice)", got)
 	}
@@ -275,34 +279,23 @@ func testBrokerOutage(t *testing.T, hang bool) {
 	}
 
 	ref := startMonitor(t, cfg("out-ref"))
-	waitFor(t, 30*time.Second, "reference evaluated", func() bool { return ref.m.streams[0].evaluated.Load() == 3000 })
+	testkit.Eventually(t, 30*time.Second, "reference evaluated", func() bool { return ref.m.streams[0].evaluated.Load() == 3000 })
 	if err := ref.stop(); err != nil {
 		t.Fatal(err)
 	}
 	got, gotNext, gotSeq := windowKeys(t, r.m.cfg.StateDir, "out", 500)
 	want, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, "out", 500)
-	if !slices.Equal(got, want) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
+	if !slices.Equal(got, want) || gotSeq != wantSeq || !maps.Equal(gotNext, wantNext) {
 		t.Errorf("window after the outage %d records (%s) next %v seq %d; without it %d (%s) next %v seq %d",
 			len(got), first(got), gotNext, gotSeq, len(want), first(want), wantNext, wantSeq)
 	}
-}
-
-func mapsEqual(a, b map[int32]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestSessionTimeoutRefused: a session timeout the broker refuses (below its
 // group.min.session.timeout.ms, 1 s for the test broker) ends Run with an
 // error naming the setting, instead of retrying for ever.
 func TestSessionTimeoutRefused(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"st": 1})
 	m, err := NewMonitor(Config{
 		Brokers: []string{addr}, Group: "st", StateDir: t.TempDir(),
@@ -324,6 +317,7 @@ func TestSessionTimeoutRefused(t *testing.T) {
 // the group's committed offset (killed between its store commit and its
 // offset commit) commits the stored position although no record comes.
 func TestStoreAheadOfGroupCommits(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"ahead": 1})
 	c := Config{
 		Brokers: []string{addr}, Group: "ahead", StateDir: t.TempDir(),
@@ -335,7 +329,7 @@ func TestStoreAheadOfGroupCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := startMonitor(t, c)
-	waitFor(t, 30*time.Second, "consumed", func() bool { return committed(t, addr, "ahead", "ahead") == 300 })
+	testkit.Eventually(t, 30*time.Second, "consumed", func() bool { return testkit.Committed(t, addr, "ahead", "ahead") == 300 })
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -353,9 +347,9 @@ func TestStoreAheadOfGroupCommits(t *testing.T) {
 			}
 		}
 	}
-	if got := committed(t, addr, "ahead", "ahead"); got != 200 {
+	if got := testkit.Committed(t, addr, "ahead", "ahead"); got != 200 {
 		t.Fatalf("committed %d after setting it back, want 200", got)
 	}
 	startMonitor(t, c)
-	waitFor(t, 30*time.Second, "the stored position committed", func() bool { return committed(t, addr, "ahead", "ahead") == 300 })
+	testkit.Eventually(t, 30*time.Second, "the stored position committed", func() bool { return testkit.Committed(t, addr, "ahead", "ahead") == 300 })
 }

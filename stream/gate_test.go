@@ -10,12 +10,13 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // waitBlocked waits until n workers are blocked in g.wait.
 func waitBlocked(t *testing.T, g *checkGate, n int32) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "workers blocked at the gate", func() bool { return g.waiting.Load() == n })
+	testkit.Eventually(t, 30*time.Second, "workers blocked at the gate", func() bool { return g.waiting.Load() == n })
 }
 
 // startWait runs g.wait(ctx) on its own goroutine; the channel gets its

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -59,7 +60,7 @@ func TestHistorian(t *testing.T) {
 		h.add(j) // queued all the same, without samples
 	}
 	close(release)
-	waitFor(t, 30*time.Second, "the queued jobs", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the queued jobs", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(ran) == 5

@@ -20,6 +20,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/alerts/schematest"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -167,18 +168,6 @@ func offlineMonitorWith(t testing.TB, sc StreamConfig, opts Options) *Monitor {
 		}
 	})
 	return m
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // startTestBroker starts an in-process broker stopped at test cleanup.
@@ -489,6 +478,7 @@ func seriesCount(t testing.TB, reg prometheus.Gatherer, name string, want map[st
 // that evaluations happen on the clock, that old records leave the window,
 // and that /healthz, /readyz and /metrics answer.
 func TestTimeWindowAndHealth(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"timed": 1})
 	reg := prometheus.NewRegistry()
 	m, err := NewMonitor(Config{
@@ -520,7 +510,7 @@ func TestTimeWindowAndHealth(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- m.Run(ctx) }()
-	waitFor(t, 30*time.Second, "ready", m.Ready)
+	testkit.Eventually(t, 30*time.Second, "ready", m.Ready)
 	if code, _ := get("/readyz"); code != http.StatusOK {
 		t.Errorf("/readyz after join: %d, want 200", code)
 	}
@@ -529,7 +519,7 @@ func TestTimeWindowAndHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	stream := map[string]string{"stream": "timed"}
-	waitFor(t, 20*time.Second, "all consumed and two evaluations", func() bool {
+	testkit.Eventually(t, 20*time.Second, "all consumed and two evaluations", func() bool {
 		return metricValue(t, reg, "odwatch_records_consumed_total", stream) == 1200 &&
 			metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "timed", "result": "ok"}) >= 2
 	})
@@ -559,6 +549,7 @@ func TestTimeWindowAndHealth(t *testing.T) {
 // of three partitions: the balancer gives the whole topic to one member
 // (the older), so a single window sees the whole stream.
 func TestScaleOutOneOwner(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"multi": 3})
 	cfg := func() Config {
 		return Config{
@@ -567,9 +558,9 @@ func TestScaleOutOneOwner(t *testing.T) {
 		}
 	}
 	first := startMonitor(t, cfg())
-	waitFor(t, 30*time.Second, "first member ready", first.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "first member ready", first.m.Ready)
 	second := startMonitor(t, cfg())
-	waitFor(t, 30*time.Second, "second member joined", second.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "second member joined", second.m.Ready)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	const n = 3000
@@ -578,7 +569,7 @@ func TestScaleOutOneOwner(t *testing.T) {
 	}
 	stream := map[string]string{"stream": "multi"}
 	consumed := func(r *running) float64 { return metricValue(t, r.reg, "odwatch_records_consumed_total", stream) }
-	waitFor(t, 30*time.Second, "all records consumed", func() bool { return consumed(first)+consumed(second) >= n })
+	testkit.Eventually(t, 30*time.Second, "all records consumed", func() bool { return consumed(first)+consumed(second) >= n })
 	if a, b := consumed(first), consumed(second); a != n || b != 0 {
 		t.Errorf("records consumed by the members: %v and %v, want all %d by the first", a, b, n)
 	}
@@ -609,6 +600,7 @@ func TestLogLimiter(t *testing.T) {
 // state dir): it reads the window back from Kafka instead of waiting for
 // Window new records.
 func TestBackfillOnTakeover(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"take": 1})
 	cfg := func() Config {
 		return Config{
@@ -622,18 +614,18 @@ func TestBackfillOnTakeover(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := startMonitor(t, cfg())
-	waitFor(t, 30*time.Second, "first instance consumed the topic", func() bool { return committed(t, addr, "take", "take") == 3000 })
+	testkit.Eventually(t, 30*time.Second, "first instance consumed the topic", func() bool { return testkit.Committed(t, addr, "take", "take") == 3000 })
 	if err := old.stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	c := cfg()
 	second := startMonitor(t, c)
-	waitFor(t, 30*time.Second, "second instance ready", second.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "second instance ready", second.m.Ready)
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "take", Count: 10, Seed: 5}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "new records consumed", func() bool { return committed(t, addr, "take", "take") == 3010 })
+	testkit.Eventually(t, 30*time.Second, "new records consumed", func() bool { return testkit.Committed(t, addr, "take", "take") == 3010 })
 	if err := second.stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
 )
 
@@ -58,9 +58,6 @@ const (
 // qualityRecords is the run's length: qualityEvals evaluations.
 const qualityRecords = qualityWindow + (qualityEvals-1)*qualityEvery
 
-// benchData is where the datasets are, from a package directory.
-var benchData = filepath.Join("..", "..", "shared", "data")
-
 // csvTable is a CSV file's header and rows.
 type csvTable struct {
 	header []string
@@ -75,9 +72,6 @@ func (t *csvTable) col(name string) int { return slices.Index(t.header, name) }
 func loadCSV(b *testing.B, path string, sample int) *csvTable {
 	b.Helper()
 	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		b.Skipf("benchmark data %s is absent (see ../shared/data)", path)
-	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -239,9 +233,9 @@ func names(d discovery.Dependency, cols []string) bool {
 }
 
 func BenchmarkReplayQuality(b *testing.B) {
-	adult := loadCSV(b, filepath.Join(benchData, "bench", "adult.csv"), 0)
-	flights := loadCSV(b, filepath.Join(benchData, "flights-3m.csv.gz"), qualityRecords)
-	voter := loadCSV(b, filepath.Join(benchData, "bench", "ncvoter-100k.csv"), 0)
+	adult := loadCSV(b, testkit.SharedData(b, "bench/adult.csv"), 0)
+	flights := loadCSV(b, testkit.SharedData(b, "flights-3m.csv.gz"), qualityRecords)
+	voter := loadCSV(b, testkit.SharedData(b, "bench/ncvoter-100k.csv"), 0)
 
 	educations := map[string]bool{}
 	for _, r := range adult.rows {

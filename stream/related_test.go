@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -28,6 +29,7 @@ import (
 // (samples from the columns copied from the checker) and the full
 // evaluations' (from the encoded window).
 func TestRelatedSamplesAfterDelivery(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		discoverEvery int
@@ -47,7 +49,7 @@ func TestRelatedSamplesAfterDelivery(t *testing.T) {
 					continue
 				}
 				c.s.dispatch(end)
-				waitFor(t, 60*time.Second, "the related-sample step of window "+strconv.FormatUint(end, 10), func() bool {
+				testkit.Eventually(t, 60*time.Second, "the related-sample step of window "+strconv.FormatUint(end, 10), func() bool {
 					return h.reached.Load() >= end+1
 				})
 				select {

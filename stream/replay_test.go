@@ -10,6 +10,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 )
@@ -58,6 +59,7 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o demo.PayrollOptions, n int)
 // of its window) within two windows, its recovery by one restored event, and
 // a second replay gives the same event ids.
 func TestReplayPayrollStory(t *testing.T) {
+	t.Parallel()
 	cfg := StreamConfig{Topic: "payroll", Window: 500, Every: 500, Epsilon: 0.01, Sample: 5,
 		Margin: AutoMargin, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel, MinStrength: discovery.DefaultMinStrength}
 	o := demo.PayrollOptions{CleanRecords: 2000, ErrorRate: 0.04, StopErrorsAfter: 4000, Seed: 7}
@@ -114,6 +116,7 @@ func summaries(evs []alerts.Event) []string {
 // over in memory (same event ids). The range's bounds and merge order are
 // kafkaread's TestReadRange.
 func TestReplayTopicRange(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"payroll": 1})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -147,6 +150,7 @@ func TestReplayTopicRange(t *testing.T) {
 // whole (ids, errors, samples), the monitor checking every window and
 // merging every discovery on time.
 func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the monitor on a topic")
 	}
@@ -163,7 +167,7 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 
 	r := startMonitorWith(t, Config{Brokers: []string{addr}, Group: "rm", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{cfg}}, func(m *Monitor) { m.testHooks().inOrder = true })
-	waitFor(t, 90*time.Second, "the monitor checked every window and delivered the events", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the monitor checked every window and delivered the events", func() bool {
 		if r.m.streams[0].evaluated.Load() != n {
 			return false
 		}

@@ -3,12 +3,14 @@ package stream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -37,7 +39,7 @@ func counts(owned [][]string) []int {
 func waitCounts(t *testing.T, what string, want []int, topics []string, rs ...*running) [][]string {
 	t.Helper()
 	var owned [][]string
-	waitFor(t, 60*time.Second, what, func() bool {
+	testkit.Eventually(t, 60*time.Second, what, func() bool {
 		owned = ownedBy(rs...)
 		all := slices.Concat(owned...)
 		slices.Sort(all)
@@ -63,6 +65,7 @@ func allReady(rs ...*running) bool {
 // topic, every owner evaluates at the window ends of one uninterrupted
 // member.
 func TestScaleOutSpreadsTopics(t *testing.T) {
+	t.Parallel()
 	topics := []string{"sa", "sb", "sc"}
 	addr := startTestBroker(t, map[string]int{"sa": 2, "sb": 1, "sc": 3, "spread-state": 1})
 	cfg := func() Config {
@@ -84,7 +87,7 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 	first := startMonitor(t, cfg())
 	waitCounts(t, "first member owns all", []int{3}, topics, first)
 	produce(1)
-	waitFor(t, 60*time.Second, "first member evaluated every topic", func() bool {
+	testkit.Eventually(t, 60*time.Second, "first member evaluated every topic", func() bool {
 		return evaluated(first, "sa") == 300 && evaluated(first, "sb") == 300 && evaluated(first, "sc") == 300
 	})
 
@@ -101,10 +104,10 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 		t.Errorf("first member's store holds %d window records of %s (%v) after losing it, want 0", n, moved, err)
 	}
 	// The newcomer took the window over from Kafka: full at once.
-	waitFor(t, 30*time.Second, "newcomer's window rebuilt", func() bool { return windowOf(second, moved) == 300 })
+	testkit.Eventually(t, 30*time.Second, "newcomer's window rebuilt", func() bool { return windowOf(second, moved) == 300 })
 	evalsBefore := metricValue(t, first.reg, "odwatch_evaluations_total", map[string]string{"stream": moved})
 	produce(10)
-	waitFor(t, 60*time.Second, "both members evaluated the new records", func() bool {
+	testkit.Eventually(t, 60*time.Second, "both members evaluated the new records", func() bool {
 		for _, tp := range topics {
 			owner := first
 			if tp == moved {
@@ -136,9 +139,9 @@ func TestScaleOutSpreadsTopics(t *testing.T) {
 	if slices.Contains(owned[1], gone) {
 		heir = second
 	}
-	waitFor(t, 30*time.Second, "heir's window of "+gone+" rebuilt", func() bool { return windowOf(heir, gone) == 300 })
+	testkit.Eventually(t, 30*time.Second, "heir's window of "+gone+" rebuilt", func() bool { return windowOf(heir, gone) == 300 })
 	produce(20)
-	waitFor(t, 60*time.Second, "heir evaluated "+gone, func() bool { return evaluated(heir, gone) == 900 })
+	testkit.Eventually(t, 60*time.Second, "heir evaluated "+gone, func() bool { return evaluated(heir, gone) == 900 })
 	t.Logf("owners: %s", strings.Join([]string{fmt.Sprint(owned[0]), fmt.Sprint(owned[1])}, " / "))
 }
 
@@ -178,6 +181,7 @@ func eventKeys(rs ...*running) []string {
 // records, and end with the same window (the takeover rebuilt it whole, in
 // the window's order, and continued the sequence numbers).
 func TestTakeoverMatchesSingleMember(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"eq": 3, "eq-state": 1, "eq-ref-state": 1})
 	const window, every = 600, 300
 	cfg := func(group string) Config {
@@ -192,7 +196,7 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 	defer cancel()
 	ref := startMonitor(t, cfg("eq-ref"))
 	a := startMonitor(t, cfg("eq"))
-	waitFor(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
 	total := 0
 	// produce adds n records (clean, or 10% dirty) and waits until owner
 	// and reference evaluated them all, so that every window end sees the
@@ -201,7 +205,7 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, []string{"eq"}, n, total, dirty)
 		total += n
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			return ref.m.streams[0].evaluated.Load() == uint64(total) && owner.m.streams[0].evaluated.Load() == uint64(total)
 		})
 	}
@@ -212,11 +216,11 @@ func TestTakeoverMatchesSingleMember(t *testing.T) {
 	produce(every, false, a)
 	produce(every, true, a)
 	b := startMonitor(t, cfg("eq"))
-	waitFor(t, 30*time.Second, "second member joined", b.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "second member joined", b.m.Ready)
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
+	testkit.Eventually(t, 30*time.Second, "second member took the topic over", func() bool {
 		return slices.Equal(b.m.balancer.Topics(), []string{"eq"}) && b.m.Ready() &&
 			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "eq"}) == window
 	})
@@ -260,6 +264,7 @@ func produceTimed(t *testing.T, addr, topic string, from, n int, start time.Time
 // partition: 1000 records 10 ms apart on three partitions, an interval of
 // 1 s, so 101 records (the newest one's time minus 1 s, inclusive).
 func TestTimeWindowReadBack(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"twr": 3})
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	produceTimed(t, addr, "twr", 0, 1000, start, 10*time.Millisecond)
@@ -310,6 +315,7 @@ func TestTimeWindowReadBack(t *testing.T) {
 // (records stamped long before they arrive, fetched live, would be merged
 // in arrival order).
 func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"tw": 3})
 	cfg := func(group string) Config {
 		return Config{
@@ -320,15 +326,15 @@ func TestTimeWindowTakeoverMatchesSingleMember(t *testing.T) {
 	produceTimed(t, addr, "tw", 0, 600, time.Now().Add(-time.Minute), 10*time.Millisecond)
 	ref := startMonitor(t, cfg("tw-ref"))
 	a := startMonitor(t, cfg("tw"))
-	waitFor(t, 60*time.Second, "both consumed 600", func() bool {
-		return committedTotal(t, addr, "tw-ref", "tw", 3) == 600 && committedTotal(t, addr, "tw", "tw", 3) == 600
+	testkit.Eventually(t, 60*time.Second, "both consumed 600", func() bool {
+		return testkit.CommittedTotal(t, addr, "tw-ref", "tw", 3) == 600 && testkit.CommittedTotal(t, addr, "tw", "tw", 3) == 600
 	})
 	b := startMonitor(t, cfg("tw"))
-	waitFor(t, 30*time.Second, "second member joined", b.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "second member joined", b.m.Ready)
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "second member took the topic over", func() bool {
+	testkit.Eventually(t, 30*time.Second, "second member took the topic over", func() bool {
 		return slices.Equal(b.m.balancer.Topics(), []string{"tw"}) && b.m.Ready() &&
 			metricValue(t, b.reg, "odwatch_window_records", map[string]string{"stream": "tw"}) > 0
 	})
@@ -401,7 +407,7 @@ func sameWindow(t *testing.T, dir, refDir, topic string, window int, what string
 	t.Helper()
 	gotW, gotNext, gotSeq := windowKeys(t, dir, topic, window)
 	wantW, wantNext, wantSeq := windowKeys(t, refDir, topic, window)
-	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !mapsEqual(gotNext, wantNext) {
+	if !slices.Equal(gotW, wantW) || gotSeq != wantSeq || !maps.Equal(gotNext, wantNext) {
 		t.Errorf("%s: %s %d records (%s) next %v seq %d; one member's %d (%s) next %v seq %d",
 			topic, what, len(gotW), first(gotW), gotNext, gotSeq, len(wantW), first(wantW), wantNext, wantSeq)
 	}

@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"slices"
@@ -11,32 +12,10 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
-
-// committedTotal sums the group's committed offsets of a topic's partitions.
-func committedTotal(t testing.TB, addr, group, topic string, parts int) int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ps := make([]int, parts)
-	for i := range ps {
-		ps[i] = i
-	}
-	res, err := (&kafka.Client{Addr: kafka.TCP(addr)}).OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: ps}})
-	if err != nil || res.Error != nil {
-		return -1
-	}
-	var sum int64
-	for _, p := range res.Topics[topic] {
-		if p.Error != nil || p.CommittedOffset < 0 {
-			return -1
-		}
-		sum += p.CommittedOffset
-	}
-	return sum
-}
 
 // killedMembers removes from a kfake group the members whose process a
 // test killed, once their session timeout has passed since the kill: the
@@ -139,6 +118,7 @@ type soakOptions struct {
 // twice. ODWATCH_SOAK=1 makes it 24 kills over 12000 records per topic, with
 // a window of 1000.
 func TestSoakKills(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("re-executes the test binary; skipped in -short")
 	}
@@ -220,7 +200,7 @@ func soakKills(t *testing.T, o soakOptions) {
 	for {
 		var done []int64
 		for _, tp := range topics {
-			done = append(done, committedTotal(t, addr, "soak", tp, parts))
+			done = append(done, testkit.CommittedTotal(t, addr, "soak", tp, parts))
 		}
 		if slices.Equal(done, want) {
 			break
@@ -244,9 +224,9 @@ func soakKills(t *testing.T, o soakOptions) {
 	killed.mu.Unlock()
 
 	ref := startMonitor(t, cfg("soak-ref"))
-	waitFor(t, 90*time.Second, "the reference consumed every topic", func() bool {
+	testkit.Eventually(t, 90*time.Second, "the reference consumed every topic", func() bool {
 		for _, tp := range topics {
-			if committedTotal(t, addr, "soak-ref", tp, parts) != int64(o.perTopic) {
+			if testkit.CommittedTotal(t, addr, "soak-ref", tp, parts) != int64(o.perTopic) {
 				return false
 			}
 		}
@@ -263,7 +243,7 @@ func soakKills(t *testing.T, o soakOptions) {
 			if len(got) == 0 {
 				continue // not (or no longer) this member's topic
 			}
-			if !mapsEqual(gotNext, wantNext) {
+			if !maps.Equal(gotNext, wantNext) {
 				// A window the member restored from its store but was
 				// not assigned before the end: behind the group's
 				// committed offsets, it is dropped at its next

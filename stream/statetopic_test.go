@@ -8,6 +8,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestStateTopicTakeover stops the member that consumed a clean payroll
@@ -19,6 +20,7 @@ import (
 // group, so it drops them and takes over again from the state topic: no
 // second violated event.
 func TestStateTopicTakeover(t *testing.T) {
+	t.Parallel()
 	addr := startTestBroker(t, map[string]int{"st-pay": 1, "st-state": 1})
 	cfg := func() Config {
 		return Config{
@@ -35,8 +37,8 @@ func TestStateTopicTakeover(t *testing.T) {
 	}
 	cfgA := cfg()
 	a := startMonitor(t, cfgA)
-	waitFor(t, 30*time.Second, "first member evaluated the clean stream", func() bool {
-		return a.m.streams[0].evaluated.Load() == clean && committed(t, addr, "st", "st-pay") == clean
+	testkit.Eventually(t, 30*time.Second, "first member evaluated the clean stream", func() bool {
+		return a.m.streams[0].evaluated.Load() == clean && testkit.Committed(t, addr, "st", "st-pay") == clean
 	})
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
@@ -60,11 +62,11 @@ func TestStateTopicTakeover(t *testing.T) {
 	}
 
 	b := startMonitor(t, cfg())
-	waitFor(t, 30*time.Second, "second member ready", b.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "second member ready", b.m.Ready)
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: 1000, ErrorRate: 0.05, Seed: 12}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "violated event for salary ~ tax from the second member", func() bool {
+	testkit.Eventually(t, 30*time.Second, "violated event for salary ~ tax from the second member", func() bool {
 		for _, e := range b.sink.snapshot() {
 			if e.Type == alerts.EventViolated && e.Involves(salTaxID) {
 				return true
@@ -77,18 +79,18 @@ func TestStateTopicTakeover(t *testing.T) {
 			t.Errorf("second member discovered %s again, window end %d", e.DependencyText, e.Window.EndSeq)
 		}
 	}
-	waitFor(t, 30*time.Second, "second member consumed everything", func() bool { return committed(t, addr, "st", "st-pay") == clean+1000 })
+	testkit.Eventually(t, 30*time.Second, "second member consumed everything", func() bool { return testkit.Committed(t, addr, "st", "st-pay") == clean+1000 })
 	bEnd := b.m.streams[0].evaluated.Load()
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
 
 	a2 := startMonitor(t, cfgA)
-	waitFor(t, 30*time.Second, "first member back", a2.m.Ready)
+	testkit.Eventually(t, 30*time.Second, "first member back", a2.m.Ready)
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "st-pay", Count: 500, ErrorRate: 0.05, Seed: 13}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "first member evaluated past the second one", func() bool {
+	testkit.Eventually(t, 30*time.Second, "first member evaluated past the second one", func() bool {
 		return a2.m.streams[0].evaluated.Load() > bEnd
 	})
 	for _, e := range a2.sink.snapshot() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -56,6 +57,7 @@ func byTime(r kmsg.Request) bool {
 // error naming the read-back and the request. 300 records 10 ms apart on
 // three partitions, all consumed, an interval of 1 s: 101 records.
 func TestTakeOverRetriesTransientErrors(t *testing.T) {
+	t.Parallel()
 	const topic = "tk"
 	for _, tc := range []struct {
 		name      string
@@ -142,6 +144,7 @@ func TestScanTopicSeesNewBroker(t *testing.T) {
 // 700 undecodable; a state record's count is the decodable records below
 // its positions.
 func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
+	t.Parallel()
 	const topic, stateTopic = "ta", "ta-state"
 	addr := startTestBroker(t, map[string]int{topic: 2, stateTopic: 1})
 	bad := map[int]bool{620: true, 621: true, 700: true}
@@ -226,6 +229,7 @@ func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
 // ends with the same events as one uninterrupted member, and end with its
 // window and sequence numbers.
 func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
+	t.Parallel()
 	const topic = "tb"
 	addr := startTestBroker(t, map[string]int{topic: 2, "tb-state": 1, "tb-ref-state": 1})
 	const window, every = 300, 100
@@ -249,7 +253,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 			return fake
 		}
 	})
-	waitFor(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "members ready", func() bool { return ref.m.Ready() && a.m.Ready() })
 	evaluated := func(r *running) uint64 { return r.m.streams[0].evaluated.Load() }
 	total := 0
 	// produce adds n records (10% dirty after the first window) and waits
@@ -259,12 +263,12 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, []string{topic}, n, total, total > 0)
 		total += n
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			return evaluated(ref) == uint64(total) && evaluated(owner) >= uint64(total) && done()
 		})
 	}
 	offsetsAt := func(n int) func() bool {
-		return func() bool { return committedTotal(t, addr, "tb", topic, 2) == int64(n) }
+		return func() bool { return testkit.CommittedTotal(t, addr, "tb", topic, 2) == int64(n) }
 	}
 	produce(window, a, offsetsAt(window))
 	produce(every, a, offsetsAt(window+every))
@@ -278,12 +282,12 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if n := committedTotal(t, addr, "tb", topic, 2); n != int64(window+every) {
+	if n := testkit.CommittedTotal(t, addr, "tb", topic, 2); n != int64(window+every) {
 		t.Fatalf("the group's offsets stand at %d records, want %d (behind the owner's last check)", n, window+every)
 	}
 	b := startMonitor(t, cfg("tb"))
 	offsetsAt = func(n int) func() bool {
-		return func() bool { return b.m.Ready() && committedTotal(t, addr, "tb", topic, 2) == int64(n) }
+		return func() bool { return b.m.Ready() && testkit.CommittedTotal(t, addr, "tb", topic, 2) == int64(n) }
 	}
 	produce(every, b, offsetsAt(total+every))
 	produce(every, b, offsetsAt(total+every))
@@ -305,6 +309,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 // member evaluates the window ends of one uninterrupted member, with its
 // events, and ends with its window.
 func TestRestartAfterDropTakesOver(t *testing.T) {
+	t.Parallel()
 	topics := []string{"da", "db"}
 	addr := startTestBroker(t, map[string]int{"da": 1, "db": 1, "dt-state": 1, "dt-ref-state": 1})
 	const window, every = 100, 50
@@ -324,14 +329,14 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, topics, n, total, dirty)
 		total += n
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d records consumed", total), func() bool {
-			return committed(t, addr, "dt", "da") == int64(total) && committed(t, addr, "dt", "db") == int64(total)
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records consumed", total), func() bool {
+			return testkit.Committed(t, addr, "dt", "da") == int64(total) && testkit.Committed(t, addr, "dt", "db") == int64(total)
 		})
 	}
 	ref := startMonitor(t, cfg("dt-ref", t.TempDir()))
 	dirA := t.TempDir()
 	a := startMonitor(t, cfg("dt", dirA))
-	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	// A window at a time, each evaluated by both before the next comes,
 	// so that neither coalesces evaluations (which would change which
 	// windows discover what, however loaded the machine is).
@@ -340,7 +345,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		if total < window {
 			continue // the first window is not full yet
 		}
-		waitFor(t, 60*time.Second, "both evaluated every record", func() bool {
+		testkit.Eventually(t, 60*time.Second, "both evaluated every record", func() bool {
 			for _, r := range []*running{ref, a} {
 				for _, s := range r.m.streams {
 					if s.evaluated.Load() != uint64(total) {
@@ -352,7 +357,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		})
 	}
 	b := startMonitor(t, cfg("dt", t.TempDir()))
-	waitFor(t, 30*time.Second, "1 + 1", func() bool {
+	testkit.Eventually(t, 30*time.Second, "1 + 1", func() bool {
 		return len(a.m.balancer.Topics()) == 1 && len(b.m.balancer.Topics()) == 1 && a.m.Ready() && b.m.Ready()
 	})
 	t.Logf("%v moved to the second member", b.m.balancer.Topics())
@@ -364,9 +369,9 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 		}
 	}
 	a2 := startMonitor(t, cfg("dt", dirA))
-	waitFor(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.Topics()) == 2 && a2.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "the first member, restarted, owns both topics", func() bool { return len(a2.m.balancer.Topics()) == 2 && a2.m.Ready() })
 	produce(every, true)
-	waitFor(t, 60*time.Second, "the reference evaluated every record", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the reference evaluated every record", func() bool {
 		return ref.m.streams[0].evaluated.Load() == uint64(total) && ref.m.streams[1].evaluated.Load() == uint64(total)
 	})
 	membersMatch(t, ref, a, b, a2)
@@ -391,6 +396,7 @@ func TestRestartAfterDropTakesOver(t *testing.T) {
 // offset commits fail; the first member loses one topic in a rebalance and
 // gets it back.
 func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
+	t.Parallel()
 	topics := []string{"ca", "cb"}
 	addr := startTestBroker(t, map[string]int{"ca": 1, "cb": 1, "ct-state": 1, "ct-ref-state": 1})
 	const window, every = 100, 50
@@ -414,7 +420,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, topics, n, total, total > 0)
 		total += n
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
 			n := map[string]uint64{}
 			for _, r := range owners {
 				for _, s := range r.m.streams {
@@ -428,10 +434,10 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 		})
 	}
 	a := startMonitorWith(t, cfg("ct"), failing)
-	waitFor(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "the first member owns both topics", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	produce(window, a)
 	b := startMonitorWith(t, cfg("ct"), failing)
-	waitFor(t, 30*time.Second, "1 + 1", func() bool {
+	testkit.Eventually(t, 30*time.Second, "1 + 1", func() bool {
 		return len(a.m.balancer.Topics()) == 1 && len(b.m.balancer.Topics()) == 1 && a.m.Ready() && b.m.Ready()
 	})
 	t.Logf("%v moved to the second member", b.m.balancer.Topics())
@@ -439,7 +445,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 	if err := b.stop(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
+	testkit.Eventually(t, 30*time.Second, "the first member owns both topics again", func() bool { return len(a.m.balancer.Topics()) == 2 && a.m.Ready() })
 	produce(every, a)
 	membersMatch(t, ref, a, b)
 	for _, r := range []*running{a, ref} {

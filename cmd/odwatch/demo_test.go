@@ -69,6 +69,7 @@ func demoBlocks(out string) []demoBlock {
 // the only violated event of its window, and when the errors stop a
 // restored event tells the recovery.
 func TestDemoShowsSalaryTaxViolation(t *testing.T) {
+	t.Parallel()
 	const clean, window, stopAfter = 4000, 1000, 6000
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()

@@ -31,6 +31,7 @@ import (
 // Any other program fails the test: mark it, or teach the test. A command
 // naming a file under ../shared that is absent is skipped with a message.
 func TestREADME(t *testing.T) {
+	t.Parallel()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)

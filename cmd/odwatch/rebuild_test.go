@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -29,36 +31,6 @@ const (
 	rebuildWindow  = 1000
 	rebuildEvery   = 500
 )
-
-// waitUntil polls cond every 20 ms until it holds or timeout passes.
-func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// groupOffset returns the committed offset of partition 0 of topic in group,
-// or -1.
-func groupOffset(addr, group, topic string) int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c := &kafka.Client{Addr: kafka.TCP(addr)}
-	res, err := c.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: {0}}})
-	if err != nil || res.Error != nil {
-		return -1
-	}
-	for _, p := range res.Topics[topic] {
-		if p.Partition == 0 && p.Error == nil {
-			return p.CommittedOffset
-		}
-	}
-	return -1
-}
 
 // stateTopicEnd returns the highest window end published for stream on the
 // state topic (partition 0), or -1.
@@ -173,6 +145,7 @@ func runFor(t *testing.T, args []string) (stop func() (error, string), stderr *s
 // up to the group's committed offset, the position equals it, and the
 // tracked dependencies come back from the state topic.
 func TestDamagedStore(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs odwatch against a broker several times; skipped in -short")
 	}
@@ -190,7 +163,7 @@ func TestDamagedStore(t *testing.T) {
 				t.Fatal("the store has no sstable")
 			}
 			for _, f := range ssts {
-				zeroMiddle(t, f, 64)
+				testkit.ZeroBytes(t, f, 64, 2)
 			}
 		}},
 		{"truncated write-ahead log", false, regexp.MustCompile(`state store is corrupt: write-ahead log \d+\.log is truncated`), func(t *testing.T, dir string) {
@@ -238,8 +211,8 @@ func TestDamagedStore(t *testing.T) {
 
 			// A healthy run to the end of the topic and its last evaluation.
 			stop, stderr := runFor(t, args)
-			waitUntil(t, 90*time.Second, "the first run to consume and evaluate the topic", func() bool {
-				return groupOffset(addr, group, topic) == rebuildRecords &&
+			testkit.Eventually(t, 90*time.Second, "the first run to consume and evaluate the topic", func() bool {
+				return testkit.Committed(t, addr, group, topic) == rebuildRecords &&
 					stateTopicEnd(t, addr, "odwatch-state", topic) == rebuildRecords-1
 			})
 			if err, _ := stop(); err != nil {
@@ -277,8 +250,8 @@ func TestDamagedStore(t *testing.T) {
 			stop, stderr = runFor(t, append(args, "--rebuild-state"))
 			produce(t, addr, topic, rebuildEvery, 100+int64(i))
 			total := int64(rebuildRecords + rebuildEvery)
-			waitUntil(t, 90*time.Second, "the rebuilt run to consume and evaluate the new records", func() bool {
-				return groupOffset(addr, group, topic) == total &&
+			testkit.Eventually(t, 90*time.Second, "the rebuilt run to consume and evaluate the new records", func() bool {
+				return testkit.Committed(t, addr, group, topic) == total &&
 					stateTopicEnd(t, addr, "odwatch-state", topic) > beforeEnd
 			})
 			if err, _ := stop(); err != nil {
@@ -289,7 +262,7 @@ func TestDamagedStore(t *testing.T) {
 				t.Fatalf("no log line saying where the damaged store went\nstderr:\n%s", stderr.String())
 			}
 			aside := m[1]
-			if got := snapshot(t, aside); !mapsEqual(got, damaged) {
+			if got := snapshot(t, aside); !maps.Equal(got, damaged) {
 				t.Errorf("the store set aside in %s differs from the damaged one", aside)
 			}
 			after := readStore(t, dir, topic)
@@ -339,23 +312,6 @@ func produce(t *testing.T, addr, topic string, n int, seed int64) {
 	}
 }
 
-// zeroMiddle overwrites n bytes in the middle of file with zeros.
-func zeroMiddle(t *testing.T, file string, n int) {
-	t.Helper()
-	f, err := os.OpenFile(file, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.WriteAt(make([]byte, n), fi.Size()/2); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // snapshot maps the files of dir to their contents.
 func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
@@ -375,18 +331,6 @@ func snapshot(t *testing.T, dir string) map[string]string {
 		out[e.Name()] = string(b)
 	}
 	return out
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestEarlyErrorReleasesStore: an error after NewMonitor opened the store

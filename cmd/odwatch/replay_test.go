@@ -48,6 +48,7 @@ func payrollCSV(n, errFrom, errTo int) string {
 // run, with the violated and restored story of the injected errors, and a
 // summary on standard error.
 func TestReplayCommand(t *testing.T) {
+	t.Parallel()
 	path := writeTemp(t, "payroll.csv", payrollCSV(4000, 1500, 2500))
 	args := []string{"replay", path, "--window", "500", "--every", "250", "--epsilon", "0.01", "--format", "json"}
 	var out, errOut bytes.Buffer

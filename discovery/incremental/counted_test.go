@@ -12,6 +12,7 @@ import (
 // removals are the rows outside a largest consistent subset, and the
 // chain it records is consistent, its pairs' rows as many as are kept.
 func TestCountedRemovals(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(5, 6))
 	var w recountScratch
 	for trial := 0; trial < 3000; trial++ {

@@ -65,6 +65,7 @@ func pairColumns(ps []ocPair) (la, lb []uint64) {
 // against brute force: it is consistent and as large as the largest, for
 // both polarities, on classes with ties in la and in lb.
 func TestBacktrackLargestConsistent(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(3, 4))
 	var w recountScratch
 	for trial := 0; trial < 3000; trial++ {
@@ -134,14 +135,20 @@ func TestBitsScan(t *testing.T) {
 // dependency's true count, so that the OCs are fit-tested check after
 // check between recounts and A grows. Every count must be exact or
 // bracket the full recomputation on the same side of every cut.
-func TestIncrementalFitBound(t *testing.T) { boundRuns(t, false) }
+func TestIncrementalFitBound(t *testing.T) {
+	t.Parallel()
+	boundRuns(t, false)
+}
 
 // TestIncrementalFloorBound is TestIncrementalFitBound aimed at the pile
 // bound: a window that slides (as many rows leave as enter, once full),
 // and cuts just below each dependency's true count as often as just
 // above, so that the OCs are floor-tested check after check between
 // recounts.
-func TestIncrementalFloorBound(t *testing.T) { boundRuns(t, true) }
+func TestIncrementalFloorBound(t *testing.T) {
+	t.Parallel()
+	boundRuns(t, true)
+}
 
 // boundRuns runs fitRun over the seeds, with slide or not, and fails when
 // the bound aimed at never took part: no row accepted by a fit test, or
@@ -269,6 +276,7 @@ func fitRun(t *testing.T, seed uint64, steps int, slide bool) (accepted, spared 
 // labels and over pairs (keyed by la), against linear scans, on labels
 // with long runs.
 func TestLabelSearches(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(7, 8))
 	for trial := 0; trial < 300; trial++ {
 		n := 1 + r.IntN(200)

@@ -510,6 +510,7 @@ func withSlots(e *Engine, slots int) {
 }
 
 func TestIncrementalMatchesFullRecomputation(t *testing.T) {
+	t.Parallel()
 	seeds := 150
 	if testing.Short() {
 		seeds = 60
@@ -520,6 +521,7 @@ func TestIncrementalMatchesFullRecomputation(t *testing.T) {
 }
 
 func TestIncrementalSkipsOnlyWhatCannotChange(t *testing.T) {
+	t.Parallel()
 	seeds := 150
 	if testing.Short() {
 		seeds = 60

@@ -30,6 +30,7 @@ type prepTwin struct {
 // when), and the exact ones equal a full recomputation; a newly tracked
 // dependency is exact at its first check.
 func TestPrepareDoesNotChangeCounts(t *testing.T) {
+	t.Parallel()
 	seeds := 150
 	if testing.Short() {
 		seeds = 40

@@ -11,9 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/odwatch/odwatch/discovery/table"
+
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 func gz(t testing.TB, s string) string {
@@ -321,23 +322,33 @@ func checkTable(t *testing.T, tab *table.Table) {
 	}
 }
 
-// TestReadFlightsLoad measures the load of the 3M-row flights file; it only
-// runs with ODWATCH_FLIGHTS_LOAD=1 because it takes seconds.
-func TestReadFlightsLoad(t *testing.T) {
-	if os.Getenv("ODWATCH_FLIGHTS_LOAD") == "" {
-		t.Skip("set ODWATCH_FLIGHTS_LOAD=1 to time loading ../../../shared/data/flights-3m.csv.gz")
-	}
-	f, err := os.Open("../../../shared/data/flights-3m.csv.gz")
+// BenchmarkReadFlights times reading the shared 3M-row flights file
+// (gzip), and checks that every row and column was read.
+func BenchmarkReadFlights(b *testing.B) {
+	path := testkit.SharedData(b, "flights-3m.csv.gz")
+	fi, err := os.Stat(path)
 	if err != nil {
-		t.Skipf("flights data absent: %v", err)
+		b.Fatal(err)
 	}
-	defer f.Close()
-	start := time.Now()
-	tab, err := ReadCSV(f, CSVOptions{})
-	if err != nil {
-		t.Fatal(err)
+	b.SetBytes(fi.Size())
+	b.ReportAllocs()
+	var tab *table.Table
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		tab, err = ReadCSV(f, CSVOptions{})
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
-	t.Logf("loaded %d rows x %d columns in %v", tab.Rows, len(tab.Columns), time.Since(start))
+	if tab.Rows != 3_000_000 || len(tab.Columns) != 5 {
+		b.Fatalf("read %d rows x %d columns, want 3,000,000 x 5", tab.Rows, len(tab.Columns))
+	}
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/load")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(tab.Rows), "ns/row")
 }
 
 func TestReadCSVTruncatedGzip(t *testing.T) {

@@ -77,6 +77,7 @@ func TestPayrollFaultSchedule(t *testing.T) {
 }
 
 func TestProducePayroll(t *testing.T) {
+	t.Parallel()
 	addr, stop, err := StartBroker(context.Background(), map[string]int{"pay": 2})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,9 @@
-// Package testkit holds the helpers that tests of more than one package
-// share, written once: a fake Confluent Schema Registry and the Avro and
-// JSON records the decoder and stream tests feed. It is imported by tests
-// only, and imports none of odwatch's packages, so that any package's
-// in-package tests can use it without an import cycle.
+// Package testkit holds the helpers that tests of several packages share,
+// written once: polling for a condition with a deadline, the path of the
+// shared datasets, damaging a file, reading a Kafka group's committed
+// offsets, a fake Confluent Schema Registry, and the Avro and JSON records
+// the decoder and stream tests feed. A helper that needs a project type
+// stays in that package's tests, so that every package's in-package tests
+// can import testkit without a cycle: it imports none of odwatch's
+// packages (the standard library and kafka-go only). Only tests import it.
 package testkit

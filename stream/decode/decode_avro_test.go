@@ -3,6 +3,7 @@ package decode
 import (
 	"context"
 	"math/big"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -111,7 +112,7 @@ func TestDecodeAvro(t *testing.T) {
 			if tt.reason != "" {
 				return
 			}
-			if got := recordFields(&rec); !equalFields(got, tt.want) {
+			if got := recordFields(&rec); !slices.Equal(got, tt.want) {
 				t.Fatalf("got  %v\nwant %v", got, tt.want)
 			}
 			if rec.ignored != tt.ignored {
@@ -142,7 +143,7 @@ func TestDecodeAvroUnionBranches(t *testing.T) {
 		if err := d.Decode(context.Background(), in, &rec); err != nil {
 			t.Fatal(err)
 		}
-		if got := recordFields(&rec); !equalFields(got, tt.want) || rec.ignored != tt.ignored {
+		if got := recordFields(&rec); !slices.Equal(got, tt.want) || rec.ignored != tt.ignored {
 			t.Errorf("%v: got %v (ignored %d), want %v (ignored %d)", tt.val, got, rec.ignored, tt.want, tt.ignored)
 		}
 	}
@@ -239,7 +240,7 @@ func TestDecodeAvroHostileAndEdgeCases(t *testing.T) {
 			if got := reasonOf(err); got != tt.reason {
 				t.Fatalf("reason %q (%v), want %q", got, err, tt.reason)
 			}
-			if tt.reason == "" && !equalFields(recordFields(&rec), tt.want) {
+			if tt.reason == "" && !slices.Equal(recordFields(&rec), tt.want) {
 				t.Fatalf("got  %v\nwant %v", recordFields(&rec), tt.want)
 			}
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -49,7 +50,7 @@ func TestDecodeConfluent(t *testing.T) {
 			if got := reasonOf(err); got != tt.reason {
 				t.Fatalf("reason %q (%v), want %q", got, err, tt.reason)
 			}
-			if tt.reason == "" && !equalFields(recordFields(&rec), tt.want) {
+			if tt.reason == "" && !slices.Equal(recordFields(&rec), tt.want) {
 				t.Fatalf("got %v want %v", recordFields(&rec), tt.want)
 			}
 		})

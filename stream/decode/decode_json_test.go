@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestDecodeJSON(t *testing.T) {
 				}
 				return
 			}
-			if got := recordFields(&rec); !equalFields(got, tt.want) {
+			if got := recordFields(&rec); !slices.Equal(got, tt.want) {
 				t.Fatalf("got %v\nwant %v", got, tt.want)
 			}
 			if rec.ignored != tt.ignored {

@@ -3,6 +3,7 @@ package decode
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"strconv"
 	"testing"
 )
@@ -50,7 +51,7 @@ func TestFlatRecordBinaryRoundTrip(t *testing.T) {
 			for i := range enc {
 				enc[i] = 0xAA // the decoded record must not alias the input
 			}
-			if got := recordFields(&back); !equalFields(got, tt.fields) {
+			if got := recordFields(&back); !slices.Equal(got, tt.fields) {
 				t.Fatalf("round trip: got %v want %v", got, tt.fields)
 			}
 			if back.ignored != tt.ign {
@@ -135,7 +136,7 @@ func FuzzFlatRecordBinary(f *testing.F) {
 		if err := back.UnmarshalBinary(enc); err != nil {
 			t.Fatalf("re-encoding does not decode: %v", err)
 		}
-		if !equalFields(recordFields(&back), recordFields(&r)) || back.ignored != r.ignored {
+		if !slices.Equal(recordFields(&back), recordFields(&r)) || back.ignored != r.ignored {
 			t.Fatal("re-encoding changed the record")
 		}
 	})
@@ -154,18 +155,6 @@ func recordFields(r *FlatRecord) []testField {
 		out = append(out, testField{string(n), string(v), null})
 	}
 	return out
-}
-
-func equalFields(a, b []testField) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func formatFloatForTest(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

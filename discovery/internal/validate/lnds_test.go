@@ -30,6 +30,7 @@ func TestUpperBoundNear(t *testing.T) {
 }
 
 func TestSortKeys(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 2, 200, 257, 5000, 1 << 16, 1<<16 + 1, 200_000} {
 		for _, width := range []uint{0, 1, 7, 8, 9, 22, 33, 64} {
