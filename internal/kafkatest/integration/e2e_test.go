@@ -21,16 +21,16 @@ func TestEndToEndKcat(t *testing.T) {
 		c.CreateTopic(t, topic, 1, nil)
 	}
 	const total = 3000
-	generate(t, c, "src", "--count", "3000", "--clean", "1500", "--error-rate", "0.1", "--rate", "0", "--seed", "7")
+	generate(t, c.Bootstrap(), "src", "--count", "3000", "--clean", "1500", "--error-rate", "0.1", "--rate", "0", "--seed", "7")
 	var lines []string
-	for _, r := range kcatConsume(t, c, "src") {
+	for _, r := range kcatConsume(t, c.Bootstrap(), "src") {
 		lines = append(lines, string(r.Value))
 	}
 	if len(lines) != total {
 		t.Fatalf("kcat read %d generated records, want %d", len(lines), total)
 	}
-	kcatProduce(t, c, "payroll", "lz4", lines[:total/2])
-	kcatProduce(t, c, "payroll", "zstd", lines[total/2:])
+	kcatProduce(t, c.Bootstrap(), "payroll", "lz4", lines[:total/2])
+	kcatProduce(t, c.Bootstrap(), "payroll", "zstd", lines[total/2:])
 
 	began := time.Now()
 	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "payroll", "--events-topic", "events",
@@ -50,7 +50,7 @@ func TestEndToEndKcat(t *testing.T) {
 
 	var recs []kcatRecord
 	waitFor(t, 30*time.Second, "the violated event on the events topic", func() bool {
-		recs = kcatConsume(t, c, "events")
+		recs = kcatConsume(t, c.Bootstrap(), "events")
 		for _, e := range events(t, recs) {
 			if e.Type == alerts.EventViolated && e.DependencyText == "{}: salary ~ tax (asc)" {
 				return true

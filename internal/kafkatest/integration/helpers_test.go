@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
-	"github.com/odwatch/odwatch/internal/kafkatest"
 )
 
 var (
@@ -212,9 +211,9 @@ func (s streamStatus) LastWindowEnd() int64 {
 
 // kcatProduce writes lines, one record each, to topic with kcat, in batches
 // compressed with codec (none, gzip, snappy, lz4, zstd).
-func kcatProduce(t testing.TB, c *kafkatest.Cluster, topic, codec string, lines []string, extra ...string) {
+func kcatProduce(t testing.TB, bootstrap, topic, codec string, lines []string, extra ...string) {
 	t.Helper()
-	args := append([]string{"-P", "-b", c.Bootstrap(), "-t", topic, "-z", codec, "-X", "linger.ms=20"}, extra...)
+	args := append([]string{"-P", "-b", bootstrap, "-t", topic, "-z", codec, "-X", "linger.ms=20"}, extra...)
 	cmd := exec.Command("kcat", args...)
 	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -231,11 +230,11 @@ type kcatRecord struct {
 
 // kcatConsume reads topic from the beginning to its end with kcat, with
 // the headers of every record.
-func kcatConsume(t testing.TB, c *kafkatest.Cluster, topic string, extra ...string) []kcatRecord {
+func kcatConsume(t testing.TB, bootstrap, topic string, extra ...string) []kcatRecord {
 	t.Helper()
 	// kcat's JSON envelope (-J) carries the headers as a flat
 	// [name, value, ...] array.
-	args := append([]string{"-C", "-b", c.Bootstrap(), "-t", topic, "-o", "beginning", "-e", "-q", "-J"}, extra...)
+	args := append([]string{"-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q", "-J"}, extra...)
 	out, err := exec.Command("kcat", args...).Output()
 	if err != nil {
 		t.Fatalf("kcat %s: %v", strings.Join(args, " "), err)
@@ -280,9 +279,9 @@ func events(t testing.TB, recs []kcatRecord) []alerts.Event {
 }
 
 // generate produces count payroll records with `odwatch generate`.
-func generate(t testing.TB, c *kafkatest.Cluster, topic string, args ...string) {
+func generate(t testing.TB, bootstrap, topic string, args ...string) {
 	t.Helper()
-	all := append([]string{"generate", "--brokers", c.Bootstrap(), "--topic", topic}, args...)
+	all := append([]string{"generate", "--brokers", bootstrap, "--topic", topic}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	if out, err := exec.CommandContext(ctx, odwatchBin(t), all...).CombinedOutput(); err != nil {
