@@ -139,11 +139,14 @@ func (c *Cluster) WaitReady(t testing.TB, want int) {
 				continue
 			}
 			md, err := c.metadata(n.AdminAddr())
-			if err == nil && len(md.Brokers) >= want {
-				return
+			if err == nil && len(md.Brokers) < want {
+				err = fmt.Errorf("%d of %d brokers registered", len(md.Brokers), want)
 			}
 			if err == nil {
-				err = fmt.Errorf("%d of %d brokers registered", len(md.Brokers), want)
+				err = c.clientsListening()
+			}
+			if err == nil {
+				return
 			}
 			last = err
 		}
@@ -152,6 +155,23 @@ func (c *Cluster) WaitReady(t testing.TB, want int) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// clientsListening checks that every running node accepts connections on
+// its client listener: a restarted broker opens it seconds after the
+// inter-broker one already answers.
+func (c *Cluster) clientsListening() error {
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			continue
+		}
+		conn, err := net.DialTimeout("tcp", n.Addr(), time.Second)
+		if err != nil {
+			return err
+		}
+		conn.Close()
+	}
+	return nil
 }
 
 func (c *Cluster) metadata(addr string) (*kafka.MetadataResponse, error) {
