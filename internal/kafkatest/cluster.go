@@ -259,9 +259,11 @@ func (c *Cluster) Leader(t testing.TB, topic string, p int) *Node {
 	return nil
 }
 
+// cleanup kills the nodes: their data goes with the temp dir, and a clean
+// stop of a cluster that lost a node waits for a quorum that is gone.
 func (c *Cluster) cleanup(t testing.TB) {
 	for _, n := range c.Nodes {
-		n.Stop()
+		n.Kill()
 	}
 	if t.Failed() {
 		for _, n := range c.Nodes {

@@ -103,6 +103,11 @@ func startOdwatch(t testing.TB, name string, args ...string) *proc {
 	}()
 	t.Cleanup(func() {
 		p.Stop()
+		// ODWATCH_TEST_LOGS=DIR keeps every odwatch log (the temp dir goes).
+		if dir := os.Getenv("ODWATCH_TEST_LOGS"); dir != "" {
+			b, _ := os.ReadFile(p.log)
+			_ = os.WriteFile(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log"), b, 0o644)
+		}
 		if t.Failed() {
 			b, _ := os.ReadFile(p.log)
 			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
@@ -218,6 +223,36 @@ func kcatProduce(t testing.TB, bootstrap, topic, codec string, lines []string, e
 	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kcat %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// kcatProduceSlowly is kcatProduce at about rate records per second, with
+// acks from every in-sync replica and an idempotent producer (a batch
+// retried across a leader change is written once).
+func kcatProduceSlowly(t testing.TB, bootstrap, topic string, lines []string, rate int) {
+	t.Helper()
+	cmd := exec.Command("kcat", "-P", "-b", bootstrap, "-t", topic, "-X", "acks=all", "-X", "enable.idempotence=true", "-X", "linger.ms=5")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Error(err)
+		return
+	}
+	chunk := max(rate/20, 1)
+	for i := 0; i < len(lines); i += chunk {
+		if _, err := io.WriteString(in, strings.Join(lines[i:min(i+chunk, len(lines))], "\n")+"\n"); err != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("kcat -P: %v\n%s", err, out.String())
 	}
 }
 
