@@ -177,7 +177,9 @@ func (p *proc) Metric(t testing.TB, name string, match ...string) float64 {
 // streamStatus is the part of /api/streams/NAME the tests read.
 type streamStatus struct {
 	Stream struct {
-		WindowRecords int `json:"window_records"`
+		WindowRecords int        `json:"window_records"`
+		WindowStart   *time.Time `json:"window_start"`
+		WindowEnd     *time.Time `json:"window_end"`
 	} `json:"stream"`
 	Rules []struct {
 		Text    string `json:"text"`
