@@ -183,6 +183,7 @@ type streamStatus struct {
 	} `json:"stream"`
 	Rules []struct {
 		Text    string `json:"text"`
+		Tracked bool   `json:"tracked"`
 		State   string `json:"state"`
 		History []struct {
 			WindowEnd uint64 `json:"window_end"`
@@ -201,6 +202,17 @@ func (p *proc) Status(name string) (s streamStatus, ok bool) {
 		return s, false
 	}
 	return s, true
+}
+
+// Tracked lists the tracked rules as "TEXT STATE", in the page's order.
+func (s streamStatus) Tracked() []string {
+	var out []string
+	for _, r := range s.Rules {
+		if r.Tracked {
+			out = append(out, r.Text+" "+r.State)
+		}
+	}
+	return out
 }
 
 // LastWindowEnd is the largest window end (stream-wide record sequence
@@ -263,6 +275,7 @@ type kcatRecord struct {
 	Headers map[string]string
 	Key     string
 	Value   []byte
+	Offset  int64
 }
 
 // kcatConsume reads topic from the beginning to its end with kcat, with
@@ -283,13 +296,14 @@ func kcatConsume(t testing.TB, bootstrap, topic string, extra ...string) []kcatR
 			Headers []string `json:"headers"`
 			Key     *string  `json:"key"`
 			Payload string   `json:"payload"`
+			Offset  int64    `json:"offset"`
 		}
 		if err := dec.Decode(&r); err == io.EOF {
 			break
 		} else if err != nil {
 			t.Fatalf("kcat -J output: %v", err)
 		}
-		rec := kcatRecord{Headers: map[string]string{}, Value: []byte(r.Payload)}
+		rec := kcatRecord{Headers: map[string]string{}, Value: []byte(r.Payload), Offset: r.Offset}
 		if r.Key != nil {
 			rec.Key = *r.Key
 		}
