@@ -267,7 +267,7 @@ func (c *Cluster) cleanup(t testing.TB) {
 	}
 	if t.Failed() {
 		for _, n := range c.Nodes {
-			t.Logf("kafka node %d, end of %s:\n%s", n.ID, filepath.Join(n.Dir, "server.log"), tail(filepath.Join(n.Dir, "server.log"), 40))
+			t.Logf("kafka node %d, end of %s:\n%s", n.ID, filepath.Join(n.Dir, "server.log"), Tail(filepath.Join(n.Dir, "server.log"), 40))
 		}
 	}
 }
@@ -428,17 +428,27 @@ func clusterID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-func freePort(t testing.TB) int {
+// FreeAddr is a loopback address with a port free a moment ago.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().String()
 }
 
-func tail(path string, lines int) string {
+func freePort(t testing.TB) int {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(FreeAddr(t))
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// Tail is the last lines of the file at path (for a failed test's log),
+// or why it cannot be read.
+func Tail(path string, lines int) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err.Error()

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -23,6 +22,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/kafkatest"
 )
 
 var (
@@ -60,10 +60,11 @@ func odwatchBin(t testing.TB) string {
 	return bin
 }
 
-// requireKcat skips t when kcat is not installed (it fails under CI,
-// which installs it).
+// requireKcat skips t as kafkatest.Require does, and when kcat is not
+// installed (it fails under CI, which installs it).
 func requireKcat(t testing.TB) {
 	t.Helper()
+	kafkatest.Require(t)
 	if _, err := exec.LookPath("kcat"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("kcat is not installed (.ci/run installs it)")
@@ -86,7 +87,7 @@ type proc struct {
 // loopback port, and stops it (SIGINT) at the test's cleanup.
 func startOdwatch(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{Addr: freeAddr(t), log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
+	p := &proc{Addr: kafkatest.FreeAddr(t), log: filepath.Join(t.TempDir(), name+".log"), done: make(chan struct{})}
 	out, err := os.Create(p.log)
 	if err != nil {
 		t.Fatal(err)
@@ -109,11 +110,19 @@ func startOdwatch(t testing.TB, name string, args ...string) *proc {
 			_ = os.WriteFile(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log"), b, 0o644)
 		}
 		if t.Failed() {
-			b, _ := os.ReadFile(p.log)
-			lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-			t.Logf("%s, last lines of its log:\n%s", name, strings.Join(lines[max(len(lines)-60, 0):], "\n"))
+			t.Logf("%s, last lines of its log:\n%s", name, kafkatest.Tail(p.log, 60))
 		}
 	})
+	return p
+}
+
+// watchTopic runs odwatch on one topic with tumbling windows of 500
+// records, discovery at every evaluation, and waits until it is ready.
+func watchTopic(t testing.TB, bootstrap, topic string) *proc {
+	t.Helper()
+	p := startOdwatch(t, "odwatch", "--brokers", bootstrap, "--topic", topic, "--group", topic,
+		"--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500", "--epsilon", "0.01")
+	waitFor(t, time.Minute, "odwatch ready", func() bool { ok, _ := p.Ready(); return ok })
 	return p
 }
 
@@ -349,14 +358,4 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }

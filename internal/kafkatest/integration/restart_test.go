@@ -59,9 +59,7 @@ func (l *readyLog) close() []readySample {
 func TestBrokerRestart(t *testing.T) {
 	c := kafkatest.Start(t, kafkatest.Options{})
 	c.CreateTopic(t, "rs", 2, nil)
-	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "rs", "--group", "rs",
-		"--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500", "--epsilon", "0.01")
-	waitFor(t, time.Minute, "ready", func() bool { ok, _ := p.Ready(); return ok })
+	p := watchTopic(t, c.Bootstrap(), "rs")
 	generate(t, c.Bootstrap(), "rs", "--count", "1000", "--clean", "1000", "--rate", "0", "--seed", "1")
 	waitFor(t, time.Minute, "the first records evaluated", evaluatedTo(p, "rs", 999))
 
