@@ -421,10 +421,13 @@ func log4j(dir string) string {
 		"rootLogger.level=INFO\nrootLogger.appenderRef.f.ref=F\n"
 }
 
-// clusterID is a random KRaft cluster id (a base64url UUID, no padding).
+// clusterID is a random KRaft cluster id (a base64url UUID, no padding)
+// that does not start with '-' or '_' (the top bit of its first byte
+// clear): the storage tool would take a leading '-' for an option.
 func clusterID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
+	b[0] &= 0x7f
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 

@@ -35,3 +35,13 @@ func TestStartStop(t *testing.T) {
 		t.Fatalf("after the restart read %q, %v; want one", m.Value, err)
 	}
 }
+
+// TestClusterID: the ids never start with '-', which the storage tool
+// would parse as an option.
+func TestClusterID(t *testing.T) {
+	for range 1000 {
+		if id := clusterID(); len(id) != 22 || id[0] == '-' || id[0] == '_' {
+			t.Fatalf("cluster id %q", id)
+		}
+	}
+}

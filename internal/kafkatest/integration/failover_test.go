@@ -136,24 +136,7 @@ func testFailoverKill(t *testing.T, kind string) {
 	killed := time.Now()
 	victim.Kill()
 	for _, tp := range owned[victim] {
-		var took, violated time.Duration
-		waitFor(t, time.Minute, "the survivor's first violated event on "+tp, func() bool {
-			if took == 0 && survivor.Metric(t, "odwatch_records_consumed_total", "stream="+tp) > before[tp] {
-				took = time.Since(killed)
-			}
-			if survivor.Metric(t, "odwatch_events_total", "stream="+tp, "type=violated") == 0 {
-				return false
-			}
-			violated = time.Since(killed)
-			return true
-		})
-		t.Logf("%s: %s taken over (first record consumed) %v after the kill, first violated event %v after it",
-			kind, tp, took.Round(10*time.Millisecond), violated.Round(10*time.Millisecond))
-		// The bound of stream's kfake failover test: session timeout (6 s)
-		// plus a rebalance and a window rebuilt from Kafka.
-		if violated > 10*time.Second {
-			t.Errorf("%s: first violated event %v after the kill, want within 10 s", tp, violated)
-		}
+		timeTakeover(t, kind, survivor, tp, before[tp], killed)
 	}
 	<-produced
 	total += 1500
@@ -165,6 +148,31 @@ func testFailoverKill(t *testing.T, kind string) {
 	}
 	if n := survivor.Metric(t, "odwatch_events_total", "type=restored"); n != 0 {
 		t.Errorf("%v restored events on data that stayed dirty", n)
+	}
+}
+
+// timeTakeover waits for the survivor's first violated event on topic tp
+// after the kill and logs how long after it the survivor consumed its first
+// record of tp (it had consumed before) and emitted that event.
+func timeTakeover(t *testing.T, kind string, survivor *proc, tp string, before float64, killed time.Time) {
+	t.Helper()
+	var took, violated time.Duration
+	waitFor(t, time.Minute, "the survivor's first violated event on "+tp, func() bool {
+		if took == 0 && survivor.Metric(t, "odwatch_records_consumed_total", "stream="+tp) > before {
+			took = time.Since(killed)
+		}
+		if survivor.Metric(t, "odwatch_events_total", "stream="+tp, "type=violated") == 0 {
+			return false
+		}
+		violated = time.Since(killed)
+		return true
+	})
+	t.Logf("%s: %s taken over (first record consumed) %v after the kill, first violated event %v after it",
+		kind, tp, took.Round(10*time.Millisecond), violated.Round(10*time.Millisecond))
+	// The bound of stream's kfake failover test: session timeout (6 s)
+	// plus a rebalance and a window rebuilt from Kafka.
+	if violated > 10*time.Second {
+		t.Errorf("%s: first violated event %v after the kill, want within 10 s", tp, violated)
 	}
 }
 
