@@ -6,6 +6,9 @@
 #   docker build -t odwatch:dev .
 #   docker run --rm -v odwatch-state:/var/lib/odwatch -p 9464:9464 odwatch:dev \
 #     run --config /etc/odwatch/odwatch.yaml
+#
+# Tested against Apache Kafka 4.4.0 (KRaft), the release of
+# internal/kafkatest/pom.xml and of docker-compose.yml's broker.
 
 # Build stage: the Go version matches go.mod; pinned by exact tag so a rebuild
 # gives the same toolchain.

@@ -23,7 +23,10 @@ import (
 //   - a trailing comment holding "[not run: REASON]" marks a command the
 //     test cannot run (a running Kafka, a command that runs until Ctrl-C);
 //     the test logs it with its reason;
-//   - "[exit N]" in the comment is the expected exit status (default 0).
+//   - "[exit N]" in the comment is the expected exit status (default 0);
+//   - "[real kafka]" marks a command run only with ODWATCH_KAFKA=real (the
+//     local broker of scripts/kafka-local.sh, which such a command starts
+//     and stops); otherwise it is logged as not run.
 //
 // The odwatch binary is built once, by the README's own `go build -o
 // odwatch ./cmd/odwatch` with the output moved to a temporary directory;
@@ -51,6 +54,9 @@ func TestREADME(t *testing.T) {
 	built := false
 	for _, c := range cmds {
 		name := fmt.Sprintf("line%d", c.line)
+		if c.notRun == "" && c.realKafka && os.Getenv("ODWATCH_KAFKA") != "real" {
+			c.notRun = "needs ODWATCH_KAFKA=real"
+		}
 		if c.notRun != "" {
 			t.Logf("README line %d not run (%s): %s", c.line, c.notRun, c.text)
 			continue
@@ -89,7 +95,7 @@ func TestREADME(t *testing.T) {
 			if code != c.exit {
 				t.Errorf("README line %d: %s\nexit %d, want %d\nstderr: %s", c.line, c.text, code, c.exit, stderr.String())
 			}
-			if stdout.Len() == 0 && !isBuild(c.args) {
+			if stdout.Len() == 0 && !isBuild(c.args) && !isGenerate(c.args) {
 				t.Errorf("README line %d printed nothing: %s\nstderr: %s", c.line, c.text, stderr.String())
 			}
 		})
@@ -104,16 +110,18 @@ func TestREADME(t *testing.T) {
 
 // readmeCmd is one command of a ```sh block.
 type readmeCmd struct {
-	line   int    // line of the README it starts on
-	text   string // as written, continuation lines joined
-	args   []string
-	notRun string // reason, from "[not run: REASON]"
-	exit   int    // from "[exit N]"
+	line      int    // line of the README it starts on
+	text      string // as written, continuation lines joined
+	args      []string
+	notRun    string // reason, from "[not run: REASON]"
+	exit      int    // from "[exit N]"
+	realKafka bool   // "[real kafka]"
 }
 
 var (
-	notRunMark = regexp.MustCompile(`\[not run: ([^\]]+)\]`)
-	exitMark   = regexp.MustCompile(`\[exit (\d+)\]`)
+	notRunMark    = regexp.MustCompile(`\[not run: ([^\]]+)\]`)
+	exitMark      = regexp.MustCompile(`\[exit (\d+)\]`)
+	realKafkaMark = regexp.MustCompile(`\[real kafka\]`)
 )
 
 // readmeCommands extracts the commands of every ```sh block.
@@ -168,6 +176,7 @@ func parseReadmeCmd(line int, text string) (readmeCmd, error) {
 	if m := exitMark.FindStringSubmatch(comment); m != nil {
 		c.exit, _ = strconv.Atoi(m[1])
 	}
+	c.realKafka = realKafkaMark.MatchString(comment)
 	return c, nil
 }
 
@@ -231,6 +240,11 @@ func isBuild(args []string) bool {
 		args[len(args)-1] == "./cmd/odwatch"
 }
 
+// isGenerate: odwatch generate prints nothing when it succeeds.
+func isGenerate(args []string) bool {
+	return len(args) >= 2 && (args[0] == "odwatch" || args[0] == "./odwatch") && args[1] == "generate"
+}
+
 // resolve maps the command to what the test executes: the README's build
 // with its output in the test's directory, and odwatch as the built binary.
 func (c readmeCmd) resolve(bin string) ([]string, error) {
@@ -242,6 +256,8 @@ func (c readmeCmd) resolve(bin string) ([]string, error) {
 		return append([]string{bin}, a[1:]...), nil
 	case len(a) >= 3 && a[0] == "go" && a[1] == "run" && a[2] == "./cmd/odwatch":
 		return append([]string{bin}, a[3:]...), nil
+	case a[0] == "scripts/kafka-local.sh":
+		return a, nil // relative to the command's Dir, the repository root
 	}
 	return nil, fmt.Errorf("%s: the README test does not know how to run %q; mark it [not run: REASON] or teach TestREADME", c.text, a[0])
 }

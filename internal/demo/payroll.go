@@ -160,7 +160,7 @@ func ProducePayroll(ctx context.Context, o PayrollOptions) error {
 			})
 			i++
 		}
-		if err := w.WriteMessages(ctx, msgs...); err != nil {
+		if err := writeRetrying(ctx, w, msgs); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -181,4 +181,36 @@ func ProducePayroll(ctx context.Context, o PayrollOptions) error {
 		}
 	}
 	return nil
+}
+
+// writeRetrying writes msgs, writing again for up to 15 s those the broker
+// refused: a real broker answers Unknown Topic Or Partition to the first
+// writes to a topic it has just auto-created (kfake creates it at once),
+// and refuses writes while a partition's leadership moves. Only the
+// refused records are written again, so none is written twice.
+func writeRetrying(ctx context.Context, w *kafka.Writer, msgs []kafka.Message) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		var we kafka.WriteErrors
+		if errors.As(err, &we) && len(we) == len(msgs) {
+			var refused []kafka.Message
+			for i, e := range we {
+				if e != nil {
+					refused = append(refused, msgs[i])
+				}
+			}
+			msgs = refused
+		}
+		t := time.NewTimer(200 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
