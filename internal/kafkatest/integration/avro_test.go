@@ -12,6 +12,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestEndToEndAvro: the generator's payroll records, encoded as Avro with
@@ -64,12 +65,12 @@ func TestEndToEndAvro(t *testing.T) {
 		"--schema", schemaFile, "--events-topic", "events",
 		"--group", "avro", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")
-	waitFor(t, 2*time.Minute, "odwatch evaluated every record", evaluatedTo(p, "avro", total-1))
+	testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "odwatch evaluated every record", evaluatedTo(p, "avro", total-1))
 	if n := p.Metric(t, "odwatch_records_rejected_total"); n != 0 {
 		t.Errorf("%v records rejected, want none", n)
 	}
 	seen := map[string]int{}
-	waitFor(t, 30*time.Second, "the violated event", func() bool {
+	testkit.EventuallyEvery(t, 30*time.Second, pollEvery, "the violated event", func() bool {
 		seen = map[string]int{}
 		for _, e := range events(t, kcatConsume(t, c.Bootstrap(), "events")) {
 			if e.DependencyText == "{}: salary ~ tax (asc)" {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestLeaderKill: on a 3-node cluster (replication 3, min.insync.replicas
@@ -21,7 +22,7 @@ func TestLeaderKill(t *testing.T) {
 	c.CreateTopic(t, "ld-src", 1, nil)
 	p := watchTopic(t, c.Bootstrap(), "ld")
 	generate(t, c.Bootstrap(), "ld", "--count", "1000", "--clean", "1000", "--rate", "0", "--seed", "1")
-	waitFor(t, time.Minute, "the first records evaluated", evaluatedTo(p, "ld", 999))
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "the first records evaluated", evaluatedTo(p, "ld", 999))
 
 	// kcat produces across the kill, idempotent with acks=all: a batch
 	// retried on the new leader is written once.
@@ -43,7 +44,7 @@ func TestLeaderKill(t *testing.T) {
 	// until every record was consumed.
 	var stall time.Duration
 	last, lastAt := p.Metric(t, "odwatch_records_consumed_total"), killed
-	waitFor(t, 2*time.Minute, "every record evaluated", func() bool {
+	testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "every record evaluated", func() bool {
 		if n := p.Metric(t, "odwatch_records_consumed_total"); n != last {
 			stall = max(stall, time.Since(lastAt))
 			last, lastAt = n, time.Now()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestStateTopicCompaction: the state topic is compacted by the real
@@ -28,14 +29,14 @@ func TestStateTopicCompaction(t *testing.T) {
 	args := []string{"--brokers", c.Bootstrap(), "--topic", "cp", "--group", "cp", "--state-topic", "cp-state",
 		"--window", "500", "--every", "250", "--discover-every", "250", "--epsilon", "0.01"}
 	a := startOdwatch(t, "a", append(args, "--state-dir", t.TempDir())...)
-	waitFor(t, time.Minute, "a ready", func() bool { ok, _ := a.Ready(); return ok })
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "a ready", func() bool { ok, _ := a.Ready(); return ok })
 	// Clean, then dirty: salary ~ tax is discovered, then violated.
 	generate(t, c.Bootstrap(), "cp", "--count", "4000", "--clean", "2000", "--error-rate", "0.2", "--rate", "1000", "--seed", "1")
-	waitFor(t, time.Minute, "a evaluated every record", evaluatedTo(a, "cp", 3999))
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "a evaluated every record", evaluatedTo(a, "cp", 3999))
 	// Compacted: offsets missing below the last one.
 	var kept int
 	var published int64
-	waitFor(t, time.Minute, "the log cleaner compacted the state topic", func() bool {
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "the log cleaner compacted the state topic", func() bool {
 		recs := kcatConsume(t, c.Bootstrap(), "cp-state")
 		if len(recs) == 0 {
 			return false
@@ -53,7 +54,7 @@ func TestStateTopicCompaction(t *testing.T) {
 
 	b := startOdwatch(t, "b", append(args, "--state-dir", t.TempDir())...)
 	generate(t, c.Bootstrap(), "cp", "--count", "1000", "--clean", "0", "--error-rate", "0.2", "--rate", "0", "--seed", "2")
-	waitFor(t, time.Minute, "b evaluated every record", evaluatedTo(b, "cp", 4999))
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "b evaluated every record", evaluatedTo(b, "cp", 4999))
 	sb, _ := b.Status("cp")
 	if got := sb.Tracked(); !slices.Equal(got, want) {
 		t.Errorf("after the takeover b tracks\n%v\nwant a's\n%v", got, want)

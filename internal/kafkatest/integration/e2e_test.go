@@ -6,6 +6,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestEndToEndKcat: payroll JSON produced by kcat, half in lz4 batches and
@@ -36,7 +37,7 @@ func TestEndToEndKcat(t *testing.T) {
 	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "payroll", "--events-topic", "events",
 		"--group", "e2e", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")
-	waitFor(t, 2*time.Minute, "odwatch evaluated every record", func() bool {
+	testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "odwatch evaluated every record", func() bool {
 		s, ok := p.Status("payroll")
 		return ok && s.LastWindowEnd() == total-1
 	})
@@ -49,7 +50,7 @@ func TestEndToEndKcat(t *testing.T) {
 	}
 
 	var recs []kcatRecord
-	waitFor(t, 30*time.Second, "the violated event on the events topic", func() bool {
+	testkit.EventuallyEvery(t, 30*time.Second, pollEvery, "the violated event on the events topic", func() bool {
 		recs = kcatConsume(t, c.Bootstrap(), "events")
 		for _, e := range events(t, recs) {
 			if e.Type == alerts.EventViolated && e.DependencyText == "{}: salary ~ tax (asc)" {

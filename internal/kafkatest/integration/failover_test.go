@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // testBroker is where a test's topics live: the real broker, or kfake run
@@ -93,7 +94,7 @@ func testFailoverKill(t *testing.T, kind string) {
 	}
 	start := func(name string) *proc {
 		p := startOdwatch(t, name, "--config", cfg, "--state-dir", t.TempDir())
-		waitFor(t, time.Minute, name+" ready", func() bool { ok, _ := p.Ready(); return ok })
+		testkit.EventuallyEvery(t, time.Minute, pollEvery, name+" ready", func() bool { ok, _ := p.Ready(); return ok })
 		return p
 	}
 	total := 0
@@ -108,12 +109,12 @@ func testFailoverKill(t *testing.T, kind string) {
 	produce("--count", "2000", "--clean", "2000", "--rate", "0")
 	total += 2000
 	for _, tp := range topics {
-		waitFor(t, time.Minute, "a evaluated the clean records of "+tp, evaluatedTo(a, tp, int64(total-1)))
+		testkit.EventuallyEvery(t, time.Minute, pollEvery, "a evaluated the clean records of "+tp, evaluatedTo(a, tp, int64(total-1)))
 	}
 	bb := start("b")
 	procs := []*proc{a, bb}
 	var owned map[*proc][]string
-	waitFor(t, 2*time.Minute, "the topics split 2 + 1", func() bool {
+	testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "the topics split 2 + 1", func() bool {
 		owned = owners(t, procs, topics, func() { produce("--count", "500", "--clean", "500", "--rate", "0") })
 		total += 500
 		return len(owned[a]) > 0 && len(owned[bb]) > 0 && len(owned[a])+len(owned[bb]) == 3
@@ -141,7 +142,7 @@ func testFailoverKill(t *testing.T, kind string) {
 	<-produced
 	total += 1500
 	for _, tp := range topics {
-		waitFor(t, time.Minute, "the survivor evaluated every record of "+tp, evaluatedTo(survivor, tp, int64(total-1)))
+		testkit.EventuallyEvery(t, time.Minute, pollEvery, "the survivor evaluated every record of "+tp, evaluatedTo(survivor, tp, int64(total-1)))
 		if s, _ := survivor.Status(tp); s.Stream.WindowRecords != 1000 {
 			t.Errorf("%s: the survivor's window holds %d records, want 1000", tp, s.Stream.WindowRecords)
 		}
@@ -157,7 +158,7 @@ func testFailoverKill(t *testing.T, kind string) {
 func timeTakeover(t *testing.T, kind string, survivor *proc, tp string, before float64, killed time.Time) {
 	t.Helper()
 	var took, violated time.Duration
-	waitFor(t, time.Minute, "the survivor's first violated event on "+tp, func() bool {
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "the survivor's first violated event on "+tp, func() bool {
 		if took == 0 && survivor.Metric(t, "odwatch_records_consumed_total", "stream="+tp) > before {
 			took = time.Since(killed)
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 var (
@@ -122,7 +123,7 @@ func watchTopic(t testing.TB, bootstrap, topic string) *proc {
 	t.Helper()
 	p := startOdwatch(t, "odwatch", "--brokers", bootstrap, "--topic", topic, "--group", topic,
 		"--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500", "--epsilon", "0.01")
-	waitFor(t, time.Minute, "odwatch ready", func() bool { ok, _ := p.Ready(); return ok })
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "odwatch ready", func() bool { ok, _ := p.Ready(); return ok })
 	return p
 }
 
@@ -349,13 +350,7 @@ func generate(t testing.TB, bootstrap, topic string, args ...string) {
 	}
 }
 
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+// pollEvery paces the tests' waits: their conditions read metrics over
+// HTTP or consume a topic with kcat, too costly to ask every few
+// milliseconds on a machine that also runs the brokers.
+const pollEvery = 100 * time.Millisecond

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // readyLog samples a process's /readyz until stopped.
@@ -61,25 +62,25 @@ func TestBrokerRestart(t *testing.T) {
 	c.CreateTopic(t, "rs", 2, nil)
 	p := watchTopic(t, c.Bootstrap(), "rs")
 	generate(t, c.Bootstrap(), "rs", "--count", "1000", "--clean", "1000", "--rate", "0", "--seed", "1")
-	waitFor(t, time.Minute, "the first records evaluated", evaluatedTo(p, "rs", 999))
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "the first records evaluated", evaluatedTo(p, "rs", 999))
 
 	rl := watchReady(p)
 	generate(t, c.Bootstrap(), "rs", "--count", "2000", "--clean", "2000", "--rate", "0", "--seed", "2")
 	stopped := time.Now()
 	c.Nodes[0].Stop()
-	waitFor(t, time.Minute, "not ready while the broker is away", func() bool { ok, _ := p.Ready(); return !ok })
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "not ready while the broker is away", func() bool { ok, _ := p.Ready(); return !ok })
 	notReady := time.Since(stopped)
 	time.Sleep(3 * time.Second)
 	restarted := time.Now()
 	c.Nodes[0].Start(t)
 	up := time.Now()
-	waitFor(t, 2*time.Minute, "ready after the restart", func() bool { ok, _ := p.Ready(); return ok })
+	testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "ready after the restart", func() bool { ok, _ := p.Ready(); return ok })
 	readyAgain := time.Now()
 	t.Logf("broker away %v (restart took %v); /readyz 503 %v after the stop, 200 again %v after the broker answered",
 		up.Sub(stopped).Round(10*time.Millisecond), up.Sub(restarted).Round(10*time.Millisecond),
 		notReady.Round(10*time.Millisecond), readyAgain.Sub(up).Round(10*time.Millisecond))
 	generate(t, c.Bootstrap(), "rs", "--count", "1000", "--clean", "1000", "--rate", "0", "--seed", "3")
-	waitFor(t, time.Minute, "every record evaluated", evaluatedTo(p, "rs", 3999))
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "every record evaluated", evaluatedTo(p, "rs", 3999))
 	t.Logf("every record evaluated %v after the broker answered", time.Since(up).Round(10*time.Millisecond))
 	time.Sleep(time.Second)
 	s, _ := p.Status("rs")

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestSASLSCRAMOverTLS: a broker whose client listener is SASL_SSL with
@@ -54,7 +55,7 @@ func TestSASLSCRAMOverTLS(t *testing.T) {
 			"--sasl-username", "alice", "--sasl-password-file", password}
 	}
 	p := startOdwatch(t, "odwatch", args(secret)...)
-	waitFor(t, time.Minute, "evaluated over SASL_SSL", evaluatedTo(p, "sec", 999))
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "evaluated over SASL_SSL", evaluatedTo(p, "sec", 999))
 
 	wrong := filepath.Join(dir, "wrong")
 	if err := os.WriteFile(wrong, []byte("not-the-password\n"), 0o600); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/odwatch/odwatch/internal/kafkatest"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestTimeWindowTakeover hands a time-window stream (the last second of
@@ -36,7 +37,7 @@ func TestTimeWindowTakeover(t *testing.T) {
 	run := func(name, group string) *proc {
 		p := startOdwatch(t, name, "--brokers", c.Bootstrap(), "--topic", "tw", "--group", group,
 			"--state-dir", t.TempDir(), "--window", "100000", "--interval", "1s", "--epsilon", "0.01")
-		waitFor(t, time.Minute, name+" ready", func() bool { ok, _ := p.Ready(); return ok })
+		testkit.EventuallyEvery(t, time.Minute, pollEvery, name+" ready", func() bool { ok, _ := p.Ready(); return ok })
 		return p
 	}
 	holds := func(p *proc) func() bool {
@@ -44,10 +45,10 @@ func TestTimeWindowTakeover(t *testing.T) {
 	}
 	ref := run("ref", "tw-ref")
 	a := run("a", "tw")
-	waitFor(t, time.Minute, "both hold a window", func() bool { return holds(ref)() && holds(a)() })
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "both hold a window", func() bool { return holds(ref)() && holds(a)() })
 	b := run("b", "tw")
 	a.Stop()
-	waitFor(t, time.Minute, "b took the stream over", holds(b))
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "b took the stream over", holds(b))
 	got, _ := b.Status("tw")
 	want, _ := ref.Status("tw")
 	t.Logf("after the takeover %d records %v to %v; uninterrupted %d, %v to %v", got.Stream.WindowRecords,
