@@ -136,14 +136,7 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 	last := int64(-1)
 	for kills := 0; kills < 12; kills++ {
 		kill := start()
-		deadline := time.Now().Add(30 * time.Second)
-		for testkit.Committed(t, addr, "ccrash", ccTopic) <= last {
-			if time.Now().After(deadline) {
-				kill()
-				t.Fatalf("helper made no progress past offset %d", last)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitProgress(t, addr, "ccrash", ccTopic, last, kill)
 		time.Sleep(time.Duration(rng.Intn(300)) * time.Millisecond)
 		kill()
 		last = testkit.Committed(t, addr, "ccrash", ccTopic)
@@ -178,6 +171,16 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 	finishCadenceRun(t, cadenceCrashConfig(addr, t.TempDir(), "ccrash-ref", "events-ref"))
 
 	got, want := topicEvents(t, addr, "events"), topicEvents(t, addr, "events-ref")
+	differ := sameEventIDs(t, got, want)
+	t.Logf("%d events in the uninterrupted run; %d kills with a discovery running, %d with one done but not merged; %d events carry other values",
+		len(want), running, unmerged, differ)
+}
+
+// sameEventIDs checks that got (the events after crashes) holds each id of
+// want (the uninterrupted run's) once and no other; it returns how many
+// carry other values than the uninterrupted run's.
+func sameEventIDs(t *testing.T, got, want []alerts.Event) (differ int) {
+	t.Helper()
 	if len(want) == 0 {
 		t.Fatal("the uninterrupted run emitted no events")
 	}
@@ -204,15 +207,13 @@ func TestTwoCadenceCrashRecovery(t *testing.T) {
 	}
 	// The errors an event carries may differ where the uninterrupted run
 	// kept a skipped count (see restoreCadence): counted, not asserted.
-	differ := 0
 	for _, e := range got {
 		if w, ok := byID[e.ID]; ok && eventContent(e) != eventContent(w) {
 			differ++
 			t.Logf("event %s carries other values than the uninterrupted run's:\n got %s\nwant %s", e.ID, eventContent(e), eventContent(w))
 		}
 	}
-	t.Logf("%d events in the uninterrupted run; %d kills with a discovery running, %d with one done but not merged; %d events carry other values",
-		len(want), running, unmerged, differ)
+	return differ
 }
 
 // eventContent is what an event says, as JSON.

@@ -126,14 +126,7 @@ func TestCrashRecovery(t *testing.T) {
 		kill := start()
 		// Kill once the child made progress (committed further), at a
 		// random point of its next batches.
-		deadline := time.Now().Add(30 * time.Second)
-		for testkit.Committed(t, addr, "crash", crashTopic) <= last {
-			if time.Now().After(deadline) {
-				kill()
-				t.Fatalf("helper made no progress past offset %d", last)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitProgress(t, addr, "crash", crashTopic, last, kill)
 		time.Sleep(time.Duration(rng.Intn(60)) * time.Millisecond)
 		kill()
 		kills++
@@ -179,34 +172,57 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("position after crashes %v seq %d, uninterrupted %v seq %d", gotNext, gotSeq, wantNext, wantSeq)
 	}
 
-	ids := eventIDCounts(t, addr, "events")
-	if len(ids) == 0 {
+	ids, refIDs, onlyCrashed, onlyRef := crashEvents(t, addr)
+	t.Logf("%d kills; window %d records; %d distinct events on the events topic, %d in the uninterrupted run; %d only after crashes, %d only uninterrupted",
+		kills, len(got), ids, refIDs, onlyCrashed, onlyRef)
+}
+
+// crashEvents checks that no event id is on the events topic twice after
+// the crashes, and counts the distinct ids there (ids) and on the
+// uninterrupted run's topic (refIDs), and those only on one of them:
+// evaluations skipped under load differ between runs, so the sets may
+// differ; that is logged, not asserted.
+func crashEvents(t *testing.T, addr string) (ids, refIDs, onlyCrashed, onlyRef int) {
+	t.Helper()
+	counts := eventIDCounts(t, addr, "events")
+	if len(counts) == 0 {
 		t.Fatal("the crashed runs emitted no events; the duplicate check is vacuous")
 	}
-	for id, n := range ids {
+	for id, n := range counts {
 		if n > 1 {
 			t.Errorf("event %s emitted %d times", id, n)
 		}
 	}
-	// Evaluations skipped under load differ between runs, so the sets of
-	// event ids may too; the difference is logged, not asserted.
-	refIDs := map[string]bool{}
+	ref := map[string]bool{}
 	for _, msg := range readTopic(t, addr, "events-ref") {
-		refIDs[headerValue(msg.Headers, "ce_id")] = true
+		ref[headerValue(msg.Headers, "ce_id")] = true
 	}
-	onlyCrashed, onlyRef := 0, 0
-	for id := range ids {
-		if !refIDs[id] {
+	for id := range counts {
+		if !ref[id] {
 			onlyCrashed++
 		}
 	}
-	for id := range refIDs {
-		if ids[id] == 0 {
+	for id := range ref {
+		if counts[id] == 0 {
 			onlyRef++
 		}
 	}
-	t.Logf("%d kills; window %d records; %d distinct events on the events topic, %d in the uninterrupted run; %d only after crashes, %d only uninterrupted",
-		kills, len(got), len(ids), len(refIDs), onlyCrashed, onlyRef)
+	return len(counts), len(ref), onlyCrashed, onlyRef
+}
+
+// waitProgress waits until group committed topic past offset last: a
+// helper process that makes no progress for 30 s is killed and fails the
+// test.
+func waitProgress(t *testing.T, addr, group, topic string, last int64, kill func()) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for testkit.Committed(t, addr, group, topic) <= last {
+		if time.Now().After(deadline) {
+			kill()
+			t.Fatalf("helper made no progress past offset %d", last)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func first(s []string) string {
