@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -34,23 +35,8 @@ func TestEndToEndAvro(t *testing.T) {
 	for _, topic := range []string{"src", "avro", "events"} {
 		c.CreateTopic(t, topic, 1, nil)
 	}
-	const total = 3000
-	generate(t, c.Bootstrap(), "src", "--count", "3000", "--clean", "1500", "--error-rate", "0.1", "--rate", "0", "--seed", "7")
 	var msgs []kafka.Message
-	for _, r := range kcatConsume(t, c.Bootstrap(), "src") {
-		var m map[string]any
-		if err := json.Unmarshal(r.Value, &m); err != nil {
-			t.Fatal(err)
-		}
-		native := map[string]any{
-			"position": m["position"], "experience": int32(m["experience"].(float64)),
-			"salary": int64(m["salary"].(float64)), "tax_group": m["tax_group"],
-			"perc": int32(m["perc"].(float64)), "tax": int64(m["tax"].(float64)), "note": nil,
-		}
-		bin, err := codec.BinaryFromNative(nil, native)
-		if err != nil {
-			t.Fatalf("avro of %s: %v", r.Value, err)
-		}
+	for _, bin := range payrollAvro(t, c, codec) {
 		msgs = append(msgs, kafka.Message{Value: bin})
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(c.Bootstrap()), Topic: "avro", RequiredAcks: kafka.RequireAll, Compression: kafka.Zstd, BatchSize: 500}
@@ -65,14 +51,52 @@ func TestEndToEndAvro(t *testing.T) {
 		"--schema", schemaFile, "--events-topic", "events",
 		"--group", "avro", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")
-	testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "odwatch evaluated every record", evaluatedTo(p, "avro", total-1))
+	checkPayrollEvents(t, c, p, "avro", func(recs []kcatRecord) []kcatRecord { return recs })
+}
+
+// payrollTotal is the number of records payrollAvro generates.
+const payrollTotal = 3000
+
+// payrollAvro generates the payroll records (the first 1500 clean, then
+// 10% violations) on c's topic src and encodes each as Avro with codec
+// (deploy/examples/payroll.avsc).
+func payrollAvro(t testing.TB, c *kafkatest.Cluster, codec *goavro.Codec) [][]byte {
+	t.Helper()
+	generate(t, c.Bootstrap(), "src", "--count", strconv.Itoa(payrollTotal), "--clean", "1500", "--error-rate", "0.1", "--rate", "0", "--seed", "7")
+	var out [][]byte
+	for _, r := range kcatConsume(t, c.Bootstrap(), "src") {
+		var m map[string]any
+		if err := json.Unmarshal(r.Value, &m); err != nil {
+			t.Fatal(err)
+		}
+		native := map[string]any{
+			"position": m["position"], "experience": int32(m["experience"].(float64)),
+			"salary": int64(m["salary"].(float64)), "tax_group": m["tax_group"],
+			"perc": int32(m["perc"].(float64)), "tax": int64(m["tax"].(float64)), "note": nil,
+		}
+		bin, err := codec.BinaryFromNative(nil, native)
+		if err != nil {
+			t.Fatalf("avro of %s: %v", r.Value, err)
+		}
+		out = append(out, bin)
+	}
+	return out
+}
+
+// checkPayrollEvents waits until p, watching topic, evaluated every
+// payrollAvro record with none rejected, then for salary ~ tax's violated
+// event on c's topic events, whose records unframe turns into plain
+// event JSON; salary ~ tax must be discovered and violated once each.
+func checkPayrollEvents(t testing.TB, c *kafkatest.Cluster, p *proc, topic string, unframe func([]kcatRecord) []kcatRecord) {
+	t.Helper()
+	testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "odwatch evaluated every record", evaluatedTo(p, topic, payrollTotal-1))
 	if n := p.Metric(t, "odwatch_records_rejected_total"); n != 0 {
 		t.Errorf("%v records rejected, want none", n)
 	}
 	seen := map[string]int{}
 	testkit.EventuallyEvery(t, 30*time.Second, pollEvery, "the violated event", func() bool {
 		seen = map[string]int{}
-		for _, e := range events(t, kcatConsume(t, c.Bootstrap(), "events")) {
+		for _, e := range events(t, unframe(kcatConsume(t, c.Bootstrap(), "events"))) {
 			if e.DependencyText == "{}: salary ~ tax (asc)" {
 				seen[string(e.Type)]++
 			}
