@@ -5,6 +5,9 @@
 # jars).
 #
 #   scripts/kafka-local.sh fetch    copy the jars (once; needs mvn)
+#   scripts/kafka-local.sh fetch-registry
+#                                   unpack Apicurio Registry (once; needs mvn)
+#                                   for the tests' Schema Registry
 #   scripts/kafka-local.sh start    fetch if needed, then start in the background
 #   scripts/kafka-local.sh stop     clean shutdown
 #
@@ -26,6 +29,18 @@ fetch() {
   [ -f "$libs/kafka_2.13-$version.jar" ] && return
   echo "copying Kafka $version's jars into $libs" >&2
   mvn -q -B -f "$pom" dependency:copy-dependencies -DoutputDirectory="$libs"
+}
+
+# The registry the tests start (internal/kafkatest/registry-pom.xml pins it):
+# unpacked into ODWATCH_REGISTRY_DIR, default
+# ~/.cache/odwatch/apicurio-registry-VERSION.
+fetch_registry() {
+  rpom="$root/internal/kafkatest/registry-pom.xml"
+  rversion=$(sed -n 's:.*<apicurio.version>\(.*\)</apicurio.version>.*:\1:p' "$rpom")
+  rdir=${ODWATCH_REGISTRY_DIR:-$HOME/.cache/odwatch/apicurio-registry-$rversion}
+  [ -f "$rdir/quarkus-run.jar" ] && return
+  echo "unpacking Apicurio Registry $rversion into $rdir" >&2
+  mvn -q -B -f "$rpom" dependency:unpack -Dregistry.dir="$rdir"
 }
 
 running() { [ -f "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; }
@@ -105,10 +120,11 @@ stop() {
 
 case "${1:-}" in
 fetch) fetch ;;
+fetch-registry) fetch_registry ;;
 start) start ;;
 stop) stop ;;
 *)
-  echo "usage: $0 fetch|start|stop" >&2
+  echo "usage: $0 fetch|fetch-registry|start|stop" >&2
   exit 2
   ;;
 esac

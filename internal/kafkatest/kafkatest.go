@@ -29,11 +29,17 @@ func LibsDir() string {
 	if d := os.Getenv("ODWATCH_KAFKA_LIBS"); d != "" {
 		return d
 	}
+	return filepath.Join(cacheDir("kafka-"+Version), "libs")
+}
+
+// cacheDir is $HOME/.cache/odwatch/name, where the fetched Java programs
+// are kept between runs.
+func cacheDir(name string) string {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		home = os.TempDir()
 	}
-	return filepath.Join(home, ".cache", "odwatch", "kafka-"+Version, "libs")
+	return filepath.Join(home, ".cache", "odwatch", name)
 }
 
 // Java is the java binary the broker runs on: $JAVA_HOME/bin/java, else

@@ -2,6 +2,8 @@ package kafkatest
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -43,5 +45,31 @@ func TestClusterID(t *testing.T) {
 		if id := clusterID(); len(id) != 22 || id[0] == '-' || id[0] == '_' {
 			t.Fatalf("cluster id %q", id)
 		}
+	}
+}
+
+// TestJavaRelease: the major release comes from the release file at the
+// java binary's home, followed through symlinks; no file is release 0.
+func TestJavaRelease(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	java := filepath.Join(home, "bin", "java")
+	if err := os.WriteFile(java, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := javaRelease(java); got != 0 {
+		t.Errorf("without a release file: %d, want 0", got)
+	}
+	if err := os.WriteFile(filepath.Join(home, "release"), []byte("IMPLEMENTOR=\"x\"\nJAVA_VERSION=\"25.0.3\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "java")
+	if err := os.Symlink(java, link); err != nil {
+		t.Fatal(err)
+	}
+	if got := javaRelease(link); got != 25 {
+		t.Errorf("through a symlink: %d, want 25", got)
 	}
 }
