@@ -34,3 +34,21 @@ func TestVersionsAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryVersionAgrees: the design note names the Apicurio Registry
+// release registry-pom.xml pins.
+func TestRegistryVersionAgrees(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "DESIGN.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := regexp.MustCompile(`Apicurio Registry (\d+\.\d+\.\d+)`).FindAllStringSubmatch(string(b), -1)
+	if len(ms) == 0 {
+		t.Error("docs/DESIGN.md names no Apicurio Registry version")
+	}
+	for _, m := range ms {
+		if m[1] != RegistryVersion {
+			t.Errorf("docs/DESIGN.md names Apicurio Registry %s, registry-pom.xml pins %s", m[1], RegistryVersion)
+		}
+	}
+}
