@@ -20,6 +20,7 @@ import (
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/odwatch/odwatch/stream/kafkaread"
+	"github.com/odwatch/odwatch/stream/window"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -83,7 +84,7 @@ type progress struct {
 type streamRun struct {
 	*streamBase
 	dec decode.Decoder
-	win *Window
+	win *window.Window
 	rec decode.FlatRecord
 
 	next map[int32]int64 // next offset to consume per partition (stored + this batch)
@@ -146,7 +147,7 @@ func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
 	s := &streamRun{
 		streamBase: base,
 		dec:        dec,
-		win:        NewWindow(cfg.Window, cfg.Interval),
+		win:        window.NewWindow(cfg.Window, cfg.Interval),
 		next:       map[int32]int64{},
 		lag:        map[int32]int64{},
 		consumerMetrics: consumerMetrics{
@@ -178,7 +179,7 @@ func (s *streamRun) restore(ctx context.Context) error {
 	// Window records come back in key (partition, offset) order; the
 	// window needs arrival order.
 	type row struct {
-		meta     RowMeta
+		meta     window.RowMeta
 		from, to int
 	}
 	var (
@@ -188,7 +189,7 @@ func (s *streamRun) restore(ctx context.Context) error {
 	err = s.m.store.ScanWindow(ctx, s.name, func(r state.Record) error {
 		from := len(arena)
 		arena = append(arena, r.Value...)
-		rows = append(rows, row{RowMeta{r.Partition, r.Offset, r.Seq, r.Time}, from, len(arena)})
+		rows = append(rows, row{window.RowMeta{Partition: r.Partition, Offset: r.Offset, Seq: r.Seq, Time: r.Time}, from, len(arena)})
 		return nil
 	})
 	if err != nil {
@@ -926,7 +927,7 @@ func (s *streamRun) add(ctx context.Context, msg *kafka.Message, dlq *[]kafka.Me
 		s.reject(msg, de, dlq)
 		return nil
 	}
-	meta := RowMeta{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time}
+	meta := window.RowMeta{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time}
 	if !s.win.Append(meta, &s.rec) {
 		return nil // the mirror already holds it (cannot happen after the next check above)
 	}

@@ -18,12 +18,13 @@ import (
 	"github.com/odwatch/odwatch/discovery/incremental"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // evalJob is one window to evaluate: an immutable snapshot and the
 // sequence number of its last record.
 type evalJob struct {
-	snap   *Snapshot
+	snap   *window.Snapshot
 	endSeq uint64
 	// bounds: the window's eviction bounds at the snapshot (evictHold).
 	bounds map[int32]int64
@@ -387,7 +388,7 @@ type evalOutcome struct {
 // raised for it, and an unpinned one is retired by the tracker after
 // RetireAfter windows without observation. Reporting it as violated would
 // page people for a schema change, which is not a data error.
-func (e evalEnv) evaluateWindow(ctx context.Context, snap *Snapshot, endSeq uint64) (*evalOutcome, error) {
+func (e evalEnv) evaluateWindow(ctx context.Context, snap *window.Snapshot, endSeq uint64) (*evalOutcome, error) {
 	start := time.Now()
 	out := &evalOutcome{info: e.windowInfo(snap, endSeq), result: "ok"}
 	table, err := table.EncodeTyped(snap.Columns(), e.cfg.typingFor(snap.Columns()))
@@ -568,7 +569,7 @@ func observations(tracked []discovery.Dependency, checked map[string]discovery.R
 }
 
 // windowInfo describes a snapshot for events.
-func (e evalEnv) windowInfo(snap *Snapshot, endSeq uint64) alerts.WindowInfo {
+func (e evalEnv) windowInfo(snap *window.Snapshot, endSeq uint64) alerts.WindowInfo {
 	w := alerts.WindowInfo{
 		Stream:       e.name,
 		Topic:        e.cfg.Topic,
@@ -596,7 +597,7 @@ func (e evalEnv) windowInfo(snap *Snapshot, endSeq uint64) alerts.WindowInfo {
 }
 
 // samples maps removal-set rows to records with the dependency's values.
-func (e evalEnv) samples(snap *Snapshot, d discovery.Dependency, rows []int) []alerts.Sample {
+func (e evalEnv) samples(snap *window.Snapshot, d discovery.Dependency, rows []int) []alerts.Sample {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -627,7 +628,7 @@ func carriesSample(ev *alerts.Event) bool {
 // delivered; their related dependencies' samples, which only the status
 // history keeps, are taken after delivery, off the evaluator
 // (recordStatus, relatedSamples).
-func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snapshot) {
+func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *window.Snapshot) {
 	deps, at := ownDependencies(out.events)
 	if len(deps) == 0 {
 		return
@@ -649,7 +650,7 @@ func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snap
 // snap's: tableSamples). samples[i] is deps[i]'s (nil when it could not be
 // validated); the result is nil when there is no window to take them on,
 // it could not be encoded or ctx is done.
-func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
+func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *window.Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
 	switch {
 	case out.chk.attached():
 		return e.checkerSamples(ctx, out.chk, deps)
@@ -662,7 +663,7 @@ func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snap
 // tableSamples takes a sample of a minimal removal set of each of deps on
 // an evaluation's encoded window (snap's): samples[i] is deps[i]'s (nil
 // when it could not be validated, logged unless ctx is done).
-func (e evalEnv) tableSamples(ctx context.Context, table *table.Table, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
+func (e evalEnv) tableSamples(ctx context.Context, table *table.Table, snap *window.Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
 	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
 	samples := make([][]alerts.Sample, len(deps))
 	for i, d := range deps {

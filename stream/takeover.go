@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/window"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -84,14 +85,14 @@ type readBack struct {
 }
 
 type readRow struct {
-	meta     RowMeta
+	meta     window.RowMeta
 	from, to int
 }
 
 // windowOrder is the order of a window's records: record time, then
 // partition, then offset. It does not depend on which partition a fetch
 // returned first.
-func windowOrder(a, b RowMeta) int {
+func windowOrder(a, b window.RowMeta) int {
 	return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
 }
 
@@ -161,7 +162,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 			}
 			from := len(rb.arena)
 			rb.arena = row.AppendBinary(rb.arena)
-			rb.rows = append(rb.rows, readRow{RowMeta{Partition: p, Offset: r.Offset, Time: r.Time}, from, len(rb.arena)})
+			rb.rows = append(rb.rows, readRow{window.RowMeta{Partition: p, Offset: r.Offset, Time: r.Time}, from, len(rb.arena)})
 			return nil
 		})
 		if err != nil {
