@@ -670,7 +670,7 @@ func TestCheckMergeMinScore(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		env := evalEnv{name: "ms", cfg: &cfg, log: testLogger(t), tracker: newTracker(cfg)}
+		env := evalEnv{name: "ms", cfg: &cfg, log: testkit.Logger(t), tracker: newTracker(cfg)}
 		names := []string{"a", "b", "k"}
 		codes, values := make([][]uint32, 3), make([][]string, 3)
 		for c := range names {
@@ -829,7 +829,7 @@ func TestCheckSamplerKeepsColumns(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	env := evalEnv{name: "ks", cfg: &cfg, log: testLogger(t)}
+	env := evalEnv{name: "ks", cfg: &cfg, log: testkit.Logger(t)}
 	names := []string{"a", "b", "c", "d"}
 	codes, values := make([][]uint32, len(names)), make([][]string, len(names))
 	for c := range names {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -47,7 +48,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 
 			reg := prometheus.NewRegistry()
 			m := offlineMonitorWith(t, StreamConfig{Topic: "pf", Window: 10, Epsilon: 0.01}, Options{Registerer: reg})
-			hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: tt.retries, Backoff: time.Millisecond, Logger: testLogger(t)})
+			hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: tt.retries, Backoff: time.Millisecond, Logger: testkit.Logger(t)})
 			m.sinks = []namedSink{{"webhook", hook}}
 			var evs []alerts.Event
 			for _, id := range []string{"e1", "e2", "e3", "e4"} {

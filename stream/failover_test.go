@@ -38,7 +38,7 @@ func TestHelperMember(t *testing.T) {
 		d.ClientID = id
 		cfg.Dialer = &d
 	}
-	m, err := NewMonitor(cfg, Options{Logger: testLogger(t)})
+	m, err := NewMonitor(cfg, Options{Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
 	}
@@ -301,7 +301,7 @@ func TestSessionTimeoutRefused(t *testing.T) {
 		Brokers: []string{addr}, Group: "st", StateDir: t.TempDir(),
 		SessionTimeout: 500 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
 		Streams: []StreamConfig{{Topic: "st", Window: 10, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t)})
+	}, Options{Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

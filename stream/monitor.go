@@ -12,6 +12,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/internal/balance"
+	"github.com/odwatch/odwatch/stream/internal/fetch"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -59,7 +60,7 @@ type Monitor struct {
 	// leads the group) and tells the leader what this member owns.
 	balancer *balance.Balancer
 	// health tracks whether Kafka answers (readiness, outage metric).
-	health *brokerHealth
+	health *fetch.Health
 	// owned are the topics of the current generation (consume goroutine).
 	owned map[string]bool
 	// hooks are the test hooks (nil in production).
@@ -98,7 +99,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		reg = prometheus.NewRegistry()
 	}
 	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, life: newLifecycle(),
-		balancer: balance.New(), health: newBrokerHealth(log), owned: map[string]bool{}}
+		balancer: balance.New(), health: fetch.NewHealth(log), owned: map[string]bool{}}
 	met, err := newMetrics(reg, cfg.MaxDependencyMetrics, m.health)
 	if err != nil {
 		return nil, err
@@ -183,7 +184,7 @@ func openStore(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*state.
 // a generation of its group (it received its assignment and rebuilt the
 // windows it took over) and Kafka answers (the /readyz condition).
 func (m *Monitor) Ready() bool {
-	return m.life.is(phaseRunning) && m.joined.Load() && m.health.reachable()
+	return m.life.is(phaseRunning) && m.joined.Load() && m.health.Reachable()
 }
 
 // Run restores every stream from the store (window, position, tracker),

@@ -42,11 +42,11 @@ func TestSinkRetryOnTimer(t *testing.T) {
 
 	addr := startTestBroker(t, map[string]int{"retry": 1})
 	reg := prometheus.NewRegistry()
-	hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: -1, Logger: testLogger(t)})
+	hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: -1, Logger: testkit.Logger(t)})
 	m, err := NewMonitor(Config{
 		Brokers: []string{addr}, Group: "retry", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "retry", Window: 300, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t), Registerer: reg, Sinks: []alerts.Sink{hook}})
+	}, Options{Logger: testkit.Logger(t), Registerer: reg, Sinks: []alerts.Sink{hook}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -372,7 +372,7 @@ func newIntervalMonitor(t *testing.T, addr, topic string) (*Monitor, *kafka.Clie
 	m, err := NewMonitor(Config{
 		Brokers: []string{addr}, Group: topic, StateDir: t.TempDir(),
 		Streams: []StreamConfig{{Topic: topic, Window: 100000, Interval: time.Second, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+	}, Options{Logger: testkit.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/internal/fetch"
 	"github.com/odwatch/odwatch/stream/window"
 	"github.com/segmentio/kafka-go"
 )
@@ -33,7 +34,7 @@ func (m *Monitor) takeOver(ctx context.Context, client *kafka.Client, a assignme
 			rec   *stateRecord
 			adopt bool
 		)
-		err := m.health.retryBroker(ctx, "read back "+s.cfg.Topic, func(ctx context.Context) error {
+		err := m.health.Retry(ctx, "read back "+s.cfg.Topic, func(ctx context.Context) error {
 			var err error
 			if rec, adopt, err = s.stateToTakeOver(ctx); err != nil {
 				return err
@@ -41,6 +42,7 @@ func (m *Monitor) takeOver(ctx context.Context, client *kafka.Client, a assignme
 			rb, err = s.readBack(ctx, client, parts, rec)
 			return err
 		})
+
 		if err != nil {
 			return err
 		}
@@ -179,7 +181,7 @@ func (s *streamRun) readBack(ctx context.Context, client *kafka.Client, parts ma
 // good: the member that consumed it first counted and dead-lettered it,
 // and gave it no sequence number).
 func (s *streamRun) decodeReadBack(ctx context.Context, r *kafka.Record, rec *decode.FlatRecord) (bool, error) {
-	if err := s.dec.Decode(ctx, readBytes(r.Value), rec); err != nil {
+	if err := s.dec.Decode(ctx, fetch.ReadBytes(r.Value), rec); err != nil {
 		if de := (*decode.DecodeError)(nil); errors.As(err, &de) && !de.Retryable() {
 			return false, nil
 		}
@@ -204,7 +206,7 @@ func (s *streamRun) intervalStarts(ctx context.Context, client *kafka.Client, rb
 			continue
 		}
 		err := readRange(ctx, client, topic, int(p), upTo-1, upTo, func(r *kafka.Record) error {
-			readBytes(r.Value)
+			fetch.ReadBytes(r.Value)
 			if r.Time.After(newest) {
 				newest = r.Time
 			}
@@ -248,7 +250,7 @@ func (s *streamRun) intervalStarts(ctx context.Context, client *kafka.Client, rb
 // readRange calls fn with the records of a partition in [from, upTo).
 func readRange(ctx context.Context, client *kafka.Client, topic string, partition int, from, upTo int64, fn func(*kafka.Record) error) error {
 	for off := from; off < upTo; {
-		res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: partition, Offset: off, MinBytes: 1, MaxBytes: readerMaxBytes, MaxWait: fetchMaxWait})
+		res, err := client.Fetch(ctx, &kafka.FetchRequest{Topic: topic, Partition: partition, Offset: off, MinBytes: 1, MaxBytes: fetch.MaxBytes, MaxWait: fetch.MaxWait})
 		if err == nil && res.Error != nil {
 			err = res.Error
 		}
@@ -262,8 +264,8 @@ func readRange(ctx context.Context, client *kafka.Client, topic string, partitio
 				break
 			}
 			if r.Offset < off || r.Offset >= upTo {
-				readBytes(r.Key)
-				readBytes(r.Value)
+				fetch.ReadBytes(r.Key)
+				fetch.ReadBytes(r.Value)
 				if r.Offset >= upTo {
 					off = upTo
 				}
@@ -271,7 +273,7 @@ func readRange(ctx context.Context, client *kafka.Client, topic string, partitio
 			}
 			n++
 			off = r.Offset + 1
-			readBytes(r.Key)
+			fetch.ReadBytes(r.Key)
 			if err := fn(r); err != nil {
 				return fmt.Errorf("read back %s/%d at %d: %w", topic, partition, r.Offset, err)
 			}
