@@ -11,8 +11,10 @@
 // packages by job: stream/decode (records and their decoders),
 // stream/window (the window mirror), stream/kafkaread (topic ranges and
 // scans), stream/internal/fetch (partition fetchers, the merger, the
-// offset committer, broker health and retries) and stream/internal/balance
-// (the group balancer). The in-process broker and the payroll generator of
+// offset committer, broker health and retries), stream/internal/deliver
+// (the outbox's delivery to the sinks), stream/internal/takeover (the
+// window read back and the state topic's records) and
+// stream/internal/balance (the group balancer). The in-process broker and the payroll generator of
 // the demo and tests are internal/demo's.
 //
 // # Goroutines and their owners
@@ -25,17 +27,17 @@
 //     its own that hands records over through a channel, merged by
 //     fetch.Merger), decode, window append, the store batch and the offset
 //     commits (through the generation's fetch.Committer, a goroutine of its
-//     own), dispatch, takeover and drop. It puts work in the
-//     stream's mailbox under mailbox.mu and wakes the evaluator
-//     (mailbox.wake) and the discoverer (cadenceFeed.discWake); of the
-//     evaluator it reads only progress.evaluated (atomic).
+//     own), dispatch, takeover (its reads: takeover.Read) and drop. It
+//     puts work in the stream's mailbox under mailbox.mu and wakes the
+//     evaluator (mailbox.wake) and the discoverer (cadenceFeed.discWake);
+//     of the evaluator it reads only progress.evaluated (atomic).
 //   - The evaluator (evaluator.run, one per stream) owns evaluator: the
 //     tracker, the checker of two cadences, the saved window end. It takes
 //     its work from the mailbox under mailbox.mu, saves under
 //     mailbox.saveMu (so that a drop and a save are ordered), publishes
-//     progress.evaluated and releases the check gate. Delivery (delivery:
-//     the outbox, its sinks and its retry timer) is a unit of its own on
-//     the evaluator's goroutine.
+//     progress.evaluated and releases the check gate. Delivery
+//     (deliver.Outbox: the outbox, its sinks and its retry timer) is a
+//     unit of its own on the evaluator's goroutine.
 //   - The discoverer (discoverer.run, one per two-cadence stream, started
 //     and waited for by the evaluator) owns nothing but the discovery it
 //     runs: it takes jobs and hands results through cadenceFeed under
@@ -96,7 +98,7 @@
 // could not change (incremental.Engine's skip). An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
-// sent again on a timer (defaultRetryBase, doubling up to maxRetryDelay),
+// sent again on a timer (deliver.DefaultRetryBase, doubling up to maxRetryDelay),
 // after the next evaluation, and on restart. An event carries the sample of its own
 // rule's violating records, taken before the save; the samples of its
 // related rules, which only the status history keeps, are taken after the

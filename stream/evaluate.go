@@ -18,6 +18,8 @@ import (
 	"github.com/odwatch/odwatch/discovery/incremental"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/internal/deliver"
+	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/odwatch/odwatch/stream/window"
 )
 
@@ -51,7 +53,7 @@ type mailbox struct {
 	mu      sync.Mutex
 	pending *evalJob
 	replay  *evalJob
-	restore *stateRecord // a tracker state to restore before the next evaluation
+	restore *takeover.StateRecord // a tracker state to restore before the next evaluation
 	// wake tells the evaluator that the mailbox holds work.
 	wake chan struct{}
 	feed cadenceFeed // two cadences: checks and discoveries (cadence.go)
@@ -172,8 +174,10 @@ type evaluator struct {
 	hasTracker  bool
 	evaluations int
 	// chk is the checker of two cadences (runChecks).
-	chk  checker
-	del  *delivery
+	chk checker
+	// del is the stream's outbox delivery, a unit of its own on this
+	// goroutine (built at its first use: outbox).
+	del  *deliver.Outbox
 	disc *discoverer
 	// hist appends the status history off the evaluator (started and
 	// closed by run).
@@ -185,9 +189,19 @@ func newEvaluator(base *streamBase) *evaluator {
 		streamBase: base,
 		tracker:    newTracker(base.cfg),
 		chk:        checker{typing: base.cfg.Typing},
-		del:        newDelivery(base),
 		disc:       &discoverer{streamBase: base},
 	}
+}
+
+// outbox is the stream's delivery, built at its first use: NewMonitor
+// opens the store and the sinks after the evaluator. Run's goroutine uses
+// it before run starts (the outbox left by the last run), run after.
+func (e *evaluator) outbox() *deliver.Outbox {
+	if e.del == nil {
+		e.del = deliver.New(e.m.store, e.name, e.log, e.m.sinks, e.m.metrics.alerts,
+			func() time.Duration { return e.m.hooks.retryBaseOr(deliver.DefaultRetryBase) })
+	}
+	return e.del
 }
 
 // savedTracker is what the store holds of a stream's evaluations when it
@@ -221,8 +235,8 @@ func (e *evaluator) loadTracker() (savedTracker, error) {
 // returns an error only for failures that must stop the pipeline (the
 // store).
 func (e *evaluator) run(ctx context.Context) error {
-	defer e.del.stopRetries()
-	e.del.rearm()
+	defer e.outbox().StopRetries()
+	e.outbox().Rearm()
 	wait := e.disc.start(ctx, e.cfg.twoCadence())
 	defer wait()
 	e.hist = startHistorian(ctx, defaultRelatedPending, e.appendStatus)
@@ -231,8 +245,8 @@ func (e *evaluator) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-e.del.retries():
-			if err := e.del.retry(ctx); err != nil {
+		case <-e.outbox().Retries():
+			if err := e.outbox().Retry(ctx); err != nil {
 				return stopped(ctx, err)
 			}
 			continue
@@ -247,7 +261,7 @@ func (e *evaluator) run(ctx context.Context) error {
 		if err := e.step(ctx, w); err != nil {
 			return stopped(ctx, err)
 		}
-		e.del.rearm()
+		e.outbox().Rearm()
 	}
 }
 
@@ -262,7 +276,7 @@ func stopped(ctx context.Context, err error) error {
 // work is what the evaluator takes from the mailbox in one go.
 type work struct {
 	replay, pending *evalJob
-	restore         *stateRecord
+	restore         *takeover.StateRecord
 	checks          []*checkJob
 }
 
@@ -773,7 +787,7 @@ func (s *evaluator) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 	}
 	s.m.metrics.alerts.Observe(out.events)
 	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
-	if err := s.del.deliver(ctx); err != nil {
+	if err := s.outbox().Deliver(ctx); err != nil {
 		return err
 	}
 	out.delivered = time.Now()

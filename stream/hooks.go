@@ -41,7 +41,7 @@ type hooks struct {
 	// load.
 	inOrder bool
 	// retryBase is the first wait before delivering again events a sink
-	// failed to take (defaultRetryBase when 0).
+	// failed to take (deliver.DefaultRetryBase when 0).
 	retryBase time.Duration
 	// commitVia stands between a generation and its offset commits.
 	commitVia func(*kafka.Generation) fetch.OffsetCommitter

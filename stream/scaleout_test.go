@@ -291,8 +291,8 @@ func TestTimeWindowReadBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []time.Duration
-			for _, r := range rb.rows {
-				got = append(got, r.meta.Time.Sub(start))
+			for _, r := range rb.Rows {
+				got = append(got, r.Meta.Time.Sub(start))
 			}
 			var want []time.Duration
 			for i := tc.from; i < tc.to; i++ {

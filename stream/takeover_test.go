@@ -14,6 +14,7 @@ import (
 	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/internal/fetch"
+	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -277,7 +278,7 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	fake.FailNext = math.MaxInt
 	fake.Mu.Unlock()
 	produce(every, a, func() bool {
-		rec, err := readStateRecord(ctx, []string{addr}, nil, "tb-state", topic)
+		rec, err := takeover.ReadStateRecord(ctx, []string{addr}, nil, "tb-state", topic)
 		return err == nil && rec != nil && rec.WindowEndSeq == uint64(total-1)
 	})
 	if err := a.stop(); err != nil {
