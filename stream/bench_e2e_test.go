@@ -159,7 +159,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 	m, err := NewMonitor(Config{
 		Brokers: []string{os.Getenv("ODWATCH_BROKER")}, Group: "e2e", StateDir: os.Getenv("ODWATCH_STATE"),
 		Streams: []StreamConfig{sc},
-	}, Options{Logger: testLogger(t), Registerer: reg, Sinks: []alerts.Sink{sink}})
+	}, Options{Logger: testkit.Logger(t), Registerer: reg, Sinks: []alerts.Sink{sink}})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
 	}

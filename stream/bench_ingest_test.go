@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // The consumer side of BenchmarkEndToEnd without Kafka or the store:
@@ -13,7 +14,7 @@ import (
 // records. BenchmarkIngest20 measures each step of the consume path per
 // record (ns/op is per record): decode alone, window append alone, the
 // store's record encoding alone, the check dispatch's work (checkDelta's
-// delta and windowInfoOf) per record, and all of them (all).
+// delta and Window.Info) per record, and all of them (all).
 const (
 	ingestWindow = 100_000
 	ingestEvery  = 1_000
@@ -47,8 +48,8 @@ func ingestRecords20(b *testing.B, inputs [][]byte) []*decode.FlatRecord {
 
 // ingestWindowFull returns a window of ingestWindow rows of recs, with
 // record times, and the next offset.
-func ingestWindowFull(recs []*decode.FlatRecord) (*Window, int64) {
-	w := NewWindow(ingestWindow, 0)
+func ingestWindowFull(recs []*decode.FlatRecord) (*window.Window, int64) {
+	w := window.NewWindow(ingestWindow, 0)
 	off := int64(0)
 	for ; off < ingestWindow; off++ {
 		w.Append(ingestMeta(off), recs[off%int64(len(recs))])
@@ -58,8 +59,8 @@ func ingestWindowFull(recs []*decode.FlatRecord) (*Window, int64) {
 
 var ingestT0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 
-func ingestMeta(off int64) RowMeta {
-	return RowMeta{Offset: off, Seq: uint64(off), Time: ingestT0.Add(time.Duration(off) * time.Millisecond)}
+func ingestMeta(off int64) window.RowMeta {
+	return window.RowMeta{Offset: off, Seq: uint64(off), Time: ingestT0.Add(time.Duration(off) * time.Millisecond)}
 }
 
 // cpuPerOp reports the process's CPU time per op from start on (as
@@ -110,7 +111,7 @@ func BenchmarkIngest20(b *testing.B) {
 		d := mustDecoder(b, decode.DecoderConfig{Format: decode.FormatJSON})
 		w, off := ingestWindowFull(recs)
 		var f checkCursor
-		f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))
+		f.delta(w, true, w.Info("s", "t", uint64(off-1)))
 		var rec decode.FlatRecord
 		var arena []byte
 		b.ReportAllocs()
@@ -123,7 +124,7 @@ func BenchmarkIngest20(b *testing.B) {
 			arena = rec.AppendBinary(arena[:0])
 			off++
 			if off%ingestEvery == 0 {
-				f.delta(w, false, windowInfoOf(w, "s", "t", uint64(off-1)))
+				f.delta(w, false, w.Info("s", "t", uint64(off-1)))
 			}
 		}
 		cpuPerOp(b, cpu)
@@ -136,7 +137,7 @@ func BenchmarkIngest20(b *testing.B) {
 func benchDispatch(b *testing.B, recs []*decode.FlatRecord) {
 	w, off := ingestWindowFull(recs)
 	var f checkCursor
-	f.delta(w, true, windowInfoOf(w, "s", "t", uint64(off-1)))
+	f.delta(w, true, w.Info("s", "t", uint64(off-1)))
 	b.ReportAllocs()
 	var cpu time.Duration
 	for i := 0; b.Loop(); i++ {
@@ -148,7 +149,7 @@ func benchDispatch(b *testing.B, recs []*decode.FlatRecord) {
 			}
 			b.StartTimer()
 			start := cpuTime(b)
-			f.delta(w, false, windowInfoOf(w, "s", "t", uint64(off-1)))
+			f.delta(w, false, w.Info("s", "t", uint64(off-1)))
 			cpu += cpuTime(b) - start
 		}
 	}

@@ -66,7 +66,7 @@ func TestHelperBenchMonitor(t *testing.T) {
 		Group:    "bench",
 		StateDir: os.Getenv("ODWATCH_STATE"),
 		Streams:  []StreamConfig{sc},
-	}, Options{Logger: testLogger(t), Registerer: reg})
+	}, Options{Logger: testkit.Logger(t), Registerer: reg})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
 	}

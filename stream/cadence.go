@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // Two cadences (StreamConfig.DiscoverEvery > Every, count windows): every
@@ -77,7 +78,7 @@ type checkJob struct {
 	// without hashing it (incremental.Engine.AppendCoded).
 	codes  [][]uint32
 	values [][]string
-	metas  []RowMeta
+	metas  []window.RowMeta
 	// oldest is the arrival sequence number of the window's oldest row
 	// (when it has rows): the checker's oldest row must be the same one.
 	oldest uint64
@@ -92,7 +93,7 @@ type checkJob struct {
 
 // discoveryJob is one window to run discovery on.
 type discoveryJob struct {
-	snap   *Snapshot
+	snap   *window.Snapshot
 	endSeq uint64
 	// rerun: a discovery lost in a crash (or a restart), run again from
 	// the records the store kept for it; it is never skipped, and the

@@ -2,9 +2,9 @@ package stream
 
 import (
 	"slices"
-	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // dispatchCheck is dispatch for two cadences: the window's delta to the
@@ -97,7 +97,7 @@ func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
 	reset := !s.cursor.fed || f.resync
 	f.resync = false
 	s.mb.mu.Unlock()
-	return s.cursor.delta(s.win, reset, windowInfoOf(s.win, s.name, s.cfg.Topic, endSeq))
+	return s.cursor.delta(s.win, reset, s.win.Info(s.name, s.cfg.Topic, endSeq))
 }
 
 // checkCursor is where the last check job left the window: the consumer's
@@ -110,11 +110,11 @@ type checkCursor struct {
 
 // delta is checkDelta on window w for the window described by info;
 // reset sends the whole window.
-func (f *checkCursor) delta(w *Window, reset bool, info alerts.WindowInfo) *checkJob {
+func (f *checkCursor) delta(w *window.Window, reset bool, info alerts.WindowInfo) *checkJob {
 	n := w.Len()
 	k, evict := 0, 0
 	if !reset {
-		k = w.newerThan(f.lastSeq)
+		k = w.NewerThan(f.lastSeq)
 		evict = f.lastLen + k - n
 		reset = evict < 0 || evict > f.lastLen
 	}
@@ -129,30 +129,18 @@ func (f *checkCursor) delta(w *Window, reset bool, info alerts.WindowInfo) *chec
 	allVals, allCodes := make([]string, k*cols), make([]uint32, k*cols)
 	for ci := range cols {
 		vals, codes := allVals[ci*k:(ci+1)*k:(ci+1)*k], allCodes[ci*k:(ci+1)*k:(ci+1)*k]
-		job.names = append(job.names, w.newestValues(ci, codes, vals))
+		job.names = append(job.names, w.NewestValues(ci, codes, vals))
 		job.codes = append(job.codes, codes)
 		job.values = append(job.values, vals)
 	}
-	job.metas = make([]RowMeta, k)
+	job.metas = make([]window.RowMeta, k)
 	for i := range k {
-		job.metas[i] = w.row(n - k + i)
+		job.metas[i] = w.Row(n - k + i)
 	}
 	f.fed, f.lastLen = true, n
 	if n > 0 {
-		f.lastSeq = w.row(n - 1).Seq
-		job.oldest = w.row(0).Seq
+		f.lastSeq = w.Row(n - 1).Seq
+		job.oldest = w.Row(0).Seq
 	}
 	return job
-}
-
-// windowInfoOf describes the window for events, from its metadata: the
-// partitions' offset ranges (Window.offsetRange) and the times of
-// Window.TimeRange (this runs on the consume path at every check).
-func windowInfoOf(w *Window, stream, topic string, endSeq uint64) alerts.WindowInfo {
-	info := alerts.WindowInfo{Stream: stream, Topic: topic, Records: w.Len(), EndSeq: endSeq}
-	info.StartOffsets, info.EndOffsets = w.offsetRange()
-	if lo, hi, ok := w.TimeRange(); ok {
-		info.StartTime, info.EndTime = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
-	}
-	return info
 }

@@ -56,7 +56,7 @@ func TestHelperCadenceMonitorProcess(t *testing.T) {
 		t.Skip("helper process for TestTwoCadenceCrashRecovery")
 	}
 	cfg := cadenceCrashConfig(os.Getenv("ODWATCH_BROKER"), os.Getenv("ODWATCH_STATE"), "ccrash", "events")
-	m, err := NewMonitor(cfg, Options{Logger: testLogger(t)})
+	m, err := NewMonitor(cfg, Options{Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // discoverer runs a two-cadence stream's discoveries on a goroutine of its
@@ -126,7 +127,7 @@ func (s *discoverer) pauseDiscovery(ctx context.Context) error {
 // encode it as the checks type it (encodeSnapshot), then discover
 // (evalEnv.discover), both passing e.pause between units of work. It
 // returns a *stepError when encoding fails, ctx's error when ctx is done.
-func (e evalEnv) discoverSnapshot(ctx context.Context, snap *Snapshot, endSeq uint64) (discoveryOutcome, error) {
+func (e evalEnv) discoverSnapshot(ctx context.Context, snap *window.Snapshot, endSeq uint64) (discoveryOutcome, error) {
 	cols := snap.Columns()
 	table, err := encodeSnapshot(ctx, cols, e.cfg.typingFor(cols), e.pause)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/incremental"
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // waitMerge waits, before the check of the window ending at endSeq, for
@@ -60,7 +61,7 @@ type checker struct {
 	eng    *incremental.Engine
 	col    map[string]int
 	// metas[head:] are the rows' metadata, oldest first.
-	metas []RowMeta
+	metas []window.RowMeta
 	head  int
 	vals  []string
 	codes []uint32
@@ -73,7 +74,7 @@ type checker struct {
 func (c *checker) rows() int { return len(c.metas) - c.head }
 
 // meta is the metadata of row i (0 = oldest).
-func (c *checker) meta(i int) RowMeta { return c.metas[c.head+i] }
+func (c *checker) meta(i int) window.RowMeta { return c.metas[c.head+i] }
 
 // apply brings the checker's window to the job's. It reports false when
 // the job does not fit (rows missing): the consumer is then asked for the
@@ -83,7 +84,7 @@ func (c *checker) apply(job *checkJob, exact bool) bool {
 		if err := c.build(job.names, job.codes, job.values, exact); err != nil {
 			return false
 		}
-		c.metas, c.head = append([]RowMeta(nil), job.metas...), 0
+		c.metas, c.head = append([]window.RowMeta(nil), job.metas...), 0
 		return c.rows() == 0 || c.meta(0).Seq == job.oldest
 	}
 	if c.eng == nil || job.evict > c.rows() {
@@ -480,7 +481,7 @@ type checkSampler struct {
 	c *checker
 	// metas are the check's rows' metadata: a view of the checker's, whose
 	// elements it never overwrites (checker.apply).
-	metas []RowMeta
+	metas []window.RowMeta
 	// cols are the columns copied so far, the first encoded of them encoded
 	// in table (the same columns, in the same order; nil before the first).
 	cols    []table.DictColumn

@@ -18,6 +18,7 @@ import (
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // cadenceRun drives one two-cadence stream offline: the test appends
@@ -90,7 +91,7 @@ func (c *cadenceRun) next() (uint64, bool) {
 	rec.AddString("h", "h"+strconv.Itoa(g%3))
 	rec.AddString("z", strconv.Itoa(c.r.IntN(50)))
 	seq := c.seq
-	c.s.win.Append(RowMeta{Partition: 0, Offset: int64(seq), Seq: seq, Time: time.Unix(int64(seq), 0)}, &rec)
+	c.s.win.Append(window.RowMeta{Partition: 0, Offset: int64(seq), Seq: seq, Time: time.Unix(int64(seq), 0)}, &rec)
 	c.seq++
 	return seq, c.s.countBoundary(seq) && c.s.win.Len() >= cadWindow
 }
@@ -425,10 +426,10 @@ func TestWindowInfoOf(t *testing.T) {
 		next[p] += 1 + int64(r.IntN(3))
 		rec.Reset()
 		rec.AddString("a", "1")
-		s.win.Append(RowMeta{Partition: p, Offset: next[p], Seq: seq, Time: time.Unix(int64(seq)+int64(r.IntN(20)), 0)}, &rec)
+		s.win.Append(window.RowMeta{Partition: p, Offset: next[p], Seq: seq, Time: time.Unix(int64(seq)+int64(r.IntN(20)), 0)}, &rec)
 		if seq%7 == 0 {
 			want := s.eval.env().windowInfo(s.win.Snapshot(), seq)
-			if got := windowInfoOf(s.win, s.name, s.cfg.Topic, seq); !reflect.DeepEqual(got, want) {
+			if got := s.win.Info(s.name, s.cfg.Topic, seq); !reflect.DeepEqual(got, want) {
 				t.Fatalf("record %d: %+v, snapshot gives %+v", seq, got, want)
 			}
 		}
@@ -477,7 +478,7 @@ func checksMatchFullValidation(t *testing.T, typing table.Typing, pinned ...stri
 			rec.AddString("late", strconv.Itoa(r.IntN(3)))
 		}
 		seq := c.seq
-		c.s.win.Append(RowMeta{Partition: int32(seq % 2), Offset: int64(seq / 2), Seq: seq, Time: time.Unix(int64(seq), 0)}, &rec)
+		c.s.win.Append(window.RowMeta{Partition: int32(seq % 2), Offset: int64(seq / 2), Seq: seq, Time: time.Unix(int64(seq), 0)}, &rec)
 		c.seq++
 		if !(c.s.countBoundary(seq) && c.s.win.Len() >= cadWindow) {
 			continue
@@ -528,13 +529,13 @@ func checksMatchFullValidation(t *testing.T, typing table.Typing, pinned ...stri
 // over several slides and applied only then give every dependency the
 // removals a full validation of the window gives.
 func TestCheckerBehindWindow(t *testing.T) {
-	const window, every, lag = 40, 5, 6 // jobs applied lag at a time
+	const size, every, lag = 40, 5, 6 // jobs applied lag at a time
 	deps := []discovery.Dependency{
 		mustDep(t, "{}: [] -> a"), mustDep(t, "{k}: [] -> a"), mustDep(t, "{a}: [] -> k"),
 		mustDep(t, "{}: a ~ b (asc)"), mustDep(t, "{k}: b ~ a (desc)"),
 	}
 	r := rand.New(rand.NewPCG(11, 12))
-	w := NewWindow(window, 0)
+	w := window.NewWindow(size, 0)
 	var feed checkCursor
 	c := &checker{}
 	var jobs []*checkJob
@@ -549,11 +550,11 @@ func TestCheckerBehindWindow(t *testing.T) {
 		rec.AddString("a", strconv.Itoa(base+r.IntN(8)))
 		rec.AddString("b", strconv.Itoa(base+r.IntN(8)))
 		rec.AddString("k", "k"+strconv.Itoa(base+r.IntN(4)))
-		w.Append(RowMeta{Partition: 0, Offset: int64(seq), Seq: seq}, &rec)
+		w.Append(window.RowMeta{Partition: 0, Offset: int64(seq), Seq: seq}, &rec)
 		if (seq+1)%every != 0 {
 			continue
 		}
-		job := feed.delta(w, !feed.fed, windowInfoOf(w, "lag", "lag", seq))
+		job := feed.delta(w, !feed.fed, w.Info("lag", "lag", seq))
 		for i, name := range job.names {
 			if seen[name] == nil {
 				seen[name] = map[uint32]string{}
@@ -669,7 +670,7 @@ func TestCheckMergeMinScore(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		env := evalEnv{name: "ms", cfg: &cfg, log: testLogger(t), tracker: newTracker(cfg)}
+		env := evalEnv{name: "ms", cfg: &cfg, log: testkit.Logger(t), tracker: newTracker(cfg)}
 		names := []string{"a", "b", "k"}
 		codes, values := make([][]uint32, 3), make([][]string, 3)
 		for c := range names {
@@ -683,7 +684,7 @@ func TestCheckMergeMinScore(t *testing.T) {
 		if err := c.build(names, codes, values, false); err != nil {
 			t.Fatal(err)
 		}
-		c.metas = make([]RowMeta, 100)
+		c.metas = make([]window.RowMeta, 100)
 		merge := &discoveryOutcome{complete: true}
 		merge.setResults([]discovery.Result{
 			{Dependency: mustDep(t, "{b}: [] -> a"), Reliable: true, Score: 0.25},
@@ -828,7 +829,7 @@ func TestCheckSamplerKeepsColumns(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	env := evalEnv{name: "ks", cfg: &cfg, log: testLogger(t)}
+	env := evalEnv{name: "ks", cfg: &cfg, log: testkit.Logger(t)}
 	names := []string{"a", "b", "c", "d"}
 	codes, values := make([][]uint32, len(names)), make([][]string, len(names))
 	for c := range names {
@@ -848,9 +849,9 @@ func TestCheckSamplerKeepsColumns(t *testing.T) {
 	if err := c.build(names, codes, values, false); err != nil {
 		t.Fatal(err)
 	}
-	c.metas = make([]RowMeta, 100)
+	c.metas = make([]window.RowMeta, 100)
 	for r := range c.metas {
-		c.metas[r] = RowMeta{Partition: int32(r % 3), Offset: int64(r)}
+		c.metas[r] = window.RowMeta{Partition: int32(r % 3), Offset: int64(r)}
 	}
 	own := []discovery.Dependency{mustDep(t, "{a}: [] -> b")}
 	related := []discovery.Dependency{mustDep(t, "{a}: [] -> c"), mustDep(t, "{d}: [] -> b")}

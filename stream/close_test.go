@@ -19,7 +19,7 @@ import (
 func TestCloseWithoutRun(t *testing.T) {
 	dir := t.TempDir()
 	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: dir,
-		Streams: []StreamConfig{{Topic: "t", Window: 10, Epsilon: 0.01}}}, Options{Logger: testLogger(t)})
+		Streams: []StreamConfig{{Topic: "t", Window: 10, Epsilon: 0.01}}}, Options{Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestCloseClosesWritersTransport(t *testing.T) {
 	before := kafkaPools()
 	m, err := NewMonitor(Config{Brokers: []string{addr}, Group: "cw", StateDir: t.TempDir(), StateTopic: "cw-state",
 		DLQTopic: "cw-dlq", EventsTopic: "cw-events", Streams: []StreamConfig{{Topic: "cw", Window: 10, Epsilon: 0.01}}},
-		Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+		Options{Logger: testkit.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

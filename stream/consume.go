@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"math"
@@ -19,7 +18,9 @@ import (
 	"github.com/odwatch/odwatch/internal/backoff"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/internal/fetch"
 	"github.com/odwatch/odwatch/stream/kafkaread"
+	"github.com/odwatch/odwatch/stream/window"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -31,11 +32,9 @@ import (
 const (
 	maxBatch     = 16384
 	maxBatchWait = 50 * time.Millisecond
-	// readerMaxBytes is the fetch size. A larger record still comes back
-	// alone (brokers return the first batch whatever its size, KIP-74), so
-	// an oversized record is fetched and rejected, not a stalled partition.
-	// Far larger values slow kafka-go's reader down several times.
-	readerMaxBytes = 4 << 20
+	// mergeMaxBuffered bounds the records a merger holds back for one
+	// topic (fetch.NewMerger).
+	mergeMaxBuffered = 4 * maxBatch
 )
 
 // streamBase is what every owner of a stream shares (see the package
@@ -83,7 +82,7 @@ type progress struct {
 type streamRun struct {
 	*streamBase
 	dec decode.Decoder
-	win *Window
+	win *window.Window
 	rec decode.FlatRecord
 
 	next map[int32]int64 // next offset to consume per partition (stored + this batch)
@@ -146,7 +145,7 @@ func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
 	s := &streamRun{
 		streamBase: base,
 		dec:        dec,
-		win:        NewWindow(cfg.Window, cfg.Interval),
+		win:        window.NewWindow(cfg.Window, cfg.Interval),
 		next:       map[int32]int64{},
 		lag:        map[int32]int64{},
 		consumerMetrics: consumerMetrics{
@@ -178,7 +177,7 @@ func (s *streamRun) restore(ctx context.Context) error {
 	// Window records come back in key (partition, offset) order; the
 	// window needs arrival order.
 	type row struct {
-		meta     RowMeta
+		meta     window.RowMeta
 		from, to int
 	}
 	var (
@@ -188,7 +187,7 @@ func (s *streamRun) restore(ctx context.Context) error {
 	err = s.m.store.ScanWindow(ctx, s.name, func(r state.Record) error {
 		from := len(arena)
 		arena = append(arena, r.Value...)
-		rows = append(rows, row{RowMeta{r.Partition, r.Offset, r.Seq, r.Time}, from, len(arena)})
+		rows = append(rows, row{window.RowMeta{Partition: r.Partition, Offset: r.Offset, Seq: r.Seq, Time: r.Time}, from, len(arena)})
 		return nil
 	})
 	if err != nil {
@@ -271,53 +270,6 @@ func (s *streamRun) countBoundary(seq uint64) bool {
 	return n >= w && (n-w)%e == 0
 }
 
-// fetchMaxWait is how long a fetch waits on the broker for records;
-// fetchTimeout how much longer before a broker that does not answer (hung,
-// or a network partition) counts as unreachable.
-const (
-	fetchMaxWait = 250 * time.Millisecond
-	fetchTimeout = 5 * time.Second
-)
-
-// kafkaLogger forwards kafka-go's group logs at debug level. They are never
-// read for control flow: assignments and errors come from the group API.
-type kafkaLogger struct{ log *slog.Logger }
-
-func (l kafkaLogger) Printf(format string, args ...any) {
-	if !l.log.Enabled(context.Background(), slog.LevelDebug) {
-		return // kafka-go logs every offset commit: formatted only when shown
-	}
-	l.log.Debug("kafka group: " + strings.TrimSpace(fmt.Sprintf(format, args...)))
-}
-
-// fetched is records of an assigned partition, in offset order; or, with
-// mark, whether the partition's last fetch reached its high watermark and
-// when that fetch came back (back: the consumer may take the mark much
-// later); or the permanent error that stopped its fetcher.
-type fetched struct {
-	tp       topicPartition
-	msgs     []kafka.Message
-	err      error
-	mark     bool
-	caughtUp bool
-	back     time.Time
-}
-
-// Fetchers hand records over in chunks of up to fetchChunk (one channel
-// send per chunk, not per record), their keys and values copied into slabs
-// of fetchSlab bytes shared by the chunk's records; at most fetchQueue
-// chunks wait in the channel.
-const (
-	fetchChunk = 1024
-	fetchSlab  = 128 << 10
-	fetchQueue = 16
-)
-
-type topicPartition struct {
-	topic     string
-	partition int
-}
-
 // batch is the open batch of the consume loop: the next offset to commit
 // per partition, the dead letters to write, and records per topic (for
 // the balancer's rates); the batches flushed before it whose store commits
@@ -325,19 +277,19 @@ type topicPartition struct {
 // the generation's committer, which commits the offsets of synced batches
 // to Kafka.
 type batch struct {
-	commits map[topicPartition]int64
+	commits map[fetch.TopicPartition]int64
 	dlq     []kafka.Message
 	records map[string]int
 
 	unsynced []unsyncedBatch
-	offsets  *committer
+	offsets  *fetch.Committer
 }
 
 // unsyncedBatch is a flushed batch whose store commits are not synced yet:
 // the waits for them, and its next offsets.
 type unsyncedBatch struct {
 	waits   []func() error
-	commits map[topicPartition]int64
+	commits map[fetch.TopicPartition]int64
 }
 
 // offsetCommitInterval spaces the consumer group's offset commits: offsets
@@ -348,8 +300,8 @@ type unsyncedBatch struct {
 // skipped by offset.
 const offsetCommitInterval = 100 * time.Millisecond
 
-func newBatch(offsets *committer) *batch {
-	return &batch{commits: map[topicPartition]int64{}, records: map[string]int{}, offsets: offsets}
+func newBatch(offsets *fetch.Committer) *batch {
+	return &batch{commits: map[fetch.TopicPartition]int64{}, records: map[string]int{}, offsets: offsets}
 }
 
 // consume is the member's life in the consumer group (kafka-go's
@@ -368,7 +320,7 @@ func (m *Monitor) consume(ctx context.Context) error {
 		HeartbeatInterval: m.cfg.HeartbeatInterval,
 		SessionTimeout:    m.cfg.SessionTimeout,
 		RebalanceTimeout:  m.cfg.RebalanceTimeout,
-		JoinGroupBackoff:  brokerBackoffBase,
+		JoinGroupBackoff:  fetch.BackoffBase,
 		// kafka-go waits Timeout + RebalanceTimeout for a join. The
 		// coordinator may hold a join up to a rebalance timeout after
 		// the group's last change (a member leaving, joining or timing
@@ -388,8 +340,8 @@ func (m *Monitor) consume(ctx context.Context) error {
 		// failed fetch.
 		Timeout:     m.cfg.RebalanceTimeout + 5*time.Second,
 		StartOffset: kafka.FirstOffset,
-		Logger:      kafkaLogger{m.log},
-		ErrorLogger: kafkaLogger{m.log},
+		Logger:      fetch.GroupLogger{Log: m.log},
+		ErrorLogger: fetch.GroupLogger{Log: m.log},
 	})
 	if err != nil {
 		return fmt.Errorf("consumer group: %w", err)
@@ -400,7 +352,7 @@ func (m *Monitor) consume(ctx context.Context) error {
 	for {
 		gen, err := m.nextGeneration(ctx, cg)
 		if err != nil {
-			if ending(ctx) {
+			if backoff.Ending(ctx) {
 				m.leave(cg)
 				return nil
 			}
@@ -439,20 +391,20 @@ func (m *Monitor) leave(cg *kafka.ConsumerGroup) {
 // (authorization) is returned.
 func (m *Monitor) nextGeneration(ctx context.Context, cg *kafka.ConsumerGroup) (*kafka.Generation, error) {
 	const who = "consumer group"
-	b := brokerBackoff()
+	b := fetch.Backoff()
 	for {
 		gen, err := cg.Next(ctx)
 		if err == nil {
-			m.health.ok(who)
+			m.health.OK(who)
 			return gen, nil
 		}
-		if ending(ctx) {
+		if backoff.Ending(ctx) {
 			return nil, cmp.Or(ctx.Err(), context.DeadlineExceeded)
 		}
 		if errors.Is(err, kafka.InvalidSessionTimeout) {
 			return nil, fmt.Errorf("session-timeout %v: the broker refuses it (its group.min.session.timeout.ms and group.max.session.timeout.ms bound it): %w", m.cfg.SessionTimeout, err)
 		}
-		if permanentKafkaError(err) {
+		if fetch.PermanentError(err) {
 			return nil, fmt.Errorf("consumer group %s: %w", m.cfg.Group, err)
 		}
 		var ke kafka.Error
@@ -461,8 +413,8 @@ func (m *Monitor) nextGeneration(ctx context.Context, cg *kafka.ConsumerGroup) (
 			continue
 		}
 		wait := b.Next()
-		m.health.fail(who, err, wait)
-		if !sleepCtx(ctx, wait) {
+		m.health.Fail(who, err, wait)
+		if !backoff.Sleep(ctx, wait) {
 			return nil, ctx.Err()
 		}
 	}
@@ -487,7 +439,7 @@ func (m *Monitor) runGeneration(ctx, gctx context.Context, gen *kafka.Generation
 		return err
 	}
 	m.balancer.SetOwned(topics)
-	offsets := newCommitter(m.hooks.offsetCommitter(gen), m.log.With("generation", gen.ID), offsetCommitInterval)
+	offsets := fetch.NewCommitter(m.hooks.offsetCommitter(gen), m.log.With("generation", gen.ID), offsetCommitInterval)
 	defer offsets.Close()
 	g := &generation{m: m, ctx: ctx, gctx: gctx, wctx: wctx, gen: gen, b: newBatch(offsets)}
 	defer m.waitSyncs(g.b) // after an error; end settles them
@@ -514,8 +466,8 @@ type generation struct {
 	ctx, gctx, wctx context.Context
 	gen             *kafka.Generation
 	b               *batch
-	mergers         map[string]*merger
-	msgs            chan fetched
+	mergers         map[string]*fetch.Merger
+	msgs            chan fetch.Fetched
 }
 
 // end makes the open batch durable and committed, then waits for the
@@ -529,26 +481,28 @@ func (g *generation) end() error {
 // startFetchers makes a merger per assigned topic and starts a fetcher per
 // partition from its start offset; the returned func stops them and waits.
 func (g *generation) startFetchers(client *kafka.Client, a assignment) (stop func()) {
-	g.msgs = make(chan fetched, fetchQueue)
+	g.msgs = make(chan fetch.Fetched, fetch.QueueLen)
 	fctx, stopFetch := context.WithCancel(g.wctx)
 	var wg sync.WaitGroup
-	g.mergers = map[string]*merger{}
+	g.mergers = map[string]*fetch.Merger{}
 	for t, parts := range a {
 		var ps []int
 		for p := range parts {
 			ps = append(ps, int(p))
 		}
-		g.mergers[t] = newMerger(ps)
+		g.mergers[t] = fetch.NewMerger(ps, mergeMaxBuffered)
 	}
 	for tp, off := range g.m.fetchStarts(a) {
-		if committed := a[tp.topic][int32(tp.partition)]; off >= 0 && off > committed {
+		if committed := a[tp.Topic][int32(tp.Partition)]; off >= 0 && off > committed {
 			// The store is ahead of the group (a crash between the
 			// store commit and the offset commit): commit its position
 			// with the first batch, or the group stays behind until a
 			// new record comes.
 			g.b.commits[tp] = off
 		}
-		wg.Go(func() { g.m.fetchPartition(fctx, client, tp, off, g.msgs) })
+		wg.Go(func() {
+			fetch.Fetcher{Client: client, Health: g.m.health, Log: g.m.log}.Partition(fctx, tp, off, g.msgs)
+		})
 	}
 	return func() {
 		stopFetch()
@@ -563,7 +517,7 @@ func (g *generation) startFetchers(client *kafka.Client, a assignment) (stop fun
 func (g *generation) release(now time.Time) (n int, ok bool, err error) {
 	for _, mg := range g.mergers {
 		for !g.m.anyDue() {
-			msg, more := mg.next(now)
+			msg, more := mg.Next(now)
 			if !more {
 				break
 			}
@@ -581,12 +535,12 @@ func (g *generation) release(now time.Time) (n int, ok bool, err error) {
 
 // take hands fetched records (or a mark) to their topic's merger and
 // releases what may go.
-func (g *generation) take(f fetched) (int, bool, error) {
-	if f.err != nil {
-		return 0, false, errors.Join(f.err, g.m.endGeneration(g.ctx, g.b))
+func (g *generation) take(f fetch.Fetched) (int, bool, error) {
+	if f.Err != nil {
+		return 0, false, errors.Join(f.Err, g.m.endGeneration(g.ctx, g.b))
 	}
 	now := time.Now()
-	g.mergers[f.tp.topic].take(f, now)
+	g.mergers[f.TP.Topic].Take(f, now)
 	return g.release(now)
 }
 
@@ -684,15 +638,15 @@ func (m *Monitor) endGeneration(ctx context.Context, b *batch) error {
 	}
 	// A failed commit is logged by the committer; the records are in the
 	// store, and the next owner skips or reads them again.
-	_ = b.offsets.flush(context.WithoutCancel(ctx))
+	_ = b.offsets.Flush(context.WithoutCancel(ctx))
 	return nil
 }
 
 // fetchStarts returns where to fetch each assigned partition from: the
 // lowest next offset of the topic's streams, the group's committed offset
 // for a stream without one (kafka.FirstOffset when the group has none).
-func (m *Monitor) fetchStarts(a assignment) map[topicPartition]int64 {
-	starts := map[topicPartition]int64{}
+func (m *Monitor) fetchStarts(a assignment) map[fetch.TopicPartition]int64 {
+	starts := map[fetch.TopicPartition]int64{}
 	for t, parts := range a {
 		for p, committed := range parts {
 			start := int64(math.MaxInt64)
@@ -706,165 +660,10 @@ func (m *Monitor) fetchStarts(a assignment) map[topicPartition]int64 {
 			if start < 0 {
 				start = kafka.FirstOffset
 			}
-			starts[topicPartition{t, int(p)}] = start
+			starts[fetch.TopicPartition{Topic: t, Partition: int(p)}] = start
 		}
 	}
 	return starts
-}
-
-// fetchPartition fetches one partition from offset into out until ctx is
-// done. Broker errors are retried with capped exponential backoff (and
-// reported to m.health); an offset out of range (retention deleted it)
-// restarts at the partition's first offset; a permanent error is sent to
-// out and ends the fetcher.
-func (m *Monitor) fetchPartition(ctx context.Context, client *kafka.Client, tp topicPartition, offset int64, out chan<- fetched) {
-	who := fmt.Sprintf("fetch %s/%d", tp.topic, tp.partition)
-	defer m.health.forget(who)
-	b := brokerBackoff()
-	for {
-		fctx, cancel := context.WithTimeout(ctx, fetchMaxWait+fetchTimeout)
-		res, err := client.Fetch(fctx, &kafka.FetchRequest{
-			Topic: tp.topic, Partition: tp.partition, Offset: offset,
-			MinBytes: 1, MaxBytes: readerMaxBytes, MaxWait: fetchMaxWait,
-		})
-		back := time.Now()
-		if err == nil && res.Error != nil {
-			err = res.Error
-		}
-		if err != nil {
-			cancel()
-			if ending(ctx) {
-				return
-			}
-			if errors.Is(err, kafka.OffsetOutOfRange) {
-				m.log.Warn("offset out of range (deleted by retention?); fetching from the first offset", "topic", tp.topic, "partition", tp.partition, "offset", offset)
-				offset = kafka.FirstOffset
-				continue
-			}
-			if permanentKafkaError(err) {
-				select {
-				case out <- fetched{err: fmt.Errorf("%s: %w", who, err)}:
-				case <-ctx.Done():
-				}
-				return
-			}
-			wait := b.Next()
-			m.health.fail(who, err, wait)
-			if !sleepCtx(ctx, wait) {
-				return
-			}
-			continue
-		}
-		b.Reset()
-		m.health.ok(who)
-		next, ok := sendFetched(ctx, tp, res, offset, out)
-		cancel()
-		if !ok {
-			return
-		}
-		offset = next
-		// A fetch from kafka.FirstOffset that returned nothing found an
-		// empty partition.
-		caughtUp := offset >= res.HighWatermark || offset < 0
-		select {
-		case out <- fetched{tp: tp, mark: true, caughtUp: caughtUp, back: back}:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// sendFetched sends the records of a fetch response at or past offset to
-// out in chunks (fetchChunk), and returns the offset to fetch next; false
-// when ctx ended first.
-func sendFetched(ctx context.Context, tp topicPartition, res *kafka.FetchResponse, offset int64, out chan<- fetched) (int64, bool) {
-	var (
-		chunk []kafka.Message
-		slab  slab
-	)
-	send := func() bool {
-		if len(chunk) == 0 {
-			return true
-		}
-		select {
-		case out <- fetched{tp: tp, msgs: chunk}:
-			chunk = nil
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	for {
-		rec, err := res.Records.ReadRecord()
-		if err != nil {
-			break // end of the fetched batches (or of their readable part)
-		}
-		if rec.Offset < offset {
-			closeBytes(rec.Key)
-			closeBytes(rec.Value)
-			continue // a batch may start before the offset asked for
-		}
-		offset = rec.Offset + 1
-		if chunk == nil {
-			chunk = make([]kafka.Message, 0, fetchChunk)
-		}
-		chunk = append(chunk, kafka.Message{
-			Topic: tp.topic, Partition: tp.partition, Offset: rec.Offset, HighWaterMark: res.HighWatermark,
-			Key: slab.read(rec.Key), Value: slab.read(rec.Value), Headers: rec.Headers, Time: rec.Time,
-		})
-		if len(chunk) == fetchChunk && !send() {
-			return offset, false
-		}
-	}
-	return offset, send()
-}
-
-// slab copies records' keys and values into shared buffers of fetchSlab
-// bytes: one allocation per slab rather than per key or value. A slab is
-// never written again where a returned slice points.
-type slab struct{ buf []byte }
-
-// read reads and closes a record's key or value (nil stays nil; unreadable
-// reads as nil).
-func (s *slab) read(b kafka.Bytes) []byte {
-	if b == nil {
-		return nil
-	}
-	defer b.Close()
-	n := b.Len()
-	if n == 0 {
-		return []byte{}
-	}
-	if cap(s.buf)-len(s.buf) < n {
-		s.buf = make([]byte, 0, max(fetchSlab, n))
-	}
-	from := len(s.buf)
-	v := s.buf[from : from+n : from+n]
-	if _, err := io.ReadFull(b, v); err != nil {
-		return nil
-	}
-	s.buf = s.buf[:from+n]
-	return v
-}
-
-// closeBytes closes a record's key or value without reading it.
-func closeBytes(b kafka.Bytes) {
-	if b != nil {
-		_ = b.Close()
-	}
-}
-
-// readBytes reads and closes a record's key or value (nil stays nil).
-func readBytes(b kafka.Bytes) []byte {
-	if b == nil {
-		return nil
-	}
-	defer b.Close()
-	v, err := kafka.ReadAll(b)
-	if err != nil {
-		return nil
-	}
-	return v
 }
 
 func (m *Monitor) minInterval() time.Duration {
@@ -893,7 +692,7 @@ func (m *Monitor) add(ctx context.Context, msg *kafka.Message, b *batch) error {
 			return err
 		}
 	}
-	b.commits[topicPartition{msg.Topic, msg.Partition}] = msg.Offset + 1
+	b.commits[fetch.TopicPartition{Topic: msg.Topic, Partition: msg.Partition}] = msg.Offset + 1
 	b.records[msg.Topic]++
 	return nil
 }
@@ -926,7 +725,7 @@ func (s *streamRun) add(ctx context.Context, msg *kafka.Message, dlq *[]kafka.Me
 		s.reject(msg, de, dlq)
 		return nil
 	}
-	meta := RowMeta{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time}
+	meta := window.RowMeta{Partition: p, Offset: msg.Offset, Seq: s.seq, Time: msg.Time}
 	if !s.win.Append(meta, &s.rec) {
 		return nil // the mirror already holds it (cannot happen after the next check above)
 	}
@@ -1092,7 +891,7 @@ func (m *Monitor) settle(b *batch, keep int) error {
 				return err
 			}
 		}
-		b.offsets.offer(u.commits)
+		b.offsets.Offer(u.commits)
 		b.unsynced[0] = unsyncedBatch{}
 		b.unsynced = b.unsynced[1:]
 	}

@@ -48,7 +48,7 @@ func TestHelperMonitorProcess(t *testing.T) {
 		t.Skip("helper process for TestCrashRecovery")
 	}
 	cfg := crashConfig(os.Getenv("ODWATCH_BROKER"), os.Getenv("ODWATCH_STATE"), "crash", "events")
-	m, err := NewMonitor(cfg, Options{Logger: testLogger(t)})
+	m, err := NewMonitor(cfg, Options{Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
 	}

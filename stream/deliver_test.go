@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/internal/deliver"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -47,8 +49,8 @@ func TestDeliverPermanentFailure(t *testing.T) {
 
 			reg := prometheus.NewRegistry()
 			m := offlineMonitorWith(t, StreamConfig{Topic: "pf", Window: 10, Epsilon: 0.01}, Options{Registerer: reg})
-			hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: tt.retries, Backoff: time.Millisecond, Logger: testLogger(t)})
-			m.sinks = []namedSink{{"webhook", hook}}
+			hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: tt.retries, Backoff: time.Millisecond, Logger: testkit.Logger(t)})
+			m.sinks = []deliver.Sink{{Name: "webhook", Sink: hook}}
 			var evs []alerts.Event
 			for _, id := range []string{"e1", "e2", "e3", "e4"} {
 				evs = append(evs, alerts.Event{ID: id, Stream: "pf", Type: alerts.EventViolated, DependencyText: "a -> b"})
@@ -60,7 +62,7 @@ func TestDeliverPermanentFailure(t *testing.T) {
 			// The evaluation's delivery, then the retry timer's: the
 			// 503 case needs three sends of e2.
 			for i := range 4 {
-				if err := s.eval.del.deliver(ctx); err != nil {
+				if err := s.eval.outbox().Deliver(ctx); err != nil {
 					t.Fatal(err)
 				}
 				if i == 0 {
@@ -80,8 +82,8 @@ func TestDeliverPermanentFailure(t *testing.T) {
 			if rcv.e2Calls != tt.wantE2Calls {
 				t.Errorf("e2 sent %d times, want %d", rcv.e2Calls, tt.wantE2Calls)
 			}
-			if p, err := m.store.PendingEvents("pf"); err != nil || len(p) != 0 || s.eval.del.undelivered != 0 {
-				t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.eval.del.undelivered, err)
+			if p, err := m.store.PendingEvents("pf"); err != nil || len(p) != 0 || s.eval.outbox().Undelivered() != 0 {
+				t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.eval.outbox().Undelivered(), err)
 			}
 			labels := map[string]string{"stream": "pf", "sink": "webhook"}
 			if n := metricValue(t, reg, "odwatch_events_dropped_total", labels); n != tt.wantDropped {

@@ -1,11 +1,21 @@
 // Package stream owns odwatch's streaming pipeline: consuming Kafka topics
 // with a consumer group (kafka-go, at-least-once, offsets committed only
-// after the records are synced to the state store), decoding and flattening
-// records (JSON, Avro, Confluent wire format) into a columnar window mirror,
-// scheduling evaluations (re-validation of tracked dependencies and full
-// discovery) off the consume path, and handing the results to package
-// alerts for events, delivered through a persistent outbox. It also holds
-// the in-process broker and the payroll generator of the demo and tests.
+// after the records are synced to the state store), mirroring the decoded
+// records in a columnar window, scheduling evaluations (re-validation of
+// tracked dependencies and full discovery) off the consume path, and
+// handing the results to package alerts for events, delivered through a
+// persistent outbox.
+//
+// Package stream is the face: Monitor, Config and StreamConfig, Options,
+// Replayer and the status types the status page reads. The machinery is in
+// packages by job: stream/decode (records and their decoders),
+// stream/window (the window mirror), stream/kafkaread (topic ranges and
+// scans), stream/internal/fetch (partition fetchers, the merger, the
+// offset committer, broker health and retries), stream/internal/deliver
+// (the outbox's delivery to the sinks), stream/internal/takeover (the
+// window read back and the state topic's records) and
+// stream/internal/balance (the group balancer). The in-process broker and the payroll generator of
+// the demo and tests are internal/demo's.
 //
 // # Goroutines and their owners
 //
@@ -13,19 +23,21 @@
 // only through the channels and locks named here:
 //
 //   - The consumer (Monitor.consume, one for all streams) owns streamRun:
-//     fetch, decode, window append, the store batch and the offset
-//     commits (through the generation's committer, a goroutine of its
-//     own: commit.go), dispatch, takeover and drop. It puts work in the
-//     stream's mailbox under mailbox.mu and wakes the evaluator
-//     (mailbox.wake) and the discoverer (cadenceFeed.discWake); of the
-//     evaluator it reads only progress.evaluated (atomic).
+//     fetch (through a fetcher per assigned partition, each a goroutine of
+//     its own that hands records over through a channel, merged by
+//     fetch.Merger), decode, window append, the store batch and the offset
+//     commits (through the generation's fetch.Committer, a goroutine of its
+//     own), dispatch, takeover (its reads: takeover.Read) and drop. It
+//     puts work in the stream's mailbox under mailbox.mu and wakes the
+//     evaluator (mailbox.wake) and the discoverer (cadenceFeed.discWake);
+//     of the evaluator it reads only progress.evaluated (atomic).
 //   - The evaluator (evaluator.run, one per stream) owns evaluator: the
 //     tracker, the checker of two cadences, the saved window end. It takes
 //     its work from the mailbox under mailbox.mu, saves under
 //     mailbox.saveMu (so that a drop and a save are ordered), publishes
-//     progress.evaluated and releases the check gate. Delivery (delivery:
-//     the outbox, its sinks and its retry timer) is a unit of its own on
-//     the evaluator's goroutine.
+//     progress.evaluated and releases the check gate. Delivery
+//     (deliver.Outbox: the outbox, its sinks and its retry timer) is a
+//     unit of its own on the evaluator's goroutine.
 //   - The discoverer (discoverer.run, one per two-cadence stream, started
 //     and waited for by the evaluator) owns nothing but the discovery it
 //     runs: it takes jobs and hands results through cadenceFeed under
@@ -48,8 +60,8 @@
 // drop takes saveMu, then mu (and the gate's through cadenceFeed.forget);
 // the evaluator holds saveMu alone around a save, and mu around the
 // queues, taking the gate's lock inside mu to change the gate with the
-// queue. historian.mu and the committer's lock are leaves: nothing else is
-// taken while they are held.
+// queue. historian.mu, the committer's lock and fetch.Health's lock are
+// leaves: nothing else is taken while they are held.
 //
 // # Delivery guarantees
 //
@@ -59,7 +71,7 @@
 // offset) is skipped, so a crash neither loses nor double-counts records.
 // The sync of one batch runs while the next one fills, and synced offsets
 // are committed at most every offsetCommitInterval and when a generation
-// ends, on a goroutine of their own (commit.go): one commit in flight, the newest
+// ends, on a goroutine of their own (fetch.Committer): one commit in flight, the newest
 // synced offsets winning, a failed one retried with the newest, so that a
 // commit that hangs (on a broker connection an outage left hung, until
 // kafka-go's request timeout closes it) stalls neither consumption nor
@@ -86,7 +98,7 @@
 // could not change (incremental.Engine's skip). An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
-// sent again on a timer (defaultRetryBase, doubling up to maxRetryDelay),
+// sent again on a timer (deliver.DefaultRetryBase, doubling up to maxRetryDelay),
 // after the next evaluation, and on restart. An event carries the sample of its own
 // rule's violating records, taken before the save; the samples of its
 // related rules, which only the status history keeps, are taken after the

@@ -18,12 +18,15 @@ import (
 	"github.com/odwatch/odwatch/discovery/incremental"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/internal/deliver"
+	"github.com/odwatch/odwatch/stream/internal/takeover"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // evalJob is one window to evaluate: an immutable snapshot and the
 // sequence number of its last record.
 type evalJob struct {
-	snap   *Snapshot
+	snap   *window.Snapshot
 	endSeq uint64
 	// bounds: the window's eviction bounds at the snapshot (evictHold).
 	bounds map[int32]int64
@@ -50,7 +53,7 @@ type mailbox struct {
 	mu      sync.Mutex
 	pending *evalJob
 	replay  *evalJob
-	restore *stateRecord // a tracker state to restore before the next evaluation
+	restore *takeover.StateRecord // a tracker state to restore before the next evaluation
 	// wake tells the evaluator that the mailbox holds work.
 	wake chan struct{}
 	feed cadenceFeed // two cadences: checks and discoveries (cadence.go)
@@ -171,8 +174,10 @@ type evaluator struct {
 	hasTracker  bool
 	evaluations int
 	// chk is the checker of two cadences (runChecks).
-	chk  checker
-	del  *delivery
+	chk checker
+	// del is the stream's outbox delivery, a unit of its own on this
+	// goroutine (built at its first use: outbox).
+	del  *deliver.Outbox
 	disc *discoverer
 	// hist appends the status history off the evaluator (started and
 	// closed by run).
@@ -184,9 +189,19 @@ func newEvaluator(base *streamBase) *evaluator {
 		streamBase: base,
 		tracker:    newTracker(base.cfg),
 		chk:        checker{typing: base.cfg.Typing},
-		del:        newDelivery(base),
 		disc:       &discoverer{streamBase: base},
 	}
+}
+
+// outbox is the stream's delivery, built at its first use: NewMonitor
+// opens the store and the sinks after the evaluator. Run's goroutine uses
+// it before run starts (the outbox left by the last run), run after.
+func (e *evaluator) outbox() *deliver.Outbox {
+	if e.del == nil {
+		e.del = deliver.New(e.m.store, e.name, e.log, e.m.sinks, e.m.metrics.alerts,
+			func() time.Duration { return e.m.hooks.retryBaseOr(deliver.DefaultRetryBase) })
+	}
+	return e.del
 }
 
 // savedTracker is what the store holds of a stream's evaluations when it
@@ -220,8 +235,8 @@ func (e *evaluator) loadTracker() (savedTracker, error) {
 // returns an error only for failures that must stop the pipeline (the
 // store).
 func (e *evaluator) run(ctx context.Context) error {
-	defer e.del.stopRetries()
-	e.del.rearm()
+	defer e.outbox().StopRetries()
+	e.outbox().Rearm()
 	wait := e.disc.start(ctx, e.cfg.twoCadence())
 	defer wait()
 	e.hist = startHistorian(ctx, defaultRelatedPending, e.appendStatus)
@@ -230,8 +245,8 @@ func (e *evaluator) run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-e.del.retries():
-			if err := e.del.retry(ctx); err != nil {
+		case <-e.outbox().Retries():
+			if err := e.outbox().Retry(ctx); err != nil {
 				return stopped(ctx, err)
 			}
 			continue
@@ -246,7 +261,7 @@ func (e *evaluator) run(ctx context.Context) error {
 		if err := e.step(ctx, w); err != nil {
 			return stopped(ctx, err)
 		}
-		e.del.rearm()
+		e.outbox().Rearm()
 	}
 }
 
@@ -261,7 +276,7 @@ func stopped(ctx context.Context, err error) error {
 // work is what the evaluator takes from the mailbox in one go.
 type work struct {
 	replay, pending *evalJob
-	restore         *stateRecord
+	restore         *takeover.StateRecord
 	checks          []*checkJob
 }
 
@@ -387,7 +402,7 @@ type evalOutcome struct {
 // raised for it, and an unpinned one is retired by the tracker after
 // RetireAfter windows without observation. Reporting it as violated would
 // page people for a schema change, which is not a data error.
-func (e evalEnv) evaluateWindow(ctx context.Context, snap *Snapshot, endSeq uint64) (*evalOutcome, error) {
+func (e evalEnv) evaluateWindow(ctx context.Context, snap *window.Snapshot, endSeq uint64) (*evalOutcome, error) {
 	start := time.Now()
 	out := &evalOutcome{info: e.windowInfo(snap, endSeq), result: "ok"}
 	table, err := table.EncodeTyped(snap.Columns(), e.cfg.typingFor(snap.Columns()))
@@ -568,7 +583,7 @@ func observations(tracked []discovery.Dependency, checked map[string]discovery.R
 }
 
 // windowInfo describes a snapshot for events.
-func (e evalEnv) windowInfo(snap *Snapshot, endSeq uint64) alerts.WindowInfo {
+func (e evalEnv) windowInfo(snap *window.Snapshot, endSeq uint64) alerts.WindowInfo {
 	w := alerts.WindowInfo{
 		Stream:       e.name,
 		Topic:        e.cfg.Topic,
@@ -596,7 +611,7 @@ func (e evalEnv) windowInfo(snap *Snapshot, endSeq uint64) alerts.WindowInfo {
 }
 
 // samples maps removal-set rows to records with the dependency's values.
-func (e evalEnv) samples(snap *Snapshot, d discovery.Dependency, rows []int) []alerts.Sample {
+func (e evalEnv) samples(snap *window.Snapshot, d discovery.Dependency, rows []int) []alerts.Sample {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -627,7 +642,7 @@ func carriesSample(ev *alerts.Event) bool {
 // delivered; their related dependencies' samples, which only the status
 // history keeps, are taken after delivery, off the evaluator
 // (recordStatus, relatedSamples).
-func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snapshot) {
+func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *window.Snapshot) {
 	deps, at := ownDependencies(out.events)
 	if len(deps) == 0 {
 		return
@@ -649,7 +664,7 @@ func (e evalEnv) attachSamples(ctx context.Context, out *evalOutcome, snap *Snap
 // snap's: tableSamples). samples[i] is deps[i]'s (nil when it could not be
 // validated); the result is nil when there is no window to take them on,
 // it could not be encoded or ctx is done.
-func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
+func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *window.Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
 	switch {
 	case out.chk.attached():
 		return e.checkerSamples(ctx, out.chk, deps)
@@ -662,7 +677,7 @@ func (e evalEnv) windowSamples(ctx context.Context, out *evalOutcome, snap *Snap
 // tableSamples takes a sample of a minimal removal set of each of deps on
 // an evaluation's encoded window (snap's): samples[i] is deps[i]'s (nil
 // when it could not be validated, logged unless ctx is done).
-func (e evalEnv) tableSamples(ctx context.Context, table *table.Table, snap *Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
+func (e evalEnv) tableSamples(ctx context.Context, table *table.Table, snap *window.Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
 	opts := discovery.Options{Epsilon: e.cfg.Epsilon, RemovalSample: e.cfg.Sample}
 	samples := make([][]alerts.Sample, len(deps))
 	for i, d := range deps {
@@ -772,7 +787,7 @@ func (s *evaluator) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 	}
 	s.m.metrics.alerts.Observe(out.events)
 	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
-	if err := s.del.deliver(ctx); err != nil {
+	if err := s.outbox().Deliver(ctx); err != nil {
 		return err
 	}
 	out.delivered = time.Now()

@@ -16,6 +16,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,7 +39,7 @@ func TestHelperMember(t *testing.T) {
 		d.ClientID = id
 		cfg.Dialer = &d
 	}
-	m, err := NewMonitor(cfg, Options{Logger: testLogger(t)})
+	m, err := NewMonitor(cfg, Options{Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
 	}
@@ -102,7 +103,7 @@ func TestFailoverAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 60*time.Second, "the first member evaluated the clean records", func() bool {
-		rec, err := readStateRecord(ctx, []string{addr}, nil, "fo-state", "fo")
+		rec, err := takeover.ReadStateRecord(ctx, []string{addr}, nil, "fo-state", "fo")
 		return err == nil && rec != nil && rec.WindowEndSeq == 1999
 	})
 	survivor := startMonitor(t, cfg())
@@ -301,7 +302,7 @@ func TestSessionTimeoutRefused(t *testing.T) {
 		Brokers: []string{addr}, Group: "st", StateDir: t.TempDir(),
 		SessionTimeout: 500 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
 		Streams: []StreamConfig{{Topic: "st", Window: 10, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t)})
+	}, Options{Logger: testkit.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // defaultRelatedPending bounds the status history's jobs that carry the
@@ -38,7 +39,7 @@ type relatedWork struct {
 	chk  *checkSampler
 	// a full evaluation's
 	table *table.Table
-	snap  *Snapshot
+	snap  *window.Snapshot
 }
 
 // historian runs a stream's status-history jobs on a goroutine of its own,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream/internal/fetch"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -40,10 +41,10 @@ type hooks struct {
 	// load.
 	inOrder bool
 	// retryBase is the first wait before delivering again events a sink
-	// failed to take (defaultRetryBase when 0).
+	// failed to take (deliver.DefaultRetryBase when 0).
 	retryBase time.Duration
 	// commitVia stands between a generation and its offset commits.
-	commitVia func(*kafka.Generation) offsetCommitter
+	commitVia func(*kafka.Generation) fetch.OffsetCommitter
 }
 
 func (h *hooks) discoveryStarts(ctx context.Context, endSeq uint64) {
@@ -92,7 +93,7 @@ func (h *hooks) retryBaseOr(def time.Duration) time.Duration {
 
 // offsetCommitter is what a generation's offsets are committed through:
 // gen itself, unless a test stands between (commitVia).
-func (h *hooks) offsetCommitter(gen *kafka.Generation) offsetCommitter {
+func (h *hooks) offsetCommitter(gen *kafka.Generation) fetch.OffsetCommitter {
 	if h == nil || h.commitVia == nil {
 		return gen
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream/internal/fetch"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -68,7 +69,7 @@ type metrics struct {
 	statusSamplesSkipped *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *brokerHealth) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *fetch.Health) (*metrics, error) {
 	m := &metrics{reg: reg}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{"stream"}, labels...))
@@ -110,12 +111,12 @@ func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *bro
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "odwatch_kafka_unreachable_seconds_total",
 			Help: "Time Kafka did not answer the consumer (retried with backoff meanwhile).",
-		}, health.unreachableSeconds),
+		}, health.UnreachableSeconds),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "odwatch_kafka_reachable",
 			Help: "1 while Kafka answers the consumer, 0 during an outage.",
 		}, func() float64 {
-			if health.reachable() {
+			if health.Reachable() {
 				return 1
 			}
 			return 0

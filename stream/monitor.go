@@ -12,6 +12,9 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/internal/balance"
+	"github.com/odwatch/odwatch/stream/internal/deliver"
+	"github.com/odwatch/odwatch/stream/internal/fetch"
+	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -30,13 +33,6 @@ type Options struct {
 	Sinks []alerts.Sink
 }
 
-// namedSink is a sink with the name its delivery markers and error metric
-// use.
-type namedSink struct {
-	name string
-	sink alerts.Sink
-}
-
 // Monitor runs the streaming pipeline of docs/DESIGN.md "Data flow" for the
 // configured streams: one consumer-group reader, a Pebble-backed window per
 // stream, an evaluator goroutine per stream, the sinks and the metrics.
@@ -47,7 +43,7 @@ type Monitor struct {
 	metrics *metrics
 	streams []*streamRun
 	byTopic map[string][]*streamRun
-	sinks   []namedSink
+	sinks   []deliver.Sink
 	dlq     *kafka.Writer
 	// stateWriter publishes tracker states to cfg.StateTopic (nil when
 	// unset).
@@ -59,7 +55,7 @@ type Monitor struct {
 	// leads the group) and tells the leader what this member owns.
 	balancer *balance.Balancer
 	// health tracks whether Kafka answers (readiness, outage metric).
-	health *brokerHealth
+	health *fetch.Health
 	// owned are the topics of the current generation (consume goroutine).
 	owned map[string]bool
 	// hooks are the test hooks (nil in production).
@@ -98,7 +94,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		reg = prometheus.NewRegistry()
 	}
 	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, life: newLifecycle(),
-		balancer: balance.New(), health: newBrokerHealth(log), owned: map[string]bool{}}
+		balancer: balance.New(), health: fetch.NewHealth(log), owned: map[string]bool{}}
 	met, err := newMetrics(reg, cfg.MaxDependencyMetrics, m.health)
 	if err != nil {
 		return nil, err
@@ -120,7 +116,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	}
 	m.store = store
 
-	m.sinks = append(m.sinks, namedSink{"log", alerts.NewLogSink(log)})
+	m.sinks = append(m.sinks, deliver.Sink{Name: "log", Sink: alerts.NewLogSink(log)})
 	m.writers = kafkaread.Transport(cfg.Dialer)
 	if cfg.EventsTopic != "" {
 		w := alerts.NewKafkaWriter(cfg.Brokers, cfg.EventsTopic)
@@ -130,18 +126,18 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 		if cfg.EventsRegistry != "" {
 			opts = append(opts, alerts.KafkaSchemaRegistry(cfg.EventsRegistry, cfg.EventsTopic+"-value"))
 		}
-		m.sinks = append(m.sinks, namedSink{"kafka", alerts.NewKafkaSink(w, "", opts...)})
+		m.sinks = append(m.sinks, deliver.Sink{Name: "kafka", Sink: alerts.NewKafkaSink(w, "", opts...)})
 	}
 	if cfg.WebhookURL != "" {
 		// Few retries within a send: a send blocks the stream's evaluator,
 		// and the outbox retries on a timer anyway.
-		m.sinks = append(m.sinks, namedSink{"webhook", alerts.NewWebhookSink(cfg.WebhookURL, alerts.WebhookOptions{Logger: log, Retries: 2})})
+		m.sinks = append(m.sinks, deliver.Sink{Name: "webhook", Sink: alerts.NewWebhookSink(cfg.WebhookURL, alerts.WebhookOptions{Logger: log, Retries: 2})})
 	}
 	for i, s := range opts.Sinks {
-		m.sinks = append(m.sinks, namedSink{fmt.Sprintf("extra%d", i), s})
+		m.sinks = append(m.sinks, deliver.Sink{Name: fmt.Sprintf("extra%d", i), Sink: s})
 	}
 	if cfg.StateTopic != "" {
-		m.stateWriter = newStateWriter(cfg, m.writers)
+		m.stateWriter = takeover.NewStateWriter(cfg.Brokers, cfg.StateTopic, m.writers)
 	}
 	if cfg.DLQTopic != "" {
 		m.dlq = &kafka.Writer{
@@ -183,7 +179,7 @@ func openStore(cfg Config, log *slog.Logger, reg prometheus.Registerer) (*state.
 // a generation of its group (it received its assignment and rebuilt the
 // windows it took over) and Kafka answers (the /readyz condition).
 func (m *Monitor) Ready() bool {
-	return m.life.is(phaseRunning) && m.joined.Load() && m.health.reachable()
+	return m.life.is(phaseRunning) && m.joined.Load() && m.health.Reachable()
 }
 
 // Run restores every stream from the store (window, position, tracker),
@@ -212,7 +208,7 @@ func (m *Monitor) Run(ctx context.Context) (err error) {
 		m.log.Warn("could not read the events topic to skip events already sent", "topic", m.cfg.EventsTopic, "err", err)
 	}
 	for _, s := range m.streams {
-		if err := s.eval.del.deliver(ctx); err != nil {
+		if err := s.eval.outbox().Deliver(ctx); err != nil {
 			return err
 		}
 	}
@@ -265,8 +261,8 @@ func (m *Monitor) Close() error {
 func (m *Monitor) closeAll() error {
 	var errs []error
 	for _, s := range m.sinks {
-		if err := s.sink.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close sink %s: %w", s.name, err))
+		if err := s.Sink.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close sink %s: %w", s.Name, err))
 		}
 	}
 	if m.dlq != nil {
@@ -297,4 +293,17 @@ func (m *Monitor) topics() []string {
 	}
 	slices.Sort(ts)
 	return ts
+}
+
+// dedupeFromEventsTopic marks delivered for the Kafka sink the outbox
+// events already on the events topic (deliver.DedupeFromTopic).
+func (m *Monitor) dedupeFromEventsTopic(ctx context.Context) error {
+	if m.cfg.EventsTopic == "" {
+		return nil
+	}
+	names := make([]string, len(m.streams))
+	for i, s := range m.streams {
+		names[i] = s.name
+	}
+	return deliver.DedupeFromTopic(ctx, m.store, names, m.cfg.Brokers, m.cfg.Dialer, m.cfg.EventsTopic, m.log)
 }

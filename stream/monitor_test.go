@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -70,23 +68,6 @@ func (c *collectSink) snapshot() []alerts.Event {
 	return append([]alerts.Event(nil), c.events...)
 }
 
-// testLogger logs to the test log at warn level, or at debug level with
-// ODWATCH_TEST_DEBUG=1.
-func testLogger(t testing.TB) *slog.Logger {
-	level := slog.LevelWarn
-	if os.Getenv("ODWATCH_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: level}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 // running is a monitor running on its own goroutine.
 type running struct {
 	m    *Monitor
@@ -107,7 +88,7 @@ func startMonitorWith(t testing.TB, cfg Config, prepare func(*Monitor)) *running
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	sink := &collectSink{}
-	m, err := NewMonitor(cfg, Options{Logger: testLogger(t), Registerer: reg, Sinks: []alerts.Sink{sink}})
+	m, err := NewMonitor(cfg, Options{Logger: testkit.Logger(t), Registerer: reg, Sinks: []alerts.Sink{sink}})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
 	}
@@ -156,7 +137,7 @@ func offlineMonitor(t testing.TB, sc StreamConfig) *Monitor {
 func offlineMonitorWith(t testing.TB, sc StreamConfig, opts Options) *Monitor {
 	t.Helper()
 	if opts.Logger == nil {
-		opts.Logger = testLogger(t)
+		opts.Logger = testkit.Logger(t)
 	}
 	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(), Streams: []StreamConfig{sc}}, opts)
 	if err != nil {
@@ -485,7 +466,7 @@ func TestTimeWindowAndHealth(t *testing.T) {
 		Brokers: []string{addr}, Group: "timed", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		MaxDependencyMetrics: 3,
 		Streams:              []StreamConfig{{Topic: "timed", Window: 100000, Interval: 300 * time.Millisecond, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t), Registerer: reg})
+	}, Options{Logger: testkit.Logger(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // The alert-quality benchmark of issue 8, by replay, at window 10k, every
@@ -202,7 +203,7 @@ func replayRows(b *testing.B, name string, header []string, rows [][]string, f *
 		if boundary {
 			c0 = cpuTime(b)
 		}
-		evs, err := r.Add(context.Background(), RowMeta{Offset: int64(i)}, &rec)
+		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
 		if err != nil {
 			b.Fatal(err)
 		}

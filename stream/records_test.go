@@ -6,12 +6,6 @@ import (
 	"github.com/odwatch/odwatch/stream/decode"
 )
 
-// testField is a field as tests write it.
-type testField struct {
-	name, value string
-	null        bool
-}
-
 func mustDecoder(t testing.TB, cfg decode.DecoderConfig) decode.Decoder {
 	t.Helper()
 	d, err := decode.NewDecoder(cfg)

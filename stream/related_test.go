@@ -13,6 +13,7 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/window"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -235,7 +236,7 @@ func TestStatusSkipsRelatedWhenBehind(t *testing.T) {
 		rec.AddString("a", strconv.Itoa(r%5))
 		rec.AddString("b", strconv.Itoa(b))
 		rec.AddString("c", strconv.Itoa(c))
-		s.win.Append(RowMeta{Offset: int64(r), Seq: uint64(r), Time: time.Unix(int64(r), 0)}, &rec)
+		s.win.Append(window.RowMeta{Offset: int64(r), Seq: uint64(r), Time: time.Unix(int64(r), 0)}, &rec)
 	}
 	snap := s.win.Snapshot()
 	table, err := table.EncodeTyped(snap.Columns(), s.cfg.typingFor(snap.Columns()))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // Replayer runs a stream's window, evaluation and tracker offline, over
@@ -24,7 +25,7 @@ import (
 // windows (Interval) are not replayed.
 type Replayer struct {
 	env   evalEnv
-	win   *Window
+	win   *window.Window
 	seq   uint64
 	stats ReplayStats
 	// Two cadences: where the last check job left the window, the checker, and the
@@ -59,7 +60,7 @@ func NewReplayer(cfg StreamConfig, log *slog.Logger) (*Replayer, error) {
 		log = slog.Default()
 	}
 	log = log.With("stream", cfg.Name)
-	r := &Replayer{win: NewWindow(cfg.Window, 0), stats: ReplayStats{Events: map[alerts.EventType]int{}},
+	r := &Replayer{win: window.NewWindow(cfg.Window, 0), stats: ReplayStats{Events: map[alerts.EventType]int{}},
 		chk: checker{typing: cfg.Typing}, pending: map[uint64]discoveryOutcome{}}
 	r.env = evalEnv{name: cfg.Name, log: log, tracker: newTracker(cfg), workers: runtime.GOMAXPROCS(0)}
 	r.env.cfg = &cfg
@@ -69,7 +70,7 @@ func NewReplayer(cfg StreamConfig, log *slog.Logger) (*Replayer, error) {
 // Add appends one record to the window (meta: its partition, offset and
 // time) and, when it ends a count window (the first full window, then every
 // Every records), evaluates the window and returns its events.
-func (r *Replayer) Add(ctx context.Context, meta RowMeta, rec *decode.FlatRecord) ([]alerts.Event, error) {
+func (r *Replayer) Add(ctx context.Context, meta window.RowMeta, rec *decode.FlatRecord) ([]alerts.Event, error) {
 	seq := r.seq
 	r.seq++
 	r.stats.Records++
@@ -116,7 +117,7 @@ func (r *Replayer) Add(ctx context.Context, meta RowMeta, rec *decode.FlatRecord
 // merges the discovery of the window DiscoverEvery records back.
 func (r *Replayer) check(ctx context.Context, end uint64) (*evalOutcome, error) {
 	cfg := r.env.cfg
-	job := r.cursor.delta(r.win, !r.cursor.fed, windowInfoOf(r.win, cfg.Name, cfg.Topic, end))
+	job := r.cursor.delta(r.win, !r.cursor.fed, r.win.Info(cfg.Name, cfg.Topic, end))
 	if cfg.discoveryPoint(end) {
 		disc, err := r.env.discoverSnapshot(ctx, r.win.Snapshot(), end)
 		switch {

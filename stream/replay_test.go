@@ -13,6 +13,7 @@ import (
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/odwatch/odwatch/stream/kafkaread"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // newJSONReplayer returns a Replayer of cfg and a JSON decoder for it.
@@ -42,7 +43,7 @@ func replayPayroll(t *testing.T, cfg StreamConfig, o demo.PayrollOptions, n int)
 		if err := dec.Decode(context.Background(), g.Next(o.Faulty(i, errRng)), &rec); err != nil {
 			t.Fatal(err)
 		}
-		evs, err := r.Add(context.Background(), RowMeta{Offset: int64(i)}, &rec)
+		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +215,7 @@ func replayTopic(t *testing.T, ctx context.Context, addr, topic string, cfg Stre
 		if err := dec.Decode(ctx, tr.Value, &rec); err != nil {
 			return err
 		}
-		evs, err := r.Add(ctx, RowMeta{Partition: tr.Partition, Offset: tr.Offset, Time: tr.Time}, &rec)
+		evs, err := r.Add(ctx, window.RowMeta{Partition: tr.Partition, Offset: tr.Offset, Time: tr.Time}, &rec)
 		got = append(got, evs...)
 		return err
 	})

@@ -13,6 +13,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/internal/deliver"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -42,11 +43,11 @@ func TestSinkRetryOnTimer(t *testing.T) {
 
 	addr := startTestBroker(t, map[string]int{"retry": 1})
 	reg := prometheus.NewRegistry()
-	hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: -1, Logger: testLogger(t)})
+	hook := alerts.NewWebhookSink(srv.URL, alerts.WebhookOptions{Retries: -1, Logger: testkit.Logger(t)})
 	m, err := NewMonitor(Config{
 		Brokers: []string{addr}, Group: "retry", StateDir: t.TempDir(), SessionTimeout: 6 * time.Second,
 		Streams: []StreamConfig{{Topic: "retry", Window: 300, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t), Registerer: reg, Sinks: []alerts.Sink{hook}})
+	}, Options{Logger: testkit.Logger(t), Registerer: reg, Sinks: []alerts.Sink{hook}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestSinkRetryOnTimer(t *testing.T) {
 func TestHousekeepingPrunesDelivered(t *testing.T) {
 	m := offlineMonitor(t, StreamConfig{Topic: "hk", Window: 10, Epsilon: 0.01})
 	s := m.streams[0]
-	ids := []string{"e1", deliveredMarker("e1", "kafka")}
+	ids := []string{"e1", deliver.Marker("e1", "kafka")}
 	if err := m.store.MarkDelivered("hk", ids); err != nil {
 		t.Fatal(err)
 	}
@@ -149,18 +150,18 @@ func (p *partialSink) Close() error { return nil }
 func TestDeliverPartialFailure(t *testing.T) {
 	m := offlineMonitor(t, StreamConfig{Topic: "pd", Window: 10, Epsilon: 0.01})
 	sink := &partialSink{take: 1}
-	m.sinks = []namedSink{{"partial", sink}}
+	m.sinks = []deliver.Sink{{Name: "partial", Sink: sink}}
 	saveOutbox(t, m, "pd", 9, alerts.Event{ID: "e1", Stream: "pd"}, alerts.Event{ID: "e2", Stream: "pd"}, alerts.Event{ID: "e3", Stream: "pd"})
 	s := m.streams[0]
 	for range 2 {
-		if err := s.eval.del.deliver(context.Background()); err != nil {
+		if err := s.eval.outbox().Deliver(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if want := []string{"e1", "e2", "e3"}; !slices.Equal(sink.received, want) {
 		t.Errorf("received %v, want %v (each once, in order)", sink.received, want)
 	}
-	if p, err := m.store.PendingEvents("pd"); err != nil || len(p) != 0 || s.eval.del.undelivered != 0 {
-		t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.eval.del.undelivered, err)
+	if p, err := m.store.PendingEvents("pd"); err != nil || len(p) != 0 || s.eval.outbox().Undelivered() != 0 {
+		t.Errorf("outbox after delivery: %d pending, undelivered %d, err %v", len(p), s.eval.outbox().Undelivered(), err)
 	}
 }

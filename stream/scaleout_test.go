@@ -291,8 +291,8 @@ func TestTimeWindowReadBack(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got []time.Duration
-			for _, r := range rb.rows {
-				got = append(got, r.meta.Time.Sub(start))
+			for _, r := range rb.Rows {
+				got = append(got, r.Meta.Time.Sub(start))
 			}
 			var want []time.Duration
 			for i := tc.from; i < tc.to; i++ {
@@ -372,7 +372,7 @@ func newIntervalMonitor(t *testing.T, addr, topic string) (*Monitor, *kafka.Clie
 	m, err := NewMonitor(Config{
 		Brokers: []string{addr}, Group: topic, StateDir: t.TempDir(),
 		Streams: []StreamConfig{{Topic: topic, Window: 100000, Interval: time.Second, Epsilon: 0.01}},
-	}, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+	}, Options{Logger: testkit.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // The status page's history (package state, AppendHistory): the chart of a
@@ -118,7 +119,7 @@ type statusEventJSON struct {
 // historian is behind by its bound of jobs with samples
 // (defaultRelatedPending), the samples are skipped (logged at debug, counted): the rules' points and the events are
 // still appended, in window order.
-func (s *evaluator) recordStatus(snap *Snapshot, out *evalOutcome) {
+func (s *evaluator) recordStatus(snap *window.Snapshot, out *evalOutcome) {
 	info, obs, events := out.info, out.obs, out.events
 	s.m.status.set(s.name, lastEvaluation{at: time.Now(), window: info})
 	violated := map[string]bool{}
@@ -185,7 +186,7 @@ func (s *evaluator) appendStatus(ctx context.Context, job *historyJob) {
 // checker (the checker moves on with the next check), detached; for a
 // full evaluation, its encoded window and snapshot, which nothing changes.
 // It is nil when there is no window to take them on.
-func takeRelated(out *evalOutcome, snap *Snapshot, deps []discovery.Dependency, at map[string]int) *relatedWork {
+func takeRelated(out *evalOutcome, snap *window.Snapshot, deps []discovery.Dependency, at map[string]int) *relatedWork {
 	w := &relatedWork{deps: deps, at: at}
 	switch {
 	case out.chk.attached():

@@ -13,6 +13,8 @@ import (
 
 	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/internal/fetch"
+	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
@@ -197,7 +199,7 @@ func TestTakeOverCountsFromStateAheadOfGroup(t *testing.T) {
 			m, err := NewMonitor(Config{
 				Brokers: []string{addr}, Group: group, StateDir: t.TempDir(), StateTopic: stateTopic,
 				Streams: []StreamConfig{{Name: group, Topic: topic, Window: 300, Every: 100, Epsilon: 0.01}},
-			}, Options{Logger: testLogger(t), Registerer: prometheus.NewRegistry()})
+			}, Options{Logger: testkit.Logger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -244,12 +246,12 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	ref := startMonitor(t, cfg("tb-ref"))
-	fake := &fakeCommitter{}
+	fake := &testkit.FakeCommitter{}
 	a := startMonitorWith(t, cfg("tb"), func(m *Monitor) {
-		m.testHooks().commitVia = func(gen *kafka.Generation) offsetCommitter {
-			fake.mu.Lock()
-			fake.next = gen
-			fake.mu.Unlock()
+		m.testHooks().commitVia = func(gen *kafka.Generation) fetch.OffsetCommitter {
+			fake.Mu.Lock()
+			fake.Next = gen
+			fake.Mu.Unlock()
 			return fake
 		}
 	})
@@ -272,11 +274,11 @@ func TestTakeoverAfterStateAheadOfGroup(t *testing.T) {
 	}
 	produce(window, a, offsetsAt(window))
 	produce(every, a, offsetsAt(window+every))
-	fake.mu.Lock()
-	fake.failNext = math.MaxInt
-	fake.mu.Unlock()
+	fake.Mu.Lock()
+	fake.FailNext = math.MaxInt
+	fake.Mu.Unlock()
 	produce(every, a, func() bool {
-		rec, err := readStateRecord(ctx, []string{addr}, nil, "tb-state", topic)
+		rec, err := takeover.ReadStateRecord(ctx, []string{addr}, nil, "tb-state", topic)
 		return err == nil && rec != nil && rec.WindowEndSeq == uint64(total-1)
 	})
 	if err := a.stop(); err != nil {
@@ -408,7 +410,7 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 		return c
 	}
 	failing := func(m *Monitor) {
-		m.testHooks().commitVia = func(*kafka.Generation) offsetCommitter { return &fakeCommitter{failNext: math.MaxInt} }
+		m.testHooks().commitVia = func(*kafka.Generation) fetch.OffsetCommitter { return &testkit.FakeCommitter{FailNext: math.MaxInt} }
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -22,6 +22,7 @@ import (
 	"github.com/odwatch/odwatch/stream"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/odwatch/odwatch/stream/kafkaread"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 const replayDescription = `Runs the monitor's window, evaluation and tracker code offline over a file
@@ -181,7 +182,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	start := time.Now()
 	p := &eventPrinter{w: bufio.NewWriter(stdout), json: f.format == "json"}
-	add := func(meta stream.RowMeta, rec *decode.FlatRecord) error {
+	add := func(meta window.RowMeta, rec *decode.FlatRecord) error {
 		evs, err := r.Add(ctx, meta, rec)
 		if err != nil {
 			return err
@@ -234,7 +235,7 @@ func (f *replayFlags) source(pos []string) (replaySource, error) {
 // replayFile feeds the records of a CSV or JSON Lines file in file order;
 // a record's offset is its line in the file (partition 0), its time is
 // unset. Undecodable JSON lines are skipped and counted.
-func (f *replayFlags) replayFile(ctx context.Context, path string, add func(stream.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
+func (f *replayFlags) replayFile(ctx context.Context, path string, add func(window.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
 	format, err := f.in.format(path)
 	if err != nil {
 		return 0, err
@@ -278,7 +279,7 @@ func openReplayInput(path string) (r io.Reader, closeInput func(), err error) {
 // replayJSONLines feeds the JSON objects of r, one a line (blank lines
 // skipped), decoded as the stream decodes them; undecodable ones are
 // skipped and counted.
-func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path string, add func(stream.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
+func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path string, add func(window.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
 	dec, err := decode.NewDecoder(decode.DecoderConfig{Format: decode.FormatJSON, Include: f.include, Exclude: f.exclude})
 	if err != nil {
 		return 0, err
@@ -303,7 +304,7 @@ func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path str
 			}
 			return skipped, err
 		}
-		if err := add(stream.RowMeta{Offset: line}, &rec); err != nil {
+		if err := add(window.RowMeta{Offset: line}, &rec); err != nil {
 			return skipped, err
 		}
 	}
@@ -315,7 +316,7 @@ func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path str
 
 // replayCSV feeds the rows of the CSV r (its first line the header), with
 // the columns --include/--exclude select; an empty cell is NULL.
-func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(stream.RowMeta, *decode.FlatRecord) error) error {
+func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(window.RowMeta, *decode.FlatRecord) error) error {
 	cr := csv.NewReader(r)
 	cr.Comma, cr.ReuseRecord, cr.FieldsPerRecord = comma, true, -1
 	header, err := cr.Read()
@@ -346,7 +347,7 @@ func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(s
 				rec.Add([]byte(header[i]), []byte(v), v == "")
 			}
 		}
-		if err := add(stream.RowMeta{Offset: int64(line)}, &rec); err != nil {
+		if err := add(window.RowMeta{Offset: int64(line)}, &rec); err != nil {
 			return err
 		}
 	}
@@ -368,7 +369,7 @@ func selected(name string, include, exclude []string) bool {
 
 // replayTopic feeds the records of the topic range, decoded as the monitor
 // decodes them; undecodable ones are skipped and counted.
-func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
+func (f *replayFlags) replayTopic(ctx context.Context, add func(window.RowMeta, *decode.FlatRecord) error) (skipped int, err error) {
 	from, err := parseBound("--from", f.from)
 	if err != nil {
 		return 0, err
@@ -403,7 +404,7 @@ func (f *replayFlags) replayTopic(ctx context.Context, add func(stream.RowMeta, 
 			}
 			return err
 		}
-		return add(stream.RowMeta{Partition: tr.Partition, Offset: tr.Offset, Time: tr.Time}, &rec)
+		return add(window.RowMeta{Partition: tr.Partition, Offset: tr.Offset, Time: tr.Time}, &rec)
 	})
 	if errors.Is(err, errStop) {
 		err = nil

@@ -240,7 +240,7 @@ func BenchmarkCheckMemory1MSteady(b *testing.B) {
 
 // benchFeed hands a benchstream.Stream's rows to an Engine
 // dictionary-coded (AppendCoded), as the monitor's checker does: it keeps
-// the window's rows coded per column as stream.Window does (incDict:
+// the window's rows coded per column as window.Window does (incDict:
 // codes freed when their last row leaves, reused for the next new value),
 // untimed, so that a timed slide measures only the engine. The engine's
 // columns may stand in another order than benchstream.Fields.

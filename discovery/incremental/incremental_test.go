@@ -312,7 +312,7 @@ type incFeed struct {
 }
 
 // incDict is one column's dictionary as the monitor's window keeps it
-// (stream.Window): codes reference counted, a freed code reused at once.
+// (window.Window): codes reference counted, a freed code reused at once.
 type incDict struct {
 	code map[string]uint32
 	dict []string // code-1 → value, a string of its own

@@ -1,5 +1,6 @@
 // Package testkit holds the helpers that tests of several packages share,
-// written once: polling for a condition with a deadline, the path of the
+// written once: polling for a condition with a deadline, a logger to the
+// test log, a context past its deadline, a fake offset committer, the path of the
 // shared datasets, damaging a file, reading a Kafka group's committed
 // offsets, a fake Confluent Schema Registry, and the Avro and JSON records
 // the decoder and stream tests feed. A helper that needs a project type

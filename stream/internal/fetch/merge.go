@@ -1,4 +1,4 @@
-package stream
+package fetch
 
 import (
 	"time"
@@ -6,7 +6,7 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// Merging of a topic's partitions (see merger).
+// Merging of a topic's partitions (see Merger).
 var (
 	// mergeGrace is how long after a record's time another partition's
 	// fetch must have come back empty before the record goes ahead of
@@ -17,16 +17,11 @@ var (
 	// partitions (clocks apart, or a broker that stopped answering): a
 	// fetch's wait and time-out and a retry, so that a fetch sent just
 	// before a broker hung and left unanswered does not break the order.
-	mergeMaxHold = fetchMaxWait + fetchTimeout + time.Second
-	// mergeMaxBuffered bounds the records a merger holds back for one
-	// topic: past it (one partition far slower to fetch than the others)
-	// the oldest record goes anyway, out of the window's order rather than
-	// out of memory.
-	mergeMaxBuffered = 4 * maxBatch
+	mergeMaxHold = MaxWait + fetchTimeout + time.Second
 )
 
-// merger hands the records of a topic's partitions to the window in the
-// window's order (windowOrder: record time, then partition, then offset),
+// Merger hands the records of a topic's partitions to the window in the
+// window's order (record time, then partition, then offset),
 // whatever order the partitions' fetches return them in, so that a backlog
 // is merged by time instead of drained one partition after the other, and
 // live records stamped alike are ordered alike by every member. Records of
@@ -34,10 +29,13 @@ var (
 //
 // Transitions, per partition: push(records) queues them and clears
 // caughtUp; mark(caughtUp, back) records what the partition's last fetch said
-// and when it came back. next(now) pops the smallest head r when every
+// and when it came back. Next(now) pops the smallest head r when every
 // partition with nothing queued is caught up as of a fetch that came back at
 // least mergeGrace after r's time; or when r waited mergeMaxHold; or when
-// more than mergeMaxBuffered records wait. take hands over what a fetcher
+// more than maxBuffered records wait (NewMerger's bound on the records held
+// back for one topic: past it, one partition far slower to fetch than the
+// others, the oldest record goes anyway, out of the window's order rather
+// than out of memory). Take hands over what a fetcher
 // sent: records as pushed when taken (a record waits from then), a mark as
 // of its fetch's return, never as of when it is taken: a consumer that
 // stalled (an offset commit on a hung connection) takes a mark long after
@@ -46,10 +44,11 @@ var (
 //
 // Records are queued in the chunks the fetchers hand over and popped in
 // place: a record is never copied, and a chunk is dropped whole once popped.
-type merger struct {
-	parts    map[int]*mergeQueue
-	queues   []*mergeQueue // parts' values, for next's scans
-	buffered int
+type Merger struct {
+	parts       map[int]*mergeQueue
+	queues      []*mergeQueue // parts' values, for Next's scans
+	buffered    int
+	maxBuffered int
 }
 
 type mergeQueue struct {
@@ -65,15 +64,17 @@ type mergeChunk struct {
 	at   time.Time
 }
 
-func newMerger(partitions []int) *merger {
-	g := &merger{parts: make(map[int]*mergeQueue, len(partitions))}
+// NewMerger returns a merger of the given partitions that holds back at
+// most maxBuffered records.
+func NewMerger(partitions []int, maxBuffered int) *Merger {
+	g := &Merger{parts: make(map[int]*mergeQueue, len(partitions)), maxBuffered: maxBuffered}
 	for _, p := range partitions {
 		g.queue(p)
 	}
 	return g
 }
 
-func (g *merger) queue(p int) *mergeQueue {
+func (g *Merger) queue(p int) *mergeQueue {
 	q := g.parts[p]
 	if q == nil {
 		q = &mergeQueue{}
@@ -88,7 +89,7 @@ func (q *mergeQueue) empty() bool { return len(q.chunks) == 0 }
 
 // push queues records of partition p (in offset order), fetched at now.
 // The merger keeps msgs: the caller must not modify them afterwards.
-func (g *merger) push(p int, msgs []kafka.Message, now time.Time) {
+func (g *Merger) push(p int, msgs []kafka.Message, now time.Time) {
 	if len(msgs) == 0 {
 		return
 	}
@@ -100,24 +101,24 @@ func (g *merger) push(p int, msgs []kafka.Message, now time.Time) {
 
 // mark records whether partition p's last fetch, which came back at back,
 // reached its high watermark.
-func (g *merger) mark(p int, caughtUp bool, back time.Time) {
+func (g *Merger) mark(p int, caughtUp bool, back time.Time) {
 	q := g.queue(p)
 	q.caughtUp, q.markedAt = caughtUp, back
 }
 
-// take hands over what a fetcher sent, taken at now: records are pushed at
-// now, a mark is recorded as of f.back.
-func (g *merger) take(f fetched, now time.Time) {
-	if f.mark {
-		g.mark(f.tp.partition, f.caughtUp, f.back)
+// Take hands over what a fetcher sent, taken at now: records are pushed at
+// now, a mark is recorded as of f.Back.
+func (g *Merger) Take(f Fetched, now time.Time) {
+	if f.Mark {
+		g.mark(f.TP.Partition, f.CaughtUp, f.Back)
 		return
 	}
-	g.push(f.tp.partition, f.msgs, now)
+	g.push(f.TP.Partition, f.Msgs, now)
 }
 
-// next returns the next record in the window's order, if one may go at now.
+// Next returns the next record in the window's order, if one may go at now.
 // The record stays valid after later calls (the merger never reuses it).
-func (g *merger) next(now time.Time) (*kafka.Message, bool) {
+func (g *Merger) Next(now time.Time) (*kafka.Message, bool) {
 	var (
 		best *mergeQueue
 		msg  *kafka.Message
@@ -133,7 +134,7 @@ func (g *merger) next(now time.Time) (*kafka.Message, bool) {
 	if best == nil {
 		return nil, false
 	}
-	if g.buffered <= mergeMaxBuffered && now.Sub(best.chunks[0].at) < mergeMaxHold {
+	if g.buffered <= g.maxBuffered && now.Sub(best.chunks[0].at) < mergeMaxHold {
 		for _, q := range g.queues {
 			if q.empty() && (!q.caughtUp || q.markedAt.Before(msg.Time.Add(mergeGrace))) {
 				return nil, false // it may get an older record yet
@@ -152,7 +153,7 @@ func (g *merger) next(now time.Time) (*kafka.Message, bool) {
 	return msg, true
 }
 
-// mergeBefore is windowOrder on fetched records.
+// mergeBefore is the window's order on fetched records.
 func mergeBefore(a, b *kafka.Message) bool {
 	if c := a.Time.Compare(b.Time); c != 0 {
 		return c < 0

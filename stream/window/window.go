@@ -1,4 +1,4 @@
-package stream
+package window
 
 import (
 	"encoding/binary"
@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/codeindex"
 	"github.com/odwatch/odwatch/stream/decode"
@@ -430,12 +431,12 @@ func (w *Window) ring(i int) int {
 	return p
 }
 
-// row is the metadata of the i-th row, oldest first.
-func (w *Window) row(i int) RowMeta { return w.meta[w.ring(i)].unpack() }
+// Row is the metadata of the i-th row, oldest first.
+func (w *Window) Row(i int) RowMeta { return w.meta[w.ring(i)].unpack() }
 
-// newerThan is the number of the newest rows whose arrival sequence number
+// NewerThan is the number of the newest rows whose arrival sequence number
 // is above seq (rows are appended in arrival order).
-func (w *Window) newerThan(seq uint64) int {
+func (w *Window) NewerThan(seq uint64) int {
 	k := 0
 	for k < w.n && w.meta[w.ring(w.n-1-k)].seq > seq {
 		k++
@@ -443,11 +444,11 @@ func (w *Window) newerThan(seq uint64) int {
 	return k
 }
 
-// newestValues fills codes and vals with column ci's codes and values in
+// NewestValues fills codes and vals with column ci's codes and values in
 // the newest len(codes) rows, oldest first (NULL stays 0 and ""), and
 // returns the column's name. The values are the dictionary's strings, so
 // the caller gets them without hashing.
-func (w *Window) newestValues(ci int, codes []uint32, vals []string) string {
+func (w *Window) NewestValues(ci int, codes []uint32, vals []string) string {
 	c, k := w.cols[ci], len(codes)
 	for i := range k {
 		if code := c.codes[w.ring(w.n-k+i)]; code != 0 {
@@ -479,6 +480,18 @@ func (w *Window) offsetRange() (first, last map[int32]int64) {
 		}
 	}
 	return first, last
+}
+
+// Info describes the window for events, from its metadata: the
+// partitions' offset ranges (offsetRange) and the times of TimeRange (this
+// runs on the consume path at every check).
+func (w *Window) Info(stream, topic string, endSeq uint64) alerts.WindowInfo {
+	info := alerts.WindowInfo{Stream: stream, Topic: topic, Records: w.Len(), EndSeq: endSeq}
+	info.StartOffsets, info.EndOffsets = w.offsetRange()
+	if lo, hi, ok := w.TimeRange(); ok {
+		info.StartTime, info.EndTime = time.Unix(0, lo).UTC(), time.Unix(0, hi).UTC()
+	}
+	return info
 }
 
 func (w *Window) evictOldest() {

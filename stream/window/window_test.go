@@ -1,4 +1,4 @@
-package stream
+package window
 
 import (
 	"context"
@@ -16,6 +16,12 @@ import (
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
 )
+
+// testField is a field as tests write it.
+type testField struct {
+	name, value string
+	null        bool
+}
 
 func rec(fields ...string) *decode.FlatRecord {
 	var r decode.FlatRecord
@@ -449,7 +455,7 @@ func checkAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
 	checkInfoAgainstModel(t, step, w, m)
 }
 
-// checkInfoAgainstModel compares the window's TimeRange and windowInfoOf
+// checkInfoAgainstModel compares the window's TimeRange and Window.Info
 // with the model's rows.
 func checkInfoAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
 	t.Helper()
@@ -473,7 +479,7 @@ func checkInfoAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
 	if ok != !lo.IsZero() || ok && (gotLo != lo.UnixNano() || gotHi != hi.UnixNano()) {
 		t.Fatalf("step %d: TimeRange %d..%d (%v), model %v..%v", step, gotLo, gotHi, ok, lo, hi)
 	}
-	info := windowInfoOf(w, "s", "t", 7)
+	info := w.Info("s", "t", 7)
 	if !info.StartTime.Equal(lo) || !info.EndTime.Equal(hi) || info.Records != len(m.rows) ||
 		fmt.Sprint(info.StartOffsets) != fmt.Sprint(start) || fmt.Sprint(info.EndOffsets) != fmt.Sprint(end) {
 		t.Fatalf("step %d: window info %+v, model times %v..%v offsets %v..%v", step, info, lo, hi, start, end)

@@ -1,4 +1,4 @@
-package stream
+package fetch
 
 import (
 	"fmt"
@@ -13,7 +13,11 @@ import (
 // steps push a record ("p0@5/3": partition 0, time 5 ms, offset 3), mark a
 // partition ("mark p1 up@300": caught up, back at 300 ms; "mark p1 behind")
 // or pop at a time ("next@300"); want lists the records popped, in order.
+// testMaxBuffered is a bound the scenarios never reach.
+const testMaxBuffered = 1 << 16
+
 func TestMerger(t *testing.T) {
+	t.Parallel()
 	base := time.Unix(1000, 0)
 	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
 	tests := []struct {
@@ -42,7 +46,7 @@ func TestMerger(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newMerger(tt.parts)
+			g := NewMerger(tt.parts, testMaxBuffered)
 			var got []string
 			at := func(s string) time.Time {
 				var n int
@@ -54,7 +58,7 @@ func TestMerger(t *testing.T) {
 			for _, st := range tt.steps {
 				switch {
 				case strings.HasPrefix(st, "next@"):
-					if msg, ok := g.next(at(st[5:])); ok {
+					if msg, ok := g.Next(at(st[5:])); ok {
 						got = append(got, fmt.Sprintf("p%d@%d/%d", msg.Partition, msg.Time.Sub(base).Milliseconds(), msg.Offset))
 					}
 				case strings.HasPrefix(st, "mark "):
@@ -80,25 +84,24 @@ func TestMerger(t *testing.T) {
 }
 
 // TestMergerMaxBuffered forces the bound on held records: past
-// mergeMaxBuffered the oldest goes although a partition may be behind.
+// NewMerger's maxBuffered the oldest goes although a partition may be behind.
 func TestMergerMaxBuffered(t *testing.T) {
-	defer func(n int) { mergeMaxBuffered = n }(mergeMaxBuffered)
-	mergeMaxBuffered = 3
+	t.Parallel()
 	now := time.Unix(1000, 0)
-	g := newMerger([]int{0, 1})
+	g := NewMerger([]int{0, 1}, 3)
 	g.push(0, []kafka.Message{{Partition: 0, Offset: 0, Time: now}, {Partition: 0, Offset: 1, Time: now}}, now)
 	g.push(0, []kafka.Message{{Partition: 0, Offset: 2, Time: now}}, now)
-	if _, ok := g.next(now); ok {
+	if _, ok := g.Next(now); ok {
 		t.Fatal("released at the bound")
 	}
 	g.push(0, []kafka.Message{{Partition: 0, Offset: 3, Time: now}}, now)
 	for want := range int64(4) {
-		if msg, ok := g.next(now); !ok || msg.Offset != want {
+		if msg, ok := g.Next(now); !ok || msg.Offset != want {
 			t.Fatalf("past the bound: got %v %v, want offset %d", msg, ok, want)
 		}
 		if want == 0 {
 			// Back at the bound: the rest waits for partition 1.
-			if _, ok := g.next(now); ok {
+			if _, ok := g.Next(now); ok {
 				t.Fatal("released at the bound after one went")
 			}
 			g.push(1, []kafka.Message{{Partition: 1, Offset: 0, Time: now.Add(time.Hour)}}, now)
@@ -114,17 +117,18 @@ func TestMergerMaxBuffered(t *testing.T) {
 // (stamped alike, 5850 ms); taken as of 20800 ms, that mark let partition
 // 1's record overtake partition 0's.
 func TestMergerTake(t *testing.T) {
+	t.Parallel()
 	base := time.Unix(1000, 0)
 	ms := func(n int) time.Time { return base.Add(time.Duration(n) * time.Millisecond) }
 	type step struct {
-		f  *fetched // taken at at; nil: next(at)
+		f  *Fetched // taken at at; nil: Next(at)
 		at int
 	}
 	rec := func(p, tm int, off int64, at int) step {
-		return step{f: &fetched{tp: topicPartition{"t", p}, msgs: []kafka.Message{{Partition: p, Time: ms(tm), Offset: off}}}, at: at}
+		return step{f: &Fetched{TP: TopicPartition{"t", p}, Msgs: []kafka.Message{{Partition: p, Time: ms(tm), Offset: off}}}, at: at}
 	}
 	mark := func(p, back, at int) step {
-		return step{f: &fetched{tp: topicPartition{"t", p}, mark: true, caughtUp: true, back: ms(back)}, at: at}
+		return step{f: &Fetched{TP: TopicPartition{"t", p}, Mark: true, CaughtUp: true, Back: ms(back)}, at: at}
 	}
 	next := func(at int) step { return step{at: at} }
 	tests := []struct {
@@ -150,14 +154,14 @@ func TestMergerTake(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			g := newMerger([]int{0, 1})
+			g := NewMerger([]int{0, 1}, testMaxBuffered)
 			var got []string
 			for _, st := range tt.steps {
 				if st.f != nil {
-					g.take(*st.f, ms(st.at))
+					g.Take(*st.f, ms(st.at))
 					continue
 				}
-				if msg, ok := g.next(ms(st.at)); ok {
+				if msg, ok := g.Next(ms(st.at)); ok {
 					got = append(got, fmt.Sprintf("p%d@%d/%d", msg.Partition, msg.Time.Sub(base).Milliseconds(), msg.Offset))
 				}
 			}

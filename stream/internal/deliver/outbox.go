@@ -1,34 +1,43 @@
-package stream
+package deliver
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/backoff"
+	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/segmentio/kafka-go"
 )
 
 // Delivery retries: events a sink failed to take stay in the outbox and are
-// sent again on a timer, from defaultRetryBase doubling up to maxRetryDelay
+// sent again on a timer, from DefaultRetryBase doubling up to maxRetryDelay
 // while deliveries keep failing, besides after every evaluation.
 const (
-	defaultRetryBase = 5 * time.Second
+	DefaultRetryBase = 5 * time.Second
 	maxRetryDelay    = time.Minute
 )
 
-// delivery sends a stream's outbox events to the sinks and sends again,
-// on a timer of its own, what they failed to take. It runs on the
-// evaluator goroutine (after each save, and when its timer fires: the
-// evaluator's loop waits on retries), and on Run's before the evaluator
-// starts (the outbox left by the last run); it reads only the store and
-// the monitor's sinks.
-type delivery struct {
-	*streamBase
+// Sink is a sink with the name its delivery markers and error metric use.
+type Sink struct {
+	Name string
+	Sink alerts.Sink
+}
+
+// Outbox sends a stream's outbox events to the sinks and sends again, on
+// a timer of its own, what they failed to take.
+type Outbox struct {
+	store     *state.Store
+	stream    string
+	log       *slog.Logger
+	sinks     []Sink
+	metrics   *alerts.Metrics
+	retryBase func() time.Duration
 	// undelivered is the number of outbox events some sink has not taken
 	// yet, after the last delivery.
 	undelivered int
@@ -37,17 +46,24 @@ type delivery struct {
 	wait        backoff.Backoff
 }
 
-func newDelivery(base *streamBase) *delivery {
+// New returns the outbox of stream in store, delivered to sinks.
+// retryBase is read at the first Rearm: the first wait before sending
+// again what a sink failed to take.
+func New(store *state.Store, stream string, log *slog.Logger, sinks []Sink, metrics *alerts.Metrics, retryBase func() time.Duration) *Outbox {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &delivery{streamBase: base, timer: t}
+	return &Outbox{store: store, stream: stream, log: log, sinks: sinks, metrics: metrics, retryBase: retryBase, timer: t}
 }
 
-// rearm arms the retry timer while events wait in the outbox, and resets
+// Undelivered is the number of outbox events some sink had not taken after
+// the last delivery.
+func (s *Outbox) Undelivered() int { return s.undelivered }
+
+// Rearm arms the retry timer while events wait in the outbox, and resets
 // the backoff once they are all delivered.
-func (s *delivery) rearm() {
+func (s *Outbox) Rearm() {
 	if s.wait.Base == 0 {
-		base := s.m.hooks.retryBaseOr(defaultRetryBase)
+		base := s.retryBase()
 		s.wait = backoff.New(base, max(maxRetryDelay, base))
 	}
 	switch {
@@ -63,40 +79,40 @@ func (s *delivery) rearm() {
 	}
 }
 
-// retries fires when the events left in the outbox are due again.
-func (s *delivery) retries() <-chan time.Time { return s.timer.C }
+// Retries fires when the events left in the outbox are due again.
+func (s *Outbox) Retries() <-chan time.Time { return s.timer.C }
 
-// retry delivers the events left in the outbox again, after retries fired.
-func (s *delivery) retry(ctx context.Context) error {
+// Retry delivers the events left in the outbox again, after Retries fired.
+func (s *Outbox) Retry(ctx context.Context) error {
 	s.armed = false
 	s.log.Info("retrying the delivery of events left in the outbox", "events", s.undelivered)
-	if err := s.deliver(ctx); err != nil {
+	if err := s.Deliver(ctx); err != nil {
 		return err
 	}
-	s.rearm()
+	s.Rearm()
 	return nil
 }
 
-// stopRetries stops the retry timer (the evaluator ends).
-func (s *delivery) stopRetries() { s.timer.Stop() }
+// StopRetries stops the retry timer (the evaluator ends).
+func (s *Outbox) StopRetries() { s.timer.Stop() }
 
-// deliveredMarker is the delivery marker of event id for one sink: each
+// Marker is the delivery marker of event id for one sink: each
 // sink is marked on its own, so a failing webhook does not make the Kafka
 // topic receive an event twice on the retry.
-func deliveredMarker(id, sink string) string { return id + "/" + sink }
+func Marker(id, sink string) string { return id + "/" + sink }
 
-// deliver sends the stream's outbox events to every sink that has not
+// Deliver sends the stream's outbox events to every sink that has not
 // received them yet, and removes from the outbox the events every sink has.
 // A failing sink keeps its events in the outbox for the next delivery (the
-// evaluator's retry timer, the next evaluation, or a restart); the number
+// retry timer, the next evaluation, or a restart); the number
 // left is in s.undelivered. An event a sink refuses for good
 // (alerts.ErrPermanent) is logged, counted in odwatch_events_dropped_total
 // and marked delivered for that sink, and the events after it are sent on:
 // retrying it would block them for ever. Only store failures are returned.
-func (s *delivery) deliver(ctx context.Context) error {
-	pending, err := s.m.store.PendingEvents(s.name)
+func (s *Outbox) Deliver(ctx context.Context) error {
+	pending, err := s.store.PendingEvents(s.stream)
 	if err != nil {
-		return fmt.Errorf("stream %s: read outbox: %w", s.name, err)
+		return fmt.Errorf("stream %s: read outbox: %w", s.stream, err)
 	}
 	s.undelivered = len(pending)
 	if len(pending) == 0 {
@@ -114,12 +130,12 @@ func (s *delivery) deliver(ctx context.Context) error {
 		events = append(events, e)
 		done[e.ID] = true
 	}
-	for _, ns := range s.m.sinks {
+	for _, ns := range s.sinks {
 		var todo []alerts.Event
 		for _, e := range events {
-			ok, err := s.m.store.Delivered(s.name, deliveredMarker(e.ID, ns.name))
+			ok, err := s.store.Delivered(s.stream, Marker(e.ID, ns.Name))
 			if err != nil {
-				return fmt.Errorf("stream %s: read delivery marker: %w", s.name, err)
+				return fmt.Errorf("stream %s: read delivery marker: %w", s.stream, err)
 			}
 			if !ok {
 				todo = append(todo, e)
@@ -142,8 +158,8 @@ func (s *delivery) deliver(ctx context.Context) error {
 			ids = append(ids, p.ID)
 		}
 	}
-	if err := s.m.store.MarkDelivered(s.name, ids); err != nil {
-		return fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
+	if err := s.store.MarkDelivered(s.stream, ids); err != nil {
+		return fmt.Errorf("stream %s: mark delivered: %w", s.stream, err)
 	}
 	s.undelivered = len(pending) - len(ids)
 	return nil
@@ -154,9 +170,9 @@ func (s *delivery) deliver(ctx context.Context) error {
 // ERROR log and odwatch_events_dropped_total; it returns the events left
 // for a retry (a transient failure stops the sink at the event that
 // failed, so that order is kept). Only store failures are returned.
-func (s *delivery) sendTo(ctx context.Context, ns namedSink, todo []alerts.Event) ([]alerts.Event, error) {
+func (s *Outbox) sendTo(ctx context.Context, ns Sink, todo []alerts.Event) ([]alerts.Event, error) {
 	for len(todo) > 0 {
-		err := ns.sink.Send(ctx, todo)
+		err := ns.Sink.Send(ctx, todo)
 		// n events taken; with a permanent failure, todo[n] is refused.
 		n := len(todo)
 		permanent := false
@@ -166,22 +182,22 @@ func (s *delivery) sendTo(ctx context.Context, ns namedSink, todo []alerts.Event
 		}
 		markers := make([]string, 0, n+1)
 		for _, e := range todo[:n] {
-			markers = append(markers, deliveredMarker(e.ID, ns.name))
+			markers = append(markers, Marker(e.ID, ns.Name))
 		}
 		if permanent {
 			e := todo[n]
-			s.m.metrics.alerts.SinkError(s.name, ns.name)
-			s.m.metrics.alerts.EventDropped(s.name, ns.name)
+			s.metrics.SinkError(s.stream, ns.Name)
+			s.metrics.EventDropped(s.stream, ns.Name)
 			s.log.Error("event refused for good by a sink; dropped for it, later events go on",
-				"id", e.ID, "type", e.Type, "dependency", e.DependencyText, "sink", ns.name, "err", err)
-			markers = append(markers, deliveredMarker(e.ID, ns.name))
+				"id", e.ID, "type", e.Type, "dependency", e.DependencyText, "sink", ns.Name, "err", err)
+			markers = append(markers, Marker(e.ID, ns.Name))
 			n++
 		}
 		// Marked at once: a sink retrying inside Send may take long, and a
 		// crash meanwhile must not send these again.
 		if len(markers) > 0 {
-			if err := s.m.store.MarkDelivered(s.name, markers); err != nil {
-				return nil, fmt.Errorf("stream %s: mark delivered: %w", s.name, err)
+			if err := s.store.MarkDelivered(s.stream, markers); err != nil {
+				return nil, fmt.Errorf("stream %s: mark delivered: %w", s.stream, err)
 			}
 		}
 		todo = todo[n:]
@@ -189,8 +205,8 @@ func (s *delivery) sendTo(ctx context.Context, ns namedSink, todo []alerts.Event
 			continue
 		}
 		if ctx.Err() == nil {
-			s.m.metrics.alerts.SinkError(s.name, ns.name)
-			s.log.Error("event delivery failed; kept in the outbox", "sink", ns.name,
+			s.metrics.SinkError(s.stream, ns.Name)
+			s.log.Error("event delivery failed; kept in the outbox", "sink", ns.Name,
 				"events", len(todo), "delivered", n, "err", err)
 		}
 		return todo, nil
@@ -202,7 +218,7 @@ func (s *delivery) sendTo(ctx context.Context, ns namedSink, todo []alerts.Event
 // topic are read on start.
 const eventsTail = 2000
 
-// dedupeFromEventsTopic closes the crash window of the Kafka sink: an event
+// DedupeFromTopic closes the crash window of the Kafka sink: an event
 // written to the events topic just before a crash, while its delivery
 // marker was not yet synced, would be written again from the outbox on
 // restart. Before delivering the outbox, the last eventsTail messages of
@@ -210,26 +226,23 @@ const eventsTail = 2000
 // (ce_id header) are marked delivered for the Kafka sink. Events are rare
 // and the outbox only holds the last evaluations' events, so the tail is
 // where they are.
-func (m *Monitor) dedupeFromEventsTopic(ctx context.Context) error {
-	if m.cfg.EventsTopic == "" {
-		return nil
-	}
+func DedupeFromTopic(ctx context.Context, store *state.Store, streams []string, brokers []string, dialer *kafka.Dialer, topic string, log *slog.Logger) error {
 	pendingBy := map[string][]string{} // stream → pending ids
 	any := false
-	for _, s := range m.streams {
-		p, err := m.store.PendingEvents(s.name)
+	for _, s := range streams {
+		p, err := store.PendingEvents(s)
 		if err != nil {
 			return err
 		}
 		for _, e := range p {
-			pendingBy[s.name] = append(pendingBy[s.name], e.ID)
+			pendingBy[s] = append(pendingBy[s], e.ID)
 			any = true
 		}
 	}
 	if !any {
 		return nil
 	}
-	ids, err := readEventIDs(ctx, m.cfg.Brokers, m.cfg.Dialer, m.cfg.EventsTopic, eventsTail)
+	ids, err := readEventIDs(ctx, brokers, dialer, topic, eventsTail)
 	if err != nil {
 		return err
 	}
@@ -237,12 +250,12 @@ func (m *Monitor) dedupeFromEventsTopic(ctx context.Context) error {
 		var seen []string
 		for _, id := range pend {
 			if ids[id] {
-				seen = append(seen, deliveredMarker(id, "kafka"))
+				seen = append(seen, Marker(id, "kafka"))
 			}
 		}
 		if len(seen) > 0 {
-			m.log.Info("events already on the events topic, not sent again", "stream", stream, "events", len(seen))
-			if err := m.store.MarkDelivered(stream, seen); err != nil {
+			log.Info("events already on the events topic, not sent again", "stream", stream, "events", len(seen))
+			if err := store.MarkDelivered(stream, seen); err != nil {
 				return err
 			}
 		}

@@ -1,4 +1,4 @@
-package stream
+package fetch
 
 import (
 	"context"
@@ -9,18 +9,18 @@ import (
 	"time"
 )
 
-// offsetCommitter commits a consumer group generation's offsets
-// (*kafka.Generation; tests wrap it through hooks.commitVia).
-type offsetCommitter interface {
+// OffsetCommitter commits a consumer group generation's offsets
+// (*kafka.Generation; stream's tests wrap it).
+type OffsetCommitter interface {
 	CommitOffsets(offsets map[string]map[int]int64) error
 }
 
-// committer commits the offsets it is handed to Kafka on a goroutine of its
+// Committer commits the offsets it is handed to Kafka on a goroutine of its
 // own, so that a commit that hangs (a broker that stopped answering keeps it
 // until kafka-go's request Timeout closes the connection) stalls neither
-// fetching nor evaluation. The consume loop hands it (offer) only offsets
-// whose records are synced in the store (settle), so what it commits never
-// passes what is synced; offer never waits.
+// fetching nor evaluation. The consume loop hands it (Offer) only offsets
+// whose records are synced in the store (stream's settle), so what it commits never
+// passes what is synced; Offer never waits.
 //
 // One commit is in flight at a time, and a commit starts at most every
 // interval after the previous one started: offsets handed over meanwhile
@@ -28,33 +28,33 @@ type offsetCommitter interface {
 // it fails whenever the generation ended or the broker is away, and the
 // records are in the store) and its offsets are committed again with the
 // next commit, unless newer ones came for their partitions, after the
-// interval or the broker backoff (brokerBackoff), whichever is
-// longer. flush starts a commit at once and waits for it: the last commit
+// interval or the broker backoff (Backoff), whichever is
+// longer. Flush starts a commit at once and waits for it: the last commit
 // of a generation. Close stops the goroutine and waits for it, so a commit
 // in flight completes or fails first; offsets still waiting are dropped
 // (their records are in the store: a redelivery is skipped by offset).
-type committer struct {
-	c        offsetCommitter
+type Committer struct {
+	c        OffsetCommitter
 	log      *slog.Logger
 	interval time.Duration
 
 	mu      sync.Mutex
-	pending map[topicPartition]int64
-	waiters []chan error // flush calls waiting for the next commit
+	pending map[TopicPartition]int64
+	waiters []chan error // Flush calls waiting for the next commit
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}
 	close   sync.Once
 }
 
-// errCommitterClosed is flush's error after Close.
+// errCommitterClosed is Flush's error after Close.
 var errCommitterClosed = errors.New("offset committer closed")
 
-// newCommitter starts a committer of c's offsets; the caller closes it.
-func newCommitter(c offsetCommitter, log *slog.Logger, interval time.Duration) *committer {
-	oc := &committer{
+// NewCommitter starts a committer of c's offsets; the caller closes it.
+func NewCommitter(c OffsetCommitter, log *slog.Logger, interval time.Duration) *Committer {
+	oc := &Committer{
 		c: c, log: log, interval: interval,
-		pending: map[topicPartition]int64{},
+		pending: map[TopicPartition]int64{},
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -63,8 +63,8 @@ func newCommitter(c offsetCommitter, log *slog.Logger, interval time.Duration) *
 	return oc
 }
 
-// offer hands over the next offsets to commit; it does not wait.
-func (oc *committer) offer(offsets map[topicPartition]int64) {
+// Offer hands over the next offsets to commit; it does not wait.
+func (oc *Committer) Offer(offsets map[TopicPartition]int64) {
 	if len(offsets) == 0 {
 		return
 	}
@@ -74,10 +74,10 @@ func (oc *committer) offer(offsets map[topicPartition]int64) {
 	oc.wake()
 }
 
-// flush commits the offsets handed over so far now (after the commit in
+// Flush commits the offsets handed over so far now (after the commit in
 // flight, if any) and returns that commit's error; nil when there was
 // nothing to commit.
-func (oc *committer) flush(ctx context.Context) error {
+func (oc *Committer) Flush(ctx context.Context) error {
 	ch := make(chan error, 1)
 	oc.mu.Lock()
 	oc.waiters = append(oc.waiters, ch)
@@ -95,12 +95,12 @@ func (oc *committer) flush(ctx context.Context) error {
 
 // Close stops the committer and waits for the commit in flight. It is
 // idempotent.
-func (oc *committer) Close() {
+func (oc *Committer) Close() {
 	oc.close.Do(func() { close(oc.stop) })
 	<-oc.done
 }
 
-func (oc *committer) wake() {
+func (oc *Committer) wake() {
 	select {
 	case oc.kick <- struct{}{}:
 	default:
@@ -109,11 +109,11 @@ func (oc *committer) wake() {
 
 // run is the committer's goroutine: it waits for offsets (or a flush) and
 // for the commit's time, then commits.
-func (oc *committer) run() {
+func (oc *Committer) run() {
 	defer close(oc.done)
 	var (
 		notBefore time.Time // the earliest start of the next commit, unless flushed
-		fails     = brokerBackoff()
+		fails     = Backoff()
 		timer     *time.Timer
 	)
 	defer func() {
@@ -166,13 +166,13 @@ func (oc *committer) run() {
 	}
 }
 
-// commitPending commits the offsets waiting and answers the flush calls
+// commitPending commits the offsets waiting and answers the Flush calls
 // made before it started; a failed commit's offsets wait again, below any
 // newer ones.
-func (oc *committer) commitPending() error {
+func (oc *Committer) commitPending() error {
 	oc.mu.Lock()
 	offsets, waiters := oc.pending, oc.waiters
-	oc.pending, oc.waiters = map[topicPartition]int64{}, nil
+	oc.pending, oc.waiters = map[TopicPartition]int64{}, nil
 	oc.mu.Unlock()
 	var err error
 	if len(offsets) > 0 {
@@ -195,13 +195,13 @@ func (oc *committer) commitPending() error {
 }
 
 // kafkaOffsets is offsets as kafka-go's CommitOffsets takes them.
-func kafkaOffsets(offsets map[topicPartition]int64) map[string]map[int]int64 {
+func kafkaOffsets(offsets map[TopicPartition]int64) map[string]map[int]int64 {
 	out := map[string]map[int]int64{}
 	for tp, next := range offsets {
-		if out[tp.topic] == nil {
-			out[tp.topic] = map[int]int64{}
+		if out[tp.Topic] == nil {
+			out[tp.Topic] = map[int]int64{}
 		}
-		out[tp.topic][tp.partition] = next
+		out[tp.Topic][tp.Partition] = next
 	}
 	return out
 }
