@@ -84,6 +84,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table,
 	t.Helper()
 	v := NewValidator()
 	m := len(cols)
+	ev := newEvidence(tab)
 	for x := uint64(0); x < 1<<m; x++ {
 		var ctx []int
 		for c := 0; c < m; c++ {
@@ -93,7 +94,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *Table,
 		}
 		p := PartitionOf(tab, ctx)
 		classes := oracleClasses(cols, tab.Rows, ctx)
-		if got, want := p.Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+		if got, want := ev.of(p).Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 			t.Fatalf("table %d ctx %v: score %v, want %v", i, ctx, got, want)
 		}
 		for a := 0; a < m; a++ {

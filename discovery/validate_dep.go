@@ -88,6 +88,7 @@ type depValidator struct {
 	index map[string]int
 	parts map[uint64]*StrippedPartition // by context column set, when <= 64 columns
 	v     *Validator
+	ev    *evidence // the distinct records, found when first needed
 }
 
 func (vs *depValidator) column(name string) (*Column, error) {
@@ -161,7 +162,7 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Dependency: d, Score: p.Score()}
+	res := Result{Dependency: d, Score: vs.evidence().of(p).Score()}
 	wantRows := opts.RemovalSample != 0
 	var m measure
 	switch d.Kind {
@@ -206,9 +207,10 @@ func (vs *depValidator) measureOFD(p *StrippedPartition, d Dependency, wantRows 
 		return m, err
 	}
 	m.removals = vs.v.OFDRemovals(p, a, -1)
-	pdep := columnPdep(a)
-	m.strength, err = vs.gain(d.Context, vs.v.OFDStrength(p, a, pdep), func(q *StrippedPartition) float64 {
-		return vs.v.OFDStrength(q, a, pdep)
+	ev, sub := vs.evidenceOf(d.Context, []string{d.RHS}), vs.evidence()
+	pdep := sub.pdep(a)
+	m.strength, err = vs.gain(d.Context, ev.ofdMeasure(vs.v, ev.of(p), a, ev.pdep(a)), func(q *StrippedPartition) float64 {
+		return sub.ofdMeasure(vs.v, sub.of(q), a, pdep)
 	})
 	if err != nil {
 		return m, err
@@ -242,14 +244,15 @@ func (vs *depValidator) measureOC(p *StrippedPartition, d Dependency, validator 
 			m.rows = OCRemovalRows(p, a, b, d.Polarity)
 		}
 	}
-	m.strength, err = vs.gain(d.Context, vs.v.OCStrength(p, a, b, d.Polarity, m.removals), func(q *StrippedPartition) float64 {
-		var r int
+	ev, sub := vs.evidenceOf(d.Context, []string{d.Left, d.Right}), vs.evidence()
+	count := func(q *StrippedPartition) int {
 		if validator == ValidatorIterative {
-			r = vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
-		} else {
-			r = vs.v.OCRemovals(q, a, b, d.Polarity, -1)
+			return vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
 		}
-		return vs.v.OCStrength(q, a, b, d.Polarity, r)
+		return vs.v.OCRemovals(q, a, b, d.Polarity, -1)
+	}
+	m.strength, err = vs.gain(d.Context, ev.ocMeasure(vs.v, ev.of(p), a, b, d.Polarity, m.removals, count), func(q *StrippedPartition) float64 {
+		return sub.ocMeasure(vs.v, sub.of(q), a, b, d.Polarity, -1, count)
 	})
 	return m, err
 }
