@@ -42,6 +42,8 @@ func Describe(d Dependency) string {
 		return "within each combination of " + andList(d.Context) + ", " + s
 	case KindListOD:
 		return "sorting by " + strings.Join(d.LHSList, ", then ") + " sorts " + strings.Join(d.RHSList, ", then ")
+	case KindKey, KindEquivalence:
+		return describeRule(d)
 	}
 	return d.String()
 }

@@ -75,6 +75,9 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		},
 	}
 	d, err := discovery.Discover(runCtx, tab, opts)
+	if err == nil {
+		err = discovery.Summarize(runCtx, tab, d, opts)
+	}
 	bar.done()
 	if err != nil {
 		// A spent --timeout is the user's choice: print what was found.
