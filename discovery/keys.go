@@ -87,16 +87,12 @@ func allSubsetsIn(y uint64, m map[uint64]*StrippedPartition) bool {
 	return true
 }
 
-// measure returns the key y, p being its partition, with its strength
-// (docs/DESIGN.md, "Keys"): on the distinct records, the records it fails
-// to tell apart against those chance would leave together, chance being
-// the values of one of its columns C drawn at random from C's
-// distribution within each class of the rest of the key (the column that
-// earns the least decides).
+// measure returns the key y, p being its partition, with its keyStrength.
 func (ks *keySearch) measure(y uint64, p *StrippedPartition, removals int, subsets map[uint64]*StrippedPartition) foundKey {
 	evp := ks.ev.of(p)
 	key := foundKey{removals: removals, score: evp.Score()}
-	expected := math.Inf(1)
+	var rests []*StrippedPartition
+	var pdeps []float64
 	for c := range ks.t.Columns {
 		if y&(1<<c) == 0 {
 			continue
@@ -106,10 +102,28 @@ func (ks *keySearch) measure(y uint64, p *StrippedPartition, removals int, subse
 		if y != 1<<c {
 			rest = ks.ev.of(subsets[y&^(1<<c)])
 		}
-		expected = min(expected, chanceCollisions(rest, ks.pdep[c]))
+		rests, pdeps = append(rests, rest), append(pdeps, ks.pdep[c])
 	}
-	key.strength = chanceCorrected(float64(evp.Covered()-evp.NumClasses()), expected)
+	key.strength = keyStrength(evp, rests, pdeps)
 	return key
+}
+
+// keyStrength is the strength of a key (docs/DESIGN.md, "Keys"), evp
+// being its partition over the distinct records and, for each of its
+// columns C, rests the partition of the rest of the key there and pdeps
+// C's pdep: the records the key fails to tell apart against those chance
+// would leave together, chance being the values of one of its columns
+// drawn at random from the column's distribution within each class of the
+// rest of the key (the column that earns the least decides).
+func keyStrength(evp *StrippedPartition, rests []*StrippedPartition, pdeps []float64) float64 {
+	if evp.N == 0 {
+		return NoStrength
+	}
+	expected := math.Inf(1)
+	for i, rest := range rests {
+		expected = min(expected, chanceCollisions(rest, pdeps[i]))
+	}
+	return chanceCorrected(float64(evp.Covered()-evp.NumClasses()), expected)
 }
 
 // chanceCollisions is the number of records expected to share their class

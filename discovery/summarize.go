@@ -39,12 +39,14 @@ func Summarize(ctx context.Context, t *Table, d *Discovery, opts Options) error 
 	if err != nil {
 		return err
 	}
-	s := &summary{t: t, d: d, opts: opts, index: map[string]int{}}
+	s := &summary{ctx: ctx, t: t, d: d, opts: opts, index: map[string]int{}}
 	for i := len(t.Columns) - 1; i >= 0; i-- {
 		s.index[t.Columns[i].Name] = i
 	}
 	s.addKeys(keys)
-	s.addEquivalences()
+	if err := s.addEquivalences(); err != nil {
+		return err
+	}
 	s.stepBackMirrors()
 	s.stepBackImplied()
 	sortResults(d.Dependencies)
@@ -53,6 +55,7 @@ func Summarize(ctx context.Context, t *Table, d *Discovery, opts Options) error 
 
 // summary is the state of one Summarize call.
 type summary struct {
+	ctx   context.Context
 	t     *Table
 	d     *Discovery
 	opts  Options
@@ -149,9 +152,9 @@ func (s *summary) reliableOFD(ctx uint64, rhs int) int {
 	return -1
 }
 
-// equivalent returns the pairs of columns whose one-column reliable FDs
-// determine each other, with the FDs.
-func (s *summary) mutualFDs() (pairs [][2]int, fds []int) {
+// mutualFDs returns the pairs of columns whose one-column reliable FDs
+// determine each other.
+func (s *summary) mutualFDs() (pairs [][2]int) {
 	for i := range s.d.Dependencies {
 		r := &s.d.Dependencies[i]
 		if r.Kind != KindOFD || !r.Reliable || len(r.Context) != 1 {
@@ -159,18 +162,17 @@ func (s *summary) mutualFDs() (pairs [][2]int, fds []int) {
 		}
 		a, b := s.index[r.Context[0]], s.index[r.RHS]
 		if a < b {
-			if j := s.reliableOFD(1<<b, a); j >= 0 {
+			if s.reliableOFD(1<<b, a) >= 0 {
 				pairs = append(pairs, [2]int{a, b})
-				fds = append(fds, i, j)
 			}
 		}
 	}
-	return pairs, fds
+	return pairs
 }
 
 // addEquivalences adds the equivalences of the one-column reliable FDs
 // that determine each other and states the rules on them once.
-func (s *summary) addEquivalences() {
+func (s *summary) addEquivalences() error {
 	m := len(s.t.Columns)
 	s.rep = make([]int, m)
 	for c := range s.rep {
@@ -182,10 +184,7 @@ func (s *summary) addEquivalences() {
 		}
 		return c
 	}
-	pairs, fds := s.mutualFDs()
-	if len(pairs) == 0 {
-		return
-	}
+	pairs := s.mutualFDs()
 	for _, p := range pairs {
 		a, b := find(p[0]), find(p[1])
 		s.rep[max(a, b)] = min(a, b)
@@ -193,47 +192,63 @@ func (s *summary) addEquivalences() {
 	for c := range s.rep {
 		s.rep[c] = find(c)
 	}
-	eqs := s.equivalenceEntries(fds)
+	eqs, err := s.equivalenceEntries()
+	if err != nil {
+		return err
+	}
 	texts := map[int]string{}
 	for _, e := range eqs {
 		texts[s.index[e.Set[0]]] = e.String()
 	}
+	s.joinSingleKeys(texts)
+	if len(texts) == 0 {
+		return nil
+	}
 	s.restate(texts)
 	s.d.Dependencies = append(s.d.Dependencies, eqs...)
+	return nil
 }
 
-// equivalenceEntries returns one entry per equivalence, measured by its
-// weakest FD (the largest removals, the smallest strength and score).
-func (s *summary) equivalenceEntries(fds []int) []Result {
-	byRep := map[int]*Result{}
-	var order []int
-	for _, i := range fds {
-		r := s.d.Dependencies[i]
-		rep := s.rep[s.index[r.RHS]]
-		e, ok := byRep[rep]
-		if !ok {
-			var members []int
-			for c := range s.rep {
-				if s.rep[c] == rep {
-					members = append(members, c)
-				}
+// joinSingleKeys makes the one-column keys one more equivalence, stated
+// by their key entry (each identifies a record, so each determines the
+// others): a rule between two of them names the key, and a rule on one of
+// them is stated with the key's column.
+func (s *summary) joinSingleKeys(texts map[int]string) {
+	for _, r := range s.d.Dependencies {
+		if r.Kind != KindKey || len(r.Set) != 1 || len(r.Equivalents) == 0 {
+			continue
+		}
+		rep := s.index[r.Set[0]]
+		for _, e := range r.Equivalents {
+			s.rep[s.index[e]] = rep
+		}
+		texts[rep] = r.String()
+		return
+	}
+}
+
+// equivalenceEntries returns one entry per equivalence of s.rep, measured
+// as Validate measures it.
+func (s *summary) equivalenceEntries() ([]Result, error) {
+	var out []Result
+	for rep := range s.rep {
+		var members []int
+		for c := range s.rep {
+			if s.rep[c] == rep {
+				members = append(members, c)
 			}
-			e = &Result{Dependency: Dependency{Kind: KindEquivalence, Context: []string{}, Set: s.names(members)},
-				Removals: r.Removals, Error: r.Error, Score: r.Score, Strength: r.Strength, Reliable: true}
-			byRep[rep] = e
-			order = append(order, rep)
 		}
-		if r.Removals > e.Removals {
-			e.Removals, e.Error = r.Removals, r.Error
+		if len(members) < 2 {
+			continue
 		}
-		e.Strength, e.Score = min(e.Strength, r.Strength), min(e.Score, r.Score)
+		r, err := Validate(s.ctx, s.t, Dependency{Kind: KindEquivalence, Context: []string{}, Set: s.names(members)}, s.opts)
+		if err != nil {
+			return nil, err
+		}
+		r.RemovalSample = nil
+		out = append(out, r)
 	}
-	slices.Sort(order)
-	out := make([]Result, 0, len(order))
-	for _, rep := range order {
-		out = append(out, *byRep[rep])
-	}
-	return out
+	return out, nil
 }
 
 // restate steps back every reliable rule within one equivalence (naming
@@ -260,7 +275,7 @@ func (s *summary) restate(texts map[int]string) {
 				s.d.Dependencies[j].Equivalents = nil
 			}
 			kept[text] = i
-			r.Equivalents = append(r.Equivalents, s.others(r.Dependency)...)
+			r.Equivalents = s.others(r.Dependency, r.Equivalents)
 			continue
 		}
 		stepBack(r, s.d.Dependencies[j].String())
@@ -303,17 +318,19 @@ func (s *summary) canonical(d Dependency, texts map[int]string) (Dependency, boo
 	return out, a == b || ctx&(1<<a|1<<b) != 0, eqs
 }
 
-// others lists the members of the equivalences d mentions other than
-// their representatives, in table order.
-func (s *summary) others(d Dependency) []string {
-	var mentioned uint64
+// others lists, in table order, the members of the equivalences d
+// mentions that d does not mention itself, after those it already names.
+func (s *summary) others(d Dependency, named []string) []string {
+	var classes, own uint64
 	for _, n := range d.Columns() {
-		mentioned |= 1 << s.rep[s.index[n]]
+		classes |= 1 << s.rep[s.index[n]]
+		own |= 1 << s.index[n]
 	}
-	var out []string
+	out := named
 	for c, r := range s.rep {
-		if c != r && mentioned&(1<<r) != 0 {
-			out = append(out, s.t.Columns[c].Name)
+		name := s.t.Columns[c].Name
+		if classes&(1<<r) != 0 && own&(1<<c) == 0 && !slices.Contains(out, name) {
+			out = append(out, name)
 		}
 	}
 	return out

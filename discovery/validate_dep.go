@@ -162,7 +162,11 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Dependency: d, Score: vs.evidence().of(p).Score()}
+	sp, err := vs.scorePartition(d, p)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Dependency: d, Score: vs.evidence().of(sp).Score()}
 	wantRows := opts.RemovalSample != 0
 	var m measure
 	switch d.Kind {
@@ -172,6 +176,10 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 		m, err = vs.measureOC(p, d, opts.Validator, wantRows)
 	case KindListOD:
 		m, err = vs.measureListOD(p, d)
+	case KindKey:
+		m, err = vs.measureKey(d, wantRows)
+	case KindEquivalence:
+		m, err = vs.measureEquivalence(d, wantRows)
 	default:
 		err = fmt.Errorf("%w: kind %v", ErrBadDependency, d.Kind)
 	}
