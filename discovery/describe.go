@@ -16,6 +16,8 @@ import (
 //	{a,b}: [] -> c                      a and b together determine c
 //	{}: [] -> c                         c is the same in every row
 //	[a,b] -> [c]                        sorting by a, then b sorts c
+//	key(order_id)                       order_id identifies a record
+//	{}: a <-> b                         a and b are equivalent (each determines the other)
 //
 // Column names are written as they are, unquoted.
 func Describe(d Dependency) string {
