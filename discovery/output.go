@@ -322,6 +322,7 @@ func (d *Discovery) WriteText(w io.Writer, all bool) error {
 	}
 	if more := len(d.Dependencies) - reliable; more > 0 {
 		fmt.Fprintf(bw, "# %d more hold but look like chance (near-key contexts, near-constant columns)", more)
+		writeImpliedCount(bw, d.Dependencies)
 		if !all {
 			bw.WriteString("; --all lists them\n")
 		} else {

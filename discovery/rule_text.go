@@ -165,3 +165,18 @@ func ruleCounts(counts map[Kind]int) string {
 	}
 	return fmt.Sprintf(", %d key, %d equivalence", counts[KindKey], counts[KindEquivalence])
 }
+
+// writeImpliedCount continues the text listing's line counting the
+// dependencies not listed as reliable with how many of them step back for
+// an entry that is (implied_by), when any does.
+func writeImpliedCount(w *bufio.Writer, rs []Result) {
+	n := 0
+	for _, r := range rs {
+		if !r.Reliable && len(r.ImpliedBy) > 0 {
+			n++
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(w, " or follow from those listed (%d: implied_by)", n)
+	}
+}
