@@ -56,6 +56,8 @@ func TestEventSchema(t *testing.T) {
 		{Kind: discovery.KindOFD, RHS: "country"},
 		{Kind: discovery.KindOC, Context: []string{"a"}, Left: "x", Right: "y", Polarity: discovery.Desc},
 		{Kind: discovery.KindListOD, LHSList: []string{"a", "b"}, RHSList: []string{"c"}},
+		{Kind: discovery.KindKey, Set: []string{"order_id"}},
+		{Kind: discovery.KindEquivalence, Context: []string{"origin"}, Set: []string{"destination", "distance"}},
 	} {
 		e := sampleEvent()
 		e.Dependency, e.DependencyText, e.DependencyID = d, d.String(), DependencyID(d)

@@ -16,6 +16,8 @@ import (
 //	{a,b}: [] -> c                      a and b together determine c
 //	{}: [] -> c                         c is the same in every row
 //	[a,b] -> [c]                        sorting by a, then b sorts c
+//	key(order_id)                       order_id identifies a record
+//	{}: a <-> b                         a and b are equivalent (each determines the other)
 //
 // Column names are written as they are, unquoted.
 func Describe(d Dependency) string {
@@ -42,6 +44,8 @@ func Describe(d Dependency) string {
 		return "within each combination of " + andList(d.Context) + ", " + s
 	case KindListOD:
 		return "sorting by " + strings.Join(d.LHSList, ", then ") + " sorts " + strings.Join(d.RHSList, ", then ")
+	case KindKey, KindEquivalence:
+		return describeRule(d)
 	}
 	return d.String()
 }

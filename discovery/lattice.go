@@ -50,7 +50,10 @@ type latNode struct {
 	set     uint64 // X as a bit set
 	parents []*latNode
 	part    *validate.StrippedPartition
-	score   float64
+	// evid is part restricted to the distinct records (part itself when
+	// every row is distinct): the evidence strengths and scores count.
+	evid  *validate.StrippedPartition
+	score float64
 	// ofdValid holds the A not in X with X: [] -> A valid; ofdExact those
 	// known to hold with e = 0 (only these may drive exact-only pruning).
 	ofdValid uint64
@@ -131,8 +134,10 @@ type lattice struct {
 	budget     int
 	workers    int
 	validators []*validate.Validator
-	pdep       []float64 // ColumnPdep of each column
-	unordered  uint64    // the Nominal columns, which take no part in OCs
+	pdep       []float64 // ColumnPdep of each column over the distinct records
+	ev         *evidence
+	rows       rowEvidence // all records, for the dependencies that mention every column
+	unordered  uint64      // the Nominal columns, which take no part in OCs
 	found      []found
 	stats      Stats
 
@@ -227,6 +232,8 @@ func newLattice(t *table.Table, opts Options) *lattice {
 		ocWords: (m*m*2 + 63) / 64,
 		budget:  RemovalBudget(opts.Epsilon, t.Rows),
 		workers: workers,
+		ev:      newEvidence(t),
+		rows:    rowEvidence{ev: evidence{n: t.Rows, spanning: true}},
 	}
 	if m == 64 {
 		l.all = ^uint64(0)
@@ -235,7 +242,8 @@ func newLattice(t *table.Table, opts Options) *lattice {
 		l.validators = append(l.validators, validate.NewValidator())
 	}
 	for i := range t.Columns {
-		l.pdep = append(l.pdep, validate.ColumnPdep(&t.Columns[i]))
+		l.pdep = append(l.pdep, l.ev.pdep(&t.Columns[i]))
+		l.rows.pdep = append(l.rows.pdep, l.rows.pdepOf(l.ev, l.pdep[i], &t.Columns[i]))
 		if !t.Columns[i].Type.Ordered() {
 			l.unordered |= 1 << i
 		}
@@ -362,6 +370,9 @@ func (l *lattice) run(ctx context.Context) error {
 // newNode returns the context cols, with its OC bit sets allocated.
 func (l *lattice) newNode(cols []int, part *validate.StrippedPartition) *latNode {
 	n := &latNode{cols: cols, part: part, ocValid: make([]uint64, l.ocWords), ocRel: make([]uint64, l.ocWords)}
+	if part != nil {
+		n.evid = l.ev.of(part)
+	}
 	for _, c := range cols {
 		n.set |= 1 << c
 	}
@@ -399,6 +410,7 @@ func (l *lattice) buildPartitions(ctx context.Context, level []*latNode, k int) 
 			n.part = v.Product(p.part, q.part)
 		}
 		n.part.SortBySize()
+		n.evid = l.ev.of(n.part)
 	})
 }
 
@@ -430,7 +442,7 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 	l.level = k + 1
 	l.validated.Store(0)
 	for _, n := range level {
-		n.score = n.part.Score()
+		n.score = n.evid.Score()
 	}
 	ofds := l.ofdCandidates(level)
 	l.levelCands = int64(len(ofds))
@@ -680,7 +692,7 @@ func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
 // inheritance.
 func retire(level []*latNode) {
 	for _, n := range level {
-		n.part = nil
+		n.part, n.evid = nil, nil
 		n.parents = nil
 	}
 }
@@ -709,7 +721,8 @@ func (l *lattice) ofdMeasure(v *validate.Validator, n *latNode, a int) float64 {
 	if m, ok := n.measures.Load(measureKey(a)); ok {
 		return m.(float64)
 	}
-	m := v.OFDStrength(n.part, &l.t.Columns[a], l.pdep[a])
+	ev, part, pdep := l.evidenceFor(n, 1<<a)
+	m := ev.ofdMeasure(v, part, &l.t.Columns[a], pdep[a])
 	n.measures.Store(measureKey(a), m)
 	return m
 }
@@ -723,14 +736,13 @@ func (l *lattice) ocMeasure(v *validate.Validator, n *latNode, a, b int, pol Pol
 		return m.(float64)
 	}
 	colA, colB := &l.t.Columns[a], &l.t.Columns[b]
-	if removals < 0 {
+	ev, part, _ := l.evidenceFor(n, 1<<a|1<<b)
+	m := ev.ocMeasure(v, part, colA, colB, pol, removals, func(p *validate.StrippedPartition) int {
 		if l.opts.Validator == ValidatorIterative {
-			removals = v.OCRemovalsIterative(n.part, colA, colB, pol, -1)
-		} else {
-			removals = v.OCRemovals(n.part, colA, colB, pol, -1)
+			return v.OCRemovalsIterative(p, colA, colB, pol, -1)
 		}
-	}
-	m := v.OCStrength(n.part, colA, colB, pol, removals)
+		return v.OCRemovals(p, colA, colB, pol, -1)
+	})
 	n.measures.Store(key, m)
 	return m
 }

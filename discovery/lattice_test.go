@@ -88,6 +88,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 	t.Helper()
 	v := validate.NewValidator()
 	m := len(cols)
+	ev := newEvidence(tab)
 	for x := uint64(0); x < 1<<m; x++ {
 		var ctx []int
 		for c := 0; c < m; c++ {
@@ -97,7 +98,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 		}
 		p := validate.PartitionOf(tab, ctx)
 		classes := oracleClasses(cols, tab.Rows, ctx)
-		if got, want := p.Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+		if got, want := ev.of(p).Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 			t.Fatalf("table %d ctx %v: score %v, want %v", i, ctx, got, want)
 		}
 		for a := 0; a < m; a++ {

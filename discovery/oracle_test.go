@@ -170,6 +170,7 @@ type oracleMeasures struct {
 func measureAll(cols [][]int, n int) *oracleMeasures {
 	m := len(cols)
 	om := &oracleMeasures{m: m, n: n, score: map[uint64]float64{}, ofd: map[[2]uint64]int{}, oc: map[[4]uint64]int{}}
+	keep, nd := oracleDistinct(cols, n)
 	for x := uint64(0); x < 1<<m; x++ {
 		var ctx []int
 		for c := 0; c < m; c++ {
@@ -178,7 +179,7 @@ func measureAll(cols [][]int, n int) *oracleMeasures {
 			}
 		}
 		classes := oracleClasses(cols, n, ctx)
-		om.score[x] = oracleScore(classes, n)
+		om.score[x] = oracleScore(oracleKeep(classes, keep), nd)
 		for a := 0; a < m; a++ {
 			if x&(1<<a) != 0 {
 				continue
@@ -317,8 +318,10 @@ func oracleMuPlus(classes [][]int, a []int, n int) float64 {
 		return NoStrength
 	}
 	freq := map[int]int{}
-	for _, v := range a {
-		freq[v]++
+	for _, cls := range classes {
+		for _, r := range cls {
+			freq[a[r]]++
+		}
 	}
 	pdepY := 0.0
 	for _, c := range freq {
@@ -403,10 +406,64 @@ func oracleOCStrength(classes [][]int, a, b []int, pol Polarity, n, removals int
 	return math.Max(0, math.Min(1, 1-float64(removals+10)/float64(expected+10)))
 }
 
-// oracleStrengths adds every dependency's strength to om.
+// oracleDistinct marks the first of each set of identical rows (every
+// column equal) and counts them: the distinct records.
+func oracleDistinct(cols [][]int, n int) ([]bool, int) {
+	keep := make([]bool, n)
+	seen := map[string]bool{}
+	nd := 0
+	for r := 0; r < n; r++ {
+		var key strings.Builder
+		for _, c := range cols {
+			fmt.Fprintf(&key, "%d,", c[r])
+		}
+		if !seen[key.String()] {
+			seen[key.String()] = true
+			keep[r] = true
+			nd++
+		}
+	}
+	return keep, nd
+}
+
+// oracleKeep keeps the kept rows of each class, dropping emptied classes.
+func oracleKeep(classes [][]int, keep []bool) [][]int {
+	var out [][]int
+	for _, c := range classes {
+		var k []int
+		for _, r := range c {
+			if keep[r] {
+				k = append(k, r)
+			}
+		}
+		if len(k) > 0 {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// oracleSupported reports whether at least 30% of the nd distinct records
+// lie in classes of two or more.
+func oracleSupported(classes [][]int, nd int) bool {
+	in := 0
+	for _, c := range classes {
+		if len(c) >= 2 {
+			in += len(c)
+		}
+	}
+	return nd > 0 && float64(in) >= 0.3*float64(nd)
+}
+
+// addStrengths adds every dependency's measure to om, as docs/DESIGN.md
+// ("Strength") reads: on the distinct records, 0 without repeated support,
+// except for a dependency that mentions every column, measured on all
+// records.
 func (om *oracleMeasures) addStrengths(cols [][]int) {
 	om.ofdStrength = map[[2]uint64]float64{}
 	om.ocStrength = map[[4]uint64]float64{}
+	keep, nd := oracleDistinct(cols, om.n)
+	all := uint64(1)<<om.m - 1
 	for x := uint64(0); x < 1<<om.m; x++ {
 		var ctx []int
 		for c := 0; c < om.m; c++ {
@@ -415,18 +472,34 @@ func (om *oracleMeasures) addStrengths(cols [][]int) {
 			}
 		}
 		classes := oracleClasses(cols, om.n, ctx)
+		distinct := oracleKeep(classes, keep)
+		supported := oracleSupported(distinct, nd)
 		for a := 0; a < om.m; a++ {
 			if x&(1<<a) != 0 {
 				continue
 			}
-			om.ofdStrength[[2]uint64{x, uint64(a)}] = oracleMuPlus(classes, cols[a], om.n)
+			switch {
+			case x|1<<a == all:
+				om.ofdStrength[[2]uint64{x, uint64(a)}] = oracleMuPlus(classes, cols[a], om.n)
+			case om.n > 0 && !supported:
+				om.ofdStrength[[2]uint64{x, uint64(a)}] = 0
+			default:
+				om.ofdStrength[[2]uint64{x, uint64(a)}] = oracleMuPlus(distinct, cols[a], nd)
+			}
 			for b := a + 1; b < om.m; b++ {
 				if x&(1<<b) != 0 {
 					continue
 				}
 				for pol := Asc; pol <= Desc; pol++ {
 					key := [4]uint64{x, uint64(a), uint64(b), uint64(pol)}
-					om.ocStrength[key] = oracleOCStrength(classes, cols[a], cols[b], pol, om.n, om.oc[key])
+					switch {
+					case x|1<<a|1<<b == all:
+						om.ocStrength[key] = oracleOCStrength(classes, cols[a], cols[b], pol, om.n, om.oc[key])
+					case om.n > 0 && !supported:
+						om.ocStrength[key] = 0
+					default:
+						om.ocStrength[key] = oracleOCStrength(distinct, cols[a], cols[b], pol, nd, oracleOC(distinct, cols[a], cols[b], pol))
+					}
 				}
 			}
 		}

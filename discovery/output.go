@@ -69,12 +69,18 @@ func (d Dependency) MarshalJSON() ([]byte, error) {
 		return json.Marshal(ocJSON{Kind: "oc", Context: nonNil(d.Context), Left: d.Left, Right: d.Right, Polarity: d.Polarity.String()})
 	case KindListOD:
 		return json.Marshal(odJSON{Kind: "od", LHS: nonNil(d.LHSList), RHS: nonNil(d.RHSList)})
+	case KindKey, KindEquivalence:
+		return marshalRule(d)
 	}
 	return nil, fmt.Errorf("%w: kind %d", ErrBadDependency, int(d.Kind))
 }
 
 // UnmarshalJSON decodes what MarshalJSON encodes.
 func (d *Dependency) UnmarshalJSON(data []byte) error {
+	if rule, ok, err := unmarshalRule(data); ok || err != nil {
+		*d = rule
+		return err
+	}
 	var in depJSONIn
 	if err := json.Unmarshal(data, &in); err != nil {
 		return err
@@ -121,6 +127,8 @@ type resultMetrics struct {
 	Strength      *float64 `json:"strength"`
 	Reliable      bool     `json:"reliable"`
 	RemovalSample []int    `json:"removal_sample,omitempty"`
+	Equivalents   []string `json:"equivalents,omitempty"`
+	ImpliedBy     []string `json:"implied_by,omitempty"`
 }
 
 // jsonStrength is the JSON value of a Strength: null for NoStrength.
@@ -140,7 +148,8 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	m, err := json.Marshal(resultMetrics{Error: r.Error, Removals: r.Removals, Score: r.Score,
-		Strength: jsonStrength(r.Strength), Reliable: r.Reliable, RemovalSample: r.RemovalSample})
+		Strength: jsonStrength(r.Strength), Reliable: r.Reliable, RemovalSample: r.RemovalSample,
+		Equivalents: r.Equivalents, ImpliedBy: r.ImpliedBy})
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +175,8 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		strength = *m.Strength
 	}
 	*r = Result{Dependency: dep, Removals: m.Removals, Error: m.Error, Score: m.Score,
-		Strength: strength, Reliable: m.Reliable, RemovalSample: m.RemovalSample}
+		Strength: strength, Reliable: m.Reliable, RemovalSample: m.RemovalSample,
+		Equivalents: m.Equivalents, ImpliedBy: m.ImpliedBy}
 	return nil
 }
 
@@ -205,6 +215,9 @@ func (d Dependency) ID() string {
 		field(l)
 		field(r)
 		b.WriteString(d.Polarity.String())
+	case KindKey, KindEquivalence:
+		sorted(d.Context)
+		sorted(d.Set)
 	case KindListOD:
 		b.WriteByte('[')
 		for _, n := range d.LHSList {
@@ -299,6 +312,7 @@ func (d *Discovery) WriteText(w io.Writer, all bool) error {
 			}
 			bw.WriteByte(']')
 		}
+		writeRuleNotes(bw, r)
 		bw.WriteByte('\n')
 	}
 	for i, r := range d.Dependencies {
@@ -308,6 +322,7 @@ func (d *Discovery) WriteText(w io.Writer, all bool) error {
 	}
 	if more := len(d.Dependencies) - reliable; more > 0 {
 		fmt.Fprintf(bw, "# %d more hold but look like chance (near-key contexts, near-constant columns)", more)
+		writeImpliedCount(bw, d.Dependencies)
 		if !all {
 			bw.WriteString("; --all lists them\n")
 		} else {
@@ -319,8 +334,8 @@ func (d *Discovery) WriteText(w io.Writer, all bool) error {
 			}
 		}
 	}
-	fmt.Fprintf(bw, "# %d dependencies (%d ofd, %d oc), %d reliable, on %d rows x %d columns at eps=%s; %d candidates, %d validations, %d levels, %.2fs\n",
-		len(d.Dependencies), counts[KindOFD], counts[KindOC], reliable, d.Rows, len(d.Columns), formatFloat(d.Epsilon),
+	fmt.Fprintf(bw, "# %d dependencies (%d ofd, %d oc%s), %d reliable, on %d rows x %d columns at eps=%s; %d candidates, %d validations, %d levels, %.2fs\n",
+		len(d.Dependencies), counts[KindOFD], counts[KindOC], ruleCounts(counts), reliable, d.Rows, len(d.Columns), formatFloat(d.Epsilon),
 		d.Stats.Candidates, d.Stats.Validations, d.Stats.Levels, d.Stats.Seconds)
 	if !d.Complete {
 		bw.WriteString("# incomplete: discovery stopped early; the list holds the levels completed\n")

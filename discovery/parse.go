@@ -19,12 +19,21 @@ var errSyntax = errors.New("invalid dependency")
 //	{X}: [] -> A     OFD (an FD X -> A); "{}: [] -> A" and "[] -> A" have
 //	                 an empty context
 //	[A,B] -> [C]     list-based OD
+//	key(A,B)         key: A and B identify a record
+//	{X}: A <-> B     equivalence: within each X, A and B determine each
+//	                 other ("A <-> B" has an empty context)
 //
 // and exactly what Dependency.String prints. Names are taken verbatim,
 // surrounding spaces trimmed, so they may hold spaces and dots; a name with
 // any of {},:~[]" or "->" in it (or one that would read as a polarity) is
 // written in double quotes, with \" and \\ escaping inside.
 func ParseDependency(s string) (Dependency, error) {
+	if d, ok, err := parseRule(s); ok {
+		if err != nil {
+			return Dependency{}, fmt.Errorf("%w %q: %w", errSyntax, s, err)
+		}
+		return d, nil
+	}
 	p := depParser{s: s}
 	d, err := p.parse()
 	if err != nil {
@@ -325,5 +334,5 @@ func needsQuote(n string) bool {
 	}
 	// Conservative: anything that could read as a trailing polarity.
 	l := strings.ToLower(n)
-	return strings.HasSuffix(l, "asc") || strings.HasSuffix(l, "desc") || strings.HasSuffix(l, ")")
+	return strings.HasSuffix(l, "asc") || strings.HasSuffix(l, "desc") || strings.HasSuffix(l, ")") || strings.HasSuffix(l, "<")
 }

@@ -1,8 +1,9 @@
 // Package discovery owns the dependency-discovery algorithm of odwatch:
 // the level-wise set-based lattice (FASTOD) with pruning that stays sound
 // under approximation (Discover), the validation of given dependencies
-// (Validate), removal sets, interestingness scores and strengths, and the
-// dependencies' text and JSON forms. The validators it runs (LIS-based
+// (Validate), removal sets, interestingness scores and strengths judged on
+// the distinct records, the summary of a discovery in keys, equivalences
+// and implied rules (Summarize), and the dependencies' text and JSON forms. The validators it runs (LIS-based
 // approximate order compatibility, g3 approximate FDs, list-based ODs, the
 // iterative baseline of Karegar et al.) and the stripped partitions they
 // read are its machinery, in internal/validate.
@@ -30,6 +31,11 @@ const (
 	KindOC
 	// KindListOD is a list-based OD [A,B] -> [C] (validate only).
 	KindListOD
+	// KindKey is a key: the columns Set identify a distinct record.
+	KindKey
+	// KindEquivalence is an equivalence: within each class of Context, the
+	// columns Set determine each other.
+	KindEquivalence
 )
 
 func (k Kind) String() string {
@@ -40,6 +46,10 @@ func (k Kind) String() string {
 		return "oc"
 	case KindListOD:
 		return "od"
+	case KindKey:
+		return "key"
+	case KindEquivalence:
+		return "equivalence"
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }
@@ -51,6 +61,9 @@ func (k Kind) String() string {
 //   - KindOC: Context: Left ~ Right (Polarity); canonical form has Left < Right
 //     in table column order as discovered, and Context in table column order.
 //   - KindListOD: LHS -> RHSList (list-based, order matters).
+//   - KindKey: key(Set), Set in table column order.
+//   - KindEquivalence: Context: Set[0] <-> Set[1] <-> ..., in table column
+//     order.
 type Dependency struct {
 	Kind     Kind
 	Context  []string
@@ -60,6 +73,7 @@ type Dependency struct {
 	Polarity Polarity
 	LHSList  []string
 	RHSList  []string
+	Set      []string // a key's columns, an equivalence's members
 }
 
 // String renders the dependency in the text form of the CLI:
@@ -74,6 +88,8 @@ func (d Dependency) String() string {
 		return "{" + formatNames(d.Context) + "}: " + formatName(d.Left) + " ~ " + formatName(d.Right) + " (" + d.Polarity.String() + ")"
 	case KindListOD:
 		return "[" + formatNames(d.LHSList) + "] -> [" + formatNames(d.RHSList) + "]"
+	case KindKey, KindEquivalence:
+		return ruleString(d)
 	}
 	return "?"
 }
@@ -86,6 +102,8 @@ func (d Dependency) Columns() []string {
 		return append(slices.Clone(d.Context), d.RHS)
 	case KindOC:
 		return append(slices.Clone(d.Context), d.Left, d.Right)
+	case KindKey, KindEquivalence:
+		return append(slices.Clone(d.Context), d.Set...)
 	}
 	return append(slices.Clone(d.LHSList), d.RHSList...)
 }
@@ -114,6 +132,14 @@ type Result struct {
 	// RemovalSample holds up to Options.RemovalSample row numbers (0-based)
 	// of a minimal removal set, ascending.
 	RemovalSample []int
+	// Equivalents names, for a rule stated with the representatives of
+	// equivalences (Summarize), the other members of those equivalences;
+	// for a key, the columns that are each a key on their own as well.
+	Equivalents []string
+	// ImpliedBy names, as dependency texts, what a dependency that is not
+	// listed as reliable on its own follows from (Summarize): a key, an
+	// equivalence, two reliable FDs, or the stronger side of a mirror.
+	ImpliedBy []string
 }
 
 // ValidatorKind selects the AOC validator.

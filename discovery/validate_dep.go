@@ -106,6 +106,7 @@ type depValidator struct {
 	index map[string]int
 	parts map[uint64]*validate.StrippedPartition // by context column set, when <= 64 columns
 	v     *validate.Validator
+	ev    *evidence // the distinct records, found when first needed
 }
 
 func (vs *depValidator) column(name string) (*table.Column, error) {
@@ -179,7 +180,11 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Dependency: d, Score: p.Score()}
+	sp, err := vs.scorePartition(d, p)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{Dependency: d, Score: vs.evidence().of(sp).Score()}
 	wantRows := opts.RemovalSample != 0
 	var m measure
 	switch d.Kind {
@@ -189,6 +194,10 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 		m, err = vs.measureOC(p, d, opts.Validator, wantRows)
 	case KindListOD:
 		m, err = vs.measureListOD(p, d)
+	case KindKey:
+		m, err = vs.measureKey(d, wantRows)
+	case KindEquivalence:
+		m, err = vs.measureEquivalence(d, wantRows)
 	default:
 		err = fmt.Errorf("%w: kind %v", ErrBadDependency, d.Kind)
 	}
@@ -224,9 +233,10 @@ func (vs *depValidator) measureOFD(p *validate.StrippedPartition, d Dependency, 
 		return m, err
 	}
 	m.removals = vs.v.OFDRemovals(p, a, -1)
-	pdep := validate.ColumnPdep(a)
-	m.strength, err = vs.gain(d.Context, vs.v.OFDStrength(p, a, pdep), func(q *validate.StrippedPartition) float64 {
-		return vs.v.OFDStrength(q, a, pdep)
+	ev, sub := vs.evidenceOf(d.Context, []string{d.RHS}), vs.evidence()
+	pdep := sub.pdep(a)
+	m.strength, err = vs.gain(d.Context, ev.ofdMeasure(vs.v, ev.of(p), a, ev.pdep(a)), func(q *validate.StrippedPartition) float64 {
+		return sub.ofdMeasure(vs.v, sub.of(q), a, pdep)
 	})
 	if err != nil {
 		return m, err
@@ -260,14 +270,15 @@ func (vs *depValidator) measureOC(p *validate.StrippedPartition, d Dependency, v
 			m.rows = validate.OCRemovalRows(p, a, b, d.Polarity)
 		}
 	}
-	m.strength, err = vs.gain(d.Context, vs.v.OCStrength(p, a, b, d.Polarity, m.removals), func(q *validate.StrippedPartition) float64 {
-		var r int
+	ev, sub := vs.evidenceOf(d.Context, []string{d.Left, d.Right}), vs.evidence()
+	count := func(q *validate.StrippedPartition) int {
 		if validator == ValidatorIterative {
-			r = vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
-		} else {
-			r = vs.v.OCRemovals(q, a, b, d.Polarity, -1)
+			return vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
 		}
-		return vs.v.OCStrength(q, a, b, d.Polarity, r)
+		return vs.v.OCRemovals(q, a, b, d.Polarity, -1)
+	}
+	m.strength, err = vs.gain(d.Context, ev.ocMeasure(vs.v, ev.of(p), a, b, d.Polarity, m.removals, count), func(q *validate.StrippedPartition) float64 {
+		return sub.ocMeasure(vs.v, sub.of(q), a, b, d.Polarity, -1, count)
 	})
 	return m, err
 }

@@ -73,7 +73,7 @@ func TestUsageErrorsAreShort(t *testing.T) {
 		// The shell turned the unquoted ~ into the home directory.
 		{[]string{"validate", path, "Cylinders", os.Getenv("HOME"), "Displacement"}, []string{"split the dependency", "'Cylinders ~ Displacement'"}},
 		{[]string{"discover", truncated}, []string{"gzip: the file is truncated", "copy or download it again"}},
-		{[]string{"validate", path, "cylinders ~ displacement"}, []string{`unknown column "cylinders"`, "did you mean Cylinders?"}},
+		{[]string{"validate", path, "cylinders ~ displacement"}, []string{`unknown columns "cylinders", "displacement"`, "did you mean Cylinders?"}},
 		{[]string{"validate", path, "Cylinders ~ Weight"}, []string{`unknown column "Weight"`, "columns: Name, Cylinders, Displacement"}},
 		{[]string{"validate", path, "Cylinders ~"}, []string{`invalid dependency "Cylinders ~"`, "write it as"}},
 		{[]string{"run", "--no-such-flag"}, []string{"unknown flag --no-such-flag"}},

@@ -77,6 +77,9 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		},
 	}
 	d, err := discovery.Discover(runCtx, tab, opts)
+	if err == nil {
+		err = discovery.Summarize(runCtx, tab, d, opts)
+	}
 	bar.done()
 	if err != nil {
 		// A spent --timeout is the user's choice: print what was found.
@@ -117,9 +120,20 @@ func writeLegend(w io.Writer, d *discovery.Discovery, sample bool) error {
 		measures += "; sample = lines of the file"
 	}
 	_, err := fmt.Fprintf(w, "# how to read it: %s means %s.\n"+
-		"# X: A ~ B = within each group of equal X, sorting by A sorts B (desc: in reverse); X: [] -> A = X determines A.\n"+
-		"# %s.\n", first.Dependency, discovery.DescribeResult(first), measures)
+		"# X: A ~ B = within each group of equal X, sorting by A sorts B (desc: in reverse); X: [] -> A = X determines A%s.\n"+
+		"# %s.\n", first.Dependency, discovery.DescribeResult(first), ruleLegend(d), measures)
 	return err
+}
+
+// ruleLegend explains the notation of keys and equivalences when the
+// listing has any.
+func ruleLegend(d *discovery.Discovery) string {
+	for _, r := range d.Dependencies {
+		if r.Kind == discovery.KindKey || r.Kind == discovery.KindEquivalence {
+			return "; key(A) = A identifies a record; A <-> B = A and B determine each other"
+		}
+	}
+	return ""
 }
 
 // inputFlags are the flags that say how to read the input file.

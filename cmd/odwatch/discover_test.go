@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -414,5 +415,46 @@ func TestDiscoverLegend(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "how to read it") {
 		t.Errorf("--legend=false printed the legend:\n%s", out.String())
+	}
+}
+
+// TestDiscoverKeysAndEquivalences: discover says a key and an equivalence
+// in plain words and in JSON, and validate measures both; a key on missing
+// columns is a usage error naming them.
+func TestDiscoverKeysAndEquivalences(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("order_id,code,label,grp\n")
+	for r := range 200 {
+		fmt.Fprintf(&b, "%d,%d,L%d,%d\n", r, r%20, r%20, r%20%5)
+	}
+	path := writeTemp(t, "orders.csv", b.String())
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	if err := runDiscover(ctx, []string{path}, &out, &errOut); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"key(order_id)", "(order_id identifies a record)", "{}: code <-> label", "(code and label are equivalent"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if err := runDiscover(ctx, []string{path, "--format", "json"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`{"kind":"key","columns":["order_id"]`, `{"kind":"equivalence","context":[],"columns":["code","label"]`, `"implied_by":["key(order_id)"]`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("JSON output lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, dep := range []string{"key(order_id)", "code <-> label"} {
+		out.Reset()
+		if err := runValidate(ctx, []string{path, dep}, &out, &errOut); err != nil {
+			t.Errorf("validate %s: %v\n%s", dep, err, out.String())
+		}
+	}
+	err := runValidate(ctx, []string{path, "key(order,cod)"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `unknown columns "order", "cod"`) {
+		t.Errorf("validate on missing columns: %v", err)
 	}
 }

@@ -20,6 +20,8 @@ const validateHelp = `Measures one dependency on a CSV or JSON Lines file: its e
 of rows a minimal removal set holds), whether it holds at --epsilon, and a
 sample of violating rows. DEP is one of
   'A ~ B'  'A ~ B desc'  '{X,Y}: A ~ B'  '{X}: [] -> A'  '[A,B] -> [C]'
+  'key(A,B)' (A and B identify a record)  'A <-> B' or '{X}: A <-> B' (an
+  equivalence: A and B determine each other, within each X)
 (quote DEP for the shell; quote column names holding {},:~[] with double
 quotes). FILE may be - for standard input.
 
@@ -57,7 +59,7 @@ func validate(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	dep, err := discovery.ParseDependency(pos[1])
 	if err != nil {
-		return usageErr(err.Error(), "write it as 'A ~ B', 'A ~ B desc', '{X}: A ~ B', '{X}: [] -> A' or '[A,B] -> [C]'")
+		return usageErr(err.Error(), "write it as 'A ~ B', 'A ~ B desc', '{X}: A ~ B', '{X}: [] -> A', '[A,B] -> [C]', 'key(A)' or 'A <-> B'")
 	}
 
 	bar := newProgressBar(stderr)
@@ -116,17 +118,24 @@ func checkColumns(tab *table.Table, dep discovery.Dependency) error {
 		names[i] = c.Name
 		have[c.Name] = true
 	}
+	var missing []string
+	fix := "columns: " + strings.Join(names, ", ")
 	for _, n := range mentioned(dep) {
 		if have[n] {
 			continue
 		}
-		fix := "columns: " + strings.Join(names, ", ")
-		if near := nearest(n, names, 3); len(near) > 0 {
+		if near := nearest(n, names, 3); len(near) > 0 && len(missing) == 0 {
 			fix = "did you mean " + strings.Join(near, ", ") + "?"
 		}
-		return usageErr(fmt.Sprintf("unknown column %q", n), oneLine(truncate(fix, 160)))
+		missing = append(missing, strconv.Quote(n))
 	}
-	return nil
+	switch len(missing) {
+	case 0:
+		return nil
+	case 1:
+		return usageErr("unknown column "+missing[0], oneLine(truncate(fix, 160)))
+	}
+	return usageErr(oneLine(truncate("unknown columns "+strings.Join(missing, ", "), 160)), oneLine(truncate(fix, 160)))
 }
 
 // checkOrdered fails for an order dependency on a column of nominal text,

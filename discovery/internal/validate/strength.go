@@ -1,18 +1,21 @@
 package validate
 
 import (
+	"math"
 	"slices"
 
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // Strength: how much better than chance a dependency holds, in [0,1]
-// (docs/DESIGN.md, "Strength", derives both measures). Both have the form
+// (docs/DESIGN.md, "Strength" and "Keys, equivalences and implied rules",
+// derive the measures of OFDs, OCs and keys). Each has the form
 //
 //	strength = 1 - (observed error + k) / (error expected by chance + k)
 //
-// clamped at 0, with k = strengthPseudoRows, and both take their chance model from the context's
-// partition, so that a context with tiny classes (a near key) expects almost
+// clamped at 0, with k = strengthPseudoRows, and each takes its chance
+// model from a partition (the context's; for a key, the rest of the
+// key's), so that a context with tiny classes (a near key) expects almost
 // no error and earns no strength for having little, and a column that is
 // almost constant expects little error and earns little for it.
 
@@ -198,4 +201,35 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column,
 		v.tick(len(cls))
 	}
 	return removals
+}
+
+// KeyStrength is the strength of a key (docs/DESIGN.md, "Keys, equivalences
+// and implied rules"), evp being its partition over the distinct records
+// and, for each of its columns C, rests the partition of the rest of the
+// key there and pdeps C's pdep: the records the key fails to tell apart
+// against those chance would leave together, chance being the values of one
+// of its columns drawn at random from the column's distribution within each
+// class of the rest of the key (the column that earns the least decides).
+func KeyStrength(evp *StrippedPartition, rests []*StrippedPartition, pdeps []float64) float64 {
+	if evp.N == 0 {
+		return NoStrength
+	}
+	expected := math.Inf(1)
+	for i, rest := range rests {
+		expected = min(expected, chanceCollisions(rest, pdeps[i]))
+	}
+	return chanceCorrected(float64(evp.Covered()-evp.NumClasses()), expected)
+}
+
+// chanceCollisions is the number of records expected to share their class
+// of p with an earlier one when a column of the given pdep is drawn at
+// random within each class: per class of m records, about the pairs that
+// agree, m(m-1)/2 pdep, and never more than m-1.
+func chanceCollisions(p *StrippedPartition, pdep float64) float64 {
+	var sum float64
+	for i := 0; i < p.NumClasses(); i++ {
+		m := float64(len(p.Class(i)))
+		sum += min(m-1, m*(m-1)/2*pdep)
+	}
+	return sum
 }

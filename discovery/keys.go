@@ -1,0 +1,111 @@
+package discovery
+
+import (
+	"context"
+	"slices"
+
+	"github.com/odwatch/odwatch/discovery/internal/validate"
+	"github.com/odwatch/odwatch/discovery/table"
+)
+
+// maxKeyColumns bounds the keys Summarize looks for: a key of four or more
+// columns is almost always the accident of measurement columns combined,
+// and the search grows with the number of column sets.
+const maxKeyColumns = 3
+
+// keySearch finds the minimal keys of one table: the column sets X whose
+// partition leaves at most the eps budget of rows to remove for X to
+// identify every record (n - |dom X| <= floor(eps n), on all records), no
+// proper subset of which does. It is used by one goroutine.
+type keySearch struct {
+	t      *table.Table
+	ev     *evidence
+	budget int
+	v      *validate.Validator
+	pdep   []float64 // of each column over the distinct records
+	root   *validate.StrippedPartition
+}
+
+// foundKey is one minimal key with its measures.
+type foundKey struct {
+	cols     []int
+	removals int
+	score    float64
+	strength float64
+}
+
+// findKeys returns the minimal keys of t of at most maxColumns columns, in
+// the order found (by size, then by columns).
+func findKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int) ([]foundKey, error) {
+	ks := &keySearch{t: t, ev: newEvidence(t), budget: RemovalBudget(eps, t.Rows), v: validate.NewValidator()}
+	for i := range t.Columns {
+		ks.pdep = append(ks.pdep, ks.ev.pdep(&t.Columns[i]))
+	}
+	ks.root = ks.ev.of(validate.FullPartition(t.Rows))
+	var keys []foundKey
+	prev := map[uint64]*validate.StrippedPartition{0: validate.FullPartition(t.Rows)}
+	for k := 1; k <= maxColumns && len(prev) > 0; k++ {
+		next := map[uint64]*validate.StrippedPartition{}
+		for _, x := range sortedSets(prev) {
+			for c := len(t.Columns) - 1; c >= 0 && x&(1<<c) == 0; c-- {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				y := x | 1<<c
+				if !allSubsetsIn(y, prev) {
+					continue
+				}
+				p := ks.v.Product(prev[x], validate.ColumnPartition(&t.Columns[c]))
+				if removals := p.Covered() - p.NumClasses(); removals <= ks.budget {
+					keys = append(keys, ks.measure(y, p, removals, prev))
+				} else {
+					next[y] = p
+				}
+			}
+		}
+		prev = next
+	}
+	return keys, nil
+}
+
+// sortedSets returns the keys of m ascending.
+func sortedSets(m map[uint64]*validate.StrippedPartition) []uint64 {
+	out := make([]uint64, 0, len(m))
+	for x := range m {
+		out = append(out, x)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// allSubsetsIn reports whether every direct subset of y is in m (none of
+// them a key).
+func allSubsetsIn(y uint64, m map[uint64]*validate.StrippedPartition) bool {
+	for rest := y; rest != 0; rest &= rest - 1 {
+		if _, ok := m[y&^(rest&-rest)]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// measure returns the key y, p being its partition, with its strength.
+func (ks *keySearch) measure(y uint64, p *validate.StrippedPartition, removals int, subsets map[uint64]*validate.StrippedPartition) foundKey {
+	evp := ks.ev.of(p)
+	key := foundKey{removals: removals, score: evp.Score()}
+	var rests []*validate.StrippedPartition
+	var pdeps []float64
+	for c := range ks.t.Columns {
+		if y&(1<<c) == 0 {
+			continue
+		}
+		key.cols = append(key.cols, c)
+		rest := ks.root
+		if y != 1<<c {
+			rest = ks.ev.of(subsets[y&^(1<<c)])
+		}
+		rests, pdeps = append(rests, rest), append(pdeps, ks.pdep[c])
+	}
+	key.strength = validate.KeyStrength(evp, rests, pdeps)
+	return key
+}

@@ -1,0 +1,220 @@
+package discovery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// oracleKeys enumerates docs/DESIGN.md's minimal keys of at most maxCols
+// columns by brute force, as "key(c0,c1) r=removals s=strength" lines in
+// the order of their column sets: X is a key when n - |values of X| is
+// within the budget on all records, minimal when no proper subset is; its
+// strength compares, on the distinct records, the records beyond the first
+// of each class of X with, for the column C of X that earns least, the
+// sum over the classes of X\{C} of min(m-1, m(m-1)/2 pdep(C)).
+func oracleKeys(cols [][]int, n int, eps float64, maxCols int) []string {
+	m := len(cols)
+	budget := RemovalBudget(eps, n)
+	keep, nd := oracleDistinct(cols, n)
+	classes := func(x uint64, rows []bool) map[string]int {
+		out := map[string]int{}
+		for r := 0; r < n; r++ {
+			if rows != nil && !rows[r] {
+				continue
+			}
+			var k strings.Builder
+			for c := 0; c < m; c++ {
+				if x&(1<<c) != 0 {
+					fmt.Fprintf(&k, "%d,", cols[c][r])
+				}
+			}
+			out[k.String()]++
+		}
+		return out
+	}
+	isKey := func(x uint64) bool { return n-len(classes(x, nil)) <= budget }
+	var out []string
+	for x := uint64(1); x < 1<<m; x++ {
+		size := 0
+		for c := 0; c < m; c++ {
+			if x&(1<<c) != 0 {
+				size++
+			}
+		}
+		if size > maxCols || !isKey(x) {
+			continue
+		}
+		minimal := true
+		for y := (x - 1) & x; y != 0; y = (y - 1) & x {
+			minimal = minimal && !isKey(y)
+		}
+		if !minimal {
+			continue
+		}
+		observed := float64(nd - len(classes(x, keep)))
+		expected := math.Inf(1)
+		var names []string
+		for c := 0; c < m; c++ {
+			if x&(1<<c) == 0 {
+				continue
+			}
+			names = append(names, "c"+fmt.Sprint(c))
+			pdep := 0.0
+			for _, k := range classes(1<<c, keep) {
+				pdep += float64(k*k) / float64(nd*nd)
+			}
+			e := 0.0
+			for _, k := range classes(x&^(1<<c), keep) {
+				mm := float64(k)
+				e += math.Min(mm-1, mm*(mm-1)/2*pdep)
+			}
+			expected = math.Min(expected, e)
+		}
+		s := math.Max(0, math.Min(1, 1-(observed+10)/(expected+10)))
+		out = append(out, fmt.Sprintf("key(%s) r=%d s=%.6f", strings.Join(names, ","), n-len(classes(x, nil)), s))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestKeysMatchBruteForce: findKeys returns exactly the oracle's minimal
+// keys with their removals and strengths, on random tables.
+func TestKeysMatchBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 2026))
+	for i := range 200 {
+		cols := randomTable(rng)
+		n := 0
+		if len(cols) > 0 {
+			n = len(cols[0])
+		}
+		if n == 0 {
+			continue
+		}
+		// Make some columns near-unique, so that keys exist.
+		if i%2 == 0 {
+			for r := range cols[0] {
+				cols[len(cols)-1][r] = r % max(1, n-i%3)
+			}
+		}
+		tab := tableFromInts(cols)
+		for _, eps := range []float64{0, 0.1} {
+			keys, err := findKeys(context.Background(), tab, eps, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, k := range keys {
+				var names []string
+				for _, c := range k.cols {
+					names = append(names, "c"+fmt.Sprint(c))
+				}
+				got = append(got, fmt.Sprintf("key(%s) r=%d s=%.6f", strings.Join(names, ","), k.removals, k.strength))
+			}
+			slices.Sort(got)
+			if want := oracleKeys(cols, n, eps, 3); !slices.Equal(got, want) {
+				t.Fatalf("table %d eps %v:\ncols %v\ngot  %q\nwant %q", i, eps, cols, got, want)
+			}
+		}
+	}
+}
+
+// TestSummarize: on a table with an id, two copies of a code, a code that
+// determines a group and a city that the group determines, Summarize lists
+// the key, the equivalence and the rules once, and what steps back names
+// what it follows from.
+func TestSummarize(t *testing.T) {
+	var id, code, copyOf, group, city []int
+	for r := range 400 {
+		id = append(id, r)
+		c := r % 40
+		code, copyOf = append(code, c), append(copyOf, c+100)
+		group = append(group, c%8)
+		city = append(city, c%8/2)
+	}
+	tab := tableFromInts([][]int{id, code, copyOf, group, city})
+	opts := Options{Epsilon: 0.05, MinStrength: DefaultMinStrength}
+	d, err := Discover(context.Background(), tab, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Summarize(context.Background(), tab, d, opts); err != nil {
+		t.Fatal(err)
+	}
+	var reliable []string
+	stepped := map[string][]string{}
+	for _, r := range d.Dependencies {
+		if r.Reliable {
+			reliable = append(reliable, r.String()+" eq="+strings.Join(r.Equivalents, ","))
+		}
+		if len(r.ImpliedBy) > 0 {
+			stepped[r.String()] = r.ImpliedBy
+		}
+	}
+	slices.Sort(reliable)
+	want := []string{
+		"key(c0) eq=",
+		"{c1}: [] -> c3 eq=c2",
+		"{c3}: [] -> c4 eq=",
+		"{}: c1 <-> c2 eq=",
+		"{}: c3 ~ c4 (asc) eq=",
+	}
+	if !slices.Equal(reliable, want) {
+		t.Errorf("reliable %q, want %q", reliable, want)
+	}
+	for dep, by := range map[string][]string{
+		"{c2}: [] -> c1": {"{}: c1 <-> c2"},
+		"{c2}: [] -> c3": {"{c1}: [] -> c3"},
+		"{c1}: [] -> c4": {"{c1}: [] -> c3", "{c3}: [] -> c4"},
+		"{c0}: [] -> c1": {"key(c0)"},
+	} {
+		if got := stepped[dep]; !slices.Equal(got, by) {
+			t.Errorf("%s implied_by %q, want %q", dep, got, by)
+		}
+	}
+}
+
+// TestRuleTextAndJSON: keys and equivalences print, parse and encode back
+// to themselves.
+func TestRuleTextAndJSON(t *testing.T) {
+	for _, d := range []Dependency{
+		{Kind: KindKey, Context: []string{}, Set: []string{"order_id"}},
+		{Kind: KindKey, Context: []string{}, Set: []string{"name", "year"}},
+		{Kind: KindKey, Context: []string{}, Set: []string{"a,b", "x)"}},
+		{Kind: KindEquivalence, Context: []string{}, Set: []string{"education", "education_num"}},
+		{Kind: KindEquivalence, Context: []string{"origin"}, Set: []string{"a<", "b c", "d"}},
+	} {
+		text := d.String()
+		got, err := ParseDependency(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		if got.String() != text || !slices.Equal(got.Set, d.Set) || got.Kind != d.Kind {
+			t.Errorf("%s parsed as %#v", text, got)
+		}
+		data, err := json.Marshal(Result{Dependency: d, Strength: 0.5, Equivalents: []string{"x"}, ImpliedBy: []string{"key(y)"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Result
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if back.String() != text || !slices.Equal(back.Equivalents, []string{"x"}) || !slices.Equal(back.ImpliedBy, []string{"key(y)"}) {
+			t.Errorf("%s decoded as %#v", data, back)
+		}
+	}
+	for _, bad := range []string{"key()", "a <->", "{x: a <-> b", "a <-> b <-> "} {
+		if _, err := ParseDependency(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+	if got := Describe(Dependency{Kind: KindKey, Set: []string{"order_id"}}); got != "order_id identifies a record" {
+		t.Errorf("describe key: %q", got)
+	}
+}
