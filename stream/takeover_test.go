@@ -417,17 +417,25 @@ func TestTakeoverWithoutCommittedOffsets(t *testing.T) {
 	ref := startMonitor(t, cfg("ct-ref"))
 	total := 0
 	// produce adds n records to each topic and waits until the reference
-	// and the owners evaluated them.
+	// and the owners evaluated them, and the owners delivered the events:
+	// evaluated counts an evaluation once it is saved, before its events
+	// leave the outbox, and a member stopped in between keeps them there
+	// (its successor takes the tracker from the state topic and does not
+	// raise them again).
 	produce := func(n int, owners ...*running) {
 		t.Helper()
 		producePayrolls(ctx, t, addr, topics, n, total, total > 0)
 		total += n
-		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records evaluated", total), func() bool {
+		testkit.Eventually(t, 60*time.Second, fmt.Sprintf("%d records evaluated, their events delivered", total), func() bool {
 			n := map[string]uint64{}
 			for _, r := range owners {
 				for _, s := range r.m.streams {
-					if slices.Contains(r.m.balancer.Topics(), s.cfg.Topic) {
-						n[s.cfg.Topic] = s.evaluated.Load()
+					if !slices.Contains(r.m.balancer.Topics(), s.cfg.Topic) {
+						continue
+					}
+					n[s.cfg.Topic] = s.evaluated.Load()
+					if p, err := r.m.store.PendingEvents(s.name); err != nil || len(p) > 0 {
+						return false
 					}
 				}
 			}
