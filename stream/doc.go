@@ -13,9 +13,10 @@
 // scans), stream/internal/fetch (partition fetchers, the merger, the
 // offset committer, broker health and retries), stream/internal/deliver
 // (the outbox's delivery to the sinks), stream/internal/takeover (the
-// window read back and the state topic's records) and
-// stream/internal/balance (the group balancer). The in-process broker and the payroll generator of
-// the demo and tests are internal/demo's.
+// window read back and the state topic's records), stream/internal/balance
+// (the group balancer) and stream/internal/metrics (the stream's
+// Prometheus collectors). The in-process broker and the payroll generator
+// of the demo and tests are internal/demo's.
 //
 // # Goroutines and their owners
 //

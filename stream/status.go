@@ -146,7 +146,7 @@ func (s *evaluator) recordStatus(snap *window.Snapshot, out *evalOutcome) {
 		if job.reserved = s.hist.reserve(); job.reserved {
 			job.related = takeRelated(out, snap, deps, at)
 		} else {
-			s.m.metrics.statusSamplesSkipped.WithLabelValues(s.name).Inc()
+			s.m.metrics.StatusSamplesSkipped.WithLabelValues(s.name).Inc()
 			s.log.Debug("status history: related samples skipped, the history is behind", "window_end", info.EndSeq)
 		}
 	}
