@@ -19,6 +19,7 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/internal/deliver"
+	"github.com/odwatch/odwatch/stream/internal/history"
 	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/odwatch/odwatch/stream/window"
 )
@@ -181,7 +182,7 @@ type evaluator struct {
 	disc *discoverer
 	// hist appends the status history off the evaluator (started and
 	// closed by run).
-	hist *historian
+	hist *history.Historian[*historyJob]
 }
 
 func newEvaluator(base *streamBase) *evaluator {
@@ -239,8 +240,8 @@ func (e *evaluator) run(ctx context.Context) error {
 	e.outbox().Rearm()
 	wait := e.disc.start(ctx, e.cfg.twoCadence())
 	defer wait()
-	e.hist = startHistorian(ctx, defaultRelatedPending, e.appendStatus)
-	defer e.hist.close()
+	e.hist = history.Start(ctx, history.DefaultRelatedPending, e.appendStatus)
+	defer e.hist.Close()
 	for {
 		select {
 		case <-ctx.Done():

@@ -117,7 +117,7 @@ type statusEventJSON struct {
 // hands the rest to the stream's historian (appendStatus), so that the
 // next check never waits for the samples or the append. When the
 // historian is behind by its bound of jobs with samples
-// (defaultRelatedPending), the samples are skipped (logged at debug, counted): the rules' points and the events are
+// (history.DefaultRelatedPending), the samples are skipped (logged at debug, counted): the rules' points and the events are
 // still appended, in window order.
 func (s *evaluator) recordStatus(snap *window.Snapshot, out *evalOutcome) {
 	info, obs, events := out.info, out.obs, out.events
@@ -141,16 +141,16 @@ func (s *evaluator) recordStatus(snap *window.Snapshot, out *evalOutcome) {
 			h.Drop = append(h.Drop, e.DependencyID)
 		}
 	}
-	job := &historyJob{h: h, events: events}
+	job, reserved := &historyJob{h: h, events: events}, false
 	if deps, at := relatedDependencies(events); len(deps) > 0 {
-		if job.reserved = s.hist.reserve(); job.reserved {
+		if reserved = s.hist.Reserve(); reserved {
 			job.related = takeRelated(out, snap, deps, at)
 		} else {
 			s.m.metrics.StatusSamplesSkipped.WithLabelValues(s.name).Inc()
 			s.log.Debug("status history: related samples skipped, the history is behind", "window_end", info.EndSeq)
 		}
 	}
-	s.hist.add(job)
+	s.hist.Add(job, reserved)
 }
 
 // appendStatus is the historian's part of recordStatus (on its goroutine):
