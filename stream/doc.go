@@ -16,7 +16,7 @@
 // window read back and the state topic's records), stream/internal/balance
 // (the group balancer), stream/internal/metrics (the stream's
 // Prometheus collectors) and stream/internal/history (the historian's
-// queue). The in-process broker and the payroll generator
+// queue, the status board, the stored events' encoding). The in-process broker and the payroll generator
 // of the demo and tests are internal/demo's.
 //
 // # Goroutines and their owners

@@ -14,6 +14,7 @@ import (
 	"github.com/odwatch/odwatch/stream/internal/balance"
 	"github.com/odwatch/odwatch/stream/internal/deliver"
 	"github.com/odwatch/odwatch/stream/internal/fetch"
+	"github.com/odwatch/odwatch/stream/internal/history"
 	"github.com/odwatch/odwatch/stream/internal/metrics"
 	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/odwatch/odwatch/stream/kafkaread"
@@ -64,7 +65,7 @@ type Monitor struct {
 
 	// status is the last evaluation of every stream, for the status page
 	// (status.go).
-	status statusBoard
+	status history.Board
 
 	joined atomic.Bool // the consumer is in a generation of its group
 	// life orders Run and Close (lifecycle.go).

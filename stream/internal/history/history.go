@@ -1,7 +1,9 @@
-// Package history runs a stream's status-history jobs on a goroutine of
-// their own (the historian), so that an evaluation never waits for the
-// samples of its events' related rules or for its append to the store's
-// status history.
+// Package history holds the machinery of the status page's history: the
+// historian, which runs a stream's status-history jobs on a goroutine of
+// their own so that an evaluation never waits for the samples of its
+// events' related rules or for its append to the store's status history;
+// the encoding of the events it stores (EncodeEvent, DecodeEvent); and the
+// monitor's board of every stream's last evaluation (Board, its own lock).
 //
 // Who touches it: the evaluator goroutine starts a stream's Historian,
 // reserves its related slots (Reserve) and adds the jobs (Add); the
@@ -16,8 +18,9 @@
 // before it ran.
 //
 // It is a package of its own because the queue is a goroutine's protocol
-// that knows nothing of what a job is: the stream decides what a job holds
-// and what running it means, this package only when it runs.
+// that knows nothing of what a job is (the stream decides what a job holds
+// and what running it means, this package only when it runs), and the
+// stored form of the history is read in one place.
 package history
 
 import (
