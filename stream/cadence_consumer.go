@@ -45,7 +45,7 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
 	s.mb.mu.Lock()
 	inOrder := s.m.hooks.ordered()
 	if n := len(f.discs); !rerun && !inOrder && n > 0 && !f.discs[n-1].rerun {
-		s.m.metrics.discoveries.WithLabelValues(s.name, "skipped").Inc()
+		s.m.metrics.Discoveries.WithLabelValues(s.name, "skipped").Inc()
 		s.log.Warn("discovery skipped: the previous one is still running", "window_end", f.discs[n-1].endSeq)
 		delete(f.rerun, f.discs[n-1].endSeq)
 		f.discs = f.discs[:n-1]

@@ -104,8 +104,8 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 		return true
 	}
 	done.took = time.Since(start)
-	s.m.metrics.discDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
-	s.m.metrics.discoveries.WithLabelValues(s.name, "ok").Inc()
+	s.m.metrics.DiscDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
+	s.m.metrics.Discoveries.WithLabelValues(s.name, "ok").Inc()
 	done.held = time.Duration(s.mb.feed.gate.waited.Load() - waited)
 	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
 		"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery), "rerun", job.rerun)

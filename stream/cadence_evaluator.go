@@ -210,7 +210,7 @@ func (s *evaluator) runChecks(ctx context.Context, c *checker, jobs []*checkJob)
 		}
 		switch {
 		case i < len(jobs)-1 && !job.replay && !s.m.hooks.ordered():
-			s.m.metrics.evaluations.WithLabelValues(s.name, "skipped").Inc()
+			s.m.metrics.Evaluations.WithLabelValues(s.name, "skipped").Inc()
 		default:
 			if err := s.runCheck(ctx, c, job); err != nil {
 				return err
@@ -245,7 +245,7 @@ func (s *evaluator) runCheck(ctx context.Context, c *checker, job *checkJob) err
 	}
 	d := time.Since(start)
 	s.observeEval(d, out.result)
-	s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
+	s.m.metrics.LastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
 	s.log.Debug("check done", "window_end", job.endSeq, "records", c.rows(), "tracked", out.tracked,
 		"discovery_merged", out.merged, "events", len(out.events), "seconds", d.Seconds(),
 		"check_s", checked.Sub(start).Seconds(), "delivered_s", out.delivered.Sub(start).Seconds(),
@@ -277,7 +277,7 @@ func (s *evaluator) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 	}
 	s.mb.feed.done = kept
 	if found && due.endSeq+uint64(s.cfg.DiscoverEvery) < endSeq {
-		s.m.metrics.discoveries.WithLabelValues(s.name, "late").Inc()
+		s.m.metrics.Discoveries.WithLabelValues(s.name, "late").Inc()
 		s.log.Warn("discovery merged late: it took longer than discover-every records",
 			"window_end", due.endSeq, "merged_at", endSeq, "seconds", due.took.Seconds(), "held_s", due.held.Seconds())
 	}

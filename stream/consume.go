@@ -149,15 +149,15 @@ func newStreamRun(m *Monitor, cfg StreamConfig) (*streamRun, error) {
 		next:       map[int32]int64{},
 		lag:        map[int32]int64{},
 		consumerMetrics: consumerMetrics{
-			consumed:       m.metrics.consumed.WithLabelValues(cfg.Name),
-			windowGauge:    m.metrics.windowRecords.WithLabelValues(cfg.Name),
-			columnsGauge:   m.metrics.windowColumns.WithLabelValues(cfg.Name),
-			droppedCounter: m.metrics.fieldsDropped.WithLabelValues(cfg.Name),
-			lagGauge:       m.metrics.lag.WithLabelValues(cfg.Name),
+			consumed:       m.metrics.Consumed.WithLabelValues(cfg.Name),
+			windowGauge:    m.metrics.WindowRecords.WithLabelValues(cfg.Name),
+			columnsGauge:   m.metrics.WindowColumns.WithLabelValues(cfg.Name),
+			droppedCounter: m.metrics.FieldsDropped.WithLabelValues(cfg.Name),
+			lagGauge:       m.metrics.Lag.WithLabelValues(cfg.Name),
 		},
 		eval: newEvaluator(base),
 	}
-	m.metrics.epsilon.WithLabelValues(cfg.Name).Set(cfg.Epsilon)
+	m.metrics.Epsilon.WithLabelValues(cfg.Name).Set(cfg.Epsilon)
 	return s, nil
 }
 
@@ -757,7 +757,7 @@ func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 		if err == nil || !errors.As(err, &de) || !de.Retryable() {
 			return err
 		}
-		s.m.metrics.decodeRetries.WithLabelValues(s.name).Inc()
+		s.m.metrics.DecodeRetries.WithLabelValues(s.name).Inc()
 		wait := b.Next()
 		s.log.Warn("schema registry unreachable; waiting before decoding again", "partition", msg.Partition,
 			"offset", msg.Offset, "retry_in", wait, "err", de.Err)
@@ -773,7 +773,7 @@ func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 
 // reject counts, logs and dead-letters an undecodable record.
 func (s *streamRun) reject(msg *kafka.Message, de *decode.DecodeError, dlq *[]kafka.Message) {
-	s.m.metrics.rejected.WithLabelValues(s.name, de.Reason).Inc()
+	s.m.metrics.Rejected.WithLabelValues(s.name, de.Reason).Inc()
 	if s.rejectLog.allow(time.Now()) {
 		s.log.Warn("record rejected", "partition", msg.Partition, "offset", msg.Offset,
 			"reason", de.Reason, "err", de.Err, "bytes", len(msg.Value), "suppressed_before", s.rejectLog.takeSuppressed())
@@ -818,7 +818,7 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 			return fmt.Errorf("write %d records to the dead-letter topic %s: %w", len(b.dlq), m.cfg.DLQTopic, err)
 		}
 		for _, msg := range b.dlq {
-			m.metrics.dlq.WithLabelValues(headerValue(msg.Headers, "odwatch_stream")).Inc()
+			m.metrics.DLQ.WithLabelValues(headerValue(msg.Headers, "odwatch_stream")).Inc()
 		}
 		clear(b.dlq)
 		b.dlq = b.dlq[:0]

@@ -13,9 +13,11 @@
 // scans), stream/internal/fetch (partition fetchers, the merger, the
 // offset committer, broker health and retries), stream/internal/deliver
 // (the outbox's delivery to the sinks), stream/internal/takeover (the
-// window read back and the state topic's records) and
-// stream/internal/balance (the group balancer). The in-process broker and the payroll generator of
-// the demo and tests are internal/demo's.
+// window read back and the state topic's records), stream/internal/balance
+// (the group balancer), stream/internal/metrics (the stream's
+// Prometheus collectors) and stream/internal/history (the historian's
+// queue, the status board, the stored events' encoding). The in-process broker and the payroll generator
+// of the demo and tests are internal/demo's.
 //
 // # Goroutines and their owners
 //
@@ -42,9 +44,9 @@
 //     and waited for by the evaluator) owns nothing but the discovery it
 //     runs: it takes jobs and hands results through cadenceFeed under
 //     mailbox.mu, and its workers wait at the check gate (gate.go).
-//   - The historian (historian.go, one per stream, started and closed by
-//     the evaluator) takes the status history's jobs through its own
-//     queue and lock (historian.mu) and publishes progress.statusEnd.
+//   - The historian (history.Historian, one per stream, started and
+//     closed by the evaluator) takes the status history's jobs through its
+//     own queue and lock (Historian.mu) and publishes progress.statusEnd.
 //
 // Streams share only the monitor's configuration (read-only), its store
 // and metrics (safe for concurrent use) and its status board (its own
@@ -60,7 +62,7 @@
 // drop takes saveMu, then mu (and the gate's through cadenceFeed.forget);
 // the evaluator holds saveMu alone around a save, and mu around the
 // queues, taking the gate's lock inside mu to change the gate with the
-// queue. historian.mu, the committer's lock and fetch.Health's lock are
+// queue. Historian.mu, the committer's lock and fetch.Health's lock are
 // leaves: nothing else is taken while they are held.
 //
 // # Delivery guarantees
@@ -103,7 +105,7 @@
 // rule's violating records, taken before the save; the samples of its
 // related rules, which only the status history keeps, are taken after the
 // delivery, on copies of the window's columns they mention, and the
-// history is appended, by the stream's historian (historian.go): a
+// history is appended, by the stream's historian (history.Historian): a
 // goroutine of its own that runs them one evaluation at a time in window
 // order, so that the next evaluation never waits for them. It is display
 // data, unsynced: a crash between the save and that append leaves the

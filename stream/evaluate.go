@@ -19,6 +19,7 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/internal/deliver"
+	"github.com/odwatch/odwatch/stream/internal/history"
 	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/odwatch/odwatch/stream/window"
 )
@@ -123,7 +124,7 @@ func (s *streamRun) dispatchJob(job *evalJob) {
 		s.mb.replay = job
 	case s.mb.pending != nil:
 		skipped := s.mb.pending.endSeq
-		s.m.metrics.evaluations.WithLabelValues(s.name, "skipped").Inc()
+		s.m.metrics.Evaluations.WithLabelValues(s.name, "skipped").Inc()
 		s.log.Debug("evaluation skipped: the previous one is still running", "window_end", skipped)
 		// Never evaluated, so nothing to replay: its records can go.
 		s.holds = slices.DeleteFunc(s.holds, func(h evictHold) bool { return h.end == skipped })
@@ -181,7 +182,7 @@ type evaluator struct {
 	disc *discoverer
 	// hist appends the status history off the evaluator (started and
 	// closed by run).
-	hist *historian
+	hist *history.Historian[*historyJob]
 }
 
 func newEvaluator(base *streamBase) *evaluator {
@@ -198,7 +199,7 @@ func newEvaluator(base *streamBase) *evaluator {
 // it before run starts (the outbox left by the last run), run after.
 func (e *evaluator) outbox() *deliver.Outbox {
 	if e.del == nil {
-		e.del = deliver.New(e.m.store, e.name, e.log, e.m.sinks, e.m.metrics.alerts,
+		e.del = deliver.New(e.m.store, e.name, e.log, e.m.sinks, e.m.metrics.Alerts,
 			func() time.Duration { return e.m.hooks.retryBaseOr(deliver.DefaultRetryBase) })
 	}
 	return e.del
@@ -239,8 +240,8 @@ func (e *evaluator) run(ctx context.Context) error {
 	e.outbox().Rearm()
 	wait := e.disc.start(ctx, e.cfg.twoCadence())
 	defer wait()
-	e.hist = startHistorian(ctx, defaultRelatedPending, e.appendStatus)
-	defer e.hist.close()
+	e.hist = history.Start(ctx, history.DefaultRelatedPending, e.appendStatus)
+	defer e.hist.Close()
 	for {
 		select {
 		case <-ctx.Done():
@@ -699,8 +700,8 @@ func (s *evaluator) observeEval(d time.Duration, result string) {
 	if int64(d) > s.maxEval.Load() {
 		s.maxEval.Store(int64(d))
 	}
-	s.m.metrics.evalDuration.WithLabelValues(s.name).Observe(d.Seconds())
-	s.m.metrics.evaluations.WithLabelValues(s.name, result).Inc()
+	s.m.metrics.EvalDuration.WithLabelValues(s.name).Observe(d.Seconds())
+	s.m.metrics.Evaluations.WithLabelValues(s.name, result).Inc()
 }
 
 // evaluate runs one evaluation of the monitor: evaluateWindow, then record
@@ -720,7 +721,7 @@ func (s *evaluator) evaluate(ctx context.Context, job *evalJob) error {
 		}
 		var se *stepError
 		if errors.As(err, &se) {
-			s.m.metrics.evaluations.WithLabelValues(s.name, "error").Inc()
+			s.m.metrics.Evaluations.WithLabelValues(s.name, "error").Inc()
 			s.log.Error("evaluation failed", "window_end", job.endSeq, "step", se.step, "err", se.err)
 			return nil
 		}
@@ -733,7 +734,7 @@ func (s *evaluator) evaluate(ctx context.Context, job *evalJob) error {
 	d := time.Since(start)
 	s.observeEval(d, out.result)
 	if out.result == "ok" {
-		s.m.metrics.lastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
+		s.m.metrics.LastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
 	}
 	s.log.Debug("evaluation done", "window_end", job.endSeq, "records", job.snap.Len(), "columns", len(out.table.Columns),
 		"tracked", out.tracked, "discovered", out.found, "events", len(out.events), "seconds", d.Seconds(),
@@ -785,8 +786,8 @@ func (s *evaluator) record(ctx context.Context, job *evalJob, out *evalOutcome) 
 	if s.evaluations%housekeepingEvery == 0 {
 		s.housekeeping(time.Now())
 	}
-	s.m.metrics.alerts.Observe(out.events)
-	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
+	s.m.metrics.Alerts.Observe(out.events)
+	s.m.metrics.Alerts.UpdateTracker(s.name, s.tracker)
 	if err := s.outbox().Deliver(ctx); err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/odwatch/odwatch/stream/internal/balance"
 	"github.com/odwatch/odwatch/stream/internal/deliver"
 	"github.com/odwatch/odwatch/stream/internal/fetch"
+	"github.com/odwatch/odwatch/stream/internal/history"
+	"github.com/odwatch/odwatch/stream/internal/metrics"
 	"github.com/odwatch/odwatch/stream/internal/takeover"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,7 +42,7 @@ type Monitor struct {
 	cfg     Config
 	log     *slog.Logger
 	store   *state.Store
-	metrics *metrics
+	metrics *metrics.Metrics
 	streams []*streamRun
 	byTopic map[string][]*streamRun
 	sinks   []deliver.Sink
@@ -63,7 +65,7 @@ type Monitor struct {
 
 	// status is the last evaluation of every stream, for the status page
 	// (status.go).
-	status statusBoard
+	status history.Board
 
 	joined atomic.Bool // the consumer is in a generation of its group
 	// life orders Run and Close (lifecycle.go).
@@ -95,7 +97,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	}
 	m := &Monitor{cfg: cfg, log: log, byTopic: map[string][]*streamRun{}, life: newLifecycle(),
 		balancer: balance.New(), health: fetch.NewHealth(log), owned: map[string]bool{}}
-	met, err := newMetrics(reg, cfg.MaxDependencyMetrics, m.health)
+	met, err := metrics.New(reg, cfg.MaxDependencyMetrics, m.health)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +105,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	for i := range cfg.Streams {
 		s, err := newStreamRun(m, cfg.Streams[i])
 		if err != nil {
-			met.unregister()
+			met.Unregister()
 			return nil, fmt.Errorf("streams[%d]: %w", i, err)
 		}
 		m.streams = append(m.streams, s)
@@ -111,7 +113,7 @@ func NewMonitor(cfg Config, opts Options) (*Monitor, error) {
 	}
 	store, err := openStore(cfg, log, reg)
 	if err != nil {
-		met.unregister()
+		met.Unregister()
 		return nil, err
 	}
 	m.store = store
@@ -281,7 +283,7 @@ func (m *Monitor) closeAll() error {
 	if err := m.store.Close(); err != nil {
 		errs = append(errs, err)
 	}
-	m.metrics.unregister()
+	m.metrics.Unregister()
 	return errors.Join(errs...)
 }
 

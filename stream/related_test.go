@@ -13,6 +13,7 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/internal/history"
 	"github.com/odwatch/odwatch/stream/window"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -259,14 +260,14 @@ func TestStatusSkipsRelatedWhenBehind(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.eval.hist = startHistorian(ctx, 1, s.eval.appendStatus)
+	s.eval.hist = history.Start(ctx, 1, s.eval.appendStatus)
 	s.eval.recordStatus(snap, outcome(99))
 	s.eval.recordStatus(snap, outcome(199)) // returns at once: the historian is held
 	if got := metricValue(t, reg, "odwatch_status_samples_skipped_total", map[string]string{"stream": "sk"}); got != 1 {
 		t.Errorf("odwatch_status_samples_skipped_total %v, want 1", got)
 	}
 	close(release)
-	s.eval.hist.close()
+	s.eval.hist.Close()
 	evs, err := m.StatusEvents("sk")
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func (s *evaluator) publishState(ctx context.Context, end uint64, next map[int32
 		if ctx.Err() != nil {
 			return
 		}
-		s.m.metrics.statePublishErrors.WithLabelValues(s.name).Inc()
+		s.m.metrics.StatePublishErrors.WithLabelValues(s.name).Inc()
 		s.log.Warn("could not publish the tracker state to the state topic", "topic", s.m.cfg.StateTopic, "window_end", end, "err", err)
 	}
 }
@@ -83,6 +83,6 @@ func (s *evaluator) applyState(rec *takeover.StateRecord) error {
 	}
 	s.trackerEnd, s.hasTracker = rec.WindowEndSeq, true
 	s.evaluated.Store(rec.WindowEndSeq + 1)
-	s.m.metrics.alerts.UpdateTracker(s.name, s.tracker)
+	s.m.metrics.Alerts.UpdateTracker(s.name, s.tracker)
 	return nil
 }

@@ -3,17 +3,16 @@ package stream
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/internal/history"
 	"github.com/odwatch/odwatch/stream/window"
 )
 
@@ -66,46 +65,12 @@ type RuleStatus struct {
 	Strength float64
 }
 
-// statusBoard keeps the last evaluation of every stream for the status
-// page; its zero value is ready.
-type statusBoard struct {
-	mu   sync.Mutex
-	last map[string]lastEvaluation
-}
-
-type lastEvaluation struct {
-	at     time.Time
-	window alerts.WindowInfo
-}
-
-func (b *statusBoard) set(stream string, e lastEvaluation) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.last == nil {
-		b.last = map[string]lastEvaluation{}
-	}
-	b.last[stream] = e
-}
-
-func (b *statusBoard) get(stream string) (lastEvaluation, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e, ok := b.last[stream]
-	return e, ok
-}
-
 // StatusEvent is an event as the status history keeps it: the event and,
 // since an event carries violating records for its own dependency only,
 // samples for its related dependencies (by dependency id).
 type StatusEvent struct {
 	Event          alerts.Event
 	RelatedSamples map[string][]alerts.Sample
-}
-
-// statusEventJSON is a StatusEvent in the store.
-type statusEventJSON struct {
-	Event          json.RawMessage            `json:"event"`
-	RelatedSamples map[string][]alerts.Sample `json:"related_samples,omitempty"`
 }
 
 // recordStatus is the status page's hook in an evaluation, called on the
@@ -117,11 +82,11 @@ type statusEventJSON struct {
 // hands the rest to the stream's historian (appendStatus), so that the
 // next check never waits for the samples or the append. When the
 // historian is behind by its bound of jobs with samples
-// (defaultRelatedPending), the samples are skipped (logged at debug, counted): the rules' points and the events are
+// (history.DefaultRelatedPending), the samples are skipped (logged at debug, counted): the rules' points and the events are
 // still appended, in window order.
 func (s *evaluator) recordStatus(snap *window.Snapshot, out *evalOutcome) {
 	info, obs, events := out.info, out.obs, out.events
-	s.m.status.set(s.name, lastEvaluation{at: time.Now(), window: info})
+	s.m.status.Set(s.name, history.Last{At: time.Now(), Window: info})
 	violated := map[string]bool{}
 	for _, e := range s.tracker.Errors() {
 		violated[e.ID] = e.State == alerts.StateViolated
@@ -141,16 +106,16 @@ func (s *evaluator) recordStatus(snap *window.Snapshot, out *evalOutcome) {
 			h.Drop = append(h.Drop, e.DependencyID)
 		}
 	}
-	job := &historyJob{h: h, events: events}
+	job, reserved := &historyJob{h: h, events: events}, false
 	if deps, at := relatedDependencies(events); len(deps) > 0 {
-		if job.reserved = s.hist.reserve(); job.reserved {
+		if reserved = s.hist.Reserve(); reserved {
 			job.related = takeRelated(out, snap, deps, at)
 		} else {
-			s.m.metrics.statusSamplesSkipped.WithLabelValues(s.name).Inc()
+			s.m.metrics.StatusSamplesSkipped.WithLabelValues(s.name).Inc()
 			s.log.Debug("status history: related samples skipped, the history is behind", "window_end", info.EndSeq)
 		}
 	}
-	s.hist.add(job)
+	s.hist.Add(job, reserved)
 }
 
 // appendStatus is the historian's part of recordStatus (on its goroutine):
@@ -167,7 +132,11 @@ func (s *evaluator) appendStatus(ctx context.Context, job *historyJob) {
 		samples, at = s.env().relatedSamples(ctx, job.related), job.related.at
 	}
 	for _, e := range job.events {
-		payload, err := encodeStatusEvent(e, samples, at)
+		var related func(string) []alerts.Sample
+		if samples != nil && carriesSample(&e) {
+			related = func(id string) []alerts.Sample { return samples[at[id]] }
+		}
+		payload, err := history.EncodeEvent(e, related)
 		if err != nil {
 			s.log.Warn("status history: encode event", "id", e.ID, "err", err)
 			continue
@@ -215,46 +184,13 @@ func (e evalEnv) relatedSamples(ctx context.Context, w *relatedWork) [][]alerts.
 	return e.tableSamples(ctx, w.table, w.snap, w.deps)
 }
 
-// encodeStatusEvent stores e with the samples relatedSamples took for its
-// related dependencies (samples and at as it returns them), when e carries
-// samples.
-func encodeStatusEvent(e alerts.Event, samples [][]alerts.Sample, at map[string]int) ([]byte, error) {
-	ev, err := json.Marshal(e)
-	if err != nil {
-		return nil, err
-	}
-	se := statusEventJSON{Event: ev}
-	if samples != nil && carriesSample(&e) {
-		for _, r := range e.Related {
-			if r.Removals == 0 {
-				continue
-			}
-			if smp := samples[at[alerts.DependencyID(r.Dependency)]]; len(smp) > 0 {
-				if se.RelatedSamples == nil {
-					se.RelatedSamples = map[string][]alerts.Sample{}
-				}
-				se.RelatedSamples[r.DependencyID] = smp
-			}
-		}
-	}
-	return json.Marshal(se)
-}
-
 // decodeStatusEvent reads a stored StatusEvent.
 func decodeStatusEvent(p []byte) (StatusEvent, error) {
-	var se statusEventJSON
-	if err := json.Unmarshal(p, &se); err != nil {
+	e, related, err := history.DecodeEvent(p)
+	if err != nil {
 		return StatusEvent{}, err
 	}
-	if len(se.Event) == 0 {
-		se.Event = p // the first version stored the event alone
-	}
-	var out StatusEvent
-	if err := json.Unmarshal(se.Event, &out.Event); err != nil {
-		return StatusEvent{}, err
-	}
-	out.RelatedSamples = se.RelatedSamples
-	return out, nil
+	return StatusEvent{Event: e, RelatedSamples: related}, nil
 }
 
 func (m *Monitor) stream(name string) (*streamRun, error) {
@@ -273,11 +209,11 @@ func (m *Monitor) StatusStreams() []StreamStatus {
 	for _, s := range m.streams {
 		st := StreamStatus{Name: s.name, Topic: s.cfg.Topic, Epsilon: s.cfg.Epsilon, Margin: s.cfg.Margin,
 			Window: s.cfg.Window, Interval: s.cfg.Interval}
-		if e, ok := m.status.get(s.name); ok {
-			st.LastEvaluation = e.at
-			st.WindowRecords, st.WindowStart, st.WindowEnd = e.window.Records, e.window.StartTime, e.window.EndTime
-			if span := e.window.EndTime.Sub(e.window.StartTime); span > 0 && e.window.Records > 1 {
-				st.RecordsPerSecond = float64(e.window.Records-1) / span.Seconds()
+		if e, ok := m.status.Get(s.name); ok {
+			st.LastEvaluation = e.At
+			st.WindowRecords, st.WindowStart, st.WindowEnd = e.Window.Records, e.Window.StartTime, e.Window.EndTime
+			if span := e.Window.EndTime.Sub(e.Window.StartTime); span > 0 && e.Window.Records > 1 {
+				st.RecordsPerSecond = float64(e.Window.Records-1) / span.Seconds()
 			}
 		}
 		for _, d := range s.eval.tracker.Errors() {

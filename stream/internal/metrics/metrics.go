@@ -1,4 +1,18 @@
-package stream
+// Package metrics holds the stream's Prometheus collectors: one Metrics per
+// monitor, registered by New when the monitor is built and removed by
+// Unregister when it is released.
+//
+// Who touches it: every goroutine of every stream (the consumer, the
+// evaluators, the discoverers, the historians) updates its collectors, by
+// label; the collectors are safe for concurrent use and Metrics' fields are
+// set once, in New, before any goroutine starts, and never written again.
+// The monitor alone calls Unregister, once its goroutines are done.
+//
+// It is a package of its own because the metric names, help texts and
+// buckets are a contract with dashboards and alert rules, read in one
+// place, and no goroutine's state lives in it: stream decides when a
+// series moves, this package only what the series are.
+package metrics
 
 import (
 	"fmt"
@@ -9,7 +23,7 @@ import (
 )
 
 // Metrics of the streaming pipeline. Every series carries a `stream` label
-// (StreamConfig.Name). Registered by package stream:
+// (StreamConfig.Name). Registered by New:
 //
 //	odwatch_records_consumed_total{stream}             counter   records fetched from Kafka (accepted, rejected and already-stored redeliveries)
 //	odwatch_records_rejected_total{stream,reason}      counter   undecodable records by reason (malformed_json, not_object, bad_avro, unknown_schema, registry_unavailable, too_large, too_many_fields)
@@ -44,33 +58,36 @@ import (
 //
 // The state store adds the odwatch_pebble_* and odwatch_state_* metrics
 // (package state).
-type metrics struct {
+type Metrics struct {
 	reg        prometheus.Registerer
 	collectors []prometheus.Collector
-	alerts     *alerts.Metrics
+	Alerts     *alerts.Metrics
 
-	consumed           *prometheus.CounterVec
-	rejected           *prometheus.CounterVec
-	dlq                *prometheus.CounterVec
-	windowRecords      *prometheus.GaugeVec
-	windowColumns      *prometheus.GaugeVec
-	fieldsDropped      *prometheus.CounterVec
-	decodeRetries      *prometheus.CounterVec
-	evalDuration       *prometheus.HistogramVec
-	evaluations        *prometheus.CounterVec
-	discDuration       *prometheus.HistogramVec
-	discoveries        *prometheus.CounterVec
-	epsilon            *prometheus.GaugeVec
-	lag                *prometheus.GaugeVec
-	lastEval           *prometheus.GaugeVec
-	statePublishErrors *prometheus.CounterVec
-	// statusSamplesSkipped: evaluations whose related samples the status
+	Consumed           *prometheus.CounterVec
+	Rejected           *prometheus.CounterVec
+	DLQ                *prometheus.CounterVec
+	WindowRecords      *prometheus.GaugeVec
+	WindowColumns      *prometheus.GaugeVec
+	FieldsDropped      *prometheus.CounterVec
+	DecodeRetries      *prometheus.CounterVec
+	EvalDuration       *prometheus.HistogramVec
+	Evaluations        *prometheus.CounterVec
+	DiscDuration       *prometheus.HistogramVec
+	Discoveries        *prometheus.CounterVec
+	Epsilon            *prometheus.GaugeVec
+	Lag                *prometheus.GaugeVec
+	LastEval           *prometheus.GaugeVec
+	StatePublishErrors *prometheus.CounterVec
+	// StatusSamplesSkipped: evaluations whose related samples the status
 	// history skipped, its historian being behind.
-	statusSamplesSkipped *prometheus.CounterVec
+	StatusSamplesSkipped *prometheus.CounterVec
 }
 
-func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *fetch.Health) (*metrics, error) {
-	m := &metrics{reg: reg}
+// New registers the collectors on reg (undone if one fails), and the
+// alerts collectors with at most maxDependencyMetrics error series per
+// stream; health answers the Kafka reachability series.
+func New(reg prometheus.Registerer, maxDependencyMetrics int, health *fetch.Health) (*Metrics, error) {
+	m := &Metrics{reg: reg}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
 		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, append([]string{"stream"}, labels...))
 		m.collectors = append(m.collectors, c)
@@ -81,32 +98,32 @@ func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *fet
 		m.collectors = append(m.collectors, g)
 		return g
 	}
-	m.consumed = counter("odwatch_records_consumed_total", "Records fetched from Kafka.")
-	m.rejected = counter("odwatch_records_rejected_total", "Undecodable records, by reason.", "reason")
-	m.dlq = counter("odwatch_dlq_records_total", "Rejected records written to the dead-letter topic.")
-	m.windowRecords = gauge("odwatch_window_records", "Records in the window.")
-	m.windowColumns = gauge("odwatch_window_columns", "Columns in the window.")
-	m.fieldsDropped = counter("odwatch_fields_dropped_total", "Fields not stored because the window had its maximum of columns.")
-	m.decodeRetries = counter("odwatch_decode_retries_total", "Decodes retried because the Schema Registry was unreachable.")
-	m.evalDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.Consumed = counter("odwatch_records_consumed_total", "Records fetched from Kafka.")
+	m.Rejected = counter("odwatch_records_rejected_total", "Undecodable records, by reason.", "reason")
+	m.DLQ = counter("odwatch_dlq_records_total", "Rejected records written to the dead-letter topic.")
+	m.WindowRecords = gauge("odwatch_window_records", "Records in the window.")
+	m.WindowColumns = gauge("odwatch_window_columns", "Columns in the window.")
+	m.FieldsDropped = counter("odwatch_fields_dropped_total", "Fields not stored because the window had its maximum of columns.")
+	m.DecodeRetries = counter("odwatch_decode_retries_total", "Decodes retried because the Schema Registry was unreachable.")
+	m.EvalDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "odwatch_evaluation_duration_seconds",
 		Help:    "Duration of one window evaluation (encode, re-validation, discovery, persist).",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 	}, []string{"stream"})
-	m.collectors = append(m.collectors, m.evalDuration)
-	m.evaluations = counter("odwatch_evaluations_total", "Window evaluations, by result (ok, error, skipped).", "result")
-	m.discDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	m.collectors = append(m.collectors, m.EvalDuration)
+	m.Evaluations = counter("odwatch_evaluations_total", "Window evaluations, by result (ok, error, skipped).", "result")
+	m.DiscDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "odwatch_discovery_duration_seconds",
 		Help:    "Duration of one discovery on its own goroutine (two cadences).",
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 	}, []string{"stream"})
-	m.collectors = append(m.collectors, m.discDuration)
-	m.discoveries = counter("odwatch_discoveries_total", "Discoveries on their own goroutine, by result (ok, skipped, late).", "result")
-	m.epsilon = gauge("odwatch_epsilon", "Epsilon of the stream.")
-	m.lag = gauge("odwatch_consumer_lag", "Records behind the high watermark, summed over partitions.")
-	m.statePublishErrors = counter("odwatch_state_publish_errors_total", "Tracker states that could not be written to the state topic.")
-	m.statusSamplesSkipped = counter("odwatch_status_samples_skipped_total", "Evaluations whose related rules' samples the status history skipped, its worker being behind.")
-	m.lastEval = gauge("odwatch_last_evaluation_timestamp_seconds", "Unix time of the last successful evaluation.")
+	m.collectors = append(m.collectors, m.DiscDuration)
+	m.Discoveries = counter("odwatch_discoveries_total", "Discoveries on their own goroutine, by result (ok, skipped, late).", "result")
+	m.Epsilon = gauge("odwatch_epsilon", "Epsilon of the stream.")
+	m.Lag = gauge("odwatch_consumer_lag", "Records behind the high watermark, summed over partitions.")
+	m.StatePublishErrors = counter("odwatch_state_publish_errors_total", "Tracker states that could not be written to the state topic.")
+	m.StatusSamplesSkipped = counter("odwatch_status_samples_skipped_total", "Evaluations whose related rules' samples the status history skipped, its worker being behind.")
+	m.LastEval = gauge("odwatch_last_evaluation_timestamp_seconds", "Unix time of the last successful evaluation.")
 	m.collectors = append(m.collectors,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "odwatch_kafka_unreachable_seconds_total",
@@ -129,14 +146,14 @@ func newMetrics(reg prometheus.Registerer, maxDependencyMetrics int, health *fet
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
-	m.alerts = alerts.NewMetrics(reg)
-	m.alerts.MaxErrorSeries = maxDependencyMetrics
+	m.Alerts = alerts.NewMetrics(reg)
+	m.Alerts.MaxErrorSeries = maxDependencyMetrics
 	return m, nil
 }
 
-// unregister removes the collectors package stream registered (the alerts
+// Unregister removes the collectors New registered (the alerts
 // collectors stay: alerts.NewMetrics reuses them on the next registration).
-func (m *metrics) unregister() {
+func (m *Metrics) Unregister() {
 	for _, c := range m.collectors {
 		m.reg.Unregister(c)
 	}
