@@ -40,17 +40,18 @@ func TestEndToEndAvro(t *testing.T) {
 		msgs = append(msgs, kafka.Message{Value: bin})
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(c.Bootstrap()), Topic: "avro", RequiredAcks: kafka.RequireAll, Compression: kafka.Zstd, BatchSize: 500}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-
 	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "avro", "--format", "avro",
 		"--schema", schemaFile, "--events-topic", "events",
 		"--group", "avro", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	produceByWindow(t, p, "avro", len(msgs), 500, func(lo, hi int) {
+		if err := w.WriteMessages(ctx, msgs[lo:hi]...); err != nil {
+			t.Fatal(err)
+		}
+	})
+	w.Close()
 	checkPayrollEvents(t, c, p, "avro", func(recs []kcatRecord) []kcatRecord { return recs })
 }
 

@@ -34,20 +34,13 @@ func TestEndToEndKcat(t *testing.T) {
 	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "payroll", "--events-topic", "events",
 		"--group", "e2e", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")
-	// One window at a time, each evaluated before the next is produced: a
-	// backlog of windows is coalesced into fewer evaluations, and a rule
-	// is discovered only after two evaluations in a row on clean records.
-	const window = 500
-	for end := window; end <= total; end += window {
+	produceByWindow(t, p, "payroll", total, 500, func(lo, hi int) {
 		codec := "lz4"
-		if end > total/2 {
+		if hi > total/2 {
 			codec = "zstd"
 		}
-		kcatProduce(t, c.Bootstrap(), "payroll", codec, lines[end-window:end])
-		testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "odwatch evaluated the window", func() bool {
-			return p.Metric(t, "odwatch_evaluations_total", "stream=payroll", "result=ok") == float64(end/window)
-		})
-	}
+		kcatProduce(t, c.Bootstrap(), "payroll", codec, lines[lo:hi])
+	})
 	t.Logf("odwatch evaluated %d records %v after its start", total, time.Since(began).Round(10*time.Millisecond))
 	if n := p.Metric(t, "odwatch_records_rejected_total"); n != 0 {
 		t.Errorf("%v records rejected, want none (lz4 and zstd batches decode)", n)

@@ -354,3 +354,17 @@ func generate(t testing.TB, bootstrap, topic string, args ...string) {
 // HTTP or consume a topic with kcat, too costly to ask every few
 // milliseconds on a machine that also runs the brokers.
 const pollEvery = 100 * time.Millisecond
+
+// produceByWindow produces records [0, total) window by window through
+// produce(lo, hi), each window evaluated by p before the next: a backlog
+// of windows is coalesced into fewer evaluations, and a rule is discovered
+// only after two evaluations in a row on clean records.
+func produceByWindow(t *testing.T, p *proc, stream string, total, window int, produce func(lo, hi int)) {
+	t.Helper()
+	for end := window; end <= total; end += window {
+		produce(end-window, end)
+		testkit.EventuallyEvery(t, 2*time.Minute, pollEvery, "odwatch evaluated the window", func() bool {
+			return p.Metric(t, "odwatch_evaluations_total", "stream="+stream, "result=ok") == float64(end/window)
+		})
+	}
+}

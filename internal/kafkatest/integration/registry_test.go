@@ -50,12 +50,14 @@ func TestConfluentRegistry(t *testing.T) {
 	for _, topic := range []string{"src", "avro", "events"} {
 		c.CreateTopic(t, topic, 1, nil)
 	}
-	kcatProduceFiles(t, c.Bootstrap(), "avro", "lz4", framed(t, uint32(id), payrollAvro(t, c, codec)))
-
+	files := framed(t, uint32(id), payrollAvro(t, c, codec))
 	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "avro", "--format", "avro-confluent",
 		"--registry", reg.URL, "--events-topic", "events", "--events-registry", reg.URL,
 		"--group", "avro", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")
+	produceByWindow(t, p, "avro", len(files), 500, func(lo, hi int) {
+		kcatProduceFiles(t, c.Bootstrap(), "avro", "lz4", files[lo:hi])
+	})
 	eventsID := -1
 	checkPayrollEvents(t, c, p, "avro", func(recs []kcatRecord) []kcatRecord {
 		for i, r := range recs {
