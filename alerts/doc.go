@@ -1,10 +1,11 @@
 // Package alerts owns turning successive window results of a stream into
 // dependency-change events, and delivering them.
 //
-// A Tracker keeps, per stream, the tracked dependencies (everything found
-// minimal in some window plus the pinned ones) with their hysteresis state,
-// and turns each window's observations into events: discovered, violated,
-// restored, retired (see Tracker for the exact rules). Event ids are a hash of
+// A Tracker keeps, per stream, the tracked dependencies (the rules a
+// discovery found that then held in the checks after it, plus the pinned
+// ones) and the candidates with their hysteresis state, and turns each
+// window's observations into events: discovered, violated, restored,
+// changed, retired (see Tracker for the exact rules). Event ids are a hash of
 // stream, dependency id, window end sequence and type, and an event's time is
 // the window's end time, so replaying the same windows from the same tracker
 // state emits byte-identical events.

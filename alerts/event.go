@@ -54,6 +54,20 @@ type Observation struct {
 	Score float64
 	// Samples holds violating records, up to the configured sample size.
 	Samples []Sample
+	// Rated says that Strength and Score were measured on this window (a
+	// check's, on the tracker's request: Tracker.Needs); in a window
+	// discovery ran on they always are.
+	Rated bool
+	// ReplacedBy names (its text) a more general reliable rule the merged
+	// discovery found where it did not find this one (Minimal false).
+	ReplacedBy string
+	// Mapping is an FD's mapping on this window, when Tracker.Needs asked
+	// for it (MappingOf).
+	Mapping *Mapping
+	// Equivalents and ImpliedBy are discovery.Result's (Summarize): the
+	// other members of the equivalences a rule is stated with, and what a
+	// rule that steps back follows from.
+	Equivalents, ImpliedBy []string
 }
 
 // EventType is the kind of change an event reports.
@@ -68,7 +82,15 @@ const (
 	EventDiscovered EventType = "discovered"
 	// EventRetired: a tracked dependency is no longer tracked.
 	EventRetired EventType = "retired"
+	// EventChanged: a violated FD came back to <= eps-margin for K windows,
+	// with other values for more than eps of the window's records than in
+	// the last window it held in (Event.Change): a unit change or a
+	// recoding, watched from then on with its new values.
+	EventChanged EventType = "changed"
 )
+
+// EventTypes are all event types, in the order the docs list them.
+var EventTypes = []EventType{EventDiscovered, EventViolated, EventRestored, EventChanged, EventRetired}
 
 // Event is one dependency change of one stream. Time is the window's end
 // time, not the wall clock, so that a replay produces an identical event.
@@ -95,6 +117,14 @@ type Event struct {
 	// in this window and share columns with Dependency: one cause, one
 	// event (see Tracker).
 	Related []Related
+	// Change is what moved, for a changed event (nil otherwise).
+	Change *Change
+	// ReplacedBy names the more general rule that replaced a retired one
+	// ("" when it was retired for another reason).
+	ReplacedBy string
+	// Equivalents and ImpliedBy: the dependency's, as the last discovery
+	// stated it (discovery.Result; Summarize).
+	Equivalents, ImpliedBy []string
 }
 
 // Involves reports whether the event reports a state change of the
@@ -140,6 +170,49 @@ type eventJSON struct {
 	Window         windowJSON           `json:"window"`
 	Samples        []sampleJSON         `json:"samples"`
 	Related        []relatedJSON        `json:"related"`
+	Changed        *changeJSON          `json:"changed,omitempty"`
+	ReplacedBy     string               `json:"replaced_by,omitempty"`
+	Equivalents    []string             `json:"equivalents,omitempty"`
+	ImpliedBy      []string             `json:"implied_by,omitempty"`
+}
+
+type changeJSON struct {
+	Share    float64             `json:"share"`
+	Moved    int                 `json:"moved"`
+	Compared int                 `json:"compared"`
+	Examples []changeExampleJSON `json:"examples"`
+}
+
+type changeExampleJSON struct {
+	Class  map[string]string `json:"class"`
+	Before string            `json:"before"`
+	After  string            `json:"after"`
+}
+
+func toChangeJSON(c *Change) *changeJSON {
+	if c == nil {
+		return nil
+	}
+	out := &changeJSON{Share: c.Share, Moved: c.Moved, Compared: c.Compared, Examples: make([]changeExampleJSON, len(c.Examples))}
+	for i, x := range c.Examples {
+		cl := x.Class
+		if cl == nil {
+			cl = map[string]string{}
+		}
+		out.Examples[i] = changeExampleJSON{Class: cl, Before: x.Before, After: x.After}
+	}
+	return out
+}
+
+func fromChangeJSON(c *changeJSON) *Change {
+	if c == nil {
+		return nil
+	}
+	out := &Change{Share: c.Share, Moved: c.Moved, Compared: c.Compared}
+	for _, x := range c.Examples {
+		out.Examples = append(out.Examples, ChangeExample(x))
+	}
+	return out
 }
 
 type relatedJSON struct {
@@ -253,7 +326,9 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 // end_offsets, start_time, end_time, records, end_seq} (offset maps keyed by
 // partition number as a string), samples [{topic, partition, offset,
 // values}], related [{dependency_id, dependency, dependency_text,
-// error_before, error_now, removals}] (always an array). Times are RFC 3339
+// error_before, error_now, removals}] (always an array); only when set:
+// changed {share, moved, compared, examples [{class, before, after}]},
+// replaced_by, equivalents, implied_by. Times are RFC 3339
 // with nanoseconds, in the zone given. schema/event.schema.json is the
 // contract (EventSchema).
 func (e Event) MarshalJSON() ([]byte, error) {
@@ -274,6 +349,10 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Window:         toWindowJSON(e.Window),
 		Samples:        toSamplesJSON(e.Samples),
 		Related:        toRelatedJSON(e.Related),
+		Changed:        toChangeJSON(e.Change),
+		ReplacedBy:     e.ReplacedBy,
+		Equivalents:    e.Equivalents,
+		ImpliedBy:      e.ImpliedBy,
 	})
 }
 
@@ -304,6 +383,8 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		},
 		Samples: fromSamplesJSON(j.Samples),
 		Related: fromRelatedJSON(j.Related),
+		Change:  fromChangeJSON(j.Changed), ReplacedBy: j.ReplacedBy,
+		Equivalents: j.Equivalents, ImpliedBy: j.ImpliedBy,
 	}
 	return nil
 }
@@ -320,6 +401,12 @@ func (e Event) Text() string {
 	fmt.Fprintf(&b, "%s %s %s %s error %.4f -> %.4f (eps %.4f, margin %.4f) removals %d window %s (%d records) id %s",
 		e.Time.UTC().Format(time.RFC3339), strings.ToUpper(string(e.Type)), e.Stream, e.DependencyText,
 		e.ErrorBefore, e.ErrorNow, e.Epsilon, e.Margin, e.Removals, e.Window.Range(), e.Window.Records, e.ID)
+	if e.ReplacedBy != "" {
+		fmt.Fprintf(&b, " replaced by %s", e.ReplacedBy)
+	}
+	if c := e.Change; c != nil {
+		fmt.Fprintf(&b, "\n    %s", c.Text(e.Dependency))
+	}
 	for _, r := range e.Related {
 		fmt.Fprintf(&b, "\n    related %s error %.4f -> %.4f removals %d", r.DependencyText, r.ErrorBefore, r.ErrorNow, r.Removals)
 	}

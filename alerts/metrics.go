@@ -16,7 +16,7 @@ const DefaultMaxErrorSeries = 200
 
 // Metrics holds the collectors of package alerts:
 //
-//	odwatch_events_total{stream,type}             counter, events emitted
+//	odwatch_events_total{stream,type}             counter, events emitted (every type of EventTypes from the first UpdateTracker on)
 //	odwatch_sink_errors_total{stream,sink}        counter, failed Sends per sink
 //	odwatch_events_dropped_total{stream,sink}     counter, events a sink refused for good (ErrPermanent):
 //	                                              logged and not retried, so that later events flow
@@ -152,7 +152,14 @@ func (i instrumented) Send(ctx context.Context, events []Event) error {
 // odwatch_dependency_violated and odwatch_margin of stream from t, replacing
 // the stream's previous dependency series (so that retired dependencies, and
 // ones pushed out of the cap, disappear from both families together).
+//
+// It also makes odwatch_events_total{type} exist at 0 for every event type
+// of stream (EventTypes), so that an alert rule's increase() sees the first
+// event of a type, which it would not on a series born with it.
 func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
+	for _, typ := range EventTypes {
+		m.events.WithLabelValues(stream, string(typ))
+	}
 	m.margin.WithLabelValues(stream).Set(t.currentMargin())
 	for state, n := range t.States() {
 		m.dependencies.WithLabelValues(stream, state).Set(float64(n))

@@ -172,7 +172,7 @@ func TestMetricsSharedCollectors(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	old := NewMetrics(reg)
 	trOld := NewTracker(Config{Stream: "payroll", Epsilon: 0.1, K: 1})
-	trOld.Observe(testWindow(1), testObs(map[string]o{"A": {0.01, true}, "B": {0.5, true}}))
+	trOld.Observe(testWindow(1), testObs(map[string]o{"A": {0.01, true}, "B": {0.05, true}}))
 	old.UpdateTracker("payroll", trOld)
 	old.UpdateTracker("orders", trOld)
 

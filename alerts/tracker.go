@@ -17,6 +17,7 @@ const (
 	DefaultRetireAfter         = 3
 	DefaultRetireViolatedAfter = 100
 	DefaultMaxTracked          = 1000
+	DefaultStrengthBand        = 0.1
 )
 
 // AutoMargin, as Config.Margin, derives the margin of each window from its
@@ -77,12 +78,25 @@ type Config struct {
 	// MaxTracked caps the tracked set (pinned ones included; they are never
 	// dropped). 0 means DefaultMaxTracked. See Tracker.
 	MaxTracked int
-	// DiscoverAfter is the number of consecutive windows a dependency must
-	// be minimal (and, when the caller filters, reliable) before it is
-	// tracked and discovered; values below 1 mean 1 (at once). The monitor's
-	// default is 2: a dependency that holds by chance in one window is no
-	// news.
+	// DiscoverAfter is the number of consecutive windows a candidate (a
+	// rule a discovery found and that is not tracked) must hold in, and be
+	// reliable in, before it is tracked and discovered: the window of the
+	// discovery that proposed it, then the checked windows after it (see
+	// Tracker). Values below 1 mean 1 (at once). The monitor's default is
+	// 2: a dependency that holds by chance in one window is no news.
 	DiscoverAfter int
+	// MinStrength is the reliable threshold (discovery.Options.MinStrength).
+	// Above 0, a candidate is discovered only when the window confirming it
+	// measured its strength at or above it, and a tracked rule that holds
+	// and is reliable is never retired: one a more general reliable rule
+	// replaced is retired once it is no longer reliable itself, one that
+	// grew weak only after RetireAfter rated windows below MinStrength -
+	// StrengthBand. 0 judges no strength (the paper's listing: a rule that
+	// is no longer minimal is retired after RetireAfter discoveries).
+	MinStrength float64
+	// StrengthBand is the hysteresis of strength (see MinStrength). 0 means
+	// DefaultStrengthBand, a negative value none.
+	StrengthBand float64
 }
 
 func (c Config) normalized() Config {
@@ -106,6 +120,12 @@ func (c Config) normalized() Config {
 	}
 	if c.MaxTracked <= 0 {
 		c.MaxTracked = DefaultMaxTracked
+	}
+	switch {
+	case c.StrengthBand == 0 || math.IsNaN(c.StrengthBand):
+		c.StrengthBand = DefaultStrengthBand
+	case c.StrengthBand < 0:
+		c.StrengthBand = 0
 	}
 	return c
 }
@@ -150,12 +170,24 @@ type entry struct {
 	LastMinimalError float64 `json:"last_minimal_error"`
 	// SinceSeq is the window tracking began in (0 for pinned ones).
 	SinceSeq uint64 `json:"since_seq"`
+	// Weak counts consecutive rated windows it held in with a strength
+	// below MinStrength - StrengthBand, while holding.
+	Weak int `json:"weak,omitempty"`
+	// ReplacedBy is the more general rule the last discovery found in its
+	// place, while HeldNonMinimal counts.
+	ReplacedBy string `json:"replaced_by,omitempty"`
+	// Mapping (FDs) is the one of the last window it held in for which the
+	// caller measured one (see Tracker.Needs).
+	Mapping *Mapping `json:"mapping,omitempty"`
+	// Equivalents and ImpliedBy are the last discovery's (Summarize).
+	Equivalents []string `json:"equivalents,omitempty"`
+	ImpliedBy   []string `json:"implied_by,omitempty"`
 
 	text string
 }
 
-// candidate is a newly minimal dependency not tracked yet: Streak
-// consecutive windows minimal so far, out of Config.DiscoverAfter. Field
+// candidate is a rule a discovery found that is not tracked yet: Streak
+// consecutive windows held so far, out of Config.DiscoverAfter. Field
 // names are its persisted form.
 type candidate struct {
 	ID         string               `json:"id"`
@@ -163,54 +195,88 @@ type candidate struct {
 	Streak     int                  `json:"streak"`
 	// FirstError is the error of the first window of the streak.
 	FirstError float64 `json:"first_error"`
+	// Equivalents and ImpliedBy are the proposing discovery's.
+	Equivalents []string `json:"equivalents,omitempty"`
+	ImpliedBy   []string `json:"implied_by,omitempty"`
 }
 
 // Tracker turns successive windows' observations of one stream into events.
 // It is safe for concurrent use (the metrics scrape may read it while the
 // stream observes).
 //
-// Rules, per dependency, evaluated once per window in Observe (eps =
-// Epsilon, m = Margin, or NoiseMargin(eps, n) for AutoMargin with n the
-// window's records, e = the observed error):
+// A window comes in one of three ways (Source): Observe, a window discovery
+// ran on (every observation's strength is this window's); ObserveMerge, a
+// check that merges the discovery of an earlier window (Minimal, and the
+// strengths of the rules it found, are that discovery's; an observation the
+// caller rated says so, Observation.Rated); ObserveCheck, a check without
+// discovery. Before observing a check, the caller asks Needs what to
+// measure besides the counts: the strength of candidates and of tracked
+// rules a merged discovery did not find, the mapping of FDs that may come
+// back. Watched lists what to count: the tracked rules and the candidates.
 //
-//   - candidate: an observation is Minimal and the dependency is not tracked
-//     (first time, or again after being retired). It becomes tracked only
-//     when it is Minimal in DiscoverAfter consecutive windows; a window in
-//     which it is not Minimal (or not observed) drops the candidate, and it
-//     starts again from one. Candidates are not re-validated (Tracked does
-//     not list them) and raise no other event.
-//   - discovered: a candidate reaches DiscoverAfter windows (at once when
-//     DiscoverAfter is 1). It starts in state holding; ErrorBefore is the
-//     error of the first window of the streak, ErrorNow this window's; the
-//     observation's samples are carried. Pinned dependencies are tracked
+// Rules, per dependency, evaluated once per window (eps = Epsilon, m =
+// Margin, or NoiseMargin(eps, n) for AutoMargin with n the window's
+// records, e = the observed error, "holds" = removals <= floor(eps*n),
+// "reliable" = strength >= MinStrength, always true when MinStrength is 0,
+// "rated" = its strength was measured on this window):
+//
+//   - candidate: a discovery (Observe or ObserveMerge) finds a dependency
+//     Minimal that is not tracked. The discovery's window counts as its
+//     first window held (a merged one's: the window before this one, which
+//     then counts too). From then on every window that observes it must
+//     observe it holding, reliable when rated, and every discovery must
+//     find it Minimal; a window that does not, or a discovery that does not
+//     observe it, drops it, and a later discovery proposes it again from
+//     one (a check that does not observe it leaves it as it was).
+//     Candidates raise no other event.
+//   - discovered: a candidate has held in DiscoverAfter consecutive
+//     windows and this window holds it and rated it reliable (with
+//     MinStrength 0 no rating is needed; a candidate that is due but not
+//     rated waits). So the event's error, removals and strength are of the
+//     window it names. It starts in state holding; ErrorBefore is the error
+//     of the first window of the streak. Pinned dependencies are tracked
 //     from NewTracker on and never produce discovered.
 //   - violated: a holding dependency with e > eps+m in K consecutive
 //     windows. ErrorBefore is the error of the window before the first of
 //     them; samples are the last window's.
 //   - restored: a violated dependency with e <= eps-m (so m = 0 means e <=
-//     eps) in K consecutive windows. ErrorBefore as for violated.
-//     An error inside the band, or a window without an observation, resets
-//     the count: flapping around eps within the band emits nothing.
+//     eps) in K consecutive windows, with the mapping it had: for an FD
+//     whose mapping is known from a window it held in (Mapping) and
+//     measured in this window, the classes both keep whose value of the
+//     right-hand side moved cover at most eps of the window's records.
+//     ErrorBefore as for violated. An error inside the band, or a window
+//     without an observation, resets the count: flapping around eps within
+//     the band emits nothing.
+//   - changed: as restored, but the classes whose value moved cover more
+//     than eps of the window (a unit change, a recoding): the event carries
+//     the Change with examples, the rule is holding again and its mapping
+//     is the new one, watched as any.
 //   - one cause, one alert: the dependencies that turn violated in the same
 //     window are grouped, two being in one group when they share a column
 //     (transitively). Each group gives one violated event, for its strongest
 //     dependency (highest Strength in the last window it held, to 0.01, then
 //     highest Score, then fewest columns, then the largest rise in error,
-//     then lowest id); the others
-//     are in the event's Related list with their own errors and removals,
-//     and they are in state violated like it. Restored transitions are
-//     grouped the same way, led first by a dependency that led its violated
-//     event. So a consumer learns every state change: from the events'
-//     dependency and from their Related entries, which change to the
-//     event's type; the odwatch_dependency_violated gauge follows each one.
+//     then lowest id); the others are in the event's Related list with
+//     their own errors and removals, and they are in state violated like
+//     it. Restored and changed transitions are grouped the same way (each
+//     type apart), led first by a dependency that led its violated event.
+//     So a consumer learns every state change: from the events' dependency
+//     and from their Related entries, which change to the event's type; the
+//     odwatch_dependency_violated gauge follows each one.
 //   - retired (unpinned only), the dependency is dropped from tracking:
-//     (a) holding, and held (removals <= floor(eps*n), n = window records)
-//     without being minimal for RetireAfter consecutive windows: a more
-//     general dependency replaced it; windows where it does not hold reset
-//     this count, so a breaking dependency is reported as violated, not
-//     retired;
+//     (a) replaced: holding, held in RetireAfter consecutive discoveries
+//     without being minimal, with a more general reliable rule found in its
+//     place (Observation.ReplacedBy, which the event names) and itself
+//     rated not reliable; with MinStrength 0, held without being minimal
+//     (the paper's listing). Windows where it does not hold reset this
+//     count, so a breaking dependency is reported as violated, not retired;
+//     a rule that holds and is reliable is never retired;
+//     (w) weak (MinStrength above 0): holding, held with a strength below
+//     MinStrength - StrengthBand in RetireAfter consecutive rated windows
+//     (a rated window at or above resets the count): strength has
+//     hysteresis, discovered at MinStrength, retired below the band;
 //     (b) violated and not minimal for RetireViolatedAfter consecutive
-//     windows after its violated event;
+//     discoveries after its violated event;
 //     (c) no observation for RetireAfter consecutive windows (its columns
 //     left the stream);
 //     (d) evicted by the MaxTracked cap: when a newly discovered dependency
@@ -227,11 +293,11 @@ type candidate struct {
 // dependency, then discovered (with any eviction just before it) in
 // observation order.
 // A window whose EndSeq is not greater than the last observed one is a replay
-// of a window this state already includes: Observe ignores it and returns
-// nil (it does not count twice towards K). Callers must therefore persist
-// the events together with the tracker (an outbox) or deliver them before
-// persisting it; replaying from an older persisted state re-emits the same
-// events with the same ids.
+// of a window this state already includes: the tracker ignores it and
+// returns nil (it does not count twice towards K). Callers must therefore
+// persist the events together with the tracker (an outbox) or deliver them
+// before persisting it; replaying from an older persisted state re-emits the
+// same events with the same ids.
 type Tracker struct {
 	mu       sync.Mutex
 	cfg      Config
@@ -242,6 +308,23 @@ type Tracker struct {
 	// lastMargin is the margin of the last observed window.
 	lastMargin float64
 }
+
+// Source is what a window observed by the tracker holds besides the counts
+// (see Tracker).
+type Source int
+
+const (
+	// Checked: a check without discovery; Minimal is ignored, and only a
+	// Rated observation's strength counts.
+	Checked Source = iota
+	// Merged: a check merging the discovery of an earlier window: Minimal is
+	// that discovery's verdict, and the Strength and Score of the rules it
+	// found are its measures; a Rated observation's are this window's.
+	Merged
+	// Discovered: discovery ran on this very window; every observation's
+	// Strength and Score are this window's.
+	Discovered
+)
 
 // NewTracker returns a tracker holding the pinned dependencies of cfg.
 func NewTracker(cfg Config) *Tracker {
@@ -306,8 +389,8 @@ func (t *Tracker) sortedIDs() []string {
 	return ids
 }
 
-// Tracked returns the dependencies to re-validate on the next window
-// (tracked and pinned), ordered by DependencyID.
+// Tracked returns the tracked dependencies (pinned ones included), ordered
+// by DependencyID.
 func (t *Tracker) Tracked() []discovery.Dependency {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -316,6 +399,22 @@ func (t *Tracker) Tracked() []discovery.Dependency {
 	for i, id := range ids {
 		out[i] = t.entries[id].Dependency
 	}
+	return out
+}
+
+// Watched returns the dependencies to count on the next window: the
+// tracked ones and the candidates, ordered by DependencyID.
+func (t *Tracker) Watched() []discovery.Dependency {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]discovery.Dependency, 0, len(t.entries)+len(t.pending))
+	for _, e := range t.entries {
+		out = append(out, e.Dependency)
+	}
+	for _, c := range t.pending {
+		out = append(out, c.Dependency)
+	}
+	slices.SortFunc(out, func(a, b discovery.Dependency) int { return cmp.Compare(DependencyID(a), DependencyID(b)) })
 	return out
 }
 
@@ -328,6 +427,12 @@ func (t *Tracker) holds(o Observation, n int) bool {
 	return o.Error <= t.cfg.Epsilon
 }
 
+// judged reports whether strength is judged (MinStrength above 0).
+func (t *Tracker) judged() bool { return t.cfg.MinStrength > 0 }
+
+// rated reports whether o's strength is this window's.
+func rated(o Observation, src Source) bool { return src == Discovered || o.Rated }
+
 // margin is the margin of a window of n records.
 func (t *Tracker) margin(n int) float64 {
 	if t.cfg.Margin < 0 {
@@ -336,36 +441,107 @@ func (t *Tracker) margin(n int) float64 {
 	return t.cfg.Margin
 }
 
-// transition is a violated or restored change of one tracked dependency in
-// the window being observed, before grouping (see Tracker).
+// transition is a violated, restored or changed change of one tracked
+// dependency in the window being observed, before grouping (see Tracker).
 type transition struct {
 	typ     EventType
 	e       *entry
 	before  float64
 	o       Observation
 	samples []Sample
+	change  *Change
 }
 
 // strength is the dependency's strength when it last held.
 func (c transition) strength() float64 { return c.e.Strength }
 
-// Observe feeds one window's observations (the re-validated tracked
-// dependencies and the newly minimal ones) and returns the events.
+// Observe feeds the observations of a window discovery ran on (the
+// tracked dependencies re-validated and the ones discovery found, with
+// this window's strengths) and returns the events.
 func (t *Tracker) Observe(w WindowInfo, obs []Observation) []Event {
-	return t.observe(w, obs, true)
+	return t.observe(w, obs, Discovered)
 }
 
-// ObserveCheck feeds one window's re-checked tracked dependencies without
-// a discovery run (the check cadence of a stream that discovers less
-// often): the rules above apply to their errors, while what only discovery
-// knows is left as it was: minimality (the counts towards retirement (a)
-// and (b), the last-minimal window), candidates and their streaks, and the
-// dependencies' strength and score. Observations' Minimal is ignored.
+// ObserveMerge feeds a check that merges the discovery of an earlier
+// window (Source Merged): the watched dependencies' counts and the ones
+// the discovery found, with Minimal and the found ones' strengths from
+// it, and what the caller measured on this window as Needs asked
+// (Observation.Rated, Mapping).
+func (t *Tracker) ObserveMerge(w WindowInfo, obs []Observation) []Event {
+	return t.observe(w, obs, Merged)
+}
+
+// ObserveCheck feeds one window's counts of the watched dependencies
+// without a discovery (the check cadence of a stream that discovers less
+// often): the rules apply to their errors and to what the caller measured
+// (Needs), while what only discovery knows is left as it was: minimality
+// (the counts towards retirement (a) and (b), the last-minimal window) and
+// new candidates. Observations' Minimal is ignored.
 func (t *Tracker) ObserveCheck(w WindowInfo, obs []Observation) []Event {
-	return t.observe(w, obs, false)
+	return t.observe(w, obs, Checked)
 }
 
-func (t *Tracker) observe(w WindowInfo, obs []Observation, discovery bool) []Event {
+// Need is what the tracker asks the caller to measure on a window besides
+// a watched dependency's count (see Needs).
+type Need struct {
+	Dependency discovery.Dependency
+	// Rate: its strength and score (Observation.Rated).
+	Rate bool
+	// Map: an FD's mapping (Observation.Mapping, MappingOf).
+	Map bool
+}
+
+// Needs lists what the tracker needs measured on the window w (its Records
+// set) to observe obs, the window's counts (with Minimal set for a merge)
+// from src, in DependencyID order: the strength of every candidate that
+// holds (a new one's too, found by a merged discovery) and, at a merge, of
+// every holding tracked rule it did not find that holds (with MinStrength
+// 0, none: strength is not judged; from Observe, none: every strength is
+// this window's); the mapping of every FD that may restore now (violated,
+// e <= eps-m, the K-th window), of a candidate FD that may be discovered
+// now, of a holding FD that holds in a discovery window, and of one that
+// holds and has none yet. It changes nothing.
+func (t *Tracker) Needs(w WindowInfo, obs []Observation, src Source) []Need {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.init()
+	ids, byID := indexObservations(obs)
+	m := t.margin(w.Records)
+	var out []Need
+	for i, o := range obs {
+		id := ids[i]
+		if byID[id] != i {
+			continue
+		}
+		n := Need{Dependency: o.Dependency}
+		holds, fd := t.holds(o, w.Records), o.Dependency.Kind == discovery.KindOFD
+		if e, ok := t.entries[id]; ok {
+			switch e.State {
+			case StateViolated:
+				n.Map = fd && o.Error <= t.cfg.Epsilon-m && e.Streak+1 >= t.cfg.K
+			case StateHolding:
+				n.Map = fd && holds && (src != Checked || e.Mapping == nil)
+				n.Rate = t.judged() && src == Merged && !o.Minimal && holds
+			}
+		} else if c := t.pending[id]; holds && (c != nil || (src != Checked && o.Minimal)) {
+			streak := 1
+			if c != nil {
+				streak = c.Streak + 1
+			} else if src == Merged {
+				streak = 2
+			}
+			n.Rate = t.judged() && src != Discovered
+			n.Map = fd && streak >= t.cfg.DiscoverAfter
+		}
+		if n.Rate || n.Map {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b Need) int { return cmp.Compare(DependencyID(a.Dependency), DependencyID(b.Dependency)) })
+	return out
+}
+
+func (t *Tracker) observe(w WindowInfo, obs []Observation, src Source) []Event {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.init()
@@ -382,26 +558,23 @@ func (t *Tracker) observe(w WindowInfo, obs []Observation, discovery bool) []Eve
 	for _, id := range t.sortedIDs() {
 		e := t.entries[id]
 		i, ok := byID[id]
-		var retire bool
+		why := keep
 		if !ok {
-			retire = t.absent(e)
+			why = t.absent(e)
 		} else {
 			var change *transition
-			change, retire = t.step(e, obs[i], w.EndSeq, w.Records, m, discovery)
+			change, why = t.step(e, obs[i], w, m, src)
 			if change != nil {
 				changes = append(changes, *change)
 			}
 		}
-		if retire {
-			events = append(events, t.retire(e, w, m))
+		if why != keep {
+			events = append(events, t.retire(e, w, m, why))
 		}
 	}
 	events = append(events, t.grouped(changes, w, m)...)
 	slices.SortStableFunc(events, func(a, b Event) int { return cmp.Compare(a.DependencyID, b.DependencyID) })
-	if !discovery {
-		return events
-	}
-	return append(events, t.admit(w, m, obs, ids, byID)...)
+	return append(events, t.admit(w, m, obs, ids, byID, src)...)
 }
 
 // indexObservations gives each observation's dependency id and, per id, the
@@ -419,59 +592,129 @@ func indexObservations(obs []Observation) (ids []string, byID map[string]int) {
 	return ids, byID
 }
 
+// reason is why an entry is retired in this window (keep: it is not).
+type reason int
+
+const (
+	keep reason = iota
+	retireReplaced
+	retireWeak
+	retireViolated
+	retireAbsent
+	retireEvicted
+)
+
 // absent counts a window without an observation of e; it reports whether
-// e is to be retired (rule (a)).
-func (t *Tracker) absent(e *entry) bool {
+// e is to be retired (rule (c)).
+func (t *Tracker) absent(e *entry) reason {
 	e.Absent++
 	e.Streak = 0
-	return !e.Pinned && e.Absent >= t.cfg.RetireAfter
+	if !e.Pinned && e.Absent >= t.cfg.RetireAfter {
+		return retireAbsent
+	}
+	return keep
 }
 
 // step applies one observation to its entry: measurements, strength, then
-// the entry's state rules. It returns the state change, if any, and whether
-// the entry is to be retired.
-func (t *Tracker) step(e *entry, o Observation, endSeq uint64, records int, m float64, discovery bool) (*transition, bool) {
+// the entry's state rules. It returns the state change, if any, and
+// whether the entry is to be retired.
+func (t *Tracker) step(e *entry, o Observation, w WindowInfo, m float64, src Source) (*transition, reason) {
 	e.Absent = 0
-	if discovery && o.Minimal {
-		e.LastMinimalSeq, e.LastMinimalError = endSeq, o.Error
+	minimal := src != Checked && o.Minimal
+	if minimal {
+		e.LastMinimalSeq, e.LastMinimalError = w.EndSeq, o.Error
+		e.Equivalents, e.ImpliedBy = slices.Clone(o.Equivalents), slices.Clone(o.ImpliedBy)
 	}
 	prev := o.Error
 	if e.Measured {
 		prev = e.LastError
 	}
 	e.LastError, e.LastRemovals, e.Measured = o.Error, o.Removals, true
-	if discovery && t.holds(o, records) {
+	holds := t.holds(o, w.Records)
+	if holds && (rated(o, src) || minimal) {
 		e.Strength, e.Score = o.Strength, o.Score
 	}
 	switch e.State {
 	case StateHolding:
 		if t.crossed(e, o.Error > t.cfg.Epsilon+m, prev) {
-			e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows = StateViolated, 0, 0, 0
-			return &transition{EventViolated, e, e.ErrorBefore, o, o.Samples}, false
+			e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows, e.Weak = StateViolated, 0, 0, 0, 0
+			return &transition{typ: EventViolated, e: e, before: e.ErrorBefore, o: o, samples: o.Samples}, keep
 		}
-		switch {
-		case !discovery:
-		case t.holds(o, records) && !o.Minimal:
-			e.HeldNonMinimal++
-		default:
-			e.HeldNonMinimal = 0
+		if holds && o.Mapping != nil {
+			e.Mapping = o.Mapping
 		}
-		return nil, !e.Pinned && e.HeldNonMinimal >= t.cfg.RetireAfter
+		return nil, t.holdingRetirement(e, o, holds, src)
 	case StateViolated:
 		if t.crossed(e, o.Error <= t.cfg.Epsilon-m, prev) {
-			e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows = StateHolding, 0, 0, 0
-			return &transition{EventRestored, e, e.ErrorBefore, o, nil}, false
+			return t.comeBack(e, o), keep
 		}
 		switch {
-		case !discovery:
-		case o.Minimal:
+		case src == Checked:
+		case minimal:
 			e.ViolatedWindows = 0
 		default:
 			e.ViolatedWindows++
 		}
-		return nil, !e.Pinned && t.cfg.RetireViolatedAfter > 0 && e.ViolatedWindows >= t.cfg.RetireViolatedAfter
+		if !e.Pinned && t.cfg.RetireViolatedAfter > 0 && e.ViolatedWindows >= t.cfg.RetireViolatedAfter {
+			return nil, retireViolated
+		}
 	}
-	return nil, false
+	return nil, keep
+}
+
+// comeBack is the transition of a violated entry back under eps-m:
+// restored, or changed when its FD's classes moved over more than eps of
+// the window (rules restored and changed). The entry holds again, with
+// the new mapping.
+func (t *Tracker) comeBack(e *entry, o Observation) *transition {
+	tr := &transition{typ: EventRestored, e: e, before: e.ErrorBefore, o: o}
+	if e.Mapping != nil && o.Mapping != nil {
+		if c := compareMappings(e.Dependency, e.Mapping, o.Mapping); c.Share > t.cfg.Epsilon {
+			tr.typ, tr.change = EventChanged, &c
+		}
+	}
+	if o.Mapping != nil {
+		e.Mapping = o.Mapping
+	}
+	e.State, e.Streak, e.HeldNonMinimal, e.ViolatedWindows, e.Weak = StateHolding, 0, 0, 0, 0
+	return tr
+}
+
+// holdingRetirement applies retirement rules (a) and (w) to a holding
+// entry that stayed holding in this window.
+func (t *Tracker) holdingRetirement(e *entry, o Observation, holds bool, src Source) reason {
+	if !holds {
+		e.HeldNonMinimal, e.Weak = 0, 0
+		return keep
+	}
+	isRated := rated(o, src)
+	if t.judged() && isRated {
+		if o.Strength < t.cfg.MinStrength-t.cfg.StrengthBand {
+			e.Weak++
+		} else {
+			e.Weak = 0
+		}
+	}
+	if src != Checked {
+		replaced := !o.Minimal
+		if t.judged() {
+			replaced = replaced && o.ReplacedBy != "" && isRated && o.Strength < t.cfg.MinStrength
+		}
+		if replaced {
+			e.HeldNonMinimal++
+			e.ReplacedBy = o.ReplacedBy
+		} else {
+			e.HeldNonMinimal, e.ReplacedBy = 0, ""
+		}
+	}
+	switch {
+	case e.Pinned:
+	case e.HeldNonMinimal >= t.cfg.RetireAfter:
+		return retireReplaced
+	case e.Weak >= t.cfg.RetireAfter:
+		return retireWeak
+	}
+	return keep
 }
 
 // crossed counts a window beyond the state's threshold towards the K in a
@@ -490,29 +733,32 @@ func (t *Tracker) crossed(e *entry, beyond bool, prev float64) bool {
 	return e.Streak >= t.cfg.K
 }
 
-// admit moves newly minimal dependencies through candidacy: one minimal in
-// DiscoverAfter windows in a row is tracked (evicting one when MaxTracked
-// is reached) with a discovered event; a candidate not minimal in this
-// window starts over.
-func (t *Tracker) admit(w WindowInfo, m float64, obs []Observation, ids []string, byID map[string]int) []Event {
+// admit moves candidates on (rules candidate and discovered): a rule a
+// discovery found and not tracked becomes one, a candidate that held (and
+// was reliable, when rated) in DiscoverAfter windows in a row and is rated
+// reliable in this one is tracked (evicting one when MaxTracked is
+// reached) with a discovered event; one that fails a window is dropped.
+func (t *Tracker) admit(w WindowInfo, m float64, obs []Observation, ids []string, byID map[string]int, src Source) []Event {
 	var events []Event
 	seen := make(map[string]bool, len(obs))
 	for i, o := range obs {
 		id := ids[i]
-		if !o.Minimal || byID[id] != i {
+		if byID[id] != i {
 			continue
 		}
 		if _, ok := t.entries[id]; ok {
 			continue
 		}
-		seen[id] = true
-		c := t.pending[id]
+		c := t.candidateFor(id, o, src)
 		if c == nil {
-			c = &candidate{ID: id, Dependency: canonical(o.Dependency), FirstError: o.Error}
-			t.pending[id] = c
+			continue
 		}
-		c.Streak++
-		if c.Streak < t.cfg.DiscoverAfter {
+		if !t.advance(c, o, w.Records, src) {
+			delete(t.pending, id)
+			continue
+		}
+		seen[id] = true
+		if c.Streak < t.cfg.DiscoverAfter || (t.judged() && !rated(o, src)) {
 			continue
 		}
 		if len(t.entries) >= t.cfg.MaxTracked {
@@ -520,15 +766,13 @@ func (t *Tracker) admit(w WindowInfo, m float64, obs []Observation, ids []string
 			if victim == nil {
 				continue
 			}
-			events = append(events, t.retire(victim, w, m))
+			events = append(events, t.retire(victim, w, m, retireEvicted))
 		}
 		delete(t.pending, id)
-		e := newEntry(id, o.Dependency, w.EndSeq)
-		e.LastError, e.LastRemovals, e.Measured, e.Strength, e.Score = o.Error, o.Removals, true, o.Strength, o.Score
-		e.LastMinimalSeq, e.LastMinimalError = w.EndSeq, o.Error
-		e.ErrorBefore = o.Error
-		t.entries[id] = e
-		events = append(events, t.event(EventDiscovered, e, w, m, c.FirstError, o, o.Samples))
+		events = append(events, t.track(id, c, o, w, m))
+	}
+	if src == Checked {
+		return events // a check that did not count a candidate leaves it
 	}
 	for id := range t.pending {
 		if !seen[id] {
@@ -538,11 +782,58 @@ func (t *Tracker) admit(w WindowInfo, m float64, obs []Observation, ids []string
 	return events
 }
 
+// candidateFor is id's candidate: the pending one, or a new one when a
+// discovery found o (its window counts as one held when it is an earlier
+// window's, Merged), or nil.
+func (t *Tracker) candidateFor(id string, o Observation, src Source) *candidate {
+	if c := t.pending[id]; c != nil {
+		return c
+	}
+	if src == Checked || !o.Minimal {
+		return nil
+	}
+	c := &candidate{ID: id, Dependency: canonical(o.Dependency), FirstError: o.Error,
+		Equivalents: slices.Clone(o.Equivalents), ImpliedBy: slices.Clone(o.ImpliedBy)}
+	if src == Merged {
+		c.Streak = 1
+	}
+	t.pending[id] = c
+	return c
+}
+
+// advance counts one window of a candidate; false drops it: not found by
+// a discovery merged, not holding, or rated below MinStrength.
+func (t *Tracker) advance(c *candidate, o Observation, records int, src Source) bool {
+	switch {
+	case src != Checked && !o.Minimal, !t.holds(o, records):
+		return false
+	case t.judged() && rated(o, src) && o.Strength < t.cfg.MinStrength:
+		return false
+	}
+	if src != Checked {
+		c.Equivalents, c.ImpliedBy = slices.Clone(o.Equivalents), slices.Clone(o.ImpliedBy)
+	}
+	c.Streak++
+	return true
+}
+
+// track starts tracking the candidate c, confirmed by o in window w, and
+// returns its discovered event.
+func (t *Tracker) track(id string, c *candidate, o Observation, w WindowInfo, m float64) Event {
+	e := newEntry(id, o.Dependency, w.EndSeq)
+	e.LastError, e.LastRemovals, e.Measured, e.Strength, e.Score = o.Error, o.Removals, true, o.Strength, o.Score
+	e.LastMinimalSeq, e.LastMinimalError = w.EndSeq, o.Error
+	e.ErrorBefore, e.Mapping = o.Error, o.Mapping
+	e.Equivalents, e.ImpliedBy = c.Equivalents, c.ImpliedBy
+	t.entries[id] = e
+	return t.event(EventDiscovered, e, w, m, c.FirstError, o, o.Samples)
+}
+
 // grouped turns the window's transitions into events, one per group of
 // same-type transitions whose dependencies share columns (see Tracker).
 func (t *Tracker) grouped(changes []transition, w WindowInfo, m float64) []Event {
 	var events []Event
-	for _, typ := range []EventType{EventViolated, EventRestored} {
+	for _, typ := range []EventType{EventViolated, EventRestored, EventChanged} {
 		var group []transition
 		for _, c := range changes {
 			if c.typ == typ {
@@ -551,7 +842,7 @@ func (t *Tracker) grouped(changes []transition, w WindowInfo, m float64) []Event
 		}
 		for _, g := range components(group) {
 			slices.SortFunc(g, strongestFirst)
-			if typ == EventRestored {
+			if typ != EventViolated {
 				slices.SortStableFunc(g, func(a, b transition) int { return cmp.Compare(b2i(b.e.Lead), b2i(a.e.Lead)) })
 			}
 			head := g[0]
@@ -559,6 +850,7 @@ func (t *Tracker) grouped(changes []transition, w WindowInfo, m float64) []Event
 				c.e.Lead = typ == EventViolated && c.e == head.e
 			}
 			ev := t.event(typ, head.e, w, m, head.before, head.o, head.samples)
+			ev.Change = head.change
 			for _, r := range g[1:] {
 				ev.Related = append(ev.Related, Related{
 					DependencyID: r.e.ID, Dependency: r.e.Dependency, DependencyText: r.e.text,
@@ -654,9 +946,15 @@ func (t *Tracker) evictionCandidate(seq uint64) *entry {
 	return best
 }
 
-func (t *Tracker) retire(e *entry, w WindowInfo, m float64) Event {
+// retire drops e from tracking and returns its retired event; one a more
+// general rule replaced names it.
+func (t *Tracker) retire(e *entry, w WindowInfo, m float64, why reason) Event {
 	delete(t.entries, e.ID)
-	return t.event(EventRetired, e, w, m, e.LastMinimalError, Observation{Error: e.LastError, Removals: e.LastRemovals}, nil)
+	ev := t.event(EventRetired, e, w, m, e.LastMinimalError, Observation{Error: e.LastError, Removals: e.LastRemovals}, nil)
+	if why == retireReplaced {
+		ev.ReplacedBy = e.ReplacedBy
+	}
+	return ev
 }
 
 func (t *Tracker) event(typ EventType, e *entry, w WindowInfo, m float64, before float64, o Observation, samples []Sample) Event {
@@ -680,6 +978,8 @@ func (t *Tracker) event(typ EventType, e *entry, w WindowInfo, m float64, before
 		Strength:       e.Strength,
 		Window:         w,
 		Samples:        samples,
+		Equivalents:    slices.Clone(e.Equivalents),
+		ImpliedBy:      slices.Clone(e.ImpliedBy),
 	}
 }
 

@@ -595,8 +595,9 @@ func TestNoiseMargin(t *testing.T) {
 }
 
 // TestTrackerObserveCheck: check windows (no discovery) drive violated and
-// restored like any window, but neither count towards retirement for want
-// of minimality nor touch candidates.
+// restored like any window, and confirm candidates (counted by the
+// checker: Watched), but neither count towards retirement for want of
+// minimality nor make candidates.
 func TestTrackerObserveCheck(t *testing.T) {
 	tr := NewTracker(Config{Stream: "payroll", Epsilon: 0.05, RetireAfter: 2, DiscoverAfter: 2})
 	seq := 0
@@ -610,10 +611,21 @@ func TestTrackerObserveCheck(t *testing.T) {
 	if got := step(true, map[string]o{"A": {0.01, true}}); len(got) != 0 {
 		t.Fatalf("first minimal window: %v, want none (DiscoverAfter 2)", got)
 	}
-	// A candidate survives check windows, which cannot see minimality.
+	if w := tr.Watched(); len(w) != 1 || len(tr.Tracked()) != 0 {
+		t.Fatalf("Watched() = %v, Tracked() = %v: want the candidate watched, not tracked", w, tr.Tracked())
+	}
+	// A check that does not observe the candidate leaves it; a discovery
+	// that does not drops it.
 	step(false, map[string]o{})
-	if got := step(true, map[string]o{"A": {0.01, true}}); !slices.Equal(got, []string{"discovered:A"}) {
-		t.Fatalf("second minimal window: %v, want discovered:A", got)
+	step(true, map[string]o{})
+	if got := step(false, map[string]o{"A": {0.01, false}}); len(got) != 0 {
+		t.Fatalf("check after the candidate was dropped: %v, want none", got)
+	}
+	step(true, map[string]o{"A": {0.01, true}})
+	step(false, map[string]o{})
+	// The check observing it confirms it.
+	if got := step(false, map[string]o{"A": {0.01, false}}); !slices.Equal(got, []string{"discovered:A"}) {
+		t.Fatalf("check holding the candidate: %v, want discovered:A", got)
 	}
 	// Held and not minimal once: one more discovery window would retire it
 	// (RetireAfter 2); any number of check windows do not.
