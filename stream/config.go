@@ -56,14 +56,19 @@ type StreamConfig struct {
 	// Margin is the hysteresis half-width around Epsilon; AutoMargin (-1)
 	// derives it from the window's size (alerts.NoiseMargin).
 	Margin float64
-	// DiscoverAfter is the number of consecutive windows a newly minimal
-	// dependency must be found in before it is tracked and discovered
-	// (0 means 1: at once; the CLI's default is DefaultDiscoverAfter).
+	// DiscoverAfter is the number of consecutive windows a rule a
+	// discovery found must hold and be reliable in (the discovery's window,
+	// then the checks after it) before it is tracked and discovered (0
+	// means 1: at once; the CLI's default is DefaultDiscoverAfter; see
+	// alerts.Config.DiscoverAfter).
 	DiscoverAfter int
 	K             int // consecutive windows before violated/restored (default 1)
-	RetireAfter   int // windows not minimal before retired (alerts' default when 0)
-	MaxLevel      int // lattice level bound (0 = none)
-	Sample        int // violating records per event (default 5)
+	// RetireAfter is the number of discoveries a replaced rule, or of rated
+	// windows a weak one, is kept before it is retired (alerts' default when
+	// 0; see alerts.Config.RetireAfter).
+	RetireAfter int
+	MaxLevel    int // lattice level bound (0 = none)
+	Sample      int // violating records per event (default 5)
 	// EvaluationTimeout bounds one discovery run; the tracked dependencies
 	// are still validated when discovery stops early. 0 = no bound.
 	EvaluationTimeout time.Duration
@@ -185,8 +190,8 @@ const (
 	// a context of up to 1): the lattice above it grows with the columns'
 	// combinations, and an evaluation must keep up with its window.
 	DefaultMaxLevel = 3
-	// DefaultDiscoverAfter: a dependency is discovered once it was minimal
-	// in two consecutive windows.
+	// DefaultDiscoverAfter: a dependency is discovered once it held in two
+	// consecutive windows, its discovery's and the check after it.
 	DefaultDiscoverAfter = 2
 )
 

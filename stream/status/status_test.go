@@ -295,6 +295,29 @@ func TestInjectionRendersAsText(t *testing.T) {
 	}
 }
 
+// TestChangedEvent: a changed event shows what moved (its examples only
+// with values shown) and a retired one what replaced it.
+func TestChangedEvent(t *testing.T) {
+	src := payrollSource(t)
+	grp := mustDep(t, "{tax_group}: [] -> perc")
+	ch := alerts.Event{ID: "ev-ch", Type: alerts.EventChanged, Stream: "payroll", DependencyID: grp.ID(), Dependency: grp, DependencyText: grp.String(),
+		Change: &alerts.Change{Share: 1, Moved: 2, Compared: 2, Examples: []alerts.ChangeExample{{Class: map[string]string{"tax_group": "A"}, Before: "10", After: "16"}}}}
+	ret := alerts.Event{ID: "ev-ret", Type: alerts.EventRetired, Stream: "payroll", DependencyID: grp.ID(), Dependency: grp, DependencyText: grp.String(),
+		ReplacedBy: "{}: [] -> perc"}
+	src.events["payroll"] = append(src.events["payroll"], stream.StatusEvent{Event: ch}, stream.StatusEvent{Event: ret})
+	for _, values := range []bool{true, false} {
+		_, body, _ := get(t, Handler(src, Options{Values: values}), streamHref("payroll"))
+		for _, want := range []string{"perc changed for 100% of the records (2 of 2 tax_group classes compared)", "replaced by <code>{}: [] -&gt; perc</code>", `class="type changed"`} {
+			if !strings.Contains(body, want) {
+				t.Errorf("values %v: the stream page lacks %q", values, want)
+			}
+		}
+		if got := strings.Contains(body, "A 10 -&gt; 16"); got != values {
+			t.Errorf("values %v: the example shown: %v", values, got)
+		}
+	}
+}
+
 func TestChartGeometry(t *testing.T) {
 	b := band{Low: 0.006, Eps: 0.01, High: 0.014}
 	c := newChart(nil, b, largeW, largeH)

@@ -194,8 +194,8 @@ func toRuleJSON(src Source, s stream.StreamStatus, r stream.RuleStatus) (ruleJSO
 		Strength: r.Strength, Band: bandOf(s), History: toPoints(h)}, nil
 }
 
-// redact removes record values from events' samples unless values are
-// shown.
+// redact removes record values from events' samples, and a changed
+// event's examples, unless values are shown.
 func redact(events []alerts.Event, values bool) {
 	if values {
 		return
@@ -206,6 +206,9 @@ func redact(events []alerts.Event, values bool) {
 			samples[j].Values = nil
 		}
 		events[i].Samples = samples
+		if c := events[i].Change; c != nil {
+			events[i].Change = &alerts.Change{Share: c.Share, Moved: c.Moved, Compared: c.Compared}
+		}
 	}
 }
 
