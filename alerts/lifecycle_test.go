@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -309,5 +310,90 @@ func TestMappingOf(t *testing.T) {
 	}
 	if MappingOf(tab, testDeps["A"], 0) != nil {
 		t.Fatal("MappingOf an OC is not nil")
+	}
+}
+
+// randomLifecycle is a reproducible sequence of windows of every source,
+// with strengths around the threshold, ratings, replacements and the
+// mappings of B (two values per class, so that B changes and restores).
+func randomLifecycle(seed uint64, n int) []lstep {
+	r := rand.New(rand.NewPCG(seed, 7))
+	errs := []float64{0, 0.02, 0.08, 0.1, 0.11, 0.2, 0.5}
+	strengths := []float64{0.2, 0.35, 0.45, 0.55, 0.9}
+	maps := []string{"z1=a,z2=b,z3=c", "z1=x,z2=y,z3=c", "z1=a,z2=b,z3=q"}
+	steps := make([]lstep, n)
+	for i := range steps {
+		s := lstep{src: Source(r.IntN(3)), obs: map[string]ob{}}
+		for name := range testDeps {
+			if r.IntN(8) == 0 {
+				continue
+			}
+			x := ob{e: errs[r.IntN(len(errs))], s: strengths[r.IntN(len(strengths))], rated: r.IntN(2) == 0}
+			x.min = x.e <= 0.1 && r.IntN(3) > 0
+			if !x.min && r.IntN(2) == 0 {
+				x.by = "A"
+			}
+			if name == "B" && r.IntN(2) == 0 {
+				x.mp = maps[r.IntN(len(maps))]
+			}
+			s.obs[name] = x
+		}
+		steps[i] = s
+	}
+	return steps
+}
+
+func observeStep(tr *Tracker, w WindowInfo, s lstep) []Event {
+	switch s.src {
+	case Discovered:
+		return tr.Observe(w, s.observations())
+	case Merged:
+		return tr.ObserveMerge(w, s.observations())
+	}
+	return tr.ObserveCheck(w, s.observations())
+}
+
+// TestLifecycleDeterministicAcrossRestore: a tracker saved and restored
+// between any two windows (candidates, mappings, weakness and replacement
+// counts included) gives the events and state of one that never stopped.
+func TestLifecycleDeterministicAcrossRestore(t *testing.T) {
+	cfg := Config{Stream: "s", Epsilon: 0.1, K: 1, RetireAfter: 2, DiscoverAfter: 2, MinStrength: 0.5, MaxTracked: 3}
+	schema := eventSchemaT(t)
+	types := map[EventType]bool{}
+	for seed := uint64(1); seed <= 20; seed++ {
+		steps := randomLifecycle(seed, 80)
+		run := func(restoreEvery int) ([]Event, string) {
+			tr := NewTracker(cfg)
+			var all []Event
+			for i, s := range steps {
+				if restoreEvery > 0 && i%restoreEvery == 0 {
+					b, err := tr.MarshalJSON()
+					if err != nil {
+						t.Fatal(err)
+					}
+					tr = NewTracker(cfg)
+					if err := tr.UnmarshalJSON(b); err != nil {
+						t.Fatal(err)
+					}
+				}
+				all = append(all, observeStep(tr, testWindow(i+1), s)...)
+			}
+			b, _ := tr.MarshalJSON()
+			return all, string(b)
+		}
+		want, wantState := run(0)
+		validateEvents(t, schema, want)
+		for _, e := range want {
+			types[e.Type] = true
+		}
+		for _, every := range []int{1, 3} {
+			got, gotState := run(every)
+			if !reflect.DeepEqual(got, want) || gotState != wantState {
+				t.Fatalf("seed %d, restored every %d windows: events %v\nwant %v", seed, every, summary(got), summary(want))
+			}
+		}
+	}
+	if len(types) != len(EventTypes) {
+		t.Fatalf("the random sequences gave the types %v, want all of %v", types, EventTypes)
 	}
 }

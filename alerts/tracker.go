@@ -499,8 +499,12 @@ type Need struct {
 // 0, none: strength is not judged; from Observe, none: every strength is
 // this window's); the mapping of every FD that may restore now (violated,
 // e <= eps-m, the K-th window), of a candidate FD that may be discovered
-// now, of a holding FD that holds in a discovery window, and of one that
-// holds and has none yet. It changes nothing.
+// now, and of a holding FD that holds and has none (one tracked before
+// mappings were kept, a pinned one). While an FD holds its classes keep
+// their values (beyond eps of the records it would break), so the mapping
+// taken when it was discovered, restored or changed stands for the last
+// window it held in, and is not taken again at every window. It changes
+// nothing.
 func (t *Tracker) Needs(w WindowInfo, obs []Observation, src Source) []Need {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -520,7 +524,7 @@ func (t *Tracker) Needs(w WindowInfo, obs []Observation, src Source) []Need {
 			case StateViolated:
 				n.Map = fd && o.Error <= t.cfg.Epsilon-m && e.Streak+1 >= t.cfg.K
 			case StateHolding:
-				n.Map = fd && holds && (src != Checked || e.Mapping == nil)
+				n.Map = fd && holds && e.Mapping == nil
 				n.Rate = t.judged() && src == Merged && !o.Minimal && holds
 			}
 		} else if c := t.pending[id]; holds && (c != nil || (src != Checked && o.Minimal)) {

@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"errors"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -26,14 +27,18 @@ import (
 // 5k, eps 0.05 and the CLI's defaults otherwise:
 //
 //   - stationary: rows shuffled (sampled with replacement when the file is
-//     smaller than the run); after the warm-up (the evaluations until
-//     discover-after discoveries are merged: discovery runs every window,
-//     discover-every's default, and merges a window later), 10 more give 0
-//     violated or restored events and at most 3 discovered or retired;
+//     smaller than the run); after a warm-up of two windows (the first
+//     discovery, at the first full window, is merged into the next check,
+//     where its rules are confirmed), 10 more evaluations give 0 violated
+//     or restored events and at most 3 discovered or retired, and no rule
+//     is discovered twice in the whole run;
 //   - faults hitting 20% of the records from record faultFrom on: each
 //     gives a violated event naming a faulted column within 2 evaluations
 //     of entering the window, and no violated event names no faulted
-//     column;
+//     column; no discovered event of any run has an error above eps
+//     (honest);
+//   - the lifecycle benchmarks (lifecycle_bench_test.go): cold start
+//     (payroll, adult), a unit change (flights), keys in a stream;
 //   - cost: one evaluation of a 10k window of adult (15 fields) and of a
 //     20-field stream (adult's 15 beside flights' 5) at most 1 s. It is
 //     checked on CPU time (all threads), which bounds the wall time on an
@@ -46,10 +51,10 @@ const (
 	qualityWindow = 10000
 	qualityEvery  = 5000
 	qualityEps    = 0.05
-	// qualityWarmup: discoveries start at evaluations 1, 3, 5 (1-based)
-	// and each merges two evaluations later, so the second merge, where
-	// discover-after 2 discovers, is evaluation 5.
-	qualityWarmup  = 1 + DefaultDiscoverAfter*qualityWindow/qualityEvery
+	// qualityWarmup: two windows, the evaluations ending at most
+	// 2*qualityWindow records in (the first discovery merges into
+	// evaluation 2, 1-based, and discover-after 2 confirms there).
+	qualityWarmup  = 1 + qualityWindow/qualityEvery
 	qualityEvals   = qualityWarmup + 10
 	faultFrom      = 32500 // between two evaluations: the first to see the fault sees 2,500 records of it
 	faultShare     = 0.2
@@ -238,17 +243,6 @@ func BenchmarkReplayQuality(b *testing.B) {
 	flights := loadCSV(b, testkit.SharedData(b, "flights-3m.csv.gz"), qualityRecords)
 	voter := loadCSV(b, testkit.SharedData(b, "bench/ncvoter-100k.csv"), 0)
 
-	educations := map[string]bool{}
-	for _, r := range adult.rows {
-		educations[r[adult.col("education")]] = true
-	}
-	eduList := slices.Sorted(func(yield func(string) bool) {
-		for e := range educations {
-			if !yield(e) {
-				return
-			}
-		}
-	})
 	swap := func(t *csvTable, a, c string) fault {
 		ia, ic := t.col(a), t.col(c)
 		return fault{name: "swap " + a + "/" + c, columns: []string{a, c}, apply: func(row []string, _ *rand.Rand) []string {
@@ -263,15 +257,7 @@ func BenchmarkReplayQuality(b *testing.B) {
 	}
 	sets := []dataset{
 		{"adult", adult, []fault{
-			{name: "wrong education", columns: []string{"education"}, apply: func(row []string, rng *rand.Rand) []string {
-				i := adult.col("education")
-				for {
-					if e := eduList[rng.IntN(len(eduList))]; e != row[i] {
-						row[i] = e
-						return row
-					}
-				}
-			}},
+			{name: "wrong education", columns: []string{"education"}, apply: wrongEducation(adult)},
 			swap(adult, "education", "occupation"),
 		}},
 		{"flights", flights, []fault{
@@ -300,6 +286,9 @@ func BenchmarkReplayQuality(b *testing.B) {
 				b.Errorf("%s stationary: not quiet", ds.name)
 				logEvents(b, st.events[qualityWarmup:], func(alerts.Event) bool { return true })
 			}
+			if twice := discoveredTwice(st.events); len(twice) > 0 {
+				b.Errorf("%s stationary: discovered twice: %v", ds.name, twice)
+			}
 			if cpuMax > maxEvalSeconds {
 				b.Errorf("%s: an evaluation took %.3f CPU-s, over %.1f s", ds.name, cpuMax, maxEvalSeconds)
 			}
@@ -322,6 +311,13 @@ func BenchmarkReplayQuality(b *testing.B) {
 					}
 				}
 				fc := count(out.events, first)
+				above := 0
+				for _, es := range out.events {
+					above += dishonest([]evaluation{{events: es}})
+				}
+				if above > 0 {
+					b.Errorf("%s %s: %d discovered events with an error above eps", ds.name, f.name, above)
+				}
 				b.Logf("%s %s: violated naming a faulted column at evaluation %d (the fault enters the window at evaluation %d: %d evaluations to detection); %d violated events naming none; from the fault on: violated %d, restored %d, discovered %d, retired %d",
 					ds.name, f.name, detected, first, detected-first+1, wrong, fc[alerts.EventViolated], fc[alerts.EventRestored], fc[alerts.EventDiscovered], fc[alerts.EventRetired])
 				if detected < 0 || detected > first+1 || wrong > 0 {
@@ -330,6 +326,7 @@ func BenchmarkReplayQuality(b *testing.B) {
 				}
 			}
 		}
+		lifecycleBenchmarks(b, adult, flights, sets[0].faults[0])
 		// A 20-field stream: adult's 15 fields beside flights' 5.
 		ar, fr := adult.shuffled(qualityWindow+qualityEvery, 3), flights.shuffled(qualityWindow+qualityEvery, 4)
 		wide := make([][]string, len(ar))
@@ -344,6 +341,25 @@ func BenchmarkReplayQuality(b *testing.B) {
 		b.ReportMetric(cpuMean, "wide-eval-cpu-s")
 		if cpuMax > maxEvalSeconds {
 			b.Errorf("20-field stream: an evaluation took %.3f CPU-s, over %.1f s", cpuMax, maxEvalSeconds)
+		}
+	}
+}
+
+// wrongEducation is the fault that gives a record of adult another
+// education than its own, drawn from the file's.
+func wrongEducation(adult *csvTable) func(row []string, rng *rand.Rand) []string {
+	educations := map[string]bool{}
+	for _, r := range adult.rows {
+		educations[r[adult.col("education")]] = true
+	}
+	eduList := slices.Sorted(maps.Keys(educations))
+	i := adult.col("education")
+	return func(row []string, rng *rand.Rand) []string {
+		for {
+			if e := eduList[rng.IntN(len(eduList))]; e != row[i] {
+				row[i] = e
+				return row
+			}
 		}
 	}
 }
