@@ -59,8 +59,13 @@ type Observation struct {
 	// discovery ran on they always are.
 	Rated bool
 	// ReplacedBy names (its text) a more general reliable rule the merged
-	// discovery found where it did not find this one (Minimal false).
+	// discovery found where it did not find this one (Minimal false), or
+	// what it steps back for (StepsBack).
 	ReplacedBy string
+	// StepsBack: the discovery found it but lists it as following from
+	// ReplacedBy (discovery.Summarize: a key, an equivalence, implying
+	// rules), not as reliable on its own.
+	StepsBack bool
 	// Mapping is an FD's mapping on this window, when Tracker.Needs asked
 	// for it (MappingOf).
 	Mapping *Mapping

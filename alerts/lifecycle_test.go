@@ -20,13 +20,14 @@ type ob struct {
 	s     float64
 	rated bool
 	by    string
+	back  bool
 	mp    string
 }
 
 func (x ob) observation(d discovery.Dependency) Observation {
 	r := int(x.e*testRecords + 0.5)
 	o := Observation{Dependency: d, Removals: r, Error: float64(r) / testRecords, Minimal: x.min,
-		Strength: x.s, Rated: x.rated}
+		Strength: x.s, Rated: x.rated, StepsBack: x.back}
 	if x.by != "" {
 		o.ReplacedBy = testDeps[x.by].String()
 	}
@@ -139,6 +140,12 @@ func TestTrackerLifecycle(t *testing.T) {
 			{Checked, map[string]ob{"C": ok}, []string{"discovered:C"}},
 			{Merged, map[string]ob{"C": {e: 0.01, s: 0.2, rated: true, by: "A"}}, nil},
 			{Merged, map[string]ob{"C": {e: 0.01, s: 0.2, rated: true, by: "A"}}, []string{"retired:C>A"}},
+		}},
+		{"steps back: retired after RetireAfter discoveries, naming what states it", judged, []lstep{
+			{Discovered, map[string]ob{"B": found}, nil},
+			{Checked, map[string]ob{"B": ok}, []string{"discovered:B"}},
+			{Merged, map[string]ob{"B": {e: 0.01, min: true, s: 0.9, by: "A", back: true}}, nil},
+			{Merged, map[string]ob{"B": {e: 0.01, min: true, s: 0.9, by: "A", back: true}}, []string{"retired:B>A"}},
 		}},
 		{"changed: an FD back under eps with other values; restored when back with its own", Config{Epsilon: eps, K: 1}, []lstep{
 			{Discovered, map[string]ob{"B": {e: 0, min: true, mp: "z1=a,z2=b,z3=c"}}, []string{"discovered:B"}},

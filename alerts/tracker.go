@@ -267,8 +267,10 @@ type candidate struct {
 //     (a) replaced: holding, held in RetireAfter consecutive discoveries
 //     without being minimal, with a more general reliable rule found in its
 //     place (Observation.ReplacedBy, which the event names) and itself
-//     rated not reliable; with MinStrength 0, held without being minimal
-//     (the paper's listing). Windows where it does not hold reset this
+//     rated not reliable, or found but stepping back for what ReplacedBy
+//     names (Observation.StepsBack: a key, an equivalence or implying rules
+//     state it); with MinStrength 0, held without being minimal (the
+//     paper's listing). Windows where it does not hold reset this
 //     count, so a breaking dependency is reported as violated, not retired;
 //     a rule that holds and is reliable is never retired;
 //     (w) weak (MinStrength above 0): holding, held with a strength below
@@ -700,9 +702,9 @@ func (t *Tracker) holdingRetirement(e *entry, o Observation, holds bool, src Sou
 		}
 	}
 	if src != Checked {
-		replaced := !o.Minimal
+		replaced := !o.Minimal || o.StepsBack
 		if t.judged() {
-			replaced = replaced && o.ReplacedBy != "" && isRated && o.Strength < t.cfg.MinStrength
+			replaced = replaced && o.ReplacedBy != "" && (o.StepsBack || (isRated && o.Strength < t.cfg.MinStrength))
 		}
 		if replaced {
 			e.HeldNonMinimal++
@@ -806,10 +808,11 @@ func (t *Tracker) candidateFor(id string, o Observation, src Source) *candidate 
 }
 
 // advance counts one window of a candidate; false drops it: not found by
-// a discovery merged, not holding, or rated below MinStrength.
+// a discovery (or found stepping back), not holding, or rated below
+// MinStrength.
 func (t *Tracker) advance(c *candidate, o Observation, records int, src Source) bool {
 	switch {
-	case src != Checked && !o.Minimal, !t.holds(o, records):
+	case src != Checked && (!o.Minimal || o.StepsBack), !t.holds(o, records):
 		return false
 	case t.judged() && rated(o, src) && o.Strength < t.cfg.MinStrength:
 		return false

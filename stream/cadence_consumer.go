@@ -37,7 +37,7 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
 	if len(s.holds) == maxHolds {
 		s.holds = slices.Delete(s.holds, 0, 1)
 	}
-	s.holds = append(s.holds, evictHold{end: endSeq + uint64(s.cfg.DiscoverEvery), bounds: s.win.EvictionBounds()})
+	s.holds = append(s.holds, evictHold{end: s.cfg.mergeAt(endSeq), bounds: s.win.EvictionBounds()})
 	f := &s.mb.feed
 	s.mb.mu.Lock()
 	inOrder := s.m.hooks.ordered()
@@ -48,7 +48,11 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
 		f.discs = f.discs[:n-1]
 	}
 	f.discs = append(f.discs, dj)
-	if rerun || inOrder {
+	// The check that merges a re-run discovery waits for it (the
+	// uninterrupted run merged it there), and so does the one that merges
+	// the first full window's, one check later (mergeAt): a cold start
+	// tracks nothing until then.
+	if rerun || inOrder || endSeq+1 == uint64(s.cfg.Window) {
 		f.rerun[endSeq] = true
 	}
 	s.mb.mu.Unlock()
@@ -78,7 +82,7 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 		s.dispatchCheck(endSeq, true)
 		return
 	}
-	if s.cfg.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > saved.end {
+	if s.cfg.discoveryPoint(endSeq) && s.cfg.mergeAt(endSeq) > saved.end {
 		s.dispatchDiscovery(endSeq, true)
 	}
 }

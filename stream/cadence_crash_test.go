@@ -40,9 +40,8 @@ func cadenceCrashConfig(addr, dir, group, events string) Config {
 func holdDiscoveries(m *Monitor) {
 	s := m.streams[0]
 	m.testHooks().inOrder = true
-	d := uint64(s.cfg.DiscoverEvery)
 	m.testHooks().beforeDiscovery = func(ctx context.Context, end uint64) {
-		for s.evaluated.Load() < end+d-ccEvery+1 && ctx.Err() == nil {
+		for s.evaluated.Load() < s.cfg.mergeAt(end)-ccEvery+1 && ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}

@@ -14,11 +14,10 @@ import (
 // with inOrder, whenever it is running): the uninterrupted run merged it
 // there. The check gate is open while it waits. It returns ctx's error.
 func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
-	d := uint64(s.cfg.DiscoverEvery)
-	if endSeq < d {
+	start, ok := s.cfg.mergedAt(endSeq)
+	if !ok {
 		return nil
 	}
-	start := endSeq - d
 	f := &s.mb.feed
 	for {
 		s.mb.mu.Lock()
@@ -111,8 +110,8 @@ func (s *evaluator) runCheck(ctx context.Context, c *eval.Checker, job *checkJob
 }
 
 // dueDiscovery takes the discovery results due at window endSeq (finished
-// and ending DiscoverEvery records or more before it) and returns the
-// newest; older due ones are dropped unmerged.
+// and whose merge point, StreamConfig.mergeAt, is at or before it) and
+// returns the newest; older due ones are dropped unmerged.
 func (s *evaluator) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 	s.mb.mu.Lock()
 	defer s.mb.mu.Unlock()
@@ -120,7 +119,7 @@ func (s *evaluator) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 	found := false
 	kept := s.mb.feed.done[:0]
 	for _, d := range s.mb.feed.done {
-		if d.endSeq+uint64(s.cfg.DiscoverEvery) <= endSeq {
+		if s.cfg.mergeAt(d.endSeq) <= endSeq {
 			delete(s.mb.feed.rerun, d.endSeq)
 			if found {
 				s.log.Warn("discovery result superseded before it was merged", "window_end", due.endSeq)
@@ -131,7 +130,7 @@ func (s *evaluator) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 		kept = append(kept, d)
 	}
 	s.mb.feed.done = kept
-	if found && due.endSeq+uint64(s.cfg.DiscoverEvery) < endSeq {
+	if found && s.cfg.mergeAt(due.endSeq) < endSeq {
 		s.m.metrics.Discoveries.WithLabelValues(s.name, "late").Inc()
 		s.log.Warn("discovery merged late: it took longer than discover-every records",
 			"window_end", due.endSeq, "merged_at", endSeq, "seconds", due.took.Seconds(), "held_s", due.held.Seconds())

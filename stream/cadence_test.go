@@ -225,12 +225,18 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 	c = newCadenceRun(t, func(ctx context.Context, end uint64) {
 		switch mode {
 		case interleaved:
-			// Finish only after two more checks ran.
-			for c.s.evaluated.Load() < end+1+2*cadEvery && ctx.Err() == nil {
+			// Finish only after two more checks ran (the first full
+			// window's, which the next check waits for, at once).
+			for end+1 != cadWindow && c.s.evaluated.Load() < end+1+2*cadEvery && ctx.Err() == nil {
 				time.Sleep(5 * time.Millisecond)
 			}
 		case paused:
 			pause.steps.Store(0)
+			if end+1 == cadWindow {
+				// The next check merges it (mergeAt) and waits for it,
+				// gate open: it cannot be paused for that check.
+				pause.steps.Store(3)
+			}
 		}
 	}, false)
 	set(c.s.m.testHooks())
@@ -244,13 +250,13 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 		if !due {
 			continue
 		}
-		if mode != sequential && end >= cadWindow-1+cadDiscoverEvery && isDiscoveryEnd(end) {
+		if d := end - cadDiscoverEvery; mode != sequential && end >= cadWindow-1+cadDiscoverEvery && isDiscoveryEnd(end) && d+1 != cadWindow {
 			// Discovery has until its merge point: the check of window
-			// end + DiscoverEvery.
-			d := end - cadDiscoverEvery
+			// end + DiscoverEvery (the first full window's merged a check
+			// after it: mergeAt).
 			testkit.Eventually(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
 		}
-		pausing := mode == paused && end >= cadWindow-1+cadEvery && isDiscoveryEnd(end-cadEvery)
+		pausing := mode == paused && end >= cadWindow-1+cadEvery && isDiscoveryEnd(end-cadEvery) && end-cadEvery+1 != cadWindow
 		if pausing {
 			// The discovery started a check ago is at its third step.
 			select {
@@ -360,8 +366,8 @@ func TestChecksPauseDiscovery(t *testing.T) {
 	}
 	got, pausedChecks := cadenceEvents(t, paused)
 	// Discoveries start at windows 399, 599, ..., 2399: each pauses for
-	// the check after it.
-	if want := (2399-(cadWindow-1))/cadDiscoverEvery + 1; pausedChecks != want {
+	// the check after it, but the first, which that check merges.
+	if want := (2399 - (cadWindow - 1)) / cadDiscoverEvery; pausedChecks != want {
 		t.Fatalf("%d checks ran while a discovery was paused at the gate, want %d", pausedChecks, want)
 	}
 	sameEvents(t, "paused", seq, got)
@@ -369,9 +375,9 @@ func TestChecksPauseDiscovery(t *testing.T) {
 
 // TestTwoCadenceReplayIsACheck: with two cadences, the window lost in a
 // crash between its commit and its save was a check, and restore replays
-// it as one: saved at its window end, with no discovery merged (the
-// discovery of window 9, run again, merges at 19; a full evaluation would
-// discover the constant column's FD at once).
+// it as one: saved at its window end, a check (not a full evaluation)
+// that merges the discovery of window 9, run again (the first full
+// window's merges into the next check: mergeAt).
 func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	sink := &collectSink{}
 	m := offlineMonitorWith(t, StreamConfig{Topic: "rp", Window: 10, Every: 5, DiscoverEvery: 10, Epsilon: 0.01},
@@ -398,6 +404,13 @@ func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	if err := s.restore(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
+	merged := map[uint64]bool{}
+	m.testHooks().afterCheck = func(end uint64, out *eval.Outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		merged[end] = out.Merged
+	}
 	s.replayMissedEvaluation()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -407,10 +420,10 @@ func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range sink.snapshot() {
-		if e.Type == alerts.EventDiscovered {
-			t.Errorf("replay ran discovery: %s %s", e.Type, e.DependencyText)
-		}
+	mu.Lock()
+	defer mu.Unlock()
+	if m, ok := merged[14]; !ok || !m {
+		t.Errorf("window 14 checked %v, merging %v: want a check merging the discovery of window 9", ok, m)
 	}
 }
 
@@ -528,7 +541,9 @@ func checksMatchFullValidation(t *testing.T, typing table.Typing, pinned ...stri
 // yet, from the records the store kept, and keeps the records of each such
 // discovery's window in the store until its merge is saved.
 func TestRestoreCadence(t *testing.T) {
-	const window, every, discoverEvery = 10, 5, 10 // checks at 9, 14, 19, 24; discoveries at 9, 19
+	// Checks at 9, 14, 19, 24; discoveries at 9 (merged at 14: the first
+	// full window's, mergeAt) and 19 (merged at 29).
+	const window, every, discoverEvery = 10, 5, 10
 	tests := []struct {
 		name        string
 		from, next  int64    // stored records: offsets (= seqs) from..next-1
@@ -537,7 +552,8 @@ func TestRestoreCadence(t *testing.T) {
 		discoveries []uint64
 		keepFrom    int64 // the first record the next commit keeps
 	}{
-		{"discovery running at the crash, checks after it lost", 0, 27, 14, []uint64{19, 24}, []uint64{9, 19}, 0},
+		{"first merge saved, the next discovery lost", 0, 27, 14, []uint64{19, 24}, []uint64{19}, 10},
+		{"discovery running at the crash, checks after it lost", 0, 27, 9, []uint64{14, 19, 24}, []uint64{9, 19}, 0},
 		{"merge saved, the next discovery lost", 10, 27, 19, []uint64{24}, []uint64{19}, 10},
 		{"nothing saved yet", 0, 17, -1, []uint64{9, 14}, []uint64{9}, 0},
 		{"discovery window not in the store", 12, 27, 14, []uint64{24}, nil, 17},
@@ -627,7 +643,9 @@ func TestPreparedMergeBuildsNothing(t *testing.T) {
 		built = built || m.builds.Nodes+m.builds.FDs+m.builds.Rebuilt > 0
 	}
 	for _, m := range merges {
-		if b := m.builds; b.Nodes+b.FDs+b.Rebuilt > 0 {
+		// The first full window's discovery merges into the next check:
+		// no check before it to build ahead in.
+		if b := m.builds; b.Nodes+b.FDs+b.Rebuilt > 0 && m.end != cadWindow-1+cadEvery {
 			t.Errorf("merge at window %d built %+v from the whole window", m.end, b)
 		}
 		restarted = restarted || m.builds.Restarted > 0

@@ -220,16 +220,17 @@ func prepareShare(left int, checks uint64) int {
 }
 
 // newlyMinimal are the dependencies of a discovery's results a merge adds
-// to the checked ones: those not in inDeps (ids) scoring at least
-// minScore, reliable, OFDs and OCs, in discovery's order (by score), as
-// observations does, and their ids; each one's id is added to inDeps.
+// to the checked ones: those not in inDeps (ids) the stream tracks
+// (tracks), OFDs, OCs, keys and equivalences, in discovery's order (by
+// score), as observations does, and their ids; each one's id is added to
+// inDeps.
 func newlyMinimal(o *DiscoveryOutcome, minScore float64, inDeps map[string]bool) (deps []discovery.Dependency, ids []string) {
 	for i, r := range o.Results {
 		id := o.ids[i]
-		if r.Score < minScore || !r.Reliable || inDeps[id] {
+		if !tracks(r, minScore) || inDeps[id] {
 			continue
 		}
-		if r.Kind == discovery.KindOFD || r.Kind == discovery.KindOC {
+		if r.Kind != discovery.KindListOD {
 			inDeps[id] = true
 			deps, ids = append(deps, r.Dependency), append(ids, id)
 		}
@@ -245,59 +246,80 @@ type Pending struct {
 	Outcome *DiscoveryOutcome
 }
 
-// CheckWindow is a check of the checker's window (info's): the tracked
-// dependencies' counts, with the newly minimal ones of merge (a
-// discovery's result, or nil), the rules of the pending discovery results
-// built ahead of their merge (prepareRules; none for nil), the
-// observations, the tracker and samples. The monitor (evaluator.check) and
-// replay share it.
+// CheckWindow is a check of the checker's window (info's): the watched
+// dependencies' counts (tracked and candidates: alerts.Tracker.Watched),
+// with the newly minimal ones of merge (a discovery's result, or nil), the
+// rules of the pending discovery results built ahead of their merge
+// (prepareRules; none for nil), the observations with what merge says of
+// them and what the tracker needs measured (measureNeeds), the tracker and
+// samples. The engine counts OFDs and OCs; keys and equivalences are
+// validated on the check's window (uncounted). The monitor
+// (evaluator.check) and replay share it.
 func (e Env) CheckWindow(ctx context.Context, c *Checker, info alerts.WindowInfo, merge *DiscoveryOutcome, pending []Pending) (*Outcome, error) {
-	tracked := e.Tracker.Tracked()
-	deps := checkable(tracked)
-	inDeps := make(map[string]bool, len(deps))
-	for _, d := range deps {
+	watched := e.Tracker.Watched()
+	inDeps := make(map[string]bool, len(watched))
+	for _, d := range watched {
 		inDeps[alerts.DependencyID(d)] = true
 	}
 	prepare := e.prepareRules(c, info.EndSeq, pending, inDeps)
-	merging := merge != nil
-	if merging {
+	deps := watched
+	if merge != nil {
 		fresh, _ := newlyMinimal(merge, e.Cfg.minScore(c.eng.Len()), inDeps)
-		deps = append(deps, fresh...)
+		deps = append(slices.Clip(deps), fresh...)
 	}
-	res, prepared, err := e.count(c, deps, prepare)
+	res, prepared, err := e.count(c, checkable(deps), checkable(prepare))
 	if err != nil {
 		return nil, err
 	}
-	n := c.eng.Len()
-	out := &Outcome{Info: info, Result: "ok", Tracked: len(tracked), chk: newCheckSampler(c),
+	out := &Outcome{Info: info, Result: "ok", Tracked: len(watched), chk: newCheckSampler(c),
 		Prepared: prepared, Builds: c.eng.LastBuilds()}
+	out.Obs = append(countedObservations(res, c.eng.Len()), e.uncounted(ctx, out.chk, uncountable(deps))...)
+	src := alerts.Checked
+	if merge != nil {
+		src, out.Found, out.Merged = alerts.Merged, len(merge.Found), true
+		for i := range out.Obs {
+			discoveryFacts(&out.Obs[i], merge)
+		}
+	}
+	e.measureNeeds(ctx, info, out.Obs, src, e.samplerTable(out.chk))
+	if merge != nil {
+		out.Events = e.Tracker.ObserveMerge(info, out.Obs)
+	} else {
+		out.Events = e.Tracker.ObserveCheck(info, out.Obs)
+	}
+	out.Checked = len(out.Obs)
+	e.attachSamples(ctx, out, nil)
+	return out, nil
+}
+
+// countedObservations are the engine's counts res on a window of n
+// records as observations; a dependency a column of which left the
+// stream is not observed.
+func countedObservations(res []incremental.Result, n int) []alerts.Observation {
+	obs := make([]alerts.Observation, 0, len(res))
 	for _, r := range res {
 		if !r.Present {
-			continue // a column left the stream: not observed
+			continue
 		}
 		o := alerts.Observation{Dependency: r.Dependency, Removals: r.Removals}
 		if n > 0 {
 			o.Error = float64(r.Removals) / float64(n)
 		}
-		if merging {
-			id := alerts.DependencyID(r.Dependency)
-			if f, ok := merge.Found[id]; ok {
-				o.Minimal, o.Strength, o.Score = true, f.Strength, f.Score
-			} else {
-				o.Minimal = !merge.Complete && dependencyLevel(r.Dependency) > merge.Levels
-			}
+		obs = append(obs, o)
+	}
+	return obs
+}
+
+// uncountable are the dependencies of deps the engine does not count:
+// keys and equivalences.
+func uncountable(deps []discovery.Dependency) []discovery.Dependency {
+	var out []discovery.Dependency
+	for _, d := range deps {
+		if d.Kind == discovery.KindKey || d.Kind == discovery.KindEquivalence {
+			out = append(out, d)
 		}
-		out.Obs = append(out.Obs, o)
 	}
-	if merging {
-		out.Found, out.Merged = len(merge.Found), true
-		out.Events = e.Tracker.Observe(out.Info, out.Obs)
-	} else {
-		out.Events = e.Tracker.ObserveCheck(out.Info, out.Obs)
-	}
-	out.Checked = len(res)
-	e.attachSamples(ctx, out, nil)
-	return out, nil
+	return out
 }
 
 // checkable are the dependencies of tracked a check counts: OFDs and OCs.

@@ -47,6 +47,7 @@ func NewTracker(cfg *Config) *alerts.Tracker {
 		RetireAfter:   cfg.RetireAfter,
 		Pinned:        cfg.Pinned,
 		DiscoverAfter: cfg.DiscoverAfter,
+		MinStrength:   cfg.MinStrength,
 	})
 }
 

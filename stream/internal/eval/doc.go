@@ -10,9 +10,14 @@
 // callers say on which one each value lives.
 //
 // A check that merges a discovery's result (the window ending
-// DiscoverEvery records back) joins its minimal set, strengths and newly
-// minimal dependencies to the check's exact counts in one
-// Tracker.Observe; the checks in between are Tracker.ObserveCheck. Between
+// DiscoverEvery records back, the first full window's one check back:
+// MergeAt) joins its minimal set, strengths and newly minimal
+// dependencies to the check's exact counts in one Tracker.ObserveMerge;
+// the checks in between are Tracker.ObserveCheck. Every check counts the
+// tracker's candidates too (Tracker.Watched) and measures on its window
+// what the tracker needs besides the counts (lifecycle.go): strengths on
+// every column, FDs' mappings, and the keys and equivalences the engine
+// does not count. Between
 // a discovery's end and its merge, each check has the engine build the
 // state of the rules the merge will add, a share of them per check
 // (prepareRules, incremental.Engine.Prepare), so that the merge check

@@ -106,7 +106,7 @@ func (e Env) EvaluateWindow(ctx context.Context, snap *window.Snapshot, endSeq u
 	}
 	discovered := time.Now()
 
-	tracked := e.Tracker.Tracked()
+	tracked := e.Tracker.Watched()
 	deps := toCheck(tracked, disc.Found, table)
 	checked, err := e.check(ctx, table, deps)
 	if err != nil {
@@ -115,6 +115,7 @@ func (e Env) EvaluateWindow(ctx context.Context, snap *window.Snapshot, endSeq u
 	checkedAt := time.Now()
 
 	out.Obs = observations(tracked, checked, disc, e.Cfg.minScore(table.Rows))
+	e.measureNeeds(ctx, out.Info, out.Obs, alerts.Discovered, whole(table))
 	out.Events = e.Tracker.Observe(out.Info, out.Obs)
 	e.attachSamples(ctx, out, snap)
 	out.Tracked, out.Found, out.Checked = len(tracked), len(disc.Found), len(deps)
@@ -166,6 +167,14 @@ func (e Env) discover(ctx context.Context, table *table.Table, endSeq uint64) (D
 		}
 	}
 	out.Found = map[string]discovery.Result{}
+	if disc != nil && e.Cfg.MinStrength > 0 {
+		if err := discovery.Summarize(ctx, table, disc, discovery.Options{Epsilon: e.Cfg.Epsilon, MaxLevel: e.Cfg.MaxLevel, MinStrength: e.Cfg.MinStrength}); err != nil {
+			if ctx.Err() != nil {
+				return out, ctx.Err()
+			}
+			e.Log.Warn("summarize the discovery (keys, equivalences): its rules are kept as found", "window_end", endSeq, "err", err)
+		}
+	}
 	if disc != nil {
 		out.Complete, out.Levels = disc.Complete && derr == nil, disc.Stats.Levels
 		out.setResults(disc.Dependencies)
@@ -231,10 +240,8 @@ func (e Env) check(ctx context.Context, table *table.Table, deps []discovery.Dep
 // check path (in tracked order; one measured by neither is not observed),
 // then the newly minimal ones in discovery's order, the reliable ones only
 // (discovery.Result.Reliable: the stream tracks rules, not chance) and
-// unless their context is too close to a key (score below minScore). Minimal is whether
-// discovery found it; when discovery did not finish, a dependency above the
-// levels it completed counts as minimal (unknown), so that it is not
-// retired for want of search.
+// unless their context is too close to a key (tracks). Minimal and the rest
+// of what discovery says of each are discoveryFacts'.
 func observations(tracked []discovery.Dependency, checked map[string]discovery.Result, disc DiscoveryOutcome, minScore float64) []alerts.Observation {
 	obs := make([]alerts.Observation, 0, len(tracked)+len(disc.Results))
 	in := make(map[string]bool, len(tracked)+len(disc.Results))
@@ -251,7 +258,7 @@ func observations(tracked []discovery.Dependency, checked map[string]discovery.R
 		obs = append(obs, alerts.Observation{Dependency: d, Removals: r.Removals, Error: r.Error, Strength: r.Strength, Score: r.Score})
 	}
 	for _, r := range disc.Results {
-		if r.Score < minScore || !r.Reliable {
+		if !tracks(r, minScore) {
 			continue
 		}
 		if id := alerts.DependencyID(r.Dependency); !in[id] {
@@ -260,9 +267,7 @@ func observations(tracked []discovery.Dependency, checked map[string]discovery.R
 		}
 	}
 	for i := range obs {
-		d := obs[i].Dependency
-		_, ok := disc.Found[alerts.DependencyID(d)]
-		obs[i].Minimal = ok || (!disc.Complete && dependencyLevel(d) > disc.Levels)
+		discoveryFacts(&obs[i], &disc)
 	}
 	return obs
 }

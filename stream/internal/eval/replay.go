@@ -91,8 +91,8 @@ func (r *Replay) Add(ctx context.Context, meta window.RowMeta, rec *decode.FlatR
 
 // check is the monitor's two-cadence step at window end: the window's
 // delta to the checker, the discovery of the window when it starts one
-// (run at once, merged DiscoverEvery records later) and the check, which
-// merges the discovery of the window DiscoverEvery records back.
+// (run at once, merged at its MergeAt) and the check, which merges the
+// discovery whose MergeAt it is.
 func (r *Replay) check(ctx context.Context, end uint64) (*Outcome, error) {
 	cfg := r.env.Cfg
 	delta, info := r.cursor.Delta(r.win, !r.cursor.Fed()), r.win.Info(cfg.Name, cfg.Topic, end)
@@ -111,10 +111,10 @@ func (r *Replay) check(ctx context.Context, end uint64) (*Outcome, error) {
 		return nil, &StepError{Step: "check", Err: fmt.Errorf("window %d does not follow the checker's", end)}
 	}
 	var merge *DiscoveryOutcome
-	if d := uint64(cfg.DiscoverEvery); end >= d {
-		if disc, ok := r.pending[end-d]; ok {
+	for start, disc := range r.pending {
+		if MergeAt(start, cfg.Window, cfg.Every, cfg.DiscoverEvery) == end {
 			merge = &disc
-			delete(r.pending, end-d)
+			delete(r.pending, start)
 		}
 	}
 	return r.env.CheckWindow(ctx, &r.chk, info, merge, nil)

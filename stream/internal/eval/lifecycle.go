@@ -1,0 +1,201 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
+)
+
+// The evaluation's side of the tracker's lifecycle (alerts.Tracker): what
+// a discovery says of each observed rule, the measures the tracker asks
+// for on a window besides the counts (Needs), and the rules the checker's
+// engine does not count (keys and equivalences), validated instead.
+
+// MergeAt is the window end of the check that merges the discovery of the
+// window ending at end (two cadences): the next check for the first full
+// window's, so that a cold start tracks a rule one check after it whatever
+// discover-every is (nothing is tracked before, so waiting for it delays
+// nothing else), discoverEvery records later for every other one.
+func MergeAt(end uint64, window, every, discoverEvery int) uint64 {
+	if end+1 == uint64(window) {
+		return end + uint64(every)
+	}
+	return end + uint64(discoverEvery)
+}
+
+// discoveryFacts sets on o what disc, the discovery of this window or a
+// merged earlier one, says of its rule: whether it found it (Minimal, or
+// unknown above the levels a stopped discovery completed), and for one it
+// found its equivalents, implied_by, (unless o was rated on its own
+// window) strength and score, and what it steps back for (StepsBack,
+// ReplacedBy: Summarize states it with a key, an equivalence or implying
+// rules), for one it did not a more general reliable rule it found in its
+// place (ReplacedBy).
+func discoveryFacts(o *alerts.Observation, disc *DiscoveryOutcome) {
+	if f, ok := disc.Found[alerts.DependencyID(o.Dependency)]; ok {
+		o.Minimal, o.Equivalents, o.ImpliedBy = true, f.Equivalents, f.ImpliedBy
+		if !o.Rated {
+			o.Strength, o.Score = f.Strength, f.Score
+		}
+		if !f.Reliable && len(f.ImpliedBy) > 0 && !orderOfEquals(f) {
+			o.StepsBack, o.ReplacedBy = true, strings.Join(f.ImpliedBy, ", ")
+		}
+		return
+	}
+	o.Minimal = !disc.Complete && dependencyLevel(o.Dependency) > disc.Levels
+	if !o.Minimal {
+		o.ReplacedBy = alerts.ReplacedBy(o.Dependency, disc.Results)
+	}
+}
+
+// measureNeeds measures what the tracker needs to observe obs from src
+// (alerts.Tracker.Needs) on the window's table, which tab gives (nil: it
+// could not be had, logged by tab, and the needs go unmet): the strengths
+// asked for (Observation.Rated), on every column of the window, since a
+// strength is judged on the distinct records (a table of a rule's columns
+// alone makes records that differ elsewhere repeats: payroll's salary <->
+// tax has strength 0.97 on the window and 0 on its two columns), and FDs'
+// mappings (alerts.MappingOf), which need only their columns.
+func (e Env) measureNeeds(ctx context.Context, info alerts.WindowInfo, obs []alerts.Observation, src alerts.Source, tab tableFor) {
+	needs := e.Tracker.Needs(info, obs, src)
+	if len(needs) == 0 {
+		return
+	}
+	deps := make([]discovery.Dependency, len(needs))
+	var rate []discovery.Dependency
+	for i, n := range needs {
+		deps[i] = n.Dependency
+		if n.Rate {
+			rate = append(rate, n.Dependency)
+		}
+	}
+	t := tab(deps, len(rate) > 0)
+	if t == nil {
+		return
+	}
+	at := make(map[string]int, len(obs))
+	for i := len(obs) - 1; i >= 0; i-- {
+		at[alerts.DependencyID(obs[i].Dependency)] = i // the first observation of a rule counts
+	}
+	if len(rate) > 0 {
+		results, errs := e.validate(ctx, t, rate)
+		for i, d := range rate {
+			if results != nil && errs[i] == nil {
+				o := &obs[at[alerts.DependencyID(d)]]
+				o.Strength, o.Score, o.Rated = results[i].Strength, results[i].Score, true
+			}
+		}
+	}
+	for _, n := range needs {
+		if n.Map {
+			obs[at[alerts.DependencyID(n.Dependency)]].Mapping = alerts.MappingOf(t, n.Dependency, alerts.DefaultMappingClasses)
+		}
+	}
+}
+
+// tableFor gives a window's encoded table with at least the columns of
+// the dependencies it is handed (every column with all), or nil when it
+// cannot.
+type tableFor = func(deps []discovery.Dependency, all bool) *table.Table
+
+// whole is the tableFor of a full evaluation: its encoded window.
+func whole(t *table.Table) tableFor {
+	return func([]discovery.Dependency, bool) *table.Table { return t }
+}
+
+// validate validates deps on t at the stream's eps and strength threshold;
+// results is nil when t could not be read or ctx is done, and errs[i]
+// says why deps[i] could not be validated (logged).
+func (e Env) validate(ctx context.Context, t *table.Table, deps []discovery.Dependency) ([]discovery.Result, []error) {
+	results, errs, err := discovery.ValidateEach(ctx, t, deps, discovery.Options{Epsilon: e.Cfg.Epsilon, MinStrength: e.Cfg.MinStrength})
+	if err != nil {
+		if !errors.Is(err, context.Canceled) {
+			e.Log.Warn("validate on the check's window", "err", err)
+		}
+		return nil, nil
+	}
+	for i, d := range deps {
+		if errs[i] != nil {
+			e.Log.Warn("validate on the check's window", "dependency", d.String(), "err", errs[i])
+		}
+	}
+	return results, errs
+}
+
+// samplerTable is tab for measureNeeds and uncounted on a check: the
+// columns of deps (every column with all) copied from the checker and
+// encoded (s keeps them for the events' samples), or nil when they could
+// not be encoded (logged).
+func (e Env) samplerTable(s *CheckSampler) tableFor {
+	return func(deps []discovery.Dependency, all bool) *table.Table {
+		names := sampledColumns(deps)
+		if all && s.attached() {
+			names = s.c.eng.Columns()
+		}
+		s.take(names)
+		if err := s.encode(e.Cfg.typingFor); err != nil {
+			e.Log.Warn("check: encode the columns to validate", "err", err)
+			return nil
+		}
+		return s.table
+	}
+}
+
+// uncounted counts on the check's window the watched rules the checker's
+// engine does not count (keys and equivalences: a key's removals are all
+// but one record of each class of its columns, duplicated records
+// included): a validation of their columns at every check, since they
+// are few; one mentioning a column the window does not have is not
+// observed. Their removals need only their columns; a strength the
+// tracker needs is measured on the whole window (measureNeeds).
+func (e Env) uncounted(ctx context.Context, s *CheckSampler, deps []discovery.Dependency) []alerts.Observation {
+	if len(deps) == 0 {
+		return nil
+	}
+	t := e.samplerTable(s)(deps, false)
+	if t == nil {
+		return nil
+	}
+	results, errs := e.validate(ctx, t, deps)
+	var obs []alerts.Observation
+	for i, d := range deps {
+		if results == nil || errs[i] != nil {
+			continue
+		}
+		obs = append(obs, alerts.Observation{Dependency: d, Removals: results[i].Removals, Error: results[i].Error})
+	}
+	return obs
+}
+
+// tracks reports whether a rule discovery found is one the stream tracks:
+// reliable (after Summarize: keys and equivalences stated once, implied
+// rules stepping back) or an order within equivalences (orderOfEquals),
+// and unless its context is too close to a key (score below minScore); a
+// key's score is its own columns' partition's, a key's by definition, so
+// the bound does not apply to it.
+func tracks(r discovery.Result, minScore float64) bool {
+	return (r.Reliable || orderOfEquals(r)) && (r.Score >= minScore || r.Kind == discovery.KindKey)
+}
+
+// orderOfEquals reports whether r is an OC that stepped back only for
+// equivalences (Summarize steps back a rule between members of one) and is
+// strong enough to be reliable on its own: two columns that determine each
+// other need not sort together, so the order is a fact the equivalence does
+// not state, and the stream tracks it beside it (it was reliable before it
+// stepped back; payroll's {}: salary ~
+// tax beside salary <-> tax, the paper's running example).
+func orderOfEquals(r discovery.Result) bool {
+	if r.Kind != discovery.KindOC || r.Reliable || len(r.ImpliedBy) == 0 || len(r.Equivalents) > 0 {
+		return false
+	}
+	for _, by := range r.ImpliedBy {
+		if d, err := discovery.ParseDependency(by); err != nil || d.Kind != discovery.KindEquivalence {
+			return false
+		}
+	}
+	return true
+}

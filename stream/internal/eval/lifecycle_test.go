@@ -1,0 +1,114 @@
+package eval
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/window"
+)
+
+func TestMergeAt(t *testing.T) {
+	for _, tc := range []struct {
+		end, want uint64
+	}{
+		{999, 1249},  // the first full window's: the next check
+		{1999, 2999}, // the others: discover-every later
+		{2999, 3999},
+	} {
+		if got := MergeAt(tc.end, 1000, 250, 1000); got != tc.want {
+			t.Errorf("MergeAt(%d) = %d, want %d", tc.end, got, tc.want)
+		}
+	}
+}
+
+func TestTracksAndDiscoveryFacts(t *testing.T) {
+	res := func(s string, reliable bool, score float64, by ...string) discovery.Result {
+		return discovery.Result{Dependency: mustDep(t, s), Reliable: reliable, Score: score, Strength: 0.9, ImpliedBy: by}
+	}
+	disc := &DiscoveryOutcome{Complete: true}
+	disc.setResults([]discovery.Result{
+		res("{}: salary ~ tax (asc)", false, 1, "{}: salary <-> tax"), // an order of equals: tracked
+		res("{}: salary <-> tax", true, 1),
+		res("{perc}: [] -> tax_group", false, 0.3, "{}: tax_group <-> perc"), // steps back
+		res("key(id)", true, 0.001),                                          // a key: whatever its score
+		res("{id}: [] -> tax", false, 0.001),
+		res("{a}: [] -> b", true, 0.5),
+	})
+	var tracked []string
+	for _, r := range disc.Results {
+		if tracks(r, 0.01) {
+			tracked = append(tracked, r.Dependency.String())
+		}
+	}
+	if want := []string{"{}: salary ~ tax (asc)", "{}: salary <-> tax", "key(id)", "{a}: [] -> b"}; !slices.Equal(tracked, want) {
+		t.Errorf("tracked %v, want %v", tracked, want)
+	}
+	for _, tc := range []struct {
+		dep      string
+		minimal  bool
+		back     bool
+		replaced string
+	}{
+		{"{}: salary ~ tax (asc)", true, false, ""},
+		{"{perc}: [] -> tax_group", true, true, "{}: tax_group <-> perc"},
+		{"{a,c}: [] -> b", false, false, "{a}: [] -> b"},
+		{"{x}: [] -> y", false, false, ""},
+	} {
+		o := alerts.Observation{Dependency: mustDep(t, tc.dep)}
+		discoveryFacts(&o, disc)
+		if o.Minimal != tc.minimal || o.StepsBack != tc.back || o.ReplacedBy != tc.replaced {
+			t.Errorf("%s: minimal %v, steps back %v, replaced by %q; want %v, %v, %q", tc.dep, o.Minimal, o.StepsBack, o.ReplacedBy, tc.minimal, tc.back, tc.replaced)
+		}
+	}
+}
+
+// TestCheckWindowKey: a key the merged discovery found is counted by the
+// check (the engine does not count keys), rated on the whole window and
+// discovered there; records sent twice raise its error to a violated
+// event.
+func TestCheckWindowKey(t *testing.T) {
+	cfg := &Config{Name: "k", Topic: "k", Every: 100, DiscoverEvery: 200, Epsilon: 0.05, MinStrength: 0.5, MinScore: -1, Sample: 5}
+	env := Env{Name: "k", Cfg: cfg, Log: testkit.Logger(t),
+		Tracker: alerts.NewTracker(alerts.Config{Stream: "k", Epsilon: 0.05, K: 1, DiscoverAfter: 2, MinStrength: 0.5})}
+	checker := func(ids []int) *Checker {
+		names := []string{"a", "id"}
+		codes, values := make([][]uint32, 2), make([][]string, 2)
+		for _, id := range ids {
+			values[0], values[1] = append(values[0], strconv.Itoa(id%5)), append(values[1], strconv.Itoa(id))
+			codes[0], codes[1] = append(codes[0], uint32(1+id%5)), append(codes[1], uint32(1+id))
+		}
+		c := &Checker{}
+		if err := c.build(names, codes, values, false); err != nil {
+			t.Fatal(err)
+		}
+		c.metas = make([]window.RowMeta, len(ids))
+		return c
+	}
+	key := mustDep(t, "key(id)")
+	merge := &DiscoveryOutcome{Complete: true}
+	merge.setResults([]discovery.Result{{Dependency: key, Reliable: true, Score: 0.01, Strength: 0.99}})
+	unique := make([]int, 100)
+	for i := range unique {
+		unique[i] = i
+	}
+	out, err := env.CheckWindow(context.Background(), checker(unique), alerts.WindowInfo{Stream: "k", Records: 100, EndSeq: 99}, merge, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Events) != 1 || out.Events[0].Type != alerts.EventDiscovered || out.Events[0].Strength < 0.5 {
+		t.Fatalf("events %+v, want key(id) discovered, rated reliable", out.Events)
+	}
+	twice := append(slices.Clone(unique[:80]), unique[60:80]...) // 20 of 100 records sent twice
+	out, err = env.CheckWindow(context.Background(), checker(twice), alerts.WindowInfo{Stream: "k", Records: 100, EndSeq: 199}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Events) != 1 || out.Events[0].Type != alerts.EventViolated || out.Events[0].Removals != 20 {
+		t.Fatalf("events %+v, want key(id) violated with 20 removals", out.Events)
+	}
+}
