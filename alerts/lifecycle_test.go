@@ -128,6 +128,13 @@ func TestTrackerLifecycle(t *testing.T) {
 			{Discovered, map[string]ob{"A": {e: 0.01, min: true, s: 0.35}}, nil},
 			{Discovered, map[string]ob{"A": {e: 0.01, min: true, s: 0.35}}, []string{"retired:A"}},
 		}},
+		{"weak as a merged discovery measures it: retired after RetireAfter merges", judged, []lstep{
+			{Discovered, map[string]ob{"A": found}, nil},
+			{Checked, map[string]ob{"A": ok}, []string{"discovered:A"}},
+			{Merged, map[string]ob{"A": {e: 0.01, min: true, s: 0.3}}, nil},
+			{Checked, map[string]ob{"A": {e: 0.01}}, nil},
+			{Merged, map[string]ob{"A": {e: 0.01, min: true, s: 0.3}}, []string{"retired:A"}},
+		}},
 		{"holding and reliable: never retired, though a more general rule was found", judged, []lstep{
 			{Discovered, map[string]ob{"C": found}, nil},
 			{Checked, map[string]ob{"C": ok}, []string{"discovered:C"}},
@@ -370,23 +377,10 @@ func TestLifecycleDeterministicAcrossRestore(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		steps := randomLifecycle(seed, 80)
 		run := func(restoreEvery int) ([]Event, string) {
-			tr := NewTracker(cfg)
-			var all []Event
-			for i, s := range steps {
-				if restoreEvery > 0 && i%restoreEvery == 0 {
-					b, err := tr.MarshalJSON()
-					if err != nil {
-						t.Fatal(err)
-					}
-					tr = NewTracker(cfg)
-					if err := tr.UnmarshalJSON(b); err != nil {
-						t.Fatal(err)
-					}
-				}
-				all = append(all, observeStep(tr, testWindow(i+1), s)...)
-			}
-			b, _ := tr.MarshalJSON()
-			return all, string(b)
+			evs, state := restoredRun(t, cfg, len(steps), restoreEvery, func(tr *Tracker, i int) []Event {
+				return observeStep(tr, testWindow(i+1), steps[i])
+			})
+			return evs, string(state)
 		}
 		want, wantState := run(0)
 		validateEvents(t, schema, want)

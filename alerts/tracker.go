@@ -274,9 +274,10 @@ type candidate struct {
 //     count, so a breaking dependency is reported as violated, not retired;
 //     a rule that holds and is reliable is never retired;
 //     (w) weak (MinStrength above 0): holding, held with a strength below
-//     MinStrength - StrengthBand in RetireAfter consecutive rated windows
-//     (a rated window at or above resets the count): strength has
-//     hysteresis, discovered at MinStrength, retired below the band;
+//     MinStrength - StrengthBand in RetireAfter consecutive windows that
+//     measured it (rated, or a merged discovery that found it; one at or
+//     above resets the count): strength has hysteresis, discovered at
+//     MinStrength, retired below the band;
 //     (b) violated and not minimal for RetireViolatedAfter consecutive
 //     discoveries after its violated event;
 //     (c) no observation for RetireAfter consecutive windows (its columns
@@ -649,7 +650,7 @@ func (t *Tracker) step(e *entry, o Observation, w WindowInfo, m float64, src Sou
 		if holds && o.Mapping != nil {
 			e.Mapping = o.Mapping
 		}
-		return nil, t.holdingRetirement(e, o, holds, src)
+		return nil, t.holdingRetirement(e, o, holds, rated(o, src) || minimal, src)
 	case StateViolated:
 		if t.crossed(e, o.Error <= t.cfg.Epsilon-m, prev) {
 			return t.comeBack(e, o), keep
@@ -687,14 +688,14 @@ func (t *Tracker) comeBack(e *entry, o Observation) *transition {
 }
 
 // holdingRetirement applies retirement rules (a) and (w) to a holding
-// entry that stayed holding in this window.
-func (t *Tracker) holdingRetirement(e *entry, o Observation, holds bool, src Source) reason {
+// entry that stayed holding in this window; measured says o's strength is
+// known (this window's, or the merged discovery's that found it).
+func (t *Tracker) holdingRetirement(e *entry, o Observation, holds, measured bool, src Source) reason {
 	if !holds {
 		e.HeldNonMinimal, e.Weak = 0, 0
 		return keep
 	}
-	isRated := rated(o, src)
-	if t.judged() && isRated {
+	if t.judged() && measured {
 		if o.Strength < t.cfg.MinStrength-t.cfg.StrengthBand {
 			e.Weak++
 		} else {
@@ -704,7 +705,7 @@ func (t *Tracker) holdingRetirement(e *entry, o Observation, holds bool, src Sou
 	if src != Checked {
 		replaced := !o.Minimal || o.StepsBack
 		if t.judged() {
-			replaced = replaced && o.ReplacedBy != "" && (o.StepsBack || (isRated && o.Strength < t.cfg.MinStrength))
+			replaced = replaced && o.ReplacedBy != "" && (o.StepsBack || (measured && o.Strength < t.cfg.MinStrength))
 		}
 		if replaced {
 			e.HeldNonMinimal++

@@ -397,31 +397,41 @@ func TestTrackerDeterministicAcrossRestore(t *testing.T) {
 	}
 }
 
+// restoredRun feeds a tracker of cfg n windows (step(tr, i) observes the
+// i-th), saving and restoring it from its JSON before every restoreEvery-th
+// one (0: never), and returns the events and the final state.
+func restoredRun(t *testing.T, cfg Config, n, restoreEvery int, step func(tr *Tracker, i int) []Event) ([]Event, []byte) {
+	t.Helper()
+	tr := NewTracker(cfg)
+	var all []Event
+	for i := range n {
+		if restoreEvery > 0 && i%restoreEvery == 0 {
+			b, err := tr.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr = NewTracker(cfg)
+			if err := tr.UnmarshalJSON(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		all = append(all, step(tr, i)...)
+	}
+	b, err := tr.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all, b
+}
+
 func testDeterministicAcrossRestore(t *testing.T, cfg Config, allTypes bool) {
 	schema := eventSchemaT(t)
 	for seed := uint64(1); seed <= 20; seed++ {
 		steps := randomSteps(seed, 60)
 		run := func(restoreEvery int) ([]Event, []byte) {
-			tr := NewTracker(cfg)
-			var all []Event
-			for i, s := range steps {
-				if restoreEvery > 0 && i%restoreEvery == 0 {
-					b, err := tr.MarshalJSON()
-					if err != nil {
-						t.Fatal(err)
-					}
-					tr = NewTracker(cfg)
-					if err := tr.UnmarshalJSON(b); err != nil {
-						t.Fatal(err)
-					}
-				}
-				all = append(all, tr.Observe(testWindow(i+1), testObs(s))...)
-			}
-			b, err := tr.MarshalJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			return all, b
+			return restoredRun(t, cfg, len(steps), restoreEvery, func(tr *Tracker, i int) []Event {
+				return tr.Observe(testWindow(i+1), testObs(steps[i]))
+			})
 		}
 		want, wantState := run(0)
 		validateEvents(t, schema, want)

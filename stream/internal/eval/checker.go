@@ -267,13 +267,15 @@ func (e Env) CheckWindow(ctx context.Context, c *Checker, info alerts.WindowInfo
 		fresh, _ := newlyMinimal(merge, e.Cfg.minScore(c.eng.Len()), inDeps)
 		deps = append(slices.Clip(deps), fresh...)
 	}
-	res, prepared, err := e.count(c, checkable(deps), checkable(prepare))
+	counted, others := checkable(deps)
+	toPrepare, _ := checkable(prepare)
+	res, prepared, err := e.count(c, counted, toPrepare)
 	if err != nil {
 		return nil, err
 	}
 	out := &Outcome{Info: info, Result: "ok", Tracked: len(watched), chk: newCheckSampler(c),
 		Prepared: prepared, Builds: c.eng.LastBuilds()}
-	out.Obs = append(countedObservations(res, c.eng.Len()), e.uncounted(ctx, out.chk, uncountable(deps))...)
+	out.Obs = append(countedObservations(res, c.eng.Len()), e.uncounted(ctx, out.chk, others)...)
 	src := alerts.Checked
 	if merge != nil {
 		src, out.Found, out.Merged = alerts.Merged, len(merge.Found), true
@@ -310,27 +312,17 @@ func countedObservations(res []incremental.Result, n int) []alerts.Observation {
 	return obs
 }
 
-// uncountable are the dependencies of deps the engine does not count:
-// keys and equivalences.
-func uncountable(deps []discovery.Dependency) []discovery.Dependency {
-	var out []discovery.Dependency
+// checkable are the dependencies of deps the checker's engine counts
+// (OFDs and OCs) and the others (keys and equivalences: uncounted).
+func checkable(deps []discovery.Dependency) (counted, others []discovery.Dependency) {
 	for _, d := range deps {
-		if d.Kind == discovery.KindKey || d.Kind == discovery.KindEquivalence {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// checkable are the dependencies of tracked a check counts: OFDs and OCs.
-func checkable(tracked []discovery.Dependency) []discovery.Dependency {
-	var deps []discovery.Dependency
-	for _, d := range tracked {
 		if d.Kind == discovery.KindOFD || d.Kind == discovery.KindOC {
-			deps = append(deps, d)
+			counted = append(counted, d)
+		} else {
+			others = append(others, d)
 		}
 	}
-	return deps
+	return counted, others
 }
 
 // count brings the checker's counts of deps up to date on its window, and
