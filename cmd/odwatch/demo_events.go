@@ -82,8 +82,17 @@ func eventText(e alerts.Event, headline string) string {
 	case alerts.EventRestored:
 		fmt.Fprintf(&b, "holds again: error %s -> %s, back within epsilon %s - margin %s",
 			pct(e.ErrorBefore), pct(e.ErrorNow), pct(e.Epsilon), pct(e.Margin))
+	case alerts.EventChanged:
+		fmt.Fprintf(&b, "holds again with other values: error %s -> %s", pct(e.ErrorBefore), pct(e.ErrorNow))
+		if e.Change != nil {
+			fmt.Fprintf(&b, "; %s", e.Change.Text(e.Dependency))
+		}
 	case alerts.EventRetired:
-		fmt.Fprintf(&b, "no longer tracked: not minimal any more (error %s)", pct(e.ErrorNow))
+		if e.ReplacedBy != "" {
+			fmt.Fprintf(&b, "no longer tracked: replaced by %s (error %s)", e.ReplacedBy, pct(e.ErrorNow))
+		} else {
+			fmt.Fprintf(&b, "no longer tracked (error %s)", pct(e.ErrorNow))
+		}
 	default:
 		fmt.Fprintf(&b, "error %s -> %s", pct(e.ErrorBefore), pct(e.ErrorNow))
 	}

@@ -469,7 +469,7 @@ func (p *eventPrinter) print(evs []alerts.Event) error {
 // writeReplaySummary prints what a replay did, in three lines:
 //
 //	replay: 65000 records, 12 evaluations (evaluation mean 0.412 s, max 0.731 s), 9.8 s in all
-//	events: violated 1, restored 0, discovered 14, retired 2
+//	events: violated 1, restored 0, changed 0, discovered 14, retired 2
 func writeReplaySummary(w io.Writer, st stream.ReplayStats, skipped int, took time.Duration) {
 	mean := 0.0
 	if st.Evaluations > 0 {
@@ -477,8 +477,9 @@ func writeReplaySummary(w io.Writer, st stream.ReplayStats, skipped int, took ti
 	}
 	fmt.Fprintf(w, "replay: %d records, %d evaluations (evaluation mean %.3f s, max %.3f s), %.1f s in all\n",
 		st.Records, st.Evaluations, mean, st.MaxEval.Seconds(), took.Seconds())
-	fmt.Fprintf(w, "events: violated %d, restored %d, discovered %d, retired %d\n",
-		st.Events[alerts.EventViolated], st.Events[alerts.EventRestored], st.Events[alerts.EventDiscovered], st.Events[alerts.EventRetired])
+	fmt.Fprintf(w, "events: violated %d, restored %d, changed %d, discovered %d, retired %d\n",
+		st.Events[alerts.EventViolated], st.Events[alerts.EventRestored], st.Events[alerts.EventChanged],
+		st.Events[alerts.EventDiscovered], st.Events[alerts.EventRetired])
 	if st.Failed > 0 || skipped > 0 {
 		fmt.Fprintf(w, "not counted: %d windows whose evaluation failed (see the log), %d undecodable records\n", st.Failed, skipped)
 	}
