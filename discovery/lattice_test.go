@@ -88,7 +88,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 	t.Helper()
 	v := validate.NewValidator()
 	m := len(cols)
-	ev := newEvidence(tab)
+	ev := newEvidence(tab, defaultListing)
 	for x := uint64(0); x < 1<<m; x++ {
 		var ctx []int
 		for c := 0; c < m; c++ {

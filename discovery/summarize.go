@@ -33,11 +33,12 @@ func Summarize(ctx context.Context, t *table.Table, d *Discovery, opts Options) 
 	if opts.MinStrength <= 0 || t.Rows == 0 || len(t.Columns) > 64 {
 		return nil
 	}
-	maxColumns := maxKeyColumns
+	tune := opts.listing()
+	maxColumns := tune.maxKeyColumns
 	if opts.MaxLevel > 0 {
 		maxColumns = min(maxColumns, opts.MaxLevel)
 	}
-	keys, err := findKeys(ctx, t, opts.Epsilon, maxColumns)
+	keys, err := findKeys(ctx, t, opts.Epsilon, maxColumns, tune)
 	if err != nil {
 		return err
 	}

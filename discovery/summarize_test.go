@@ -104,7 +104,7 @@ func TestKeysMatchBruteForce(t *testing.T) {
 		}
 		tab := tableFromInts(cols)
 		for _, eps := range []float64{0, 0.1} {
-			keys, err := findKeys(context.Background(), tab, eps, 3)
+			keys, err := findKeys(context.Background(), tab, eps, 3, defaultListing)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -80,6 +80,7 @@ func ValidateEach(ctx context.Context, t *table.Table, deps []Dependency, opts O
 		index: make(map[string]int, len(t.Columns)),
 		parts: map[uint64]*validate.StrippedPartition{},
 		v:     validate.NewValidator(),
+		tune:  opts.listing(),
 	}
 	for i := len(t.Columns) - 1; i >= 0; i-- {
 		vs.index[t.Columns[i].Name] = i // the first of duplicate names wins
@@ -107,6 +108,7 @@ type depValidator struct {
 	parts map[uint64]*validate.StrippedPartition // by context column set, when <= 64 columns
 	v     *validate.Validator
 	ev    *evidence // the distinct records, found when first needed
+	tune  listingTuning
 }
 
 func (vs *depValidator) column(name string) (*table.Column, error) {
