@@ -389,7 +389,7 @@ func TestValidateMatchesOracle(t *testing.T) {
 			continue
 		}
 		om := measureAll(cols, n)
-		om.addStrengths(cols)
+		om.addStrengths(cols, 0.3)
 		// gain is the Strength of docs/DESIGN.md from the oracle's measures.
 		gain := func(x uint64, measure func(y uint64) float64) float64 {
 			s := measure(x)
