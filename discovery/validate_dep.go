@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
@@ -119,6 +121,22 @@ func (vs *depValidator) column(name string) (*table.Column, error) {
 	return &vs.t.Columns[i], nil
 }
 
+// known returns an error naming every column d mentions that the table
+// lacks, in d's order, or nil.
+func (vs *depValidator) known(d Dependency) error {
+	var missing []string
+	for _, name := range d.Columns() {
+		q := strconv.Quote(name)
+		if _, ok := vs.index[name]; !ok && !slices.Contains(missing, q) {
+			missing = append(missing, q)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errUnknownColumn, strings.Join(missing, ", "))
+}
+
 func (vs *depValidator) columns(names []string) ([]*table.Column, error) {
 	out := make([]*table.Column, 0, len(names))
 	for _, name := range names {
@@ -178,6 +196,9 @@ func (vs *depValidator) gain(context []string, s float64, measure func(*validate
 // the measure of its kind (measureOFD, measureOC, measureListOD), then what
 // they share: the error, reliability and removal sample.
 func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
+	if err := vs.known(d); err != nil {
+		return Result{}, err
+	}
 	p, err := vs.partition(d.Context)
 	if err != nil {
 		return Result{}, err
