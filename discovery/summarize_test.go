@@ -138,18 +138,9 @@ func TestSummarize(t *testing.T) {
 		group = append(group, c%8)
 		city = append(city, c%8/2)
 	}
-	tab := tableFromInts([][]int{id, code, copyOf, group, city})
-	opts := Options{Epsilon: 0.05, MinStrength: DefaultMinStrength}
-	d, err := Discover(context.Background(), tab, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Summarize(context.Background(), tab, d, opts); err != nil {
-		t.Fatal(err)
-	}
 	var reliable []string
 	stepped := map[string][]string{}
-	for _, r := range d.Dependencies {
+	for _, r := range summarize(t, tableFromInts([][]int{id, code, copyOf, group, city}), defaultListing) {
 		if r.Reliable {
 			reliable = append(reliable, r.String()+" eq="+strings.Join(r.Equivalents, ","))
 		}
@@ -220,15 +211,10 @@ func TestRuleTextAndJSON(t *testing.T) {
 	}
 }
 
-// summarized runs Discover and Summarize on cols at eps 0.05 and the
-// default threshold with the given tuning, and returns the reliable
-// entries' texts and what each stepped-back entry names.
-func summarized(t *testing.T, cols [][]int, nominal []int, tune listingTuning) ([]string, map[string][]string) {
+// summarize runs Discover and Summarize on tab at eps 0.05 and the
+// default threshold with the given tuning.
+func summarize(t *testing.T, tab *table.Table, tune listingTuning) []Result {
 	t.Helper()
-	tab := tableFromInts(cols)
-	for _, c := range nominal {
-		tab.Columns[c].Type = table.Nominal
-	}
 	opts := Options{Epsilon: 0.05, MinStrength: DefaultMinStrength, tune: &tune}
 	d, err := Discover(context.Background(), tab, opts)
 	if err != nil {
@@ -237,9 +223,20 @@ func summarized(t *testing.T, cols [][]int, nominal []int, tune listingTuning) (
 	if err := Summarize(context.Background(), tab, d, opts); err != nil {
 		t.Fatal(err)
 	}
+	return d.Dependencies
+}
+
+// summarized is summarize on cols, the columns nominal typed so, and
+// returns the reliable entries' texts and what each other entry names.
+func summarized(t *testing.T, cols [][]int, nominal []int, tune listingTuning) ([]string, map[string][]string) {
+	t.Helper()
+	tab := tableFromInts(cols)
+	for _, c := range nominal {
+		tab.Columns[c].Type = table.Nominal
+	}
 	var reliable []string
 	by := map[string][]string{}
-	for _, r := range d.Dependencies {
+	for _, r := range summarize(t, tab, tune) {
 		if r.Reliable {
 			reliable = append(reliable, r.String())
 		} else {

@@ -89,28 +89,38 @@ func resample(rows [][]string, n int, seed uint64) [][]string {
 	return out
 }
 
-// readHead reads a CSV file's header and at most maxRows rows (all when
-// 0), gunzipping a name ending in .gz.
-func readHead(tb testing.TB, path string, maxRows int) ([]string, [][]string) {
+// openCSV opens a CSV file (gunzipping a name ending in .gz) and reads
+// its header; done closes it.
+func openCSV(tb testing.TB, path string) (header []string, cr *csv.Reader, done func()) {
 	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer f.Close()
 	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
 		gz, err := gzip.NewReader(f)
 		if err != nil {
+			f.Close()
 			tb.Fatal(err)
 		}
 		r = gz
 	}
-	cr := csv.NewReader(r)
-	header, err := cr.Read()
+	cr = csv.NewReader(r)
+	header, err = cr.Read()
 	if err != nil {
+		f.Close()
 		tb.Fatal(err)
 	}
+	return slices.Clone(header), cr, func() { f.Close() }
+}
+
+// readHead reads a CSV file's header and at most maxRows rows (all when
+// 0).
+func readHead(tb testing.TB, path string, maxRows int) ([]string, [][]string) {
+	tb.Helper()
+	header, cr, done := openCSV(tb, path)
+	defer done()
 	var rows [][]string
 	for maxRows <= 0 || len(rows) < maxRows {
 		row, err := cr.Read()
@@ -130,20 +140,14 @@ func readHead(tb testing.TB, path string, maxRows int) ([]string, [][]string) {
 // events against genuine.
 func streamPrecision(tb testing.TB, name string, header []string, rows [][]string, genuine []genuineRule) precisionCounts {
 	tb.Helper()
-	cfg := StreamConfig{Name: name, Topic: name, Window: precisionWindow, Every: precisionEvery, Epsilon: precisionEps,
-		Margin: AutoMargin, K: 1, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel,
-		MinStrength: discovery.DefaultMinStrength, MinScore: AutoMinScore, Sample: DefaultSample}
-	r, err := NewReplayer(cfg, nil)
+	r, err := NewReplayer(benchConfig(name, precisionWindow, precisionEvery, precisionEps), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var rec decode.FlatRecord
 	var c precisionCounts
 	for i, row := range rows {
-		rec.Reset()
-		for j, v := range row {
-			rec.Add([]byte(header[j]), []byte(v), v == "")
-		}
+		fillRecord(&rec, header, row)
 		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
 		if err != nil {
 			tb.Fatal(err)
@@ -153,6 +157,22 @@ func streamPrecision(tb testing.TB, name string, header []string, rows [][]strin
 		}
 	}
 	return c
+}
+
+// benchConfig is the replay benchmarks' stream: the CLI's defaults but
+// for window, every and eps.
+func benchConfig(name string, window, every int, eps float64) StreamConfig {
+	return StreamConfig{Name: name, Topic: name, Window: window, Every: every, Epsilon: eps,
+		Margin: AutoMargin, K: 1, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel,
+		MinStrength: discovery.DefaultMinStrength, MinScore: AutoMinScore, Sample: DefaultSample}
+}
+
+// fillRecord makes rec the CSV row's record, an empty cell a null.
+func fillRecord(rec *decode.FlatRecord, header, row []string) {
+	rec.Reset()
+	for j, v := range row {
+		rec.Add([]byte(header[j]), []byte(v), v == "")
+	}
 }
 
 // count adds one event.
