@@ -59,9 +59,9 @@ type evaluation struct {
 // lifecycleConfig is the CLI's defaults at window, every and
 // discoverEvery (0: the default), eps 0.05.
 func lifecycleConfig(name string, window, every, discoverEvery int) StreamConfig {
-	return StreamConfig{Name: name, Topic: name, Window: window, Every: every, DiscoverEvery: discoverEvery,
-		Epsilon: qualityEps, Margin: AutoMargin, K: 1, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel,
-		MinStrength: discovery.DefaultMinStrength, MinScore: AutoMinScore, Sample: DefaultSample}
+	cfg := benchConfig(name, window, every, qualityEps)
+	cfg.DiscoverEvery = discoverEvery
+	return cfg
 }
 
 // replayEvaluations replays rows (header names) with cfg and returns its
@@ -76,10 +76,7 @@ func replayEvaluations(b *testing.B, cfg StreamConfig, header []string, rows [][
 	var out []evaluation
 	n, w, e := 0, cfg.Window, cfg.Every
 	for i, row := range rows {
-		rec.Reset()
-		for j, v := range row {
-			rec.Add([]byte(header[j]), []byte(v), v == "")
-		}
+		fillRecord(&rec, header, row)
 		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
 		if err != nil {
 			b.Fatal(err)
