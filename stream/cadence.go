@@ -155,19 +155,7 @@ func (c *StreamConfig) discoveryPoint(endSeq uint64) bool {
 }
 
 // mergeAt is the window end of the check that merges the discovery of the
-// window ending at end: the next check for the first full window's (a cold
-// start tracks a rule one check after it, whatever DiscoverEvery is),
-// DiscoverEvery records later for the others (eval.MergeAt).
+// window ending at end (eval.MergeAt).
 func (c *StreamConfig) mergeAt(end uint64) uint64 {
 	return eval.MergeAt(end, c.Window, c.Every, c.DiscoverEvery)
-}
-
-// mergedAt is the window end of the discovery the check of the window
-// ending at endSeq merges (ok false when none can be).
-func (c *StreamConfig) mergedAt(endSeq uint64) (start uint64, ok bool) {
-	if first := uint64(c.Window - 1); c.mergeAt(first) == endSeq {
-		return first, true
-	}
-	d := uint64(c.DiscoverEvery)
-	return endSeq - d, endSeq >= d && c.discoveryPoint(endSeq-d)
 }

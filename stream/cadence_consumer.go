@@ -48,10 +48,8 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
 		f.discs = f.discs[:n-1]
 	}
 	f.discs = append(f.discs, dj)
-	// The check that merges a re-run discovery waits for it (the
-	// uninterrupted run merged it there), and so does the one that merges
-	// the first full window's, one check later (mergeAt): a cold start
-	// tracks nothing until then.
+	// A re-run discovery's merge waits for it, as does the first full
+	// window's, one check later (mergeAt): nothing is tracked until then.
 	if rerun || inOrder || endSeq+1 == uint64(s.cfg.Window) {
 		f.rerun[endSeq] = true
 	}

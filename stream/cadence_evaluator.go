@@ -14,7 +14,7 @@ import (
 // with inOrder, whenever it is running): the uninterrupted run merged it
 // there. The check gate is open while it waits. It returns ctx's error.
 func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
-	start, ok := s.cfg.mergedAt(endSeq)
+	start, ok := eval.MergedAt(endSeq, s.cfg.Window, s.cfg.Every, s.cfg.DiscoverEvery)
 	if !ok {
 		return nil
 	}

@@ -27,6 +27,17 @@ func MergeAt(end uint64, window, every, discoverEvery int) uint64 {
 	return end + uint64(discoverEvery)
 }
 
+// MergedAt is the window end of the discovery the check of the window
+// ending at endSeq merges (ok false when none can be): the inverse of
+// MergeAt.
+func MergedAt(endSeq uint64, window, every, discoverEvery int) (start uint64, ok bool) {
+	if first := uint64(window - 1); MergeAt(first, window, every, discoverEvery) == endSeq {
+		return first, true
+	}
+	d := uint64(discoverEvery)
+	return endSeq - d, endSeq >= d && DiscoveryPoint(endSeq-d, window, discoverEvery)
+}
+
 // discoveryFacts sets on o what disc, the discovery of this window or a
 // merged earlier one, says of its rule: whether it found it (Minimal, or
 // unknown above the levels a stopped discovery completed), and for one it

@@ -13,6 +13,9 @@ import (
 )
 
 func TestMergeAt(t *testing.T) {
+	if _, ok := MergedAt(1499, 1000, 250, 1000); ok {
+		t.Error("MergedAt(1499): the check merges no discovery, want none")
+	}
 	for _, tc := range []struct {
 		end, want uint64
 	}{
@@ -22,6 +25,9 @@ func TestMergeAt(t *testing.T) {
 	} {
 		if got := MergeAt(tc.end, 1000, 250, 1000); got != tc.want {
 			t.Errorf("MergeAt(%d) = %d, want %d", tc.end, got, tc.want)
+		}
+		if got, ok := MergedAt(tc.want, 1000, 250, 1000); !ok || got != tc.end {
+			t.Errorf("MergedAt(%d) = %d, %v, want %d", tc.want, got, ok, tc.end)
 		}
 	}
 }
