@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
 )
@@ -70,15 +71,9 @@ type Segment struct {
 
 // Expected is what the rule expected of one violating record: an FD's
 // value (Null: NULL), or an OC's range of its right-hand column (Low and
-// High, each absent when the chain does not bound it on that side).
-type Expected struct {
-	Column          string
-	Value           string
-	Null            bool
-	Range           bool
-	Low, High       string
-	HasLow, HasHigh bool
-}
+// High, each absent when the chain does not bound it on that side): the
+// event's type.
+type Expected = alerts.Expected
 
 // Result is the explanation of a rule's violation on one window.
 type Result struct {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // The oracle: a direct, slow reading of the definitions of explain.go
@@ -481,5 +482,38 @@ func TestExplainErrors(t *testing.T) {
 	}
 	if _, err := Explain(Window{Columns: cols, Rule: tb}, discovery.Dependency{Kind: discovery.KindKey, Set: []string{"salary"}}, DefaultOptions); err == nil {
 		t.Error("a key: no error")
+	}
+}
+
+// TestForEvent: the samples are the violating records that entered last,
+// in record order, with the rule's values, all fields and the expected
+// value; the first record is the earliest violating one.
+func TestForEvent(t *testing.T) {
+	t.Parallel()
+	cols, d := planted(rand.New(rand.NewPCG(5, 5)), 3000, 0.3, false)
+	w := Window{Columns: cols, Rule: encode(t, cols)}
+	r, err := Explain(w, d, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := func(i int) window.RowMeta { return window.RowMeta{Partition: 1, Offset: int64(1000 + i)} }
+	x, samples, err := ForEvent(Event{Window: w, Meta: meta, Topic: "pay", Samples: 5}, d, DefaultOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Violating != len(r.Violating) || x.First.Offset != int64(1000+r.Violating[0]) || x.First.Topic != "pay" ||
+		len(x.Segments) == 0 || x.Segments[0].Column != "source" {
+		t.Fatalf("explanation %+v", x)
+	}
+	last := r.Violating[len(r.Violating)-5:]
+	for i, s := range samples {
+		row := last[i]
+		if s.Offset != int64(1000+row) || s.Values["rate"] != val(cols, "rate", row) || len(s.Values) != 2 ||
+			s.Fields["source"] != val(cols, "source", row) || s.Expected == nil || s.Expected.Value != r.Expected[len(r.Violating)-5+i].Value {
+			t.Fatalf("sample %d %+v, want row %d", i, s, row)
+		}
+	}
+	if len(samples) != 5 {
+		t.Fatalf("%d samples", len(samples))
 	}
 }
