@@ -82,9 +82,12 @@ func percent(x float64) string {
 }
 
 // String renders what the rule expected: "perc 30", "perc NULL", "tax
-// 3051..3117", "tax >= 3051", "tax <= 3117".
+// 3051..3117" ("tax 3051" when both bounds are one value), "tax >= 3051",
+// "tax <= 3117".
 func (e Expected) String() string {
 	switch {
+	case e.Range && e.HasLow && e.HasHigh && e.Low == e.High:
+		return e.Column + " " + e.Low
 	case !e.Range && e.Null:
 		return e.Column + " NULL"
 	case !e.Range:

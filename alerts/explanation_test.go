@@ -86,6 +86,9 @@ func TestExplanationText(t *testing.T) {
 	if c := (&Explanation{Segments: []Segment{{Column: "a", Value: "x", ViolatingShare: 0.5, WindowShare: 0.004}}}).Cause(); c != "50% of the violating records have a=x, against 0.4% of the window" {
 		t.Errorf("cause %q", c)
 	}
+	if s := (Expected{Column: "perc", Range: true, Low: "30", High: "30", HasLow: true, HasHigh: true}).String(); s != "perc 30" {
+		t.Errorf("a one-value range reads %q", s)
+	}
 	if c := (*Explanation)(nil).Cause(); c != "" {
 		t.Errorf("no explanation: cause %q", c)
 	}
