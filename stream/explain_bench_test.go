@@ -1,0 +1,269 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/window"
+)
+
+// The explanation benchmarks of issue 23, by replay: a fault confined to
+// one segment of a stream from record explainFaultFrom+1 on. The first
+// violated event's explanation must name the segment first, its first
+// violating record must lie within explainFirstSlack records of the
+// fault's first record, and what the rule expected must be the record's
+// value before the fault for at least explainExpectedShare of the samples
+// that are faulty records. Run it with (figures in the log):
+//
+//	go test ./stream -run '^$' -bench BenchmarkExplainQuality -benchtime 1x -v
+const (
+	explainWindow        = 5000
+	explainEvery         = 2500
+	explainEps           = 0.02
+	explainFaultFrom     = 20000
+	explainFaultShare    = 0.6
+	explainRecords       = 32500
+	explainFirstSlack    = 100
+	explainExpectedShare = 0.9
+)
+
+// segmentFault hits explainFaultShare of the records whose column seg
+// holds value, from explainFaultFrom on, changing column col.
+type segmentFault struct {
+	name       string
+	seg, value string
+	col        string
+	apply      func(row []string, rng *rand.Rand) string // the new value of col
+}
+
+// explainRun is one replay: its first violated event and the records the
+// fault changed (by offset: the value before).
+type explainRun struct {
+	event  *alerts.Event
+	before map[int64]string
+	first  int64 // the fault's first record
+}
+
+// replayFault replays rows with f, at the benchmark's window, cadence
+// and eps and the CLI's defaults otherwise, until the first violated
+// event naming f's column; every event must validate against the schema.
+func replayFault(b *testing.B, name string, header []string, rows [][]string, f segmentFault) explainRun {
+	b.Helper()
+	cfg := StreamConfig{Name: name, Topic: name, Window: explainWindow, Every: explainEvery, Epsilon: explainEps,
+		Margin: AutoMargin, K: 1, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel,
+		MinStrength: discovery.DefaultMinStrength, MinScore: AutoMinScore, Sample: DefaultSample}
+	r, err := NewReplayer(cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(23, 23))
+	is, ic := slices.Index(header, f.seg), slices.Index(header, f.col)
+	run := explainRun{before: map[int64]string{}, first: -1}
+	var rec decode.FlatRecord
+	for i, row := range rows {
+		if i >= explainFaultFrom && row[is] == f.value && rng.Float64() < explainFaultShare {
+			row = slices.Clone(row)
+			if v := f.apply(row, rng); v != row[ic] {
+				run.before[int64(i)] = row[ic]
+				row[ic] = v
+				if run.first < 0 {
+					run.first = int64(i)
+				}
+			}
+		}
+		rec.Reset()
+		for j, v := range row {
+			rec.Add([]byte(header[j]), []byte(v), v == "")
+		}
+		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := validateEvents(evs); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Type == alerts.EventViolated && slices.Contains(e.Dependency.Columns(), f.col) {
+				return explainRun{event: &e, before: run.before, first: run.first}
+			}
+		}
+	}
+	return run
+}
+
+// judgeExplanation checks a run against the benchmark's targets.
+func judgeExplanation(b *testing.B, name string, run explainRun, seg alerts.Segment, right func(alerts.Sample, string) bool) {
+	b.Helper()
+	e := run.event
+	if e == nil {
+		b.Errorf("%s: no violated event", name)
+		return
+	}
+	raw, _ := json.Marshal(e.Explanation)
+	b.Logf("%s: violated at window end %d: %s; explanation %s", name, e.Window.EndSeq, e.DependencyText, raw)
+	x := e.Explanation
+	if x == nil || len(x.Segments) == 0 {
+		b.Errorf("%s: no segment", name)
+		return
+	}
+	top := x.Segments[0]
+	if top.Column != seg.Column || top.Value != seg.Value {
+		b.Errorf("%s: top segment %s, want %s", name, top, seg)
+	}
+	if d := x.First.Offset - run.first; d < 0 || d > explainFirstSlack {
+		b.Errorf("%s: first violating record %d, the fault's first %d (%d records apart, at most %d)", name, x.First.Offset, run.first, d, explainFirstSlack)
+	}
+	faulty, ok := 0, 0
+	for _, s := range e.Samples {
+		before, hit := run.before[s.Offset]
+		if !hit {
+			continue
+		}
+		faulty++
+		if s.Expected != nil && right(s, before) {
+			ok++
+		}
+	}
+	b.Logf("%s: top segment %s (%.0f%% of %d violating records, %.1f%% of the window); first violating record %d (the fault's first: %d); expected right for %d of %d faulty samples (of %d samples)",
+		name, top, 100*top.ViolatingShare, x.Violating, 100*top.WindowShare, x.First.Offset, run.first, ok, faulty, len(e.Samples))
+	if faulty == 0 || float64(ok) < explainExpectedShare*float64(faulty) {
+		b.Errorf("%s: expected value right for %d of %d faulty samples, want at least %.0f%%", name, ok, faulty, 100*explainExpectedShare)
+	}
+	b.ReportMetric(float64(ok)/float64(max(faulty, 1)), name+"-expected-right")
+	b.ReportMetric(float64(x.First.Offset-run.first), name+"-first-lag")
+}
+
+// expectedValue: an FD's expected value is the value before the fault.
+func expectedValue(s alerts.Sample, before string) bool { return s.Expected.Value == before }
+
+// expectedRange: an OC's expected range holds the value before the fault.
+func expectedRange(s alerts.Sample, before string) bool {
+	e := s.Expected
+	v, err := strconv.ParseFloat(before, 64)
+	if err != nil {
+		return false
+	}
+	lo, errLo := strconv.ParseFloat(e.Low, 64)
+	hi, errHi := strconv.ParseFloat(e.High, 64)
+	return (!e.HasLow || (errLo == nil && v >= lo)) && (!e.HasHigh || (errHi == nil && v <= hi))
+}
+
+// expectedEither judges by the kind of rule the event has.
+func expectedEither(s alerts.Sample, before string) bool {
+	if s.Expected.Range {
+		return expectedRange(s, before)
+	}
+	return expectedValue(s, before)
+}
+
+func BenchmarkExplainQuality(b *testing.B) {
+	adult := loadCSV(b, testkit.SharedData(b, "bench/adult.csv"), 0)
+	flights := loadCSV(b, testkit.SharedData(b, "flights-3m.csv.gz"), explainRecords)
+	for range b.N {
+		// adult in file order (shuffled rows would do as well), 60% of the
+		// Self-emp-not-inc records taking another record's education.
+		ie := adult.col("education")
+		edu := segmentFault{name: "adult", seg: "workclass", value: "Self-emp-not-inc", col: "education",
+			apply: func(_ []string, rng *rand.Rand) string { return adult.rows[rng.IntN(len(adult.rows))][ie] }}
+		run := replayFault(b, "adult", adult.header, adult.rows[:min(explainRecords, len(adult.rows))], edu)
+		judgeExplanation(b, "adult", run, alerts.Segment{Column: "workclass", Value: "Self-emp-not-inc"}, expectedEither)
+
+		// flights in time order (a uniform sample of the file, in file
+		// order), 60% of the flights from Chicago O'Hare with their distance
+		// in kilometres.
+		id := flights.col("distance")
+		km := segmentFault{name: "flights", seg: "origin", value: "ORD", col: "distance",
+			apply: func(row []string, _ *rand.Rand) string {
+				d, err := strconv.ParseFloat(row[id], 64)
+				if err != nil {
+					return row[id]
+				}
+				return strconv.FormatFloat(d*1.609, 'f', 0, 64)
+			}}
+		run = replayFault(b, "flights", flights.header, flights.rows, km)
+		judgeExplanation(b, "flights", run, alerts.Segment{Column: "origin", Value: "ORD"}, expectedEither)
+
+		benchDemoExplanation(b)
+	}
+}
+
+// benchDemoExplanation replays the demo's stream with its settings (the
+// payroll generator, 6000 clean records, then 3% data-entry errors, all
+// from one source): the violated event's top segment is that source and
+// the expected perc is right on every faulty sample.
+func benchDemoExplanation(b *testing.B) {
+	cfg := StreamConfig{Name: "payroll", Topic: "payroll", Window: 2000, Every: 1000, Epsilon: 0.01, Margin: 0.004, K: 1,
+		Sample: 3, MinScore: 0.01, MinStrength: discovery.DefaultMinStrength, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel}
+	r, err := NewReplayer(cfg, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	o := demo.PayrollOptions{CleanRecords: 6000, ErrorRate: 0.03}
+	g, errRng := demo.NewPayrollGen(1), rand.New(rand.NewPCG(2, 2))
+	run := explainRun{before: map[int64]string{}, first: -1}
+	var rec decode.FlatRecord
+	for i := range 20000 {
+		faulty := i >= o.CleanRecords && errRng.Float64() < o.ErrorRate
+		var fields map[string]any
+		if err := json.Unmarshal(g.Next(faulty), &fields); err != nil {
+			b.Fatal(err)
+		}
+		if faulty {
+			run.before[int64(i)] = strconv.Itoa(int(fields["perc"].(float64)) / 10)
+			if run.first < 0 {
+				run.first = int64(i)
+			}
+		}
+		rec.Reset()
+		for _, k := range slices.Sorted(func(yield func(string) bool) {
+			for k := range fields {
+				if !yield(k) {
+					return
+				}
+			}
+		}) {
+			v := fields[k]
+			s, ok := v.(string)
+			if !ok {
+				s = strconv.FormatFloat(v.(float64), 'f', -1, 64)
+			}
+			rec.Add([]byte(k), []byte(s), false)
+		}
+		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := validateEvents(evs); err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Type == alerts.EventViolated && run.event == nil {
+				run.event = &e
+			}
+		}
+		if run.event != nil {
+			break
+		}
+	}
+	e := run.event
+	if e != nil && e.Explanation != nil {
+		b.Logf("demo: %s", e.Text())
+	}
+	judgeExplanation(b, "demo", run, alerts.Segment{Column: "source", Value: demo.PayrollFaultySource}, expectedEither)
+	if e != nil {
+		for _, s := range e.Samples {
+			if before, hit := run.before[s.Offset]; hit && (s.Expected == nil || !expectedEither(s, before)) {
+				b.Errorf("demo: sample %d expected %v, the perc before the error %s", s.Offset, s.Expected, before)
+			}
+		}
+	}
+}
