@@ -95,8 +95,12 @@ func replayFault(b *testing.B, name string, header []string, rows [][]string, f 
 			if e.Type == alerts.EventViolated && slices.Contains(e.Dependency.Columns(), f.col) {
 				return explainRun{event: &e, before: run.before, first: run.first}
 			}
+			if e.Type == alerts.EventViolated || (i >= explainFaultFrom && e.Type != alerts.EventDiscovered) {
+				b.Logf("%s: record %d: %s %s (%d related)", name, i, e.Type, e.DependencyText, len(e.Related))
+			}
 		}
 	}
+	b.Logf("%s: %d records changed by the fault; no violated event names %s", name, len(run.before), f.col)
 	return run
 }
 

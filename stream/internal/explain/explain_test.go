@@ -173,30 +173,72 @@ func checkOC(t *testing.T, cols []table.DictColumn, d discovery.Dependency, r Re
 		}
 	}
 	for i, row := range r.Violating {
-		lo, hi, hasLo, hasHi := math.MinInt, math.MaxInt, false, false
-		for s := range n {
-			if out[s] || contextKey(cols, d.Context, s) != contextKey(cols, d.Context, row) {
-				continue
-			}
-			if a(s) < a(row) && b(s) >= lo {
-				lo, hasLo = b(s), true
-			}
-			if a(s) > a(row) && b(s) <= hi {
-				hi, hasHi = b(s), true
-			}
-		}
+		same := func(s int) bool { return !out[s] && contextKey(cols, d.Context, s) == contextKey(cols, d.Context, row) }
+		// right's range: no kept row with a smaller left above it, none
+		// with a larger left below it (in the rule's direction).
+		rb := oracleRange(n, same, func(s int) bool { return a(s) < a(row) }, func(s int) bool { return a(s) > a(row) }, b)
 		if sign < 0 {
-			lo, hi, hasLo, hasHi = -hi, -lo, hasHi, hasLo
+			rb = oSpan{-rb.hi, -rb.lo, rb.hasHi, rb.hasLo}
+		}
+		// left's range, the sides exchanged.
+		la := oracleRange(n, same, func(s int) bool { return b(s) < b(row) }, func(s int) bool { return b(s) > b(row) }, a)
+		want, col, own := rb, d.Right, num(val(cols, d.Right, row))
+		lw, rw := width(cols, d.Left, la), width(cols, d.Right, rb)
+		if (la.hasLo && la.hasHi) != (rb.hasLo && rb.hasHi) && la.hasLo && la.hasHi ||
+			la.hasLo && la.hasHi && rb.hasLo && rb.hasHi && lw < rw {
+			want, col, own = la, d.Left, num(val(cols, d.Left, row))
 		}
 		e := r.Expected[i]
-		if e.HasLow != hasLo || e.HasHigh != hasHi || (hasLo && num(e.Low) != lo) || (hasHi && num(e.High) != hi) {
-			t.Fatalf("%s row %d: expected %+v, the oracle [%d (%v), %d (%v)]", d, row, e, lo, hasLo, hi, hasHi)
+		if e.Column != col || e.HasLow != want.hasLo || e.HasHigh != want.hasHi || (want.hasLo && num(e.Low) != want.lo) || (want.hasHi && num(e.High) != want.hi) {
+			t.Fatalf("%s row %d: expected %+v, the oracle %s %+v (left %+v, right %+v)", d, row, e, col, want, la, rb)
 		}
-		own := num(val(cols, d.Right, row))
-		if (!hasLo || own >= lo) && (!hasHi || own <= hi) {
+		if (!want.hasLo || own >= want.lo) && (!want.hasHi || own <= want.hi) {
 			t.Fatalf("%s row %d: its value %d lies inside the expected range %+v", d, row, own, e)
 		}
 	}
+}
+
+// oSpan is a range of values, each side possibly open.
+type oSpan struct {
+	lo, hi       int
+	hasLo, hasHi bool
+}
+
+// oracleRange: at least v of every row in the class (same) before x, at
+// most v of every one after x.
+func oracleRange(n int, same, before, after func(int) bool, v func(int) int) oSpan {
+	sp := oSpan{lo: math.MinInt, hi: math.MaxInt}
+	for s := range n {
+		if !same(s) {
+			continue
+		}
+		if before(s) && v(s) >= sp.lo {
+			sp.lo, sp.hasLo = v(s), true
+		}
+		if after(s) && v(s) <= sp.hi {
+			sp.hi, sp.hasHi = v(s), true
+		}
+	}
+	return sp
+}
+
+// width is a two-sided range's share of the column's distinct values
+// (NULL counted): how many ranks it spans over how many there are.
+func width(cols []table.DictColumn, name string, sp oSpan) float64 {
+	var vals []int
+	seen := map[int]bool{}
+	for row := range cols[0].Codes {
+		if v := num(val(cols, name, row)); !seen[v] {
+			seen[v] = true
+			vals = append(vals, v)
+		}
+	}
+	slices.Sort(vals)
+	lo, hi := sp.lo, sp.hi
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	return float64(slices.Index(vals, hi)-slices.Index(vals, lo)) / float64(len(vals))
 }
 
 // oracleSegments reads the segment definition directly: every value of

@@ -119,7 +119,7 @@ func explainOC(t *table.Table, d discovery.Dependency) (Result, error) {
 		for i := lo; i < hi; i++ {
 			if !inChain[i] {
 				r.Violating = append(r.Violating, int(rows[i].row))
-				r.Expected = append(r.Expected, ocExpected(chain, rows[i], right, desc))
+				r.Expected = append(r.Expected, ocExpected(chain, rows[i], left, right, desc))
 			}
 		}
 		lo = hi
@@ -193,34 +193,76 @@ func longestChain(rows []ocRow, in []bool, chain []ocRow) []ocRow {
 	return chain
 }
 
-// ocExpected is the range of right that the chain (one class's, sorted
-// by (a, b)) allows row x: b at least that of the chain's last row with a
-// smaller a, at most that of its first row with a larger a, in the rule's
-// direction; turned back to right's values (desc swaps the bounds).
-func ocExpected(chain []ocRow, x ocRow, right *table.Column, desc bool) Expected {
-	e := Expected{Column: right.Name, Range: true}
-	// first chain row with a >= x.a, and first with a > x.a
-	i, _ := slices.BinarySearchFunc(chain, x.a, func(c ocRow, a uint32) int { return cmp.Compare(c.a, a) })
-	j, _ := slices.BinarySearchFunc(chain[i:], x.a+1, func(c ocRow, a uint32) int { return cmp.Compare(c.a, a) })
-	j += i
-	lowSet, highSet := i > 0, j < len(chain)
-	var low, high uint32
-	if lowSet {
-		low = chain[i-1].b
+// ocExpected is what the chain (one class's, sorted by (a, b), hence by
+// b too) expects of row x: the range of one side that no chain row
+// contradicts, the other side staying x's. For right: b at least that of
+// the chain's last row with a smaller a, at most that of its first row
+// with a larger a (desc: reversed, so the bounds swap); for left, the same
+// with the sides exchanged. Of the two, the one the chain pins down better
+// is what the rule expected: a range bounded on both sides before an open
+// one, then the narrower share of its column's values; right on a tie.
+// Which side a fault changed is not known (the demo's perc ~ salary breaks
+// in perc, flights' distance rules in distance), and the side a fault
+// changed is the one the chain bounds on both sides: a changed value has
+// neighbours on both sides of the other, unchanged column.
+func ocExpected(chain []ocRow, x ocRow, left, right *table.Column, desc bool) Expected {
+	byA := func(c ocRow, a uint32) int { return cmp.Compare(c.a, a) }
+	i, _ := slices.BinarySearchFunc(chain, x.a, byA)
+	j, _ := slices.BinarySearchFunc(chain[i:], x.a+1, byA)
+	rb := span{lowSet: i > 0, highSet: i+j < len(chain)}
+	if rb.lowSet {
+		rb.low = chain[i-1].b
 	}
-	if highSet {
-		high = chain[j].b
+	if rb.highSet {
+		rb.high = chain[i+j].b
 	}
 	if desc {
 		top := uint32(right.Cardinality - 1)
-		low, high = top-high, top-low
-		lowSet, highSet = highSet, lowSet
+		rb = span{low: top - rb.high, high: top - rb.low, lowSet: rb.highSet, highSet: rb.lowSet}
 	}
-	if lowSet {
-		e.Low, e.HasLow = right.Values[low], true
+	byB := func(c ocRow, b uint32) int { return cmp.Compare(c.b, b) }
+	k, _ := slices.BinarySearchFunc(chain, x.b, byB)
+	l, _ := slices.BinarySearchFunc(chain[k:], x.b+1, byB)
+	la := span{lowSet: k > 0, highSet: k+l < len(chain)}
+	if la.lowSet {
+		la.low = chain[k-1].a
 	}
-	if highSet {
-		e.High, e.HasHigh = right.Values[high], true
+	if la.highSet {
+		la.high = chain[k+l].a
+	}
+	if la.better(rb, left.Cardinality, right.Cardinality) {
+		return la.expected(left)
+	}
+	return rb.expected(right)
+}
+
+// span is a range of ranks of one column, each side possibly open.
+type span struct {
+	low, high       uint32
+	lowSet, highSet bool
+}
+
+// better reports whether s (of a column of n ranks) pins its column down
+// better than o (of m ranks): bounded on both sides where o is not, or
+// both bounded and narrower as a share of the column's ranks.
+func (s span) better(o span, n, m int) bool {
+	sb, ob := s.lowSet && s.highSet, o.lowSet && o.highSet
+	if sb != ob {
+		return sb
+	}
+	if !sb {
+		return false
+	}
+	return float64(s.high-s.low)*float64(m) < float64(o.high-o.low)*float64(n)
+}
+
+func (s span) expected(c *table.Column) Expected {
+	e := Expected{Column: c.Name, Range: true}
+	if s.lowSet {
+		e.Low, e.HasLow = c.Values[s.low], true
+	}
+	if s.highSet {
+		e.High, e.HasHigh = c.Values[s.high], true
 	}
 	return e
 }
