@@ -19,8 +19,8 @@ type Event struct {
 }
 
 // ForEvent explains d's violation on the event's window in the event's
-// terms: the explanation (the violating records, segments, the first
-// violating record) and the samples, taken from the violating records that
+// terms: the explanation (the violating records, segments, the record the
+// break starts at) and the samples, taken from the violating records that
 // entered last (so that a fault that began in this window shows its own
 // rows, not the last clean ones), in record order, each with the rule's
 // values, all of its record's fields and what the rule expected.
@@ -29,7 +29,7 @@ func ForEvent(ev Event, d discovery.Dependency, o Options) (*alerts.Explanation,
 	if err != nil || len(r.Violating) == 0 {
 		return nil, nil, err
 	}
-	first := ev.Meta(r.Violating[0])
+	first := ev.Meta(r.Violating[r.First])
 	x := &alerts.Explanation{Violating: len(r.Violating),
 		First: alerts.RecordRef{Topic: ev.Topic, Partition: first.Partition, Offset: first.Offset, Time: first.Time}}
 	for _, s := range r.Segments {

@@ -47,6 +47,9 @@ type Window struct {
 	// Rule holds the rule's columns encoded (dense ranks in value order),
 	// over the same rows.
 	Rule *table.Table
+	// Epsilon is the share of violating records the rule tolerates: the
+	// violations in excess of it date the break (Result.First).
+	Epsilon float64
 }
 
 // Segment is a (column, value) pair that the violating records share
@@ -85,6 +88,9 @@ type Result struct {
 	// excess of ViolatingShare over WindowShare, then by P, then by
 	// column and value.
 	Segments []Segment
+	// First is the index in Violating of the record the break starts at
+	// (breakStart); -1 without violating records.
+	First int
 }
 
 // Explain explains rule d's violation on w. It fails only when w lacks a
@@ -117,7 +123,26 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 	// often than the window by construction (a fault spread over every
 	// record would otherwise always have a segment).
 	r.Segments = segments(w.Columns, r.Violating, []string{cmp.Or(d.RHS, d.Right)}, o)
+	r.First = breakStart(r.Violating, n, w.Epsilon)
 	return r, nil
+}
+
+// breakStart is the index in violating (rows, ascending, of a window of
+// n) of the earliest record from which on the violations most exceed
+// what the rule tolerates: the k maximizing (violating records from
+// violating[k] on) - eps * (records from violating[k] on), the earliest
+// of equal ones (to 1e-9, so that rounding breaks no tie). Before a fault the violations are within eps (an
+// approximate rule's old exceptions), so they lower the sum and the
+// break starts at the fault; without them it is the first violating
+// record. -1 when there is none.
+func breakStart(violating []int, n int, eps float64) int {
+	best, bestScore := -1, 0.0
+	for k, row := range violating {
+		if score := float64(len(violating)-k) - eps*float64(n-row); best < 0 || score > bestScore+1e-9 {
+			best, bestScore = k, score
+		}
+	}
+	return best
 }
 
 // column finds a column of t by name.

@@ -198,6 +198,56 @@ func checkOC(t *testing.T, cols []table.DictColumn, d discovery.Dependency, r Re
 	}
 }
 
+// oracleFirst: of every start row t of the window up to the last
+// violating record, the one whose records from t on hold the most
+// violations in excess of eps (the earliest of equal ones); the break
+// starts at the first violating record from it on.
+func oracleFirst(violating []int, n int, eps float64) int {
+	if len(violating) == 0 {
+		return -1
+	}
+	bestT, best := -1, math.Inf(-1)
+	for t := range violating[len(violating)-1] + 1 {
+		v := 0
+		for _, row := range violating {
+			if row >= t {
+				v++
+			}
+		}
+		if s := float64(v) - eps*float64(n-t); s > best+1e-9 {
+			bestT, best = t, s
+		}
+	}
+	for k, row := range violating {
+		if row >= bestT {
+			return k
+		}
+	}
+	return -1
+}
+
+// TestBreakStart: old exceptions within eps do not date the break.
+func TestBreakStart(t *testing.T) {
+	t.Parallel()
+	// 1000 rows: exceptions every 100 rows (1%), then from row 800 every
+	// 5th row; eps 2%.
+	var v []int
+	for row := range 1000 {
+		if (row < 800 && row%100 == 50) || (row >= 800 && row%5 == 2) {
+			v = append(v, row)
+		}
+	}
+	if k := breakStart(v, 1000, 0.02); v[k] != 802 {
+		t.Errorf("break starts at row %d, want 802", v[k])
+	}
+	if k := breakStart(v, 1000, 0); k != 0 {
+		t.Errorf("eps 0: break starts at violating record %d, want the first", k)
+	}
+	if k := breakStart(nil, 1000, 0.02); k != -1 {
+		t.Errorf("no violations: %d", k)
+	}
+}
+
 // oSpan is a range of values, each side possibly open.
 type oSpan struct {
 	lo, hi       int
@@ -370,7 +420,8 @@ func TestExplainAgainstOracle(t *testing.T) {
 		tb := encode(t, cols)
 		for _, d := range rules(rng, 5) {
 			o := forced[int(seed)%len(forced)]
-			r, err := Explain(Window{Columns: cols, Rule: tb}, d, o)
+			w := Window{Columns: cols, Rule: tb, Epsilon: float64(seed%4) / 20}
+			r, err := Explain(w, d, o)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -392,6 +443,9 @@ func TestExplainAgainstOracle(t *testing.T) {
 				checkOC(t, cols, d, r)
 			}
 			sameSegments(t, what, r.Segments, oracleSegments(cols, r.Violating, cmp.Or(d.RHS, d.Right), o))
+			if want := oracleFirst(r.Violating, n, w.Epsilon); r.First != want {
+				t.Fatalf("%s: break starts at violating record %d, the oracle %d", what, r.First, want)
+			}
 		}
 	}
 }
