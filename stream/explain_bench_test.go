@@ -24,9 +24,10 @@ import (
 
 // The explanation benchmarks of issue 23, by replay: a fault confined to
 // one segment of a stream from record explainFaultFrom+1 on. The first
-// violated event's explanation must name the segment first, its first
-// violating record must lie within explainFirstSlack records of the
-// fault's first record, and what the rule expected must be the record's
+// violated event's explanation must name the segment first, the record
+// its break starts at must lie within explainFirstSlack records of the
+// fault's first record (either side: an old exception may come just
+// before), and what the rule expected must be the record's
 // value before the fault for at least explainExpectedShare of the samples
 // that are faulty records. Run it with (figures in the log):
 //
@@ -171,7 +172,7 @@ func judgeExplanation(b *testing.B, name string, run explainRun, seg alerts.Segm
 	if top.Column != seg.Column || top.Value != seg.Value {
 		b.Errorf("%s: top segment %s, want %s", name, top, seg)
 	}
-	if d := x.First.Offset - run.first; d < 0 || d > explainFirstSlack {
+	if d := x.First.Offset - run.first; d < -explainFirstSlack || d > explainFirstSlack {
 		b.Errorf("%s: first violating record %d, the fault's first %d (%d records apart, at most %d)", name, x.First.Offset, run.first, d, explainFirstSlack)
 	}
 	faulty, ok := 0, 0

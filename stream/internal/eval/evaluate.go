@@ -326,7 +326,8 @@ func CarriesSample(ev *alerts.Event) bool {
 // outcome's window (windowSamples) before the events are saved and
 // delivered; their related dependencies' samples, which only the status
 // history keeps, are taken after delivery, off the evaluator
-// (recordStatus, relatedSamples).
+// (recordStatus, relatedSamples). Then the violated events get their
+// explanations (explainEvents).
 func (e Env) attachSamples(ctx context.Context, out *Outcome, snap *window.Snapshot) {
 	deps, at := ownDependencies(out.Events)
 	if len(deps) == 0 {
@@ -341,6 +342,7 @@ func (e Env) attachSamples(ctx context.Context, out *Outcome, snap *window.Snaps
 			ev.Samples = samples[at[alerts.DependencyID(ev.Dependency)]]
 		}
 	}
+	e.explainEvents(ctx, out, snap)
 }
 
 // windowSamples takes a sample of a minimal removal set of each of deps
