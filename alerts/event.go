@@ -328,13 +328,13 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 
 // Text renders the event for people: one summary line, one indented line
 // per related dependency, the explanation's (cause, other segments, the
-// first violating record), then one per sample with its coordinates,
+// record the break starts at), then one per sample with its coordinates,
 // values (columns sorted) and what the rule expected:
 //
 //	2026-11-30T01:02:03Z VIOLATED payroll {}: salary ~ tax (asc) error 0.0000 -> 0.0450 (eps 0.0300, margin 0.0050) removals 45 window payroll p0:100-199 (100 records) id 3f2a...
 //	    related {tax}: [] -> salary error 0.0010 -> 0.0400 removals 4
 //	    cause: 100% of the violating records have source=import, against 33% of the window
-//	    since: payroll/0@105 at 2026-11-30T01:01:00Z (first of 45 violating records)
+//	    since: payroll/0@105 at 2026-11-30T01:01:00Z (45 violating records)
 //	    payroll/0@123 salary=5000 tax=12500 (expected tax 1000..1250)
 func (e Event) Text() string {
 	var b strings.Builder

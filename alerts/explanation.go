@@ -9,13 +9,16 @@ import (
 // Explanation says why a violated event's rule broke (docs/DESIGN.md,
 // "Explanations"): how many records of the window violate it, the
 // segments those records share far more than the window does, best first,
-// and the earliest of them.
+// and the record the break starts at.
 type Explanation struct {
 	// Violating counts the window's violating records (the rule's
 	// complete minimal removal set).
 	Violating int
 	Segments  []Segment
-	First     RecordRef
+	// First is the violating record from which on the violations most
+	// exceed epsilon: the earliest one, unless the rule had exceptions
+	// within epsilon before.
+	First RecordRef
 }
 
 // Segment is a (column, value) pair of the window's records: its share of
@@ -205,7 +208,7 @@ func fromExpectedJSON(j *expectedJSON) *Expected {
 }
 
 // explanationText is the explanation's lines of Event.Text: the cause,
-// the other segments, the first violating record.
+// the other segments, the record the break starts at.
 func explanationText(b *strings.Builder, x *Explanation) {
 	if x == nil {
 		return
@@ -217,6 +220,6 @@ func explanationText(b *strings.Builder, x *Explanation) {
 		fmt.Fprintf(b, "\n    also: %s of the violating records have %s, against %s of the window",
 			percent(s.ViolatingShare), s, percent(s.WindowShare))
 	}
-	fmt.Fprintf(b, "\n    since: %s/%d@%d at %s (first of %d violating records)",
+	fmt.Fprintf(b, "\n    since: %s/%d@%d at %s (%d violating records)",
 		x.First.Topic, x.First.Partition, x.First.Offset, x.First.Time.UTC().Format(time.RFC3339), x.Violating)
 }

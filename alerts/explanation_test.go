@@ -75,7 +75,7 @@ func TestExplanationText(t *testing.T) {
 	for _, want := range []string{
 		"\n    cause: 100% of the violating records have source=import, against 12% of the window",
 		"\n    also: 67% of the violating records have region=NULL, against 10% of the window",
-		"\n    since: payroll/1@95 at 2026-11-30T01:01:00Z (first of 9 violating records)",
+		"\n    since: payroll/1@95 at 2026-11-30T01:01:00Z (9 violating records)",
 		"payroll/0@123 position=clerk salary=5000 tax=12500 (expected tax 500..750)",
 		"(expected tax >= 700)", "(expected tax 10)", "(expected tax NULL)",
 	} {

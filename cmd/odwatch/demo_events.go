@@ -41,7 +41,7 @@ func (s *demoSink) Close() error { return nil }
 // dependency), a line saying in plain words what changed, with the figures
 // that matter for the type (a discovered rule: its exceptions and
 // strength), one line per related rule that changed with it, a violated
-// event's cause and first violating record, and up to three sample
+// event's cause and the record its break starts at, and up to three sample
 // records with what the rule expected of them:
 //
 //	10:02:03 DISCOVERED payroll {}: salary ~ tax (asc)
@@ -51,9 +51,9 @@ func (s *demoSink) Close() error { return nil }
 //	10:02:09 VIOLATED   payroll {}: salary ~ tax (asc)
 //	         error 0% -> 3.1%, above epsilon 1% + margin 0.4%: 62 rows to remove; window p0:4000-5999 (2000 records)
 //	         related {salary}: [] -> tax: error 0% -> 1.4%
-//	         cause: 100% of the violating records have source=import-2026, against 36% of the window
-//	         since payroll/0@4017 (10:02:04), the first of 62 violating records in the window
-//	         e.g. payroll/0@4123 salary=50000 tax=125000 (expected tax 12500)
+//	         cause: 100% of the violating records have source=import-2026, against 33% of the window
+//	         since payroll/0@4017 (10:02:04); 62 violating records in the window
+//	         e.g. payroll/0@4123 perc=250 salary=71900 (expected perc 25)
 func demoEventText(e alerts.Event) string {
 	return eventText(e, fmt.Sprintf("%s %-10s %s %s", e.Time.Local().Format("15:04:05"), eventType(e), e.Stream, e.DependencyText))
 }
@@ -98,7 +98,7 @@ func eventText(e alerts.Event, headline string) string {
 		if c := x.Cause(); c != "" {
 			fmt.Fprintf(&b, "%scause: %s\n", indent, c)
 		}
-		fmt.Fprintf(&b, "%ssince %s/%d@%d (%s), the first of %d violating records in the window\n",
+		fmt.Fprintf(&b, "%ssince %s/%d@%d (%s); %d violating records in the window\n",
 			indent, x.First.Topic, x.First.Partition, x.First.Offset, x.First.Time.Local().Format("15:04:05"), x.Violating)
 	}
 	for i, s := range e.Samples {

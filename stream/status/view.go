@@ -133,7 +133,7 @@ type sampleJSON struct {
 
 // explanationJSON is an event's explanation as the rule page shows it: the
 // segments (a value is left out when values are redacted) with the
-// geometry of their bars, and the first violating record.
+// geometry of their bars, and the record the break starts at.
 type explanationJSON struct {
 	Violating int              `json:"violating"`
 	Segments  []segmentJSON    `json:"segments"`
