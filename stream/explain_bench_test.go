@@ -1,17 +1,13 @@
 package stream
 
 import (
-	"compress/gzip"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/odwatch/odwatch/alerts"
@@ -64,13 +60,7 @@ type explainRun struct {
 // event naming f's column; every event must validate against the schema.
 func replayFault(b *testing.B, name string, header []string, rows [][]string, f segmentFault) explainRun {
 	b.Helper()
-	cfg := StreamConfig{Name: name, Topic: name, Window: explainWindow, Every: explainEvery, Epsilon: explainEps,
-		Margin: AutoMargin, K: 1, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel,
-		MinStrength: discovery.DefaultMinStrength, MinScore: AutoMinScore, Sample: DefaultSample}
-	r, err := NewReplayer(cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	r := cliReplayer(b, name, explainWindow, explainEvery, explainEps)
 	rng := rand.New(rand.NewPCG(23, 23))
 	is := slices.Index(header, f.seg)
 	run := explainRun{before: map[int64]map[string]string{}, first: -1}
@@ -97,14 +87,7 @@ func replayFault(b *testing.B, name string, header []string, rows [][]string, f 
 		for j, v := range row {
 			rec.Add([]byte(header[j]), []byte(v), v == "")
 		}
-		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := validateEvents(evs); err != nil {
-			b.Fatal(err)
-		}
-		for _, e := range evs {
+		for _, e := range addRecord(b, r, i, &rec) {
 			if e.Type == alerts.EventViolated && slices.ContainsFunc(f.cols, func(c string) bool { return slices.Contains(e.Dependency.Columns(), c) }) {
 				return explainRun{event: &e, before: run.before, first: run.first}
 			}
@@ -121,20 +104,8 @@ func replayFault(b *testing.B, name string, header []string, rows [][]string, f 
 // it ends in .gz): a stream in the file's order.
 func headCSV(b *testing.B, path string, n int) *csvTable {
 	b.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r = gz
-	}
-	cr := csv.NewReader(r)
+	cr, done := openCSV(b, path)
+	defer done()
 	header, err := cr.Read()
 	if err != nil {
 		b.Fatal(err)
@@ -151,6 +122,20 @@ func headCSV(b *testing.B, path string, n int) *csvTable {
 		t.rows = append(t.rows, row)
 	}
 	return t
+}
+
+// addRecord replays rec as record i and returns its events, each validated
+// against the event schema.
+func addRecord(b *testing.B, r *Replayer, i int, rec *decode.FlatRecord) []alerts.Event {
+	b.Helper()
+	evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, rec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := validateEvents(evs); err != nil {
+		b.Fatal(err)
+	}
+	return evs
 }
 
 // judgeExplanation checks a run against the benchmark's targets.
@@ -186,7 +171,7 @@ func judgeExplanation(b *testing.B, name string, run explainRun, seg alerts.Segm
 			ok++
 		}
 	}
-	b.Logf("%s: top segment %s (%.0f%% of %d violating records, %.1f%% of the window); first violating record %d (the fault's first: %d); expected right for %d of %d faulty samples (of %d samples)",
+	b.Logf("%s: top segment %s (%.0f%% of %d violating records, %.1f%% of the window); break starts at record %d (the fault's first: %d); expected right for %d of %d faulty samples (of %d samples)",
 		name, top, 100*top.ViolatingShare, x.Violating, 100*top.WindowShare, x.First.Offset, run.first, ok, faulty, len(e.Samples))
 	if faulty == 0 || float64(ok) < explainExpectedShare*float64(faulty) {
 		b.Errorf("%s: expected value right for %d of %d faulty samples, want at least %.0f%%", name, ok, faulty, 100*explainExpectedShare)
@@ -289,14 +274,7 @@ func benchDemoExplanation(b *testing.B) {
 			}
 			rec.Add([]byte(k), []byte(s), false)
 		}
-		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := validateEvents(evs); err != nil {
-			b.Fatal(err)
-		}
-		for _, e := range evs {
+		for _, e := range addRecord(b, r, i, &rec) {
 			if e.Type == alerts.EventViolated && run.event == nil {
 				run.event = &e
 			}

@@ -72,20 +72,8 @@ func (t *csvTable) col(name string) int { return slices.Index(t.header, name) }
 // order.
 func loadCSV(b *testing.B, path string, sample int) *csvTable {
 	b.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r = gz
-	}
-	cr := csv.NewReader(r)
+	cr, done := openCSV(b, path)
+	defer done()
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err != nil {
@@ -120,6 +108,26 @@ func loadCSV(b *testing.B, path string, sample int) *csvTable {
 		t.rows = append(t.rows, k.row)
 	}
 	return t
+}
+
+// openCSV opens a CSV file for reading (gzip when it ends in .gz); done
+// closes it.
+func openCSV(b *testing.B, path string) (cr *csv.Reader, done func()) {
+	b.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			b.Fatal(err)
+		}
+		r = gz
+	}
+	return csv.NewReader(r), func() { f.Close() }
 }
 
 // shuffled returns n rows drawn from t in random order: a permutation when
@@ -175,18 +183,26 @@ func cpuStats(ds []time.Duration) (mean, maxS float64) {
 	return mean / float64(max(len(ds), 1)), maxS
 }
 
-// replayRows replays rows (header names) with the CLI's defaults at the
-// benchmark's window, cadence and eps; f, when set, hits faultShare of the
-// records from faultFrom on.
-func replayRows(b *testing.B, name string, header []string, rows [][]string, f *fault) replayOutcome {
+// cliReplayer is a replay of stream name with the CLI's defaults at the
+// given window, cadence and eps.
+func cliReplayer(b *testing.B, name string, window, every int, eps float64) *Replayer {
 	b.Helper()
-	cfg := StreamConfig{Name: name, Topic: name, Window: qualityWindow, Every: qualityEvery, Epsilon: qualityEps,
+	cfg := StreamConfig{Name: name, Topic: name, Window: window, Every: every, Epsilon: eps,
 		Margin: AutoMargin, K: 1, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel,
 		MinStrength: discovery.DefaultMinStrength, MinScore: AutoMinScore, Sample: DefaultSample}
 	r, err := NewReplayer(cfg, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
+	return r
+}
+
+// replayRows replays rows (header names) with the CLI's defaults at the
+// benchmark's window, cadence and eps; f, when set, hits faultShare of the
+// records from faultFrom on.
+func replayRows(b *testing.B, name string, header []string, rows [][]string, f *fault) replayOutcome {
+	b.Helper()
+	r := cliReplayer(b, name, qualityWindow, qualityEvery, qualityEps)
 	rng := rand.New(rand.NewPCG(9, 9))
 	var rec decode.FlatRecord
 	var out replayOutcome

@@ -206,34 +206,34 @@ func longestChain(rows []ocRow, in []bool, chain []ocRow) []ocRow {
 // changed is the one the chain bounds on both sides: a changed value has
 // neighbours on both sides of the other, unchanged column.
 func ocExpected(chain []ocRow, x ocRow, left, right *table.Column, desc bool) Expected {
-	byA := func(c ocRow, a uint32) int { return cmp.Compare(c.a, a) }
-	i, _ := slices.BinarySearchFunc(chain, x.a, byA)
-	j, _ := slices.BinarySearchFunc(chain[i:], x.a+1, byA)
-	rb := span{lowSet: i > 0, highSet: i+j < len(chain)}
-	if rb.lowSet {
-		rb.low = chain[i-1].b
-	}
-	if rb.highSet {
-		rb.high = chain[i+j].b
-	}
+	rb := chainSpan(chain, x.a, func(c ocRow) uint32 { return c.a }, func(c ocRow) uint32 { return c.b })
 	if desc {
 		top := uint32(right.Cardinality - 1)
 		rb = span{low: top - rb.high, high: top - rb.low, lowSet: rb.highSet, highSet: rb.lowSet}
 	}
-	byB := func(c ocRow, b uint32) int { return cmp.Compare(c.b, b) }
-	k, _ := slices.BinarySearchFunc(chain, x.b, byB)
-	l, _ := slices.BinarySearchFunc(chain[k:], x.b+1, byB)
-	la := span{lowSet: k > 0, highSet: k+l < len(chain)}
-	if la.lowSet {
-		la.low = chain[k-1].a
-	}
-	if la.highSet {
-		la.high = chain[k+l].a
-	}
+	la := chainSpan(chain, x.b, func(c ocRow) uint32 { return c.b }, func(c ocRow) uint32 { return c.a })
 	if la.better(rb, left.Cardinality, right.Cardinality) {
 		return la.expected(left)
 	}
 	return rb.expected(right)
+}
+
+// chainSpan is the range of side that no chain row contradicts for a
+// row whose other side is at: at least side of the chain's last row with
+// other below at, at most side of its first row with other above it. The
+// chain is sorted by both sides.
+func chainSpan(chain []ocRow, at uint32, other, side func(ocRow) uint32) span {
+	by := func(c ocRow, v uint32) int { return cmp.Compare(other(c), v) }
+	i, _ := slices.BinarySearchFunc(chain, at, by)
+	j, _ := slices.BinarySearchFunc(chain[i:], at+1, by)
+	sp := span{lowSet: i > 0, highSet: i+j < len(chain)}
+	if sp.lowSet {
+		sp.low = side(chain[i-1])
+	}
+	if sp.highSet {
+		sp.high = side(chain[i+j])
+	}
+	return sp
 }
 
 // span is a range of ranks of one column, each side possibly open.
