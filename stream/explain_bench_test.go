@@ -3,8 +3,6 @@ package stream
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -60,7 +58,10 @@ type explainRun struct {
 // event naming f's column; every event must validate against the schema.
 func replayFault(b *testing.B, name string, header []string, rows [][]string, f segmentFault) explainRun {
 	b.Helper()
-	r := cliReplayer(b, name, explainWindow, explainEvery, explainEps)
+	r, err := NewReplayer(benchConfig(name, explainWindow, explainEvery, explainEps), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(23, 23))
 	is := slices.Index(header, f.seg)
 	run := explainRun{before: map[int64]map[string]string{}, first: -1}
@@ -83,10 +84,7 @@ func replayFault(b *testing.B, name string, header []string, rows [][]string, f 
 				}
 			}
 		}
-		rec.Reset()
-		for j, v := range row {
-			rec.Add([]byte(header[j]), []byte(v), v == "")
-		}
+		fillRecord(&rec, header, row)
 		for _, e := range addRecord(b, r, i, &rec) {
 			if e.Type == alerts.EventViolated && slices.ContainsFunc(f.cols, func(c string) bool { return slices.Contains(e.Dependency.Columns(), c) }) {
 				return explainRun{event: &e, before: run.before, first: run.first}
@@ -98,30 +96,6 @@ func replayFault(b *testing.B, name string, header []string, rows [][]string, f 
 	}
 	b.Logf("%s: %d records changed by the fault; no violated event names %v", name, len(run.before), f.cols)
 	return run
-}
-
-// headCSV reads the header and the first n rows of a CSV file (gzip when
-// it ends in .gz): a stream in the file's order.
-func headCSV(b *testing.B, path string, n int) *csvTable {
-	b.Helper()
-	cr, done := openCSV(b, path)
-	defer done()
-	header, err := cr.Read()
-	if err != nil {
-		b.Fatal(err)
-	}
-	t := &csvTable{header: header}
-	for len(t.rows) < n {
-		row, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		t.rows = append(t.rows, row)
-	}
-	return t
 }
 
 // addRecord replays rec as record i and returns its events, each validated
@@ -197,7 +171,8 @@ func expectedRight(e alerts.Expected, before string) bool {
 
 func BenchmarkExplainQuality(b *testing.B) {
 	adult := loadCSV(b, testkit.SharedData(b, "bench/adult.csv"), 0)
-	voter := headCSV(b, testkit.SharedData(b, "bench/ncvoter-100k.csv"), explainRecords)
+	vh, vrows := readHead(b, testkit.SharedData(b, "bench/ncvoter-100k.csv"), explainRecords)
+	voter := &csvTable{header: vh, rows: vrows}
 	for range b.N {
 		// adult in file order, 60% of the Self-emp-not-inc records (7.8%)
 		// taking another record's education.

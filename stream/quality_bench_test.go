@@ -1,16 +1,12 @@
 package stream
 
 import (
-	"compress/gzip"
 	"context"
-	"encoding/csv"
 	"errors"
 	"io"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -72,14 +68,10 @@ func (t *csvTable) col(name string) int { return slices.Index(t.header, name) }
 // order.
 func loadCSV(b *testing.B, path string, sample int) *csvTable {
 	b.Helper()
-	cr, done := openCSV(b, path)
+	header, cr, done := openCSV(b, path)
 	defer done()
 	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err != nil {
-		b.Fatal(err)
-	}
-	t := &csvTable{header: slices.Clone(header)}
+	t := &csvTable{header: header}
 	rng := rand.New(rand.NewPCG(8, 1))
 	type kept struct {
 		i   int
@@ -108,26 +100,6 @@ func loadCSV(b *testing.B, path string, sample int) *csvTable {
 		t.rows = append(t.rows, k.row)
 	}
 	return t
-}
-
-// openCSV opens a CSV file for reading (gzip when it ends in .gz); done
-// closes it.
-func openCSV(b *testing.B, path string) (cr *csv.Reader, done func()) {
-	b.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			f.Close()
-			b.Fatal(err)
-		}
-		r = gz
-	}
-	return csv.NewReader(r), func() { f.Close() }
 }
 
 // shuffled returns n rows drawn from t in random order: a permutation when
@@ -183,26 +155,15 @@ func cpuStats(ds []time.Duration) (mean, maxS float64) {
 	return mean / float64(max(len(ds), 1)), maxS
 }
 
-// cliReplayer is a replay of stream name with the CLI's defaults at the
-// given window, cadence and eps.
-func cliReplayer(b *testing.B, name string, window, every int, eps float64) *Replayer {
-	b.Helper()
-	cfg := StreamConfig{Name: name, Topic: name, Window: window, Every: every, Epsilon: eps,
-		Margin: AutoMargin, K: 1, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel,
-		MinStrength: discovery.DefaultMinStrength, MinScore: AutoMinScore, Sample: DefaultSample}
-	r, err := NewReplayer(cfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return r
-}
-
 // replayRows replays rows (header names) with the CLI's defaults at the
 // benchmark's window, cadence and eps; f, when set, hits faultShare of the
 // records from faultFrom on.
 func replayRows(b *testing.B, name string, header []string, rows [][]string, f *fault) replayOutcome {
 	b.Helper()
-	r := cliReplayer(b, name, qualityWindow, qualityEvery, qualityEps)
+	r, err := NewReplayer(benchConfig(name, qualityWindow, qualityEvery, qualityEps), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(9, 9))
 	var rec decode.FlatRecord
 	var out replayOutcome
@@ -210,10 +171,7 @@ func replayRows(b *testing.B, name string, header []string, rows [][]string, f *
 		if f != nil && i >= faultFrom && rng.Float64() < faultShare {
 			row = f.apply(slices.Clone(row), rng)
 		}
-		rec.Reset()
-		for j, v := range row {
-			rec.Add([]byte(header[j]), []byte(v), v == "")
-		}
+		fillRecord(&rec, header, row)
 		boundary := i+1 >= qualityWindow && (i+1-qualityWindow)%qualityEvery == 0
 		var c0 time.Duration
 		if boundary {
