@@ -11,32 +11,41 @@ import (
 // Two cadences (StreamConfig.DiscoverEvery > Every, count windows): every
 // Every records the tracked dependencies are re-checked incrementally
 // (incremental.Engine: the cost is about the records that entered and
-// left), and every DiscoverEvery records full discovery runs on its own
-// goroutine, on a snapshot, so that a running discovery never delays a
-// check; while checks are queued or running, the check gate (gate.go)
-// stops discovery's workers between pieces of work (no starvation guard:
-// discovery waits for as long as the checks run back to back).
+// left), and full discovery runs on its own goroutine, on a snapshot, so
+// that a running discovery never delays a check; while checks are queued
+// or running, the check gate (gate.go) stops discovery's workers between
+// pieces of work. When discoveries start is the pacer's (pacing.go): every
+// DiscoverEvery records for a fixed cadence, or as often as its CPU budget
+// allows with AutoDiscoverEvery, at most once per check and at least once
+// per window.
 //
 //	records  ──────┬───────┬───────┬───────┬───────┬───────┬──────▶
 //	checks         C1      C2      C3      C4      C5      C6
 //	discovery      D1 ════════════════▶    D2 ═══════════════▶
 //	merged into                            C4                      C7
 //
-// The discovery of the window ending at record S is merged into the check
-// of the window ending at S + DiscoverEvery (when the next discovery
-// starts): its minimal set, strengths and newly minimal dependencies join
-// that check's exact counts in one Tracker.Observe. Checks in between are
-// Tracker.ObserveCheck. Between a discovery's end and its merge, each check
-// has the engine build the state of the rules the merge will add, a share
-// of them per check (prepareRules, incremental.Engine.Prepare), so that
-// the merge check costs about an incremental check; what the engine built
-// ahead, and when, changes no count it reports, so neither the merge's
-// events nor their errors depend on when discovery finished. The merge
-// point depends on record numbers alone, so
-// a run gives the same events however long discovery takes, as long as it
-// takes less than DiscoverEvery records; one that takes longer is merged
-// into the first check after it finishes (logged), and a discovery due
-// while the previous one still runs replaces the one waiting (skipped).
+// With a fixed cadence the discovery of the window ending at record S is
+// merged into the check of the window ending at S + DiscoverEvery (when
+// the next discovery starts): its minimal set, strengths and newly minimal
+// dependencies join that check's exact counts in one Tracker.Observe.
+// Checks in between are Tracker.ObserveCheck. Between a discovery's end
+// and its merge, each check has the engine build the state of the rules
+// the merge will add, a share of them per check (prepareRules,
+// incremental.Engine.Prepare), so that the merge check costs about an
+// incremental check; what the engine built ahead, and when, changes no
+// count it reports, so neither the merge's events nor their errors depend
+// on when discovery finished.
+//
+// Discovery never starves: the consumer does not hand over the check that
+// merges a discovery (its merge point, or with auto its bound) before that
+// discovery has ended (streamRun.awaitDiscovery). Consumption then waits:
+// Kafka holds the records, the lag grows, and the check is handed over,
+// and the discovery merged, as soon as it ends. The merge point of a fixed
+// cadence depends on record numbers alone, so a run gives the same events
+// however long discovery takes. With auto the schedule depends on the
+// measured costs, except behind (a backlog or a burst: a lag of a window
+// or more), where discoveries keep the bound's fixed points, merged a
+// bound later, as replay runs them.
 //
 // The consumer goroutine hands each check a delta of the window (the
 // values of the records that entered, the number that left), so that a
@@ -49,10 +58,12 @@ import (
 // on until the check that merges it is saved (an evictHold ending there),
 // so it holds up to Window + DiscoverEvery records besides the batches not
 // yet checked. A restart (restoreCadence) dispatches again, from those
-// records, every check after the last saved one and every discovery not
-// merged yet; a re-run discovery is never skipped and the check it merges
-// into waits for it, so the merge falls where it did in the uninterrupted
-// run. What a check reports for a dependency it skipped (its last exact
+// records, every check after the last saved one and, for a fixed cadence,
+// every discovery not merged yet; a re-run discovery is never skipped and
+// the check it merges into waits for it, so the merge falls where it did in
+// the uninterrupted run (with auto, the pacer starts over: the first check
+// after a restart starts a discovery). What a check reports for a
+// dependency it skipped (its last exact
 // count) depends on the checker's history, which a restart does not have:
 // its first check counts every dependency exactly, so the errors an event
 // carries may differ from the uninterrupted run's (not its type, window or
@@ -88,7 +99,10 @@ type checkJob struct {
 	// (restoreCadence): it is checked on its own (never coalesced) and not
 	// published to the state topic (see evalJob.replay).
 	replay bool
-	gen    uint64 // the window's generation (mailbox.gen) at dispatch
+	// merging: the merge point of a discovery started at a fixed point
+	// (pacer.merging): checked on its own, never coalesced.
+	merging bool
+	gen     uint64 // the window's generation (mailbox.gen) at dispatch
 }
 
 // discoveryJob is one window to run discovery on.
@@ -100,14 +114,18 @@ type discoveryJob struct {
 	// check it merges into waits for it (see restoreCadence).
 	rerun bool
 	gen   uint64 // the window's generation (mailbox.gen) at dispatch
+	// mergeAt is the window end of the check that merges its result
+	// (pacer.mergeAt): it is merged into the first check at or after it
+	// once it has ended.
+	mergeAt uint64
 }
 
 // discoveryDone is a discovery's result, to be merged into the check of
-// window endSeq + DiscoverEvery.
+// window mergeAt (or the first after it).
 type discoveryDone struct {
-	endSeq  uint64
-	outcome discoveryOutcome
-	took    time.Duration
+	endSeq, mergeAt uint64
+	outcome         discoveryOutcome
+	took            time.Duration
 	// held is the part of took its workers waited at the check gate.
 	held time.Duration
 }
@@ -136,16 +154,22 @@ type cadenceFeed struct {
 	// runs.
 	stopDiscovery context.CancelFunc
 
+	// pace decides when discoveries start and when consumption waits for
+	// one (pacing.go); made by the consumer's first check (awaitDiscovery).
+	pace *pacer
+
 	discWake chan struct{}
-	// discDone is signalled when a discovery ends (waitMerge).
-	discDone chan struct{}
+	// discDone is signalled when a discovery ends (waitMerge), and
+	// discEnded too (the consumer waiting in awaitDiscovery).
+	discDone, discEnded chan struct{}
 	// gate holds discovery back while checks are queued or running.
 	gate *checkGate
 }
 
 // newCadenceFeed returns an empty feed.
 func newCadenceFeed() cadenceFeed {
-	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), rerun: map[uint64]bool{}, gate: newCheckGate()}
+	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), discEnded: make(chan struct{}, 1),
+		rerun: map[uint64]bool{}, gate: newCheckGate()}
 }
 
 // forget is drop's part for two cadences, on the consumer goroutine under
@@ -153,13 +177,17 @@ func newCadenceFeed() cadenceFeed {
 // checks and discoveries, the results not merged and the merges waited
 // for are forgotten, the running discovery is stopped, the gate is opened
 // (nothing of the dropped window is queued; the running check, if any, is
-// discarded), a check waiting for its merge is woken, and the next check
-// job carries the whole window (a reset: the checker starts over).
+// discarded), a check waiting for its merge is woken, the pacer forgets
+// the open discoveries, and the next check job carries the whole window (a
+// reset: the checker starts over).
 func (f *cadenceFeed) forget() {
 	f.checks, f.discs, f.done = nil, nil, nil
 	clear(f.rerun)
 	if f.stopDiscovery != nil {
 		f.stopDiscovery()
+	}
+	if f.pace != nil {
+		f.pace.reset()
 	}
 	f.gate.setChecks(false)
 	f.gate.setMerging(false)

@@ -1,14 +1,16 @@
 package stream
 
 import (
+	"context"
 	"slices"
+	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/stream/window"
 )
 
 // dispatchCheck is dispatch for two cadences: the window's delta to the
-// checker and, every DiscoverEvery records, a snapshot to discovery.
+// checker and, when the pacer starts one there, a snapshot to discovery.
 // replay marks a check lost in a crash, dispatched by restore.
 func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 	s.evalSeq = max(s.evalSeq, endSeq+1)
@@ -20,22 +22,99 @@ func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 			job.next[p] = o
 		}
 	}
+	lag := s.totalLag()
 	s.mb.mu.Lock()
+	job.merging = s.pacerLocked().merging(endSeq)
 	s.mb.feed.checks = append(s.mb.feed.checks, job)
 	s.mb.feed.gate.setChecks(true)
+	start := s.paceLocked(endSeq, lag, replay) == pacedStart
 	s.mb.mu.Unlock()
-	if s.cfg.discoveryPoint(endSeq) {
-		s.dispatchDiscovery(endSeq, replay)
+	if start {
+		s.dispatchDiscovery(endSeq, replay, lag)
 	}
 	s.mb.notify()
 }
 
-// dispatchDiscovery hands the window (ending at endSeq) to discovery, and
-// keeps its records in the store until the check that merges its result
-// (endSeq + DiscoverEvery) is saved, so that a restart can run it again
-// (rerun). A live discovery due while the previous live one still waits
-// replaces it (skipped); a rerun is never skipped.
-func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
+// paceLocked is the pacer's verdict at the check of window end endSeq
+// with lag records behind it, under mb.mu (making the pacer at the first
+// check). A check restore dispatches (replay) cannot wait: with a fixed
+// cadence it starts a discovery at every fixed point (restoreCadence),
+// with auto when the pacer says so.
+func (s *streamRun) paceLocked(endSeq uint64, lag int64, replay bool) paced {
+	p := s.pacerLocked()
+	if replay && !s.cfg.autoDiscover {
+		if p.point(endSeq) {
+			return pacedStart
+		}
+		return pacedNone
+	}
+	return p.next(endSeq, time.Now(), lag)
+}
+
+// pacerLocked is the stream's pacer, made at its first use; under mb.mu.
+func (s *streamRun) pacerLocked() *pacer {
+	f := &s.mb.feed
+	if f.pace == nil {
+		f.pace = newPacer(&s.cfg, s.m.hooks.pacingOr(defaultPacing))
+	}
+	return f.pace
+}
+
+// totalLag is the records already in the stream's topic past the last one
+// consumed (from the fetches' high watermarks).
+func (s *streamRun) totalLag() int64 {
+	var lag int64
+	for _, l := range s.lag {
+		lag += l
+	}
+	return lag
+}
+
+// mustAwait reports whether the check of window end endSeq must wait for
+// an open discovery before it is handed over (awaitDiscovery).
+func (s *streamRun) mustAwait(endSeq uint64) bool {
+	if !s.cfg.twoCadence() {
+		return false
+	}
+	lag := s.totalLag()
+	s.mb.mu.Lock()
+	defer s.mb.mu.Unlock()
+	return s.paceLocked(endSeq, lag, false) == pacedWait
+}
+
+// awaitDiscovery holds the consumer before it hands over the check of
+// window end endSeq while the pacer says that check must wait for an open
+// discovery (the one it merges, or with auto the one past its bound): the
+// evaluator finishes the checks queued before it, the gate opens, and the
+// discovery ends. Meanwhile nothing is consumed (Kafka holds the records;
+// the lag grows). It returns ctx's error when ctx is done first.
+func (s *streamRun) awaitDiscovery(ctx context.Context, endSeq uint64) error {
+	var since time.Time
+	for s.mustAwait(endSeq) {
+		if since.IsZero() {
+			since = time.Now()
+			s.m.metrics.Discoveries.WithLabelValues(s.name, "waited").Inc()
+			s.log.Debug("consumption waits for discovery", "window_end", endSeq, "lag", s.totalLag())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.mb.feed.discEnded:
+		}
+	}
+	if !since.IsZero() {
+		s.log.Debug("discovery ended; consumption goes on", "window_end", endSeq, "waited_s", time.Since(since).Seconds())
+	}
+	return nil
+}
+
+// dispatchDiscovery hands the window (ending at endSeq, lag records behind
+// it) to discovery, and keeps its records in the store until the check
+// that merges it at the latest (endSeq + DiscoverEvery) is saved, so that
+// a restart can run it again (rerun). The consumer starts one only when
+// the pacer says so, so none waits behind another (after a restart, the
+// ones run again may).
+func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
 	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun, gen: s.mb.gen.Load()}
 	if len(s.holds) == maxHolds {
 		s.holds = slices.Delete(s.holds, 0, 1)
@@ -43,15 +122,11 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
 	s.holds = append(s.holds, evictHold{end: endSeq + uint64(s.cfg.DiscoverEvery), bounds: s.win.EvictionBounds()})
 	f := &s.mb.feed
 	s.mb.mu.Lock()
-	inOrder := s.m.hooks.ordered()
-	if n := len(f.discs); !rerun && !inOrder && n > 0 && !f.discs[n-1].rerun {
-		s.m.metrics.Discoveries.WithLabelValues(s.name, "skipped").Inc()
-		s.log.Warn("discovery skipped: the previous one is still running", "window_end", f.discs[n-1].endSeq)
-		delete(f.rerun, f.discs[n-1].endSeq)
-		f.discs = f.discs[:n-1]
-	}
+	p := s.pacerLocked()
+	dj.mergeAt = p.mergeAt(endSeq, lag)
+	p.start(endSeq, time.Now(), dj.mergeAt)
 	f.discs = append(f.discs, dj)
-	if rerun || inOrder {
+	if rerun || s.m.hooks.ordered() {
 		f.rerun[endSeq] = true
 	}
 	s.mb.mu.Unlock()
@@ -81,8 +156,8 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 		s.dispatchCheck(endSeq, true)
 		return
 	}
-	if s.cfg.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > saved.end {
-		s.dispatchDiscovery(endSeq, true)
+	if !s.cfg.autoDiscover && s.cfg.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > saved.end {
+		s.dispatchDiscovery(endSeq, true, 0)
 	}
 }
 

@@ -50,6 +50,10 @@ type StreamConfig struct {
 	// to a multiple of Every (so a tumbling window runs discovery at every
 	// evaluation), or Every for a time window (Interval) or an ordinal
 	// value list (Typing), which the incremental checks do not support.
+	// AutoDiscoverEvery (-1) paces discovery by its cost (pacer): as often
+	// as a CPU budget allows, at most once per check and at least once per
+	// window rounded up to a multiple of Every (Validate sets
+	// DiscoverEvery to that bound).
 	DiscoverEvery int
 
 	Epsilon float64
@@ -89,8 +93,11 @@ type StreamConfig struct {
 	// always tracked and never retired.
 	Pinned []string
 
-	schema string                 // SchemaFile content, read by Validate
-	pinned []discovery.Dependency // parsed Pinned, filled by Validate
+	schema string // SchemaFile content, read by Validate
+	// autoDiscover: DiscoverEvery was AutoDiscoverEvery and two cadences
+	// run; DiscoverEvery is then the bound (set by Validate).
+	autoDiscover bool
+	pinned       []discovery.Dependency // parsed Pinned, filled by Validate
 }
 
 // Config is the configuration of a Monitor.
@@ -149,6 +156,10 @@ const AutoMargin = alerts.AutoMargin
 
 // AutoMinScore as StreamConfig.MinScore is NearKeyScore of the window.
 const AutoMinScore = -1.0
+
+// AutoDiscoverEvery as StreamConfig.DiscoverEvery paces discovery by its
+// measured cost (the CLI's default): see pacer.
+const AutoDiscoverEvery = -1
 
 // NearKeyRecords is the class size below which a context is taken for a
 // near key: NearKeyScore.
@@ -354,8 +365,13 @@ func (s *StreamConfig) checkCadence(bad func(field, format string, args ...any))
 		bad("interval", "must be >= 0")
 	}
 	switch {
+	case s.DiscoverEvery == AutoDiscoverEvery:
+		// A time window or an ordinal value list discovers at every
+		// evaluation, as the default does; so does a tumbling window.
+		s.DiscoverEvery = s.defaultDiscoverEvery()
+		s.autoDiscover = s.DiscoverEvery > s.Every
 	case s.DiscoverEvery < 0:
-		bad("discover-every", "must be >= 0")
+		bad("discover-every", "must be >= 0, or AutoDiscoverEvery (-1)")
 	case s.DiscoverEvery == 0:
 		s.DiscoverEvery = s.defaultDiscoverEvery()
 	case s.DiscoverEvery == s.Every:

@@ -594,7 +594,35 @@ func (g *generation) consume() error {
 			}
 			return err
 		}
+		if err := g.awaitDiscoveries(); err != nil {
+			if g.wctx.Err() != nil {
+				return g.end()
+			}
+			return err
+		}
 	}
+}
+
+// awaitDiscoveries waits, for each stream whose check flush held back
+// (still due), until the discovery it must wait for has ended, then
+// flushes again, which hands the check over. The batches' syncs finish and
+// their offsets go to the committer first, as when idle.
+func (g *generation) awaitDiscoveries() error {
+	for _, s := range g.m.streams {
+		if !s.due {
+			continue
+		}
+		if err := g.m.settle(g.b, 0); err != nil {
+			return err
+		}
+		if err := s.awaitDiscovery(g.wctx, s.dueSeq); err != nil {
+			return err
+		}
+		if err := g.m.flush(g.wctx, g.b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fill adds fetched records to a batch holding n until it is full, a
@@ -864,7 +892,9 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 		if s.cfg.Interval > 0 && now.Sub(s.lastEval) >= s.cfg.Interval && s.seq > s.evalSeq {
 			s.due, s.dueSeq = true, s.seq-1
 		}
-		if s.due {
+		// Discovery must not starve: a check that must wait for an open
+		// one stays due, and the consume loop waits (awaitDiscoveries).
+		if s.due && !s.mustAwait(s.dueSeq) {
 			s.due = false
 			s.lastEval = now
 			s.dispatch(s.dueSeq)

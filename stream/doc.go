@@ -32,7 +32,10 @@
 //     own), dispatch, takeover (its reads: takeover.Read) and drop. It
 //     puts work in the stream's mailbox under mailbox.mu and wakes the
 //     evaluator (mailbox.wake) and the discoverer (cadenceFeed.discWake);
-//     of the evaluator it reads only progress.evaluated (atomic).
+//     of the evaluator it reads only progress.evaluated (atomic). With two
+//     cadences it asks the pacer (cadenceFeed.pace, under mailbox.mu) when
+//     a discovery starts, and waits on cadenceFeed.discEnded before it
+//     hands over a check that must wait for an open discovery.
 //   - The evaluator (evaluator.run, one per stream) owns evaluator: the
 //     tracker, the checker of two cadences, the saved window end. It takes
 //     its work from the mailbox under mailbox.mu, saves under
@@ -43,7 +46,9 @@
 //   - The discoverer (discoverer.run, one per two-cadence stream, started
 //     and waited for by the evaluator) owns nothing but the discovery it
 //     runs: it takes jobs and hands results through cadenceFeed under
-//     mailbox.mu, and its workers wait at the check gate (gate.go).
+//     mailbox.mu (telling the pacer each one's end and cost there, and
+//     waking the consumer through cadenceFeed.discEnded), and its workers
+//     wait at the check gate (gate.go).
 //   - The historian (history.Historian, one per stream, started and
 //     closed by the evaluator) takes the status history's jobs through its
 //     own queue and lock (Historian.mu) and publishes progress.statusEnd.

@@ -1,0 +1,196 @@
+package stream
+
+import "time"
+
+// pacingOptions are the thresholds of discovery's pacing (pacer), in one
+// place so that a test can force each of them.
+type pacingOptions struct {
+	// Budget is the CPU discovery may use on average, in cores: a
+	// discovery starts (beyond the window bound) only once the time since
+	// the last one started is at least its estimated cost over Budget.
+	Budget float64
+	// Weight is the share of the newest measured cost in the estimate
+	// (an exponentially weighted mean; 1 keeps the last one only).
+	Weight float64
+	// Behind is the lag, in windows, from which the stream counts as
+	// behind (a backlog or a burst): the records already in the topic past
+	// a check's last one. Behind, discovery keeps the window bound's fixed
+	// schedule (every bound records from the first full window), merged
+	// bound records later, as replay runs it.
+	Behind float64
+}
+
+// defaultPacing: half a core on average, leaving the other half of a
+// two-core machine's second core to ingest and the checks; the last two
+// measurements weigh three quarters; a lag of one window is a backlog.
+var defaultPacing = pacingOptions{Budget: 0.5, Weight: 0.5, Behind: 1}
+
+// pacer decides, at each check of a two-cadence stream, whether a
+// discovery starts there, and when consumption must wait for a running
+// one. It is a pure state: the caller gives it the check's window end and
+// time and the stream's lag, and tells it when discoveries start and end
+// with their measured cost. It lives in the mailbox's cadenceFeed, under
+// mailbox.mu: the consumer calls next and started, the discoverer ended,
+// drop reset.
+//
+// With a fixed cadence (discover-every D) discoveries start at the fixed
+// points (the first full window, then every D records) and each merges D
+// records after its start. With auto (discover-every auto) they start:
+//
+//   - at the first full window;
+//   - at least once per bound records (the window rounded up to a multiple
+//     of every): at bound records after the last start;
+//   - behind (lag of Behind windows or more): only at the fixed points of
+//     the bound, each merged bound records later (replay's schedule);
+//   - caught up: at the first check at which the time since the last start
+//     is at least the estimated cost over Budget, merged into the first
+//     check after it ends.
+//
+// At most one discovery of auto runs at a time (after a restart, the ones
+// run again may be several); transitions of next:
+//
+//	open discovery, check at or past the oldest's bound      -> wait
+//	open discovery, behind, check at a fixed point (auto)     -> wait
+//	open discovery, otherwise                                 -> none
+//	none open, fixed cadence, at a fixed point               -> start
+//	none open, auto, never started                           -> start
+//	none open, auto, bound records since the last start      -> start
+//	none open, auto, behind, at a fixed point                -> start
+//	none open, auto, caught up, cost known, budget allows    -> start
+//	otherwise                                                -> none
+//
+// A wait ends when the discovery ends (ended), and next is asked again.
+// The cost of a discovery is the worker time it ran, less the time its
+// workers waited at the check gate: an upper bound of the CPU it used.
+type pacer struct {
+	opts pacingOptions
+	// auto: discover-every auto; else the fixed cadence of bound records.
+	auto bool
+	// window, every and bound (records): the first full window ends at
+	// window-1, checks are every records apart, and a discovery runs at
+	// least every bound records (the fixed cadence's D).
+	window, every, bound uint64
+
+	started bool
+	lastSeq uint64    // window end of the last start
+	lastAt  time.Time // and its time
+	// open are the window ends of the discoveries started and not ended,
+	// oldest first.
+	open []uint64
+	// merges are the merge points at fixed points (mergeAt) of the
+	// discoveries started, not yet passed: their checks are never
+	// coalesced (merging).
+	merges []uint64
+	// cost is the estimated cost of a discovery (measured: one ended
+	// with a measurement).
+	cost     time.Duration
+	measured bool
+}
+
+// paced is the pacer's verdict at a check.
+type paced int
+
+const (
+	pacedNone  paced = iota // no discovery starts here
+	pacedStart              // a discovery starts on this check's window
+	pacedWait               // consumption waits for the open discovery
+)
+
+// newPacer is the pacer of a validated two-cadence configuration.
+func newPacer(cfg *StreamConfig, opts pacingOptions) *pacer {
+	return &pacer{opts: opts, auto: cfg.autoDiscover, window: uint64(cfg.Window), every: uint64(cfg.Every),
+		bound: uint64(cfg.DiscoverEvery)}
+}
+
+// point reports whether the check of window end endSeq is a fixed point:
+// the first full window, then every bound records.
+func (p *pacer) point(endSeq uint64) bool {
+	n := endSeq + 1
+	return n >= p.window && (n-p.window)%p.bound == 0
+}
+
+// behind reports whether a lag of lag records is a backlog.
+func (p *pacer) behind(lag int64) bool {
+	return p.auto && float64(lag) >= p.opts.Behind*float64(p.window)
+}
+
+// next is the verdict at the check of window end endSeq, at now, with lag
+// records already in the topic past it.
+func (p *pacer) next(endSeq uint64, now time.Time, lag int64) paced {
+	behind := p.behind(lag)
+	if len(p.open) > 0 {
+		if endSeq >= p.open[0]+p.bound || (behind && p.point(endSeq)) {
+			return pacedWait
+		}
+		return pacedNone
+	}
+	switch {
+	case !p.auto || behind:
+		if p.point(endSeq) {
+			return pacedStart
+		}
+	case !p.started, endSeq >= p.lastSeq+p.bound:
+		return pacedStart
+	case p.measured && p.opts.Budget > 0 && now.Sub(p.lastAt).Seconds()*p.opts.Budget >= p.cost.Seconds():
+		return pacedStart
+	}
+	return pacedNone
+}
+
+// mergeAt is the window end of the check that merges a discovery started
+// at endSeq with lag records behind it: bound records later (fixed
+// cadence, or behind), else the next check (the first after it ends).
+func (p *pacer) mergeAt(endSeq uint64, lag int64) uint64 {
+	if !p.auto || p.behind(lag) {
+		return endSeq + p.bound
+	}
+	return endSeq + p.every
+}
+
+// start records a discovery started on the window ending at endSeq, at
+// now, to be merged at mergeAt.
+func (p *pacer) start(endSeq uint64, now time.Time, mergeAt uint64) {
+	p.started, p.lastSeq, p.lastAt = true, endSeq, now
+	p.open = append(p.open, endSeq)
+	if mergeAt == endSeq+p.bound {
+		p.merges = append(p.merges, mergeAt)
+	}
+}
+
+// merging reports whether the check of window end endSeq is the merge
+// point of a discovery started at a fixed point (mergeAt), which the
+// evaluator must check on its own, never coalesced, so that the merge
+// falls there; it forgets the merge points up to endSeq.
+func (p *pacer) merging(endSeq uint64) bool {
+	at := false
+	for len(p.merges) > 0 && p.merges[0] <= endSeq {
+		at = at || p.merges[0] == endSeq
+		p.merges = p.merges[1:]
+	}
+	return at
+}
+
+// ended records the end of the discovery of window endSeq; cost is its
+// measured cost when measured (a discovery that failed has none).
+func (p *pacer) ended(endSeq uint64, cost time.Duration, measured bool) {
+	for i, s := range p.open {
+		if s == endSeq {
+			p.open = append(p.open[:i], p.open[i+1:]...)
+			break
+		}
+	}
+	if !measured {
+		return
+	}
+	if p.measured {
+		cost = time.Duration(p.opts.Weight*float64(cost) + (1-p.opts.Weight)*float64(p.cost))
+	}
+	p.cost, p.measured = cost, true
+}
+
+// reset forgets the open discoveries (drop): the window they ran on is
+// gone, and so are their results. What was measured stays.
+func (p *pacer) reset() {
+	p.open, p.merges = p.open[:0], p.merges[:0]
+	p.started = false
+}

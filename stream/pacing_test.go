@@ -1,0 +1,213 @@
+package stream
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPacer runs the pacer's transitions (its doc lists them) as
+// scenarios: a sequence of checks, starts and ends, each check with the
+// verdict and merge point it must get. Thresholds are forced per scenario.
+func TestPacer(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	// step is one check at window end seq and time ms (lag records
+	// behind it), the verdict want and, when it starts one, the merge
+	// point; or, with end set, the end of discovery end with cost.
+	type step struct {
+		seq       uint64
+		ms        int
+		lag       int64
+		want      paced
+		mergeAt   uint64
+		end       uint64 // a discovery ends (seq unused)
+		ends      bool
+		cost      time.Duration
+		unmeasure bool // the discovery failed: no cost
+	}
+	ended := func(end uint64, cost time.Duration) step { return step{end: end, ends: true, cost: cost} }
+	failed := func(end uint64) step { return step{end: end, ends: true, unmeasure: true} }
+	// window 1000, every 100, bound 1000: fixed points 999, 1999, ...
+	auto := StreamConfig{Window: 1000, Every: 100, DiscoverEvery: 1000, autoDiscover: true}
+	fixed := StreamConfig{Window: 1000, Every: 100, DiscoverEvery: 500}
+	half := pacingOptions{Budget: 0.5, Weight: 1, Behind: 1}
+	for _, tc := range []struct {
+		name  string
+		cfg   StreamConfig
+		opts  pacingOptions
+		steps []step
+	}{
+		{"fixed: fixed points, merged D later, waits at the merge point", fixed, half, []step{
+			{seq: 999, want: pacedStart, mergeAt: 1499},
+			{seq: 1099, ms: 10_000, want: pacedNone}, // open: no budget for fixed
+			ended(999, time.Millisecond),
+			{seq: 1199, ms: 20_000, want: pacedNone}, // budget irrelevant
+			{seq: 1499, want: pacedStart, mergeAt: 1999},
+			{seq: 1999, want: pacedWait}, // 1499 still open
+			ended(1499, time.Millisecond),
+			{seq: 1999, want: pacedStart, mergeAt: 2499},
+		}},
+		{"auto: cheap discovery at every check", auto, half, []step{
+			{seq: 999, ms: 0, want: pacedStart, mergeAt: 1099},
+			ended(999, 10*time.Millisecond),
+			{seq: 1099, ms: 100, want: pacedStart, mergeAt: 1199},
+			ended(1099, 10*time.Millisecond),
+			{seq: 1199, ms: 200, want: pacedStart, mergeAt: 1299},
+		}},
+		{"auto: costly discovery backs off to the budget", auto, half, []step{
+			{seq: 999, ms: 0, want: pacedStart, mergeAt: 1099},
+			{seq: 1099, ms: 100, want: pacedNone}, // open, before its bound
+			ended(999, 300*time.Millisecond),
+			{seq: 1199, ms: 200, want: pacedNone},                 // 0.2 s * 0.5 < 0.3 s
+			{seq: 1299, ms: 599, want: pacedNone},                 // 0.599 s * 0.5 < 0.3 s
+			{seq: 1399, ms: 600, want: pacedStart, mergeAt: 1499}, // 0.6 s * 0.5 = 0.3 s
+		}},
+		{"auto: at least once per window, waiting past the bound", auto, half, []step{
+			{seq: 999, ms: 0, want: pacedStart, mergeAt: 1099},
+			ended(999, time.Hour),
+			{seq: 1099, ms: 100, want: pacedNone},
+			{seq: 1999, ms: 1000, want: pacedStart, mergeAt: 2099}, // the bound
+			{seq: 2099, ms: 1100, want: pacedNone},
+			{seq: 2999, ms: 2000, want: pacedWait}, // open at its bound
+			{seq: 2999, ms: 2500, want: pacedWait},
+			ended(1999, time.Hour),
+			{seq: 2999, ms: 3000, want: pacedStart, mergeAt: 3099},
+		}},
+		{"auto: behind keeps the fixed points, merged a bound later", auto, half, []step{
+			{seq: 999, lag: 5000, want: pacedStart, mergeAt: 1999},
+			ended(999, time.Millisecond),
+			{seq: 1099, ms: 10_000, lag: 4900, want: pacedNone}, // budget allows, but behind
+			{seq: 1999, ms: 10_000, lag: 4000, want: pacedStart, mergeAt: 2999},
+			{seq: 2999, ms: 10_000, lag: 3000, want: pacedWait},
+			ended(1999, time.Millisecond),
+			{seq: 2999, ms: 10_000, lag: 3000, want: pacedStart, mergeAt: 3999},
+			ended(2999, time.Millisecond),
+			{seq: 3099, ms: 20_000, lag: 999, want: pacedStart, mergeAt: 3199}, // caught up: under a window
+		}},
+		{"auto: behind again waits for a budget start at the next fixed point", auto, half, []step{
+			{seq: 999, want: pacedStart, mergeAt: 1099},
+			ended(999, time.Millisecond),
+			{seq: 1099, ms: 100, want: pacedStart, mergeAt: 1199},
+			{seq: 1999, ms: 200, lag: 1000, want: pacedWait}, // behind, a fixed point, 1099 open
+			ended(1099, time.Millisecond),
+			{seq: 1999, ms: 300, lag: 1000, want: pacedStart, mergeAt: 2999},
+		}},
+		{"auto: a failed discovery measures nothing; the bound still holds", auto, half, []step{
+			{seq: 999, want: pacedStart, mergeAt: 1099},
+			failed(999),
+			{seq: 1099, ms: 10_000, want: pacedNone}, // no cost known
+			{seq: 1999, ms: 20_000, want: pacedStart, mergeAt: 2099},
+		}},
+		{"auto: the estimate weighs the newest cost by Weight", auto, pacingOptions{Budget: 1, Weight: 0.5, Behind: 1}, []step{
+			{seq: 999, ms: 0, want: pacedStart, mergeAt: 1099},
+			ended(999, 100*time.Millisecond),
+			{seq: 1099, ms: 100, want: pacedStart, mergeAt: 1199},
+			ended(1099, 300*time.Millisecond), // estimate 200 ms
+			{seq: 1199, ms: 299, want: pacedNone},
+			{seq: 1299, ms: 300, want: pacedStart, mergeAt: 1399},
+		}},
+		{"auto: budget 0 keeps the window bound only", auto, pacingOptions{Budget: 0, Weight: 1, Behind: 1}, []step{
+			{seq: 999, want: pacedStart, mergeAt: 1099},
+			ended(999, 0),
+			{seq: 1099, ms: 100_000, want: pacedNone},
+			{seq: 1999, ms: 200_000, want: pacedStart, mergeAt: 2099},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPacer(&tc.cfg, tc.opts)
+			for i, s := range tc.steps {
+				if s.ends {
+					p.ended(s.end, s.cost, !s.unmeasure)
+					continue
+				}
+				got := p.next(s.seq, at(s.ms), s.lag)
+				if got != s.want {
+					t.Fatalf("step %d (check %d at %d ms, lag %d): verdict %d, want %d", i, s.seq, s.ms, s.lag, got, s.want)
+				}
+				if got == pacedStart {
+					if m := p.mergeAt(s.seq, s.lag); m != s.mergeAt {
+						t.Fatalf("step %d (check %d): merged at %d, want %d", i, s.seq, m, s.mergeAt)
+					}
+					p.start(s.seq, at(s.ms), s.mergeAt)
+				}
+			}
+		})
+	}
+}
+
+// TestPacerReset: a dropped window's open discoveries are forgotten, and
+// the next check starts one as the first full window does.
+func TestPacerReset(t *testing.T) {
+	t.Parallel()
+	cfg := StreamConfig{Window: 1000, Every: 100, DiscoverEvery: 1000, autoDiscover: true}
+	p := newPacer(&cfg, defaultPacing)
+	now := time.Now()
+	p.start(999, now, 1999)
+	if v := p.next(1999, now, 0); v != pacedWait {
+		t.Fatalf("open at its bound: verdict %d, want wait", v)
+	}
+	p.reset()
+	if v := p.next(2099, now, 0); v != pacedStart {
+		t.Fatalf("after reset: verdict %d, want start", v)
+	}
+	if p.merging(1999) {
+		t.Fatal("after reset: 1999 still a merge point")
+	}
+}
+
+// TestPacerMerging: the checks at the merge points of discoveries started
+// at fixed points are kept from coalescing, each once; the next check of
+// auto caught up is not.
+func TestPacerMerging(t *testing.T) {
+	t.Parallel()
+	cfg := StreamConfig{Window: 1000, Every: 100, DiscoverEvery: 1000, autoDiscover: true}
+	p := newPacer(&cfg, defaultPacing)
+	now := time.Now()
+	p.start(999, now, p.mergeAt(999, 5000)) // behind: 1999
+	p.ended(999, 0, false)
+	p.start(1099, now, p.mergeAt(1099, 0)) // caught up: 1199
+	for _, c := range []struct {
+		seq  uint64
+		want bool
+	}{{1099, false}, {1199, false}, {1999, true}, {1999, false}, {2999, false}} {
+		if got := p.merging(c.seq); got != c.want {
+			t.Fatalf("merging(%d) = %v, want %v", c.seq, got, c.want)
+		}
+	}
+}
+
+// TestAutoDiscoverEvery: AutoDiscoverEvery validates to the window bound
+// with pacing on, and to one cadence where the checks cannot run alone.
+func TestAutoDiscoverEvery(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		cfg        StreamConfig
+		wantEvery  int
+		wantAuto   bool
+		wantTwoCad bool
+	}{
+		{"count window", StreamConfig{Window: 1000, Every: 300}, 1200, true, true},
+		{"tumbling", StreamConfig{Window: 1000}, 1000, false, false},
+		{"time window", StreamConfig{Window: 1000, Every: 100, Interval: time.Second}, 100, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.cfg
+			c.Topic, c.Epsilon, c.DiscoverEvery = "t", 0.05, AutoDiscoverEvery
+			for range 2 { // Validate twice, as the CLI and NewMonitor do
+				if err := c.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				if c.DiscoverEvery != tc.wantEvery || c.autoDiscover != tc.wantAuto || c.twoCadence() != tc.wantTwoCad {
+					t.Fatalf("DiscoverEvery %d auto %v two cadences %v, want %d %v %v",
+						c.DiscoverEvery, c.autoDiscover, c.twoCadence(), tc.wantEvery, tc.wantAuto, tc.wantTwoCad)
+				}
+			}
+		})
+	}
+	bad := StreamConfig{Topic: "t", Window: 1000, Every: 100, Epsilon: 0.05, DiscoverEvery: -2}
+	if err := bad.Validate(); err == nil {
+		t.Fatal("discover-every -2 validated")
+	}
+}
