@@ -123,8 +123,9 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
 	f := &s.mb.feed
 	s.mb.mu.Lock()
 	p := s.pacerLocked()
-	dj.mergeAt = p.mergeAt(endSeq, lag)
-	p.start(endSeq, time.Now(), dj.mergeAt)
+	var waitAt uint64
+	dj.mergeAt, waitAt = p.mergeAt(endSeq, lag)
+	p.start(endSeq, time.Now(), dj.mergeAt, waitAt)
 	f.discs = append(f.discs, dj)
 	if rerun || s.m.hooks.ordered() {
 		f.rerun[endSeq] = true
@@ -156,7 +157,13 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 		s.dispatchCheck(endSeq, true)
 		return
 	}
-	if !s.cfg.autoDiscover && s.cfg.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > saved.end {
+	if s.cfg.autoDiscover || !s.cfg.discoveryPoint(endSeq) {
+		return
+	}
+	s.mb.mu.Lock()
+	mergeAt, _ := s.pacerLocked().mergeAt(endSeq, 0)
+	s.mb.mu.Unlock()
+	if mergeAt > saved.end {
 		s.dispatchDiscovery(endSeq, true, 0)
 	}
 }

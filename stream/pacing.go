@@ -35,7 +35,7 @@ var defaultPacing = pacingOptions{Budget: 0.5, Weight: 0.5, Behind: 1}
 //
 // With a fixed cadence (discover-every D) discoveries start at the fixed
 // points (the first full window, then every D records) and each merges D
-// records after its start. With auto (discover-every auto) they start:
+// records after its start (mergeAt). With auto (discover-every auto) they start:
 //
 //   - at the first full window;
 //   - at least once per bound records (the window rounded up to a multiple
@@ -49,7 +49,7 @@ var defaultPacing = pacingOptions{Budget: 0.5, Weight: 0.5, Behind: 1}
 // At most one discovery of auto runs at a time (after a restart, the ones
 // run again may be several); transitions of next:
 //
-//	open discovery, check at or past the oldest's bound      -> wait
+//	open discovery, check at or past one's wait point        -> wait
 //	open discovery, behind, check at a fixed point (auto)     -> wait
 //	open discovery, otherwise                                 -> none
 //	none open, fixed cadence, at a fixed point               -> start
@@ -74,17 +74,22 @@ type pacer struct {
 	started bool
 	lastSeq uint64    // window end of the last start
 	lastAt  time.Time // and its time
-	// open are the window ends of the discoveries started and not ended,
-	// oldest first.
-	open []uint64
-	// merges are the merge points at fixed points (mergeAt) of the
-	// discoveries started, not yet passed: their checks are never
-	// coalesced (merging).
+	// open are the discoveries started and not ended, oldest first.
+	open []openDiscovery
+	// merges are the merge points of the discoveries started that are
+	// also their wait points (mergeAt), not yet passed: those checks are
+	// never coalesced (merging).
 	merges []uint64
 	// cost is the estimated cost of a discovery (measured: one ended
 	// with a measurement).
 	cost     time.Duration
 	measured bool
+}
+
+// openDiscovery is a discovery started and not ended: its window end and
+// the check that must wait for it (the first at or past waitAt).
+type openDiscovery struct {
+	endSeq, waitAt uint64
 }
 
 // paced is the pacer's verdict at a check.
@@ -119,7 +124,11 @@ func (p *pacer) behind(lag int64) bool {
 func (p *pacer) next(endSeq uint64, now time.Time, lag int64) paced {
 	behind := p.behind(lag)
 	if len(p.open) > 0 {
-		if endSeq >= p.open[0]+p.bound || (behind && p.point(endSeq)) {
+		wait := behind && p.point(endSeq)
+		for _, o := range p.open {
+			wait = wait || endSeq >= o.waitAt
+		}
+		if wait {
 			return pacedWait
 		}
 		return pacedNone
@@ -138,27 +147,29 @@ func (p *pacer) next(endSeq uint64, now time.Time, lag int64) paced {
 }
 
 // mergeAt is the window end of the check that merges a discovery started
-// at endSeq with lag records behind it: bound records later (fixed
-// cadence, or behind), else the next check (the first after it ends).
-func (p *pacer) mergeAt(endSeq uint64, lag int64) uint64 {
+// at endSeq with lag records behind it, and waitAt the check that waits
+// for it: bound records later (a fixed cadence, or behind); else (auto,
+// caught up) merged into the first check after it ends, waited for bound
+// records later.
+func (p *pacer) mergeAt(endSeq uint64, lag int64) (mergeAt, waitAt uint64) {
 	if !p.auto || p.behind(lag) {
-		return endSeq + p.bound
+		return endSeq + p.bound, endSeq + p.bound
 	}
-	return endSeq + p.every
+	return endSeq + p.every, endSeq + p.bound
 }
 
 // start records a discovery started on the window ending at endSeq, at
-// now, to be merged at mergeAt.
-func (p *pacer) start(endSeq uint64, now time.Time, mergeAt uint64) {
+// now, to be merged at mergeAt and waited for at waitAt (mergeAt's).
+func (p *pacer) start(endSeq uint64, now time.Time, mergeAt, waitAt uint64) {
 	p.started, p.lastSeq, p.lastAt = true, endSeq, now
-	p.open = append(p.open, endSeq)
-	if mergeAt == endSeq+p.bound {
+	p.open = append(p.open, openDiscovery{endSeq: endSeq, waitAt: waitAt})
+	if mergeAt == waitAt {
 		p.merges = append(p.merges, mergeAt)
 	}
 }
 
 // merging reports whether the check of window end endSeq is the merge
-// point of a discovery started at a fixed point (mergeAt), which the
+// point of a discovery that is also its wait point (mergeAt), which the
 // evaluator must check on its own, never coalesced, so that the merge
 // falls there; it forgets the merge points up to endSeq.
 func (p *pacer) merging(endSeq uint64) bool {
@@ -173,8 +184,8 @@ func (p *pacer) merging(endSeq uint64) bool {
 // ended records the end of the discovery of window endSeq; cost is its
 // measured cost when measured (a discovery that failed has none).
 func (p *pacer) ended(endSeq uint64, cost time.Duration, measured bool) {
-	for i, s := range p.open {
-		if s == endSeq {
+	for i, o := range p.open {
+		if o.endSeq == endSeq {
 			p.open = append(p.open[:i], p.open[i+1:]...)
 			break
 		}

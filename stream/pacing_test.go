@@ -57,8 +57,8 @@ func TestPacer(t *testing.T) {
 		}},
 		{"auto: costly discovery backs off to the budget", auto, half, []step{
 			{seq: 999, ms: 0, want: pacedStart, mergeAt: 1099},
-			{seq: 1099, ms: 100, want: pacedNone}, // open, before its bound
 			ended(999, 300*time.Millisecond),
+			{seq: 1099, ms: 100, want: pacedNone},                 // 0.1 s * 0.5 < 0.3 s
 			{seq: 1199, ms: 200, want: pacedNone},                 // 0.2 s * 0.5 < 0.3 s
 			{seq: 1299, ms: 599, want: pacedNone},                 // 0.599 s * 0.5 < 0.3 s
 			{seq: 1399, ms: 600, want: pacedStart, mergeAt: 1499}, // 0.6 s * 0.5 = 0.3 s
@@ -76,9 +76,11 @@ func TestPacer(t *testing.T) {
 		}},
 		{"auto: behind keeps the fixed points, merged a bound later", auto, half, []step{
 			{seq: 999, lag: 5000, want: pacedStart, mergeAt: 1999},
+			{seq: 1099, ms: 10, lag: 4900, want: pacedNone},
 			ended(999, time.Millisecond),
 			{seq: 1099, ms: 10_000, lag: 4900, want: pacedNone}, // budget allows, but behind
 			{seq: 1999, ms: 10_000, lag: 4000, want: pacedStart, mergeAt: 2999},
+			{seq: 2099, ms: 10_000, lag: 3900, want: pacedNone},
 			{seq: 2999, ms: 10_000, lag: 3000, want: pacedWait},
 			ended(1999, time.Millisecond),
 			{seq: 2999, ms: 10_000, lag: 3000, want: pacedStart, mergeAt: 3999},
@@ -126,10 +128,11 @@ func TestPacer(t *testing.T) {
 					t.Fatalf("step %d (check %d at %d ms, lag %d): verdict %d, want %d", i, s.seq, s.ms, s.lag, got, s.want)
 				}
 				if got == pacedStart {
-					if m := p.mergeAt(s.seq, s.lag); m != s.mergeAt {
+					m, w := p.mergeAt(s.seq, s.lag)
+					if m != s.mergeAt {
 						t.Fatalf("step %d (check %d): merged at %d, want %d", i, s.seq, m, s.mergeAt)
 					}
-					p.start(s.seq, at(s.ms), s.mergeAt)
+					p.start(s.seq, at(s.ms), m, w)
 				}
 			}
 		})
@@ -143,16 +146,13 @@ func TestPacerReset(t *testing.T) {
 	cfg := StreamConfig{Window: 1000, Every: 100, DiscoverEvery: 1000, autoDiscover: true}
 	p := newPacer(&cfg, defaultPacing)
 	now := time.Now()
-	p.start(999, now, 1999)
-	if v := p.next(1999, now, 0); v != pacedWait {
+	p.start(1099, now, 1199, 2099)
+	if v := p.next(2099, now, 0); v != pacedWait {
 		t.Fatalf("open at its bound: verdict %d, want wait", v)
 	}
 	p.reset()
-	if v := p.next(2099, now, 0); v != pacedStart {
+	if v := p.next(2199, now, 0); v != pacedStart {
 		t.Fatalf("after reset: verdict %d, want start", v)
-	}
-	if p.merging(1999) {
-		t.Fatal("after reset: 1999 still a merge point")
 	}
 }
 
@@ -164,13 +164,18 @@ func TestPacerMerging(t *testing.T) {
 	cfg := StreamConfig{Window: 1000, Every: 100, DiscoverEvery: 1000, autoDiscover: true}
 	p := newPacer(&cfg, defaultPacing)
 	now := time.Now()
-	p.start(999, now, p.mergeAt(999, 5000)) // behind: 1999
-	p.ended(999, 0, false)
-	p.start(1099, now, p.mergeAt(1099, 0)) // caught up: 1199
+	start := func(end, lag uint64) {
+		m, w := p.mergeAt(end, int64(lag))
+		p.start(end, now, m, w)
+		p.ended(end, 0, false)
+	}
+	start(999, 5000)  // behind: 1999
+	start(1099, 0)    // caught up: 1199, waited at 2099
+	start(1199, 5000) // behind: 2199
 	for _, c := range []struct {
 		seq  uint64
 		want bool
-	}{{1099, false}, {1199, false}, {1999, true}, {1999, false}, {2999, false}} {
+	}{{999, false}, {1199, false}, {1999, true}, {2099, false}, {2199, true}, {2199, false}, {2999, false}} {
 		if got := p.merging(c.seq); got != c.want {
 			t.Fatalf("merging(%d) = %v, want %v", c.seq, got, c.want)
 		}
