@@ -84,6 +84,8 @@ type pacer struct {
 	// with a measurement).
 	cost     time.Duration
 	measured bool
+	// spent is the measured cost of every discovery ended (benchmarks).
+	spent time.Duration
 }
 
 // openDiscovery is a discovery started and not ended: its window end and
@@ -193,6 +195,7 @@ func (p *pacer) ended(endSeq uint64, cost time.Duration, measured bool) {
 	if !measured {
 		return
 	}
+	p.spent += cost
 	if p.measured {
 		cost = time.Duration(p.opts.Weight*float64(cost) + (1-p.opts.Weight)*float64(p.cost))
 	}
