@@ -5,8 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/odwatch/odwatch/discovery/table"
-	"github.com/odwatch/odwatch/stream/window"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 )
 
 // discoverer runs a two-cadence stream's discoveries on a goroutine of its
@@ -90,10 +89,10 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	s.m.hooks.discoveryStarts(dctx, job.endSeq)
 	start, waited := time.Now(), s.mb.feed.gate.waited.Load()
 	done := discoveryDone{endSeq: job.endSeq, mergeAt: job.mergeAt}
-	workers := discoveryWorkers()
-	env := evalEnv{name: s.name, cfg: &s.cfg, log: s.log, pause: s.pauseDiscovery, workers: workers}
+	workers := eval.DiscoveryWorkers()
+	env := eval.Env{Name: s.name, Cfg: s.cfg.evalConfig(), Log: s.log, Pause: s.pauseDiscovery, Workers: workers}
 	var err error
-	done.outcome, err = env.discoverSnapshot(dctx, job.snap, job.endSeq)
+	done.outcome, err = env.DiscoverSnapshot(dctx, job.snap, job.endSeq)
 	switch {
 	case ctx.Err() != nil:
 		return false
@@ -115,7 +114,7 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	// The worker time not spent waiting at the gate: at most the CPU it used.
 	cost := max(0, done.took*time.Duration(workers)-done.held)
 	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
-		"cost_s", cost.Seconds(), "found", len(done.outcome.results), "merged_at", job.mergeAt, "rerun", job.rerun)
+		"cost_s", cost.Seconds(), "found", len(done.outcome.Results), "merged_at", job.mergeAt, "rerun", job.rerun)
 	s.mb.mu.Lock()
 	if job.gen == s.mb.gen.Load() {
 		s.mb.feed.done = append(s.mb.feed.done, done)
@@ -137,37 +136,4 @@ func (s *discoverer) ended(job *discoveryJob, cost time.Duration, measured bool)
 func (s *discoverer) pauseDiscovery(ctx context.Context) error {
 	s.m.hooks.discoveryStepped(ctx)
 	return s.mb.feed.gate.wait(ctx)
-}
-
-// discoverSnapshot is the discovery path of two cadences on one window:
-// encode it as the checks type it (encodeSnapshot), then discover
-// (evalEnv.discover), both passing e.pause between units of work. It
-// returns a *stepError when encoding fails, ctx's error when ctx is done.
-func (e evalEnv) discoverSnapshot(ctx context.Context, snap *window.Snapshot, endSeq uint64) (discoveryOutcome, error) {
-	cols := snap.Columns()
-	table, err := encodeSnapshot(ctx, cols, e.cfg.typingFor(cols), e.pause)
-	if err != nil {
-		return discoveryOutcome{}, err
-	}
-	return e.discover(ctx, table, endSeq)
-}
-
-// encodeSnapshot encodes cols typed by ty (discovery.EncodeTypedPause),
-// passing pause, when set, before each column and within one (every few
-// thousand values typed, between its steps). It returns pause's error as
-// it is, a *stepError when encoding fails.
-func encodeSnapshot(ctx context.Context, cols []table.DictColumn, ty table.Typing, pause func(context.Context) error) (*table.Table, error) {
-	var paused error
-	track := pause
-	if pause != nil {
-		track = func(ctx context.Context) error { paused = pause(ctx); return paused }
-	}
-	t, err := table.EncodeTypedPause(ctx, cols, ty, track)
-	switch {
-	case paused != nil:
-		return nil, paused
-	case err != nil:
-		return nil, &stepError{"encode", err}
-	}
-	return t, nil
 }

@@ -132,12 +132,22 @@ func (n *Node) AdminAddr() string { return "127.0.0.1:" + strconv.Itoa(n.AdminPo
 func (c *Cluster) WaitReady(t testing.TB, want int) {
 	t.Helper()
 	deadline := time.Now().Add(c.opts.StartTimeout)
+	var expected []*Node
+	for _, n := range c.Nodes {
+		if n.Running() {
+			expected = append(expected, n)
+		}
+	}
 	for {
-		var last error
-		for _, n := range c.Nodes {
+		// A node that dies while starting (a port taken, a bad property)
+		// fails the wait now, with its log, rather than at the deadline.
+		for _, n := range expected {
 			if !n.Running() {
-				continue
+				t.Fatalf("kafka node %d exited while starting; end of its server.log:\n%s\nstdout.log:\n%s", n.ID, Tail(filepath.Join(n.Dir, "server.log"), 30), Tail(filepath.Join(n.Dir, "stdout.log"), 10))
 			}
+		}
+		var last error
+		for _, n := range expected {
 			md, err := c.metadata(n.AdminAddr())
 			if err == nil && len(md.Brokers) < want {
 				err = fmt.Errorf("%d of %d brokers registered", len(md.Brokers), want)
@@ -429,24 +439,6 @@ func clusterID() string {
 	_, _ = rand.Read(b[:])
 	b[0] &= 0x7f
 	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// FreeAddr is a loopback address with a port free a moment ago.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	_, port, _ := net.SplitHostPort(FreeAddr(t))
-	n, _ := strconv.Atoi(port)
-	return n
 }
 
 // Tail is the last lines of the file at path (for a failed test's log),

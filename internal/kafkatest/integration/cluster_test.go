@@ -37,7 +37,9 @@ func TestLeaderKill(t *testing.T) {
 		defer close(produced)
 		kcatProduceSlowly(t, c.Bootstrap(), "ld", lines, 1000)
 	}()
-	time.Sleep(time.Second)
+	testkit.EventuallyEvery(t, time.Minute, pollEvery, "records produced across the kill reaching odwatch", func() bool {
+		return p.Metric(t, "odwatch_records_consumed_total") > 1100
+	})
 	killed := time.Now()
 	leader.Kill()
 	// The longest time the consumed count stood still after the kill,

@@ -198,7 +198,23 @@ func owners(t *testing.T, procs []*proc, topics []string, produce func()) map[*p
 		}
 	}
 	produce()
-	time.Sleep(2 * time.Second)
+	// Wait (a while, not for ever: a rebalance may hold consumption, and
+	// the caller asks again) until the records just produced are consumed.
+	grown := func() bool {
+		for _, tp := range topics {
+			var n float64
+			for _, p := range procs {
+				n += consumed(p, tp) - before[p][tp]
+			}
+			if n < 500 {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(10 * time.Second); !grown() && time.Now().Before(deadline); {
+		time.Sleep(pollEvery)
+	}
 	out := map[*proc][]string{}
 	for _, tp := range topics {
 		var by []*proc
