@@ -135,16 +135,17 @@ type cadenceFeed struct {
 	pace *pacer
 
 	discWake chan struct{}
-	// discDone is signalled when a discovery ends (waitMerge), and
-	// discEnded too (the consumer waiting in awaitDiscovery).
-	discDone, discEnded chan struct{}
+	// discDone is signalled when a discovery ends (waitMerge);
+	// consumerWake too, and when the evaluator takes a pending window
+	// (one cadence): the consumer waiting in awaitDiscovery looks again.
+	discDone, consumerWake chan struct{}
 	// gate holds discovery back while checks are queued or running.
 	gate *checkGate
 }
 
 // newCadenceFeed returns an empty feed.
 func newCadenceFeed() cadenceFeed {
-	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), discEnded: make(chan struct{}, 1),
+	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), consumerWake: make(chan struct{}, 1),
 		rerun: map[uint64]bool{}, gate: newCheckGate()}
 }
 

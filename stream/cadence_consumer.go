@@ -67,36 +67,45 @@ func (s *streamRun) totalLag() int64 {
 	return lag
 }
 
-// mustAwait reports whether the check of window end endSeq must wait for
-// an open discovery before it is handed over (awaitDiscovery).
+// mustAwait reports whether the evaluation of window end endSeq (a count
+// window's) must wait before it is handed over (awaitDiscovery): with two
+// cadences while the pacer says its check must wait for an open discovery;
+// with one, while the evaluator has not taken the window before it (each
+// evaluation runs a discovery: none is skipped).
 func (s *streamRun) mustAwait(endSeq uint64) bool {
-	if !s.cfg.twoCadence() {
+	if s.cfg.Interval > 0 {
 		return false
 	}
 	lag := s.totalLag()
 	s.mb.mu.Lock()
 	defer s.mb.mu.Unlock()
+	if !s.cfg.twoCadence() {
+		return s.mb.pending != nil
+	}
 	return s.paceLocked(endSeq, lag, false) == pacedWait
 }
 
-// awaitDiscovery holds the consumer before it hands over the check of
-// window end endSeq while the pacer says that check must wait for an open
-// discovery (the one it merges, or with auto the one past its bound): the
-// evaluator finishes the checks queued before it, the gate opens, and the
-// discovery ends. Meanwhile nothing is consumed (Kafka holds the records;
-// the lag grows). It returns ctx's error when ctx is done first.
+// awaitDiscovery holds the consumer before it hands over the evaluation of
+// window end endSeq while it must wait (mustAwait): for an open discovery
+// (the one its check merges, or with auto the one past its bound), the
+// evaluator finishing the checks queued before it so that the gate opens
+// and the discovery ends; or, with one cadence, for the evaluator to take
+// the window before it. Meanwhile nothing is consumed (Kafka holds the
+// records; the lag grows). It returns ctx's error when ctx is done first.
 func (s *streamRun) awaitDiscovery(ctx context.Context, endSeq uint64) error {
 	var since time.Time
 	for s.mustAwait(endSeq) {
 		if since.IsZero() {
 			since = time.Now()
-			s.m.metrics.Discoveries.WithLabelValues(s.name, "waited").Inc()
+			if s.cfg.twoCadence() {
+				s.m.metrics.Discoveries.WithLabelValues(s.name, "waited").Inc()
+			}
 			s.log.Debug("consumption waits for discovery", "window_end", endSeq, "lag", s.totalLag())
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-s.mb.feed.discEnded:
+		case <-s.mb.feed.consumerWake:
 		}
 	}
 	if !since.IsZero() {

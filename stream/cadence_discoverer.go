@@ -63,7 +63,7 @@ func (s *discoverer) run(ctx context.Context) {
 // succeeded) and a consumer waiting for it is woken.
 func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	defer func() {
-		for _, ch := range []chan struct{}{s.mb.feed.discDone, s.mb.feed.discEnded} {
+		for _, ch := range []chan struct{}{s.mb.feed.discDone, s.mb.feed.consumerWake} {
 			select {
 			case ch <- struct{}{}:
 			default:

@@ -38,7 +38,7 @@
 //     evaluator (mailbox.wake) and the discoverer (cadenceFeed.discWake);
 //     of the evaluator it reads only progress.evaluated (atomic). With two
 //     cadences it asks the pacer (cadenceFeed.pace, under mailbox.mu) when
-//     a discovery starts, and waits on cadenceFeed.discEnded before it
+//     a discovery starts, and waits on cadenceFeed.consumerWake before it
 //     hands over a check that must wait for an open discovery.
 //   - The evaluator (evaluator.run, one per stream) owns evaluator: the
 //     tracker, the checker of two cadences (eval.Checker), the saved
@@ -52,7 +52,7 @@
 //     and waited for by the evaluator) owns nothing but the discovery it
 //     runs: it takes jobs and hands results through cadenceFeed under
 //     mailbox.mu (telling the pacer each one's end and cost there, and
-//     waking the consumer through cadenceFeed.discEnded), and its workers
+//     waking the consumer through cadenceFeed.consumerWake), and its workers
 //     wait at the check gate (gate.go).
 //   - The historian (history.Historian, one per stream, started and
 //     closed by the evaluator) takes the status history's jobs through its
