@@ -563,6 +563,14 @@ func (g *generation) consume() error {
 		tick = t.C
 	}
 	for {
+		// A check held back for a discovery (the last flush's, or one a
+		// generation that ended left due) is handed over first.
+		if err := g.awaitDiscoveries(); err != nil {
+			if g.wctx.Err() != nil {
+				return g.end()
+			}
+			return err
+		}
 		// Records held back at the last batch's window end go first.
 		n, ok, err := g.release(time.Now())
 		if !ok {
@@ -590,12 +598,6 @@ func (g *generation) consume() error {
 			return g.stop(err)
 		}
 		if err := g.m.flush(g.wctx, g.b); err != nil {
-			if g.wctx.Err() != nil {
-				return g.end()
-			}
-			return err
-		}
-		if err := g.awaitDiscoveries(); err != nil {
 			if g.wctx.Err() != nil {
 				return g.end()
 			}
