@@ -28,11 +28,12 @@ import (
 // pieces of discovery work under way when it was dispatched (one per
 // worker, each small: a node's partition, a candidate's validation, a
 // column's sort while the snapshot is encoded), not with the rest of the
-// discovery. There is no starvation
-// guard: while the checks cannot keep up (they are coalesced), discovery
-// waits, and ends once they catch up (merged late, or the discoveries due
-// meanwhile skipped; both counted and logged). Waiting changes no
-// discovery result, only when it ends.
+// discovery. The gate itself has no starvation guard: while the checks
+// run back to back discovery waits. What keeps it from starving is the
+// consumer, which hands over no check past an open discovery's wait point
+// (streamRun.awaitDiscovery): the checks queued before it drain, the gate
+// opens, and the discovery ends. Waiting changes no discovery result, only
+// when it ends.
 type checkGate struct {
 	held atomic.Bool // checks && !merging: the fast path of wait
 
