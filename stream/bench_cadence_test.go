@@ -8,6 +8,7 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/internal/pace"
 )
 
 // Cadence benchmark's payroll stream: produced live at cadPayrollRate
@@ -35,9 +36,9 @@ func BenchmarkCadence(b *testing.B) {
 	b.Run("benchstream", func(b *testing.B) {
 		for range b.N {
 			res := runEndToEnd(b, cadBenchRate, "auto")
-			if cores := res.DiscoveryCost / res.Seconds; cores > defaultPacing.Budget || res.DiscoveryWaits > 0 {
+			if cores := res.DiscoveryCost / res.Seconds; cores > pace.Default.Budget || res.DiscoveryWaits > 0 {
 				b.Logf("TARGET MISSED: discovery used %.2f cores (budget %.2f), consumption waited for it %v times",
-					cores, defaultPacing.Budget, res.DiscoveryWaits)
+					cores, pace.Default.Budget, res.DiscoveryWaits)
 			}
 		}
 	})

@@ -272,7 +272,7 @@ func discoverySpent(s *streamRun) time.Duration {
 	if s.mb.feed.pace == nil {
 		return 0
 	}
-	return s.mb.feed.pace.spent
+	return s.mb.feed.pace.Spent()
 }
 
 // e2eCPUProfile starts a CPU profile of the monitor process into

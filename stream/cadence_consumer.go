@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/odwatch/odwatch/stream/internal/pace"
 )
 
 // dispatchCheck is dispatch for two cadences: the window's delta to the
@@ -21,10 +23,10 @@ func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 	}
 	lag := s.totalLag()
 	s.mb.mu.Lock()
-	job.merging = s.pacerLocked().merging(endSeq)
+	job.merging = s.pacerLocked().Merging(endSeq)
 	s.mb.feed.checks = append(s.mb.feed.checks, job)
-	s.mb.feed.gate.setChecks(true)
-	start := s.paceLocked(endSeq, lag, replay) == pacedStart
+	s.mb.feed.gate.SetChecks(true)
+	start := s.paceLocked(endSeq, lag, replay) == pace.VerdictStart
 	s.mb.mu.Unlock()
 	if start {
 		s.dispatchDiscovery(endSeq, replay, lag)
@@ -33,32 +35,24 @@ func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 }
 
 // paceLocked is the pacer's verdict at the check of window end endSeq
-// with lag records behind it, under mb.mu (making the pacer at the first
-// check). A check restore dispatches (replay) cannot wait: with a fixed
-// cadence it starts a discovery at every fixed point (restoreCadence),
-// with auto when the pacer says so.
-func (s *streamRun) paceLocked(endSeq uint64, lag int64, replay bool) paced {
-	p := s.pacerLocked()
-	if replay && !s.cfg.autoDiscover {
-		if p.point(endSeq) {
-			return pacedStart
-		}
-		return pacedNone
+// with lag records behind it, under mb.mu; replay: a check restore
+// dispatches (pace.Pacer.Restored).
+func (s *streamRun) paceLocked(endSeq uint64, lag int64, replay bool) pace.Verdict {
+	if replay {
+		return s.pacerLocked().Restored(endSeq)
 	}
-	return p.next(endSeq, time.Now(), lag)
+	return s.pacerLocked().Next(endSeq, time.Now(), lag)
 }
 
 // pacerLocked is the stream's pacer, made at its first use; under mb.mu.
-func (s *streamRun) pacerLocked() *pacer {
-	f := &s.mb.feed
-	if f.pace == nil {
-		f.pace = newPacer(&s.cfg, s.m.hooks.pacingOr(defaultPacing))
+func (s *streamRun) pacerLocked() *pace.Pacer {
+	if s.mb.feed.pace == nil {
+		s.mb.feed.pace = pace.New(s.cfg.Window, s.cfg.Every, s.cfg.DiscoverEvery, s.cfg.autoDiscover, pace.Default)
 	}
-	return f.pace
+	return s.mb.feed.pace
 }
 
-// totalLag is the records already in the stream's topic past the last one
-// consumed (from the fetches' high watermarks).
+// totalLag is the records in the topic past the last one consumed.
 func (s *streamRun) totalLag() int64 {
 	var lag int64
 	for _, l := range s.lag {
@@ -67,11 +61,9 @@ func (s *streamRun) totalLag() int64 {
 	return lag
 }
 
-// mustAwait reports whether the evaluation of window end endSeq (a count
-// window's) must wait before it is handed over (awaitDiscovery): with two
-// cadences while the pacer says its check must wait for an open discovery;
-// with one, while the evaluator has not taken the window before it (each
-// evaluation runs a discovery: none is skipped).
+// mustAwait reports whether a count window's evaluation at endSeq must
+// wait: two cadences, for an open discovery (the pacer's verdict); one,
+// until the evaluator took the window before it (none is skipped).
 func (s *streamRun) mustAwait(endSeq uint64) bool {
 	if s.cfg.Interval > 0 {
 		return false
@@ -82,24 +74,18 @@ func (s *streamRun) mustAwait(endSeq uint64) bool {
 	if !s.cfg.twoCadence() {
 		return s.mb.pending != nil
 	}
-	return s.paceLocked(endSeq, lag, false) == pacedWait
+	return s.paceLocked(endSeq, lag, false) == pace.VerdictWait
 }
 
-// awaitDiscovery holds the consumer before it hands over the evaluation of
-// window end endSeq while it must wait (mustAwait): for an open discovery
-// (the one its check merges, or with auto the one past its bound), the
-// evaluator finishing the checks queued before it so that the gate opens
-// and the discovery ends; or, with one cadence, for the evaluator to take
-// the window before it. Meanwhile nothing is consumed (Kafka holds the
-// records; the lag grows). It returns ctx's error when ctx is done first.
+// awaitDiscovery holds the consumer while the evaluation of window end
+// endSeq must wait (mustAwait): the checks queued before it drain, the gate
+// opens and the discovery ends (or the evaluator takes the window before
+// it). Nothing is consumed meanwhile: Kafka holds the records, the lag
+// grows. It returns ctx's error when ctx is done first.
 func (s *streamRun) awaitDiscovery(ctx context.Context, endSeq uint64) error {
-	var since time.Time
-	for s.mustAwait(endSeq) {
-		if since.IsZero() {
-			since = time.Now()
-			if s.cfg.twoCadence() {
-				s.m.metrics.Discoveries.WithLabelValues(s.name, "waited").Inc()
-			}
+	for waited := false; s.mustAwait(endSeq); waited = true {
+		if !waited && s.cfg.twoCadence() {
+			s.m.metrics.Discoveries.WithLabelValues(s.name, "waited").Inc()
 			s.log.Debug("consumption waits for discovery", "window_end", endSeq, "lag", s.totalLag())
 		}
 		select {
@@ -108,18 +94,13 @@ func (s *streamRun) awaitDiscovery(ctx context.Context, endSeq uint64) error {
 		case <-s.mb.feed.consumerWake:
 		}
 	}
-	if !since.IsZero() {
-		s.log.Debug("discovery ended; consumption goes on", "window_end", endSeq, "waited_s", time.Since(since).Seconds())
-	}
 	return nil
 }
 
 // dispatchDiscovery hands the window (ending at endSeq, lag records behind
-// it) to discovery, and keeps its records in the store until the check
-// that merges it at the latest (endSeq + DiscoverEvery) is saved, so that
-// a restart can run it again (rerun). The consumer starts one only when
-// the pacer says so, so none waits behind another (after a restart, the
-// ones run again may).
+// it) to discovery, started as the pacer says, and keeps its records in the
+// store until its latest merge (endSeq + DiscoverEvery) is saved, so that
+// a restart can run it again (rerun).
 func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
 	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun, gen: s.mb.gen.Load()}
 	if len(s.holds) == maxHolds {
@@ -128,10 +109,7 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
 	s.holds = append(s.holds, evictHold{end: endSeq + uint64(s.cfg.DiscoverEvery), bounds: s.win.EvictionBounds()})
 	f := &s.mb.feed
 	s.mb.mu.Lock()
-	p := s.pacerLocked()
-	var waitAt uint64
-	dj.mergeAt, waitAt = p.mergeAt(endSeq, lag)
-	p.start(endSeq, time.Now(), dj.mergeAt, waitAt)
+	dj.mergeAt = s.pacerLocked().Start(endSeq, time.Now(), lag)
 	f.discs = append(f.discs, dj)
 	if rerun || s.m.hooks.ordered() {
 		f.rerun[endSeq] = true
@@ -167,7 +145,7 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 		return
 	}
 	s.mb.mu.Lock()
-	mergeAt, _ := s.pacerLocked().mergeAt(endSeq, 0)
+	mergeAt, _ := s.pacerLocked().MergeAt(endSeq, 0)
 	s.mb.mu.Unlock()
 	if mergeAt > saved.end {
 		s.dispatchDiscovery(endSeq, true, 0)

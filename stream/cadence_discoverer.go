@@ -87,7 +87,7 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 		s.mb.mu.Unlock()
 	}()
 	s.m.hooks.discoveryStarts(dctx, job.endSeq)
-	start, waited := time.Now(), s.mb.feed.gate.waited.Load()
+	start, waited := time.Now(), s.mb.feed.gate.Waited()
 	done := discoveryDone{endSeq: job.endSeq, mergeAt: job.mergeAt}
 	workers := eval.DiscoveryWorkers()
 	env := eval.Env{Name: s.name, Cfg: s.cfg.evalConfig(), Log: s.log, Pause: s.pauseDiscovery, Workers: workers}
@@ -110,7 +110,7 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	done.took = time.Since(start)
 	s.m.metrics.DiscDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
 	s.m.metrics.Discoveries.WithLabelValues(s.name, "ok").Inc()
-	done.held = time.Duration(s.mb.feed.gate.waited.Load() - waited)
+	done.held = time.Duration(s.mb.feed.gate.Waited() - waited)
 	// The worker time not spent waiting at the gate: at most the CPU it used.
 	cost := max(0, done.took*time.Duration(workers)-done.held)
 	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
@@ -124,16 +124,16 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	return true
 }
 
-// ended tells the pacer that job's discovery ended (with its cost when
-// measured), unless its window was dropped; under mb.mu.
+// ended tells the pacer job's discovery ended, unless its window was
+// dropped; under mb.mu.
 func (s *discoverer) ended(job *discoveryJob, cost time.Duration, measured bool) {
 	if p := s.mb.feed.pace; p != nil && job.gen == s.mb.gen.Load() {
-		p.ended(job.endSeq, cost, measured)
+		p.Ended(job.endSeq, cost, measured)
 	}
 }
 
 // pauseDiscovery is discovery's Pause with two cadences: the check gate.
 func (s *discoverer) pauseDiscovery(ctx context.Context) error {
 	s.m.hooks.discoveryStepped(ctx)
-	return s.mb.feed.gate.wait(ctx)
+	return s.mb.feed.gate.Wait(ctx)
 }

@@ -29,7 +29,7 @@ func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
 		if !wait {
 			delete(f.rerun, start)
 		}
-		f.gate.setMerging(wait)
+		f.gate.SetMerging(wait)
 		s.mb.mu.Unlock()
 		if !wait {
 			return nil
@@ -37,7 +37,7 @@ func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
 		select {
 		case <-ctx.Done():
 			s.mb.mu.Lock()
-			f.gate.setMerging(false)
+			f.gate.SetMerging(false)
 			s.mb.mu.Unlock()
 			return ctx.Err()
 		case <-f.discDone:

@@ -51,10 +51,8 @@ type StreamConfig struct {
 	// to a multiple of Every (so a tumbling window runs discovery at every
 	// evaluation), or Every for a time window (Interval) or an ordinal
 	// value list (Typing), which the incremental checks do not support.
-	// AutoDiscoverEvery (-1) paces discovery by its cost (pacer): as often
-	// as a CPU budget allows, at most once per check and at least once per
-	// window rounded up to a multiple of Every (Validate sets
-	// DiscoverEvery to that bound).
+	// AutoDiscoverEvery (-1) paces discovery by its cost (pace.Pacer);
+	// Validate sets DiscoverEvery to its bound, the 0 value's.
 	DiscoverEvery int
 
 	Epsilon float64
@@ -94,10 +92,8 @@ type StreamConfig struct {
 	// always tracked and never retired.
 	Pinned []string
 
-	schema string // SchemaFile content, read by Validate
-	// autoDiscover: DiscoverEvery was AutoDiscoverEvery and two cadences
-	// run; DiscoverEvery is then the bound (set by Validate).
-	autoDiscover bool
+	schema       string                 // SchemaFile content, read by Validate
+	autoDiscover bool                   // AutoDiscoverEvery with two cadences; DiscoverEvery is the bound
 	pinned       []discovery.Dependency // parsed Pinned, filled by Validate
 }
 
@@ -341,9 +337,7 @@ func (s *StreamConfig) checkCadence(bad func(field, format string, args ...any))
 		bad("interval", "must be >= 0")
 	}
 	switch {
-	case s.DiscoverEvery == AutoDiscoverEvery:
-		// A time window or an ordinal value list discovers at every
-		// evaluation, as the default does; so does a tumbling window.
+	case s.DiscoverEvery == AutoDiscoverEvery: // one cadence where the default has one
 		s.DiscoverEvery = s.defaultDiscoverEvery()
 		s.autoDiscover = s.DiscoverEvery > s.Every
 	case s.DiscoverEvery < 0:

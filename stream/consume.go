@@ -563,8 +563,8 @@ func (g *generation) consume() error {
 		tick = t.C
 	}
 	for {
-		// A check held back for a discovery (the last flush's, or one a
-		// generation that ended left due) is handed over first.
+		// A check held back for a discovery (by the last flush, or a
+		// generation that ended) is handed over first.
 		if err := g.awaitDiscoveries(); err != nil {
 			if g.wctx.Err() != nil {
 				return g.end()
@@ -606,10 +606,9 @@ func (g *generation) consume() error {
 	}
 }
 
-// awaitDiscoveries waits, for each stream whose check flush held back
-// (still due), until the discovery it must wait for has ended, then
-// flushes again, which hands the check over. The batches' syncs finish and
-// their offsets go to the committer first, as when idle.
+// awaitDiscoveries waits for each stream whose check flush held back
+// (still due), the synced offsets handed to the committer first, then
+// flushes again, which hands the check over.
 func (g *generation) awaitDiscoveries() error {
 	for _, s := range g.m.streams {
 		if !s.due {
@@ -881,11 +880,7 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 	}
 	now := time.Now()
 	for _, s := range m.streams {
-		var lag int64
-		for _, l := range s.lag {
-			lag += l
-		}
-		s.lagGauge.Set(float64(lag))
+		s.lagGauge.Set(float64(s.totalLag()))
 		s.windowGauge.Set(float64(s.win.Len()))
 		s.columnsGauge.Set(float64(s.win.NumColumns()))
 		if d := s.win.DroppedFields(); d > s.dropped {
@@ -895,8 +890,7 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 		if s.cfg.Interval > 0 && now.Sub(s.lastEval) >= s.cfg.Interval && s.seq > s.evalSeq {
 			s.due, s.dueSeq = true, s.seq-1
 		}
-		// Discovery must not starve: a check that must wait for an open
-		// one stays due, and the consume loop waits (awaitDiscoveries).
+		// A check that must wait for a discovery stays due (awaitDiscoveries).
 		if s.due && !s.mustAwait(s.dueSeq) {
 			s.due = false
 			s.lastEval = now

@@ -38,14 +38,10 @@ type evalJob struct {
 // mailbox is what the owners of a stream hand each other (see the package
 // doc, "Goroutines and their owners", for the lock order): the consumer
 // puts windows, checks and discoveries in it, the evaluator and the
-// discoverer take them. It holds at most one pending evaluation. Each
-// evaluation of a count window runs a discovery, so none is skipped: the
-// consumer waits while the previous one is still pending
-// (streamRun.awaitDiscovery; the evaluator's take wakes it), and Kafka
-// holds the records meanwhile. A time window's evaluation due while the
-// previous one still waits replaces it (counted as skipped): the evaluator
-// works on the newest window and consumption never waits for it. A
-// replayed evaluation (lost in a crash)
+// discoverer take them. It holds at most one pending evaluation: a count
+// window's next waits for it (awaitDiscovery, woken by take: each runs a
+// discovery), a time window's replaces it (counted as skipped), so that
+// the evaluator works on the newest. A replayed evaluation (lost in a crash)
 // has its own slot and goes first, so that the first live window does not
 // replace it.
 type mailbox struct {
@@ -315,7 +311,7 @@ func (e *evaluator) step(ctx context.Context, w work) error {
 	}
 	e.mb.mu.Lock()
 	if len(e.mb.feed.checks) == 0 {
-		e.mb.feed.gate.setChecks(false) // discovery may go on
+		e.mb.feed.gate.SetChecks(false) // discovery may go on
 	}
 	e.mb.mu.Unlock()
 	return nil

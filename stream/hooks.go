@@ -41,8 +41,6 @@ type hooks struct {
 	// discovery, so that a run's events do not depend on the machine's
 	// load.
 	inOrder bool
-	// pacing replaces discovery's pacing thresholds (defaultPacing).
-	pacing *pacingOptions
 	// retryBase is the first wait before delivering again events a sink
 	// failed to take (deliver.DefaultRetryBase when 0).
 	retryBase time.Duration
@@ -78,14 +76,6 @@ func (h *hooks) relatedStarts(ctx context.Context, endSeq uint64, events []alert
 	if h != nil && h.beforeRelated != nil {
 		h.beforeRelated(ctx, endSeq, events)
 	}
-}
-
-// pacingOr is the pacing a test forced, else def.
-func (h *hooks) pacingOr(def pacingOptions) pacingOptions {
-	if h != nil && h.pacing != nil {
-		return *h.pacing
-	}
-	return def
 }
 
 func (h *hooks) unprepared() bool { return h != nil && h.noPrepare }

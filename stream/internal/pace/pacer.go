@@ -1,10 +1,10 @@
-package stream
+package pace
 
 import "time"
 
-// pacingOptions are the thresholds of discovery's pacing (pacer), in one
+// Options are the thresholds of discovery's pacing (Pacer), in one
 // place so that a test can force each of them.
-type pacingOptions struct {
+type Options struct {
 	// Budget is the CPU discovery may use on average, in cores: a
 	// discovery starts (beyond the window bound) only once the time since
 	// the last one started is at least its estimated cost over Budget.
@@ -20,22 +20,22 @@ type pacingOptions struct {
 	Behind float64
 }
 
-// defaultPacing: half a core on average, leaving the other half of a
+// Default: half a core on average, leaving the other half of a
 // two-core machine's second core to ingest and the checks; the last two
 // measurements weigh three quarters; a lag of one window is a backlog.
-var defaultPacing = pacingOptions{Budget: 0.5, Weight: 0.5, Behind: 1}
+var Default = Options{Budget: 0.5, Weight: 0.5, Behind: 1}
 
-// pacer decides, at each check of a two-cadence stream, whether a
+// Pacer decides, at each check of a two-cadence stream, whether a
 // discovery starts there, and when consumption must wait for a running
 // one. It is a pure state: the caller gives it the check's window end and
 // time and the stream's lag, and tells it when discoveries start and end
 // with their measured cost. It lives in the mailbox's cadenceFeed, under
-// mailbox.mu: the consumer calls next and started, the discoverer ended,
-// drop reset.
+// mailbox.mu: the consumer calls Next and Start, the discoverer Ended,
+// drop Reset.
 //
 // With a fixed cadence (discover-every D) discoveries start at the fixed
 // points (the first full window, then every D records) and each merges D
-// records after its start (mergeAt). With auto (discover-every auto) they start:
+// records after its start (MergeAt). With auto (discover-every auto) they start:
 //
 //   - at the first full window;
 //   - at least once per bound records (the window rounded up to a multiple
@@ -59,11 +59,11 @@ var defaultPacing = pacingOptions{Budget: 0.5, Weight: 0.5, Behind: 1}
 //	none open, auto, caught up, cost known, budget allows    -> start
 //	otherwise                                                -> none
 //
-// A wait ends when the discovery ends (ended), and next is asked again.
+// A wait ends when the discovery ends (Ended), and Next is asked again.
 // The cost of a discovery is the worker time it ran, less the time its
 // workers waited at the check gate: an upper bound of the CPU it used.
-type pacer struct {
-	opts pacingOptions
+type Pacer struct {
+	opts Options
 	// auto: discover-every auto; else the fixed cadence of bound records.
 	auto bool
 	// window, every and bound (records): the first full window ends at
@@ -77,7 +77,7 @@ type pacer struct {
 	// open are the discoveries started and not ended, oldest first.
 	open []openDiscovery
 	// merges are the merge points of the discoveries started that are
-	// also their wait points (mergeAt), not yet passed: those checks are
+	// also their wait points (MergeAt), not yet passed: those checks are
 	// never coalesced (merging).
 	merges []uint64
 	// cost is the estimated cost of a discovery (measured: one ended
@@ -94,87 +94,110 @@ type openDiscovery struct {
 	endSeq, waitAt uint64
 }
 
-// paced is the pacer's verdict at a check.
-type paced int
+// Verdict is the Pacer's verdict at a check.
+type Verdict int
 
 const (
-	pacedNone  paced = iota // no discovery starts here
-	pacedStart              // a discovery starts on this check's window
-	pacedWait               // consumption waits for the open discovery
+	VerdictNone  Verdict = iota // no discovery starts here
+	VerdictStart                // a discovery starts on this check's window
+	VerdictWait                 // consumption waits for the open discovery
 )
 
-// newPacer is the pacer of a validated two-cadence configuration.
-func newPacer(cfg *StreamConfig, opts pacingOptions) *pacer {
-	return &pacer{opts: opts, auto: cfg.autoDiscover, window: uint64(cfg.Window), every: uint64(cfg.Every),
-		bound: uint64(cfg.DiscoverEvery)}
+// New is the Pacer of a two-cadence count window of window records
+// checked every every records: with auto, discover-every auto bounded by
+// bound records (the window rounded up to a multiple of every); else
+// every bound records.
+func New(window, every, bound int, auto bool, opts Options) *Pacer {
+	return &Pacer{opts: opts, auto: auto, window: uint64(window), every: uint64(every), bound: uint64(bound)}
 }
 
-// point reports whether the check of window end endSeq is a fixed point:
+// Restored is the verdict at a check a restart dispatches again, which
+// cannot wait: a fixed cadence starts at its fixed points (the ones after
+// the saved check: the others are run again as such), auto as Next says.
+func (p *Pacer) Restored(endSeq uint64) Verdict {
+	switch {
+	case p.auto:
+		if v := p.Next(endSeq, time.Now(), 0); v == VerdictStart {
+			return v
+		}
+	case p.Point(endSeq):
+		return VerdictStart
+	}
+	return VerdictNone
+}
+
+// Spent is the measured cost of every discovery ended so far.
+func (p *Pacer) Spent() time.Duration { return p.spent }
+
+// Point reports whether the check of window end endSeq is a fixed point:
 // the first full window, then every bound records.
-func (p *pacer) point(endSeq uint64) bool {
+func (p *Pacer) Point(endSeq uint64) bool {
 	n := endSeq + 1
 	return n >= p.window && (n-p.window)%p.bound == 0
 }
 
 // behind reports whether a lag of lag records is a backlog.
-func (p *pacer) behind(lag int64) bool {
+func (p *Pacer) behind(lag int64) bool {
 	return p.auto && float64(lag) >= p.opts.Behind*float64(p.window)
 }
 
-// next is the verdict at the check of window end endSeq, at now, with lag
+// Next is the verdict at the check of window end endSeq, at now, with lag
 // records already in the topic past it.
-func (p *pacer) next(endSeq uint64, now time.Time, lag int64) paced {
+func (p *Pacer) Next(endSeq uint64, now time.Time, lag int64) Verdict {
 	behind := p.behind(lag)
 	if len(p.open) > 0 {
-		wait := behind && p.point(endSeq)
+		wait := behind && p.Point(endSeq)
 		for _, o := range p.open {
 			wait = wait || endSeq >= o.waitAt
 		}
 		if wait {
-			return pacedWait
+			return VerdictWait
 		}
-		return pacedNone
+		return VerdictNone
 	}
 	switch {
 	case !p.auto || behind:
-		if p.point(endSeq) {
-			return pacedStart
+		if p.Point(endSeq) {
+			return VerdictStart
 		}
 	case !p.started, endSeq >= p.lastSeq+p.bound:
-		return pacedStart
+		return VerdictStart
 	case p.measured && p.opts.Budget > 0 && now.Sub(p.lastAt).Seconds()*p.opts.Budget >= p.cost.Seconds():
-		return pacedStart
+		return VerdictStart
 	}
-	return pacedNone
+	return VerdictNone
 }
 
-// mergeAt is the window end of the check that merges a discovery started
+// MergeAt is the window end of the check that merges a discovery started
 // at endSeq with lag records behind it, and waitAt the check that waits
 // for it: bound records later (a fixed cadence, or behind); else (auto,
 // caught up) merged into the first check after it ends, waited for bound
 // records later.
-func (p *pacer) mergeAt(endSeq uint64, lag int64) (mergeAt, waitAt uint64) {
+func (p *Pacer) MergeAt(endSeq uint64, lag int64) (mergeAt, waitAt uint64) {
 	if !p.auto || p.behind(lag) {
 		return endSeq + p.bound, endSeq + p.bound
 	}
 	return endSeq + p.every, endSeq + p.bound
 }
 
-// start records a discovery started on the window ending at endSeq, at
-// now, to be merged at mergeAt and waited for at waitAt (mergeAt's).
-func (p *pacer) start(endSeq uint64, now time.Time, mergeAt, waitAt uint64) {
+// Start records a discovery started on the window ending at endSeq, at
+// now, with lag records behind it, and returns the check that merges it
+// (MergeAt).
+func (p *Pacer) Start(endSeq uint64, now time.Time, lag int64) (mergeAt uint64) {
+	mergeAt, waitAt := p.MergeAt(endSeq, lag)
 	p.started, p.lastSeq, p.lastAt = true, endSeq, now
 	p.open = append(p.open, openDiscovery{endSeq: endSeq, waitAt: waitAt})
 	if mergeAt == waitAt {
 		p.merges = append(p.merges, mergeAt)
 	}
+	return mergeAt
 }
 
-// merging reports whether the check of window end endSeq is the merge
-// point of a discovery that is also its wait point (mergeAt), which the
+// Merging reports whether the check of window end endSeq is the merge
+// point of a discovery that is also its wait point (MergeAt), which the
 // evaluator must check on its own, never coalesced, so that the merge
 // falls there; it forgets the merge points up to endSeq.
-func (p *pacer) merging(endSeq uint64) bool {
+func (p *Pacer) Merging(endSeq uint64) bool {
 	at := false
 	for len(p.merges) > 0 && p.merges[0] <= endSeq {
 		at = at || p.merges[0] == endSeq
@@ -183,9 +206,9 @@ func (p *pacer) merging(endSeq uint64) bool {
 	return at
 }
 
-// ended records the end of the discovery of window endSeq; cost is its
+// Ended records the end of the discovery of window endSeq; cost is its
 // measured cost when measured (a discovery that failed has none).
-func (p *pacer) ended(endSeq uint64, cost time.Duration, measured bool) {
+func (p *Pacer) Ended(endSeq uint64, cost time.Duration, measured bool) {
 	for i, o := range p.open {
 		if o.endSeq == endSeq {
 			p.open = append(p.open[:i], p.open[i+1:]...)
@@ -202,9 +225,9 @@ func (p *pacer) ended(endSeq uint64, cost time.Duration, measured bool) {
 	p.cost, p.measured = cost, true
 }
 
-// reset forgets the open discoveries (drop): the window they ran on is
+// Reset forgets the open discoveries (drop): the window they ran on is
 // gone, and so are their results. What was measured stays.
-func (p *pacer) reset() {
+func (p *Pacer) Reset() {
 	p.open, p.merges = p.open[:0], p.merges[:0]
 	p.started = false
 }
