@@ -20,6 +20,13 @@ type Sample struct {
 	Partition int32
 	Offset    int64
 	Values    map[string]string
+	// Expected is what the rule expected of the record (a violated event's
+	// samples), or nil.
+	Expected *Expected
+	// Fields are all of the record's fields (a violated event's samples),
+	// for the status page: not part of the event's JSON, which carries
+	// only the rule's columns.
+	Fields map[string]string
 }
 
 // WindowInfo identifies the window an observation was made on.
@@ -130,6 +137,9 @@ type Event struct {
 	// Equivalents and ImpliedBy: the dependency's, as the last discovery
 	// stated it (discovery.Result; Summarize).
 	Equivalents, ImpliedBy []string
+	// Explanation says why a violated event's rule broke (nil on other
+	// events, and when it could not be computed).
+	Explanation *Explanation
 }
 
 // Involves reports whether the event reports a state change of the
@@ -179,6 +189,7 @@ type eventJSON struct {
 	ReplacedBy     string               `json:"replaced_by,omitempty"`
 	Equivalents    []string             `json:"equivalents,omitempty"`
 	ImpliedBy      []string             `json:"implied_by,omitempty"`
+	Explanation    *explanationJSON     `json:"explanation,omitempty"`
 }
 
 type changeJSON struct {
@@ -263,6 +274,7 @@ type sampleJSON struct {
 	Partition int32             `json:"partition"`
 	Offset    int64             `json:"offset"`
 	Values    map[string]string `json:"values"`
+	Expected  *expectedJSON     `json:"expected,omitempty"`
 }
 
 func offsetsToJSON(m map[int32]int64) map[string]int64 {
@@ -307,7 +319,7 @@ func toSamplesJSON(s []Sample) []sampleJSON {
 		if v == nil {
 			v = map[string]string{}
 		}
-		out[i] = sampleJSON{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: v}
+		out[i] = sampleJSON{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: v, Expected: toExpectedJSON(x.Expected)}
 	}
 	return out
 }
@@ -318,7 +330,7 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 	}
 	out := make([]Sample, len(s))
 	for i, x := range s {
-		out[i] = Sample{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: x.Values}
+		out[i] = Sample{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: x.Values, Expected: fromExpectedJSON(x.Expected)}
 	}
 	return out
 }
@@ -330,9 +342,13 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 // error_now, epsilon, margin, removals, strength, window {topic, start_offsets,
 // end_offsets, start_time, end_time, records, end_seq} (offset maps keyed by
 // partition number as a string), samples [{topic, partition, offset,
-// values}], related [{dependency_id, dependency, dependency_text,
-// error_before, error_now, removals}] (always an array); only when set:
-// changed {share, moved, compared, examples [{class, before, after}]},
+// values, expected?}], related [{dependency_id, dependency, dependency_text,
+// error_before, error_now, removals}] (always an array), explanation?
+// {violating, segments [{column, value | null, violating,
+// violating_share, window_share, lift}], first {topic, partition, offset,
+// time}} (violated events; expected {column, value | null | low?, high?}
+// with it, values as text like the samples'); only when set: changed
+// {share, moved, compared, examples [{class, before, after}]},
 // replaced_by, equivalents, implied_by. Times are RFC 3339
 // with nanoseconds, in the zone given. schema/event.schema.json is the
 // contract (EventSchema).
@@ -358,6 +374,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		ReplacedBy:     e.ReplacedBy,
 		Equivalents:    e.Equivalents,
 		ImpliedBy:      e.ImpliedBy,
+		Explanation:    toExplanationJSON(e.Explanation),
 	})
 }
 
@@ -386,21 +403,25 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			StartTime: j.Window.StartTime, EndTime: j.Window.EndTime,
 			Records: j.Window.Records, EndSeq: j.Window.EndSeq,
 		},
-		Samples: fromSamplesJSON(j.Samples),
-		Related: fromRelatedJSON(j.Related),
-		Change:  fromChangeJSON(j.Changed), ReplacedBy: j.ReplacedBy,
+		Samples:     fromSamplesJSON(j.Samples),
+		Related:     fromRelatedJSON(j.Related),
+		Explanation: fromExplanationJSON(j.Explanation),
+		Change:      fromChangeJSON(j.Changed), ReplacedBy: j.ReplacedBy,
 		Equivalents: j.Equivalents, ImpliedBy: j.ImpliedBy,
 	}
 	return nil
 }
 
 // Text renders the event for people: one summary line, one indented line
-// per related dependency, then one per sample with its coordinates and
-// values (columns sorted):
+// per related dependency, the explanation's (cause, other segments, the
+// record the break starts at), then one per sample with its coordinates,
+// values (columns sorted) and what the rule expected:
 //
 //	2026-11-30T01:02:03Z VIOLATED payroll {}: salary ~ tax (asc) error 0.0000 -> 0.0450 (eps 0.0300, margin 0.0050) removals 45 window payroll p0:100-199 (100 records) id 3f2a...
 //	    related {tax}: [] -> salary error 0.0010 -> 0.0400 removals 4
-//	    payroll/0@123 perc=0.250 salary=5000 tax=12500
+//	    cause: 100% of the violating records have source=import, against 33% of the window
+//	    since: payroll/0@105 at 2026-11-30T01:01:00Z (45 violating records)
+//	    payroll/0@123 salary=5000 tax=12500 (expected tax 1000..1250)
 func (e Event) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %s error %.4f -> %.4f (eps %.4f, margin %.4f) removals %d window %s (%d records) id %s",
@@ -415,10 +436,14 @@ func (e Event) Text() string {
 	for _, r := range e.Related {
 		fmt.Fprintf(&b, "\n    related %s error %.4f -> %.4f removals %d", r.DependencyText, r.ErrorBefore, r.ErrorNow, r.Removals)
 	}
+	explanationText(&b, e.Explanation)
 	for _, s := range e.Samples {
 		fmt.Fprintf(&b, "\n    %s/%d@%d", s.Topic, s.Partition, s.Offset)
 		for _, k := range slices.Sorted(maps.Keys(s.Values)) {
 			fmt.Fprintf(&b, " %s=%s", k, s.Values[k])
+		}
+		if s.Expected != nil {
+			fmt.Fprintf(&b, " (expected %s)", s.Expected)
 		}
 	}
 	return b.String()

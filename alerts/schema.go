@@ -16,7 +16,8 @@ var eventSchema string
 // (ce_dataschema / ce-dataschema header): the $id of the event's JSON
 // Schema, EventSchema, whose last part is its version. A new version comes
 // with every change of the event's JSON; version 2 added related and
-// strength, version 3 the key and equivalence dependencies, version 4 the
+// strength, version 3 the key and equivalence dependencies, version 4 a
+// violated event's explanation and its samples' expected values, the
 // changed type and event, replaced_by, equivalents and implied_by.
 const EventDataSchema = "urn:odwatch:schema:event:v4"
 

@@ -92,18 +92,22 @@ type e2eEvent struct {
 
 // e2eResult is what the monitor process of BenchmarkEndToEnd reports.
 type e2eResult struct {
-	Records        int        `json:"records"` // consumed after the warm-up
-	Seconds        float64    `json:"seconds"` // the warm-up's end to the last record consumed
-	FirstCheck     float64    `json:"first_check_s"`
-	RecordsPerSec  float64    `json:"records_per_sec"`
-	Checks         uint64     `json:"checks"`
-	Skipped        float64    `json:"skipped"`
-	CheckMean      float64    `json:"check_mean_s"`
-	CheckP99       float64    `json:"check_p99_le_s"` // upper bound of the histogram bucket holding the p99
-	CheckMax       float64    `json:"check_max_s"`
-	Discoveries    uint64     `json:"discoveries"`
-	DiscoveryMean  float64    `json:"discovery_mean_s"`
-	DiscoverySkips float64    `json:"discovery_skipped"`
+	Records        int     `json:"records"` // consumed after the warm-up
+	Seconds        float64 `json:"seconds"` // the warm-up's end to the last record consumed
+	FirstCheck     float64 `json:"first_check_s"`
+	RecordsPerSec  float64 `json:"records_per_sec"`
+	Checks         uint64  `json:"checks"`
+	Skipped        float64 `json:"skipped"`
+	CheckMean      float64 `json:"check_mean_s"`
+	CheckP99       float64 `json:"check_p99_le_s"` // upper bound of the histogram bucket holding the p99
+	CheckMax       float64 `json:"check_max_s"`
+	Discoveries    uint64  `json:"discoveries"`
+	DiscoveryMean  float64 `json:"discovery_mean_s"`
+	DiscoverySkips float64 `json:"discovery_skipped"`
+	// DiscoveryWaits counts the checks consumption held back for a
+	// discovery, DiscoveryCost the discoveries' measured cost (pacer).
+	DiscoveryWaits float64    `json:"discovery_waited"`
+	DiscoveryCost  float64    `json:"discovery_cost_s"`
 	Tracked        int        `json:"tracked"`
 	MaxLag         float64    `json:"max_lag"`
 	CPU            float64    `json:"cpu_s"` // the process's CPU time (user + system) over Seconds
@@ -148,7 +152,9 @@ func TestHelperE2EMonitor(t *testing.T) {
 		Topic: "e2e", Window: e2eWindow, Every: e2eEvery, Epsilon: 0.01, Margin: AutoMargin, MinScore: AutoMinScore,
 		K: 1, MaxLevel: DefaultMaxLevel, DiscoverAfter: DefaultDiscoverAfter, Sample: 5, Pinned: benchstream.Rules,
 	}
-	if d := os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"); d != "" {
+	if d := os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"); d == "auto" {
+		sc.DiscoverEvery = AutoDiscoverEvery
+	} else if d != "" {
 		n, err := strconv.Atoi(d)
 		if err != nil {
 			t.Fatalf("ODWATCH_E2E_DISCOVER_EVERY: %v", err)
@@ -190,6 +196,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 	stopProfile = e2eCPUProfile(t, profile, "")
 	fmt.Println("WARM")
 	first, cpu := time.Now(), cpuTime(t)
+	waitedWarm, spentWarm := discoveryWaits(t, reg, "e2e"), discoverySpent(s)
 	var maxLag float64
 	testkit.Eventually(t, 10*time.Minute, "all records consumed", func() bool {
 		maxLag = max(maxLag, metricValue(t, reg, "odwatch_consumer_lag", stream))
@@ -224,6 +231,8 @@ func TestHelperE2EMonitor(t *testing.T) {
 		CheckMax:       time.Duration(s.maxEval.Load()).Seconds(),
 		Discoveries:    disc,
 		DiscoverySkips: metricValue(t, reg, "odwatch_discoveries_total", map[string]string{"stream": "e2e", "result": "skipped"}),
+		DiscoveryWaits: discoveryWaits(t, reg, "e2e") - waitedWarm,
+		DiscoveryCost:  (discoverySpent(s) - spentWarm).Seconds(),
 		MaxLag:         maxLag,
 		CPU:            cpu.Seconds(),
 		RSSMB:          vmHWM() / 1024,
@@ -247,6 +256,23 @@ func TestHelperE2EMonitor(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+}
+
+// discoveryWaits is how many times stream's consumption waited for a
+// discovery (odwatch_discoveries_total{result="waited"}).
+func discoveryWaits(t testing.TB, reg prometheus.Gatherer, stream string) float64 {
+	return metricValue(t, reg, "odwatch_discoveries_total", map[string]string{"stream": stream, "result": "waited"})
+}
+
+// discoverySpent is the measured cost of the stream's discoveries so far
+// (the pacer's).
+func discoverySpent(s *streamRun) time.Duration {
+	s.mb.mu.Lock()
+	defer s.mb.mu.Unlock()
+	if s.mb.feed.pace == nil {
+		return 0
+	}
+	return s.mb.feed.pace.Spent()
 }
 
 // e2eCPUProfile starts a CPU profile of the monitor process into
@@ -407,12 +433,21 @@ func (p *procLines) text() string {
 // of the warm-up (the first window's ingest, its check and the discovery
 // running meanwhile) to FILE.warm, of the rest to FILE.
 func BenchmarkEndToEnd(b *testing.B) {
+	rate := e2eRate
+	if r := os.Getenv("ODWATCH_E2E_RATE"); r != "" {
+		var err error
+		if rate, err = strconv.Atoi(r); err != nil || rate <= 0 {
+			b.Fatalf("ODWATCH_E2E_RATE %q: want records per second", r)
+		}
+	}
 	for range b.N {
-		runEndToEnd(b)
+		runEndToEnd(b, rate, os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"))
 	}
 }
 
-func runEndToEnd(b *testing.B) {
+// runEndToEnd is one run of BenchmarkEndToEnd at rate records/s, with
+// discover-every discoverEvery (a number, auto, or empty: the default).
+func runEndToEnd(b *testing.B, rate int, discoverEvery string) (res e2eResult) {
 	b.StopTimer()
 	addr, stop, err := demo.StartBroker(context.Background(), map[string]int{"e2e": 1})
 	if err != nil {
@@ -420,7 +455,8 @@ func runEndToEnd(b *testing.B) {
 	}
 	defer stop()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperE2EMonitor$", "-test.v")
-	cmd.Env = append(os.Environ(), "ODWATCH_E2E_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+b.TempDir())
+	cmd.Env = append(os.Environ(), "ODWATCH_E2E_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+b.TempDir(),
+		"ODWATCH_E2E_DISCOVER_EVERY="+discoverEvery)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -439,15 +475,8 @@ func runEndToEnd(b *testing.B) {
 		b.Fatalf("monitor process ended before %q:\n%s\n%s", prefix, tail(lines.text(), 4000), tail(logs.String(), 4000))
 		return ""
 	}
-	var res e2eResult
 	wait("READY")
 	b.StartTimer()
-	rate := e2eRate
-	if r := os.Getenv("ODWATCH_E2E_RATE"); r != "" {
-		if rate, err = strconv.Atoi(r); err != nil || rate <= 0 {
-			b.Fatalf("ODWATCH_E2E_RATE %q: want records per second", r)
-		}
-	}
 	p := newE2EProducer(addr)
 	defer p.close()
 	if _, err := p.produce(e2eWindow, 0); err != nil {
@@ -496,6 +525,8 @@ func runEndToEnd(b *testing.B) {
 	b.ReportMetric(res.Skipped, "checks-skipped")
 	b.ReportMetric(res.DiscoveryMean, "discovery-mean-s")
 	b.ReportMetric(float64(res.Discoveries), "discoveries")
+	b.ReportMetric(res.DiscoveryWaits, "discovery-waits")
+	b.ReportMetric(res.DiscoveryCost/res.Seconds, "discovery-cores")
 	b.ReportMetric(res.RSSMB, "rss-peak-MB")
 	b.ReportMetric(res.MaxLag, "max-lag")
 	b.ReportMetric(res.CPU/res.Seconds, "monitor-cores")
@@ -514,6 +545,7 @@ func runEndToEnd(b *testing.B) {
 		b.Logf("TARGET MISSED: violated event at window end %d, %d records consumed at its arrival (target < %d), %v after the fault was produced (target 1 s), %v skipped checks",
 			viol.EndSeq, viol.Consumed, e2eFault+3000, latency, res.Skipped)
 	}
+	return res
 }
 
 // e2eProducer produces the 20-field stream to topic e2e.

@@ -13,6 +13,7 @@ import (
 	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 )
 
 // Two-cadence crash test parameters: one partition (the same window in
@@ -41,7 +42,7 @@ func holdDiscoveries(m *Monitor) {
 	s := m.streams[0]
 	m.testHooks().inOrder = true
 	m.testHooks().beforeDiscovery = func(ctx context.Context, end uint64) {
-		for s.evaluated.Load() < s.cfg.mergeAt(end)-ccEvery+1 && ctx.Err() == nil {
+		for s.evaluated.Load() < eval.MergeAt(end, ccWindow, ccEvery, s.cfg.DiscoverEvery)-ccEvery+1 && ctx.Err() == nil {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}

@@ -51,25 +51,21 @@ type StreamConfig struct {
 	// to a multiple of Every (so a tumbling window runs discovery at every
 	// evaluation), or Every for a time window (Interval) or an ordinal
 	// value list (Typing), which the incremental checks do not support.
+	// AutoDiscoverEvery (-1) paces discovery by its cost (pace.Pacer);
+	// Validate sets DiscoverEvery to its bound, the 0 value's.
 	DiscoverEvery int
 
 	Epsilon float64
 	// Margin is the hysteresis half-width around Epsilon; AutoMargin (-1)
 	// derives it from the window's size (alerts.NoiseMargin).
 	Margin float64
-	// DiscoverAfter is the number of consecutive windows a rule a
-	// discovery found must hold and be reliable in (the discovery's window,
-	// then the checks after it) before it is tracked and discovered (0
-	// means 1: at once; the CLI's default is DefaultDiscoverAfter; see
-	// alerts.Config.DiscoverAfter).
+	// DiscoverAfter: consecutive windows a rule a discovery found must hold
+	// and be reliable in before it is discovered (alerts.Config; 0 means 1).
 	DiscoverAfter int
 	K             int // consecutive windows before violated/restored (default 1)
-	// RetireAfter is the number of discoveries a replaced rule, or of rated
-	// windows a weak one, is kept before it is retired (alerts' default when
-	// 0; see alerts.Config.RetireAfter).
-	RetireAfter int
-	MaxLevel    int // lattice level bound (0 = none)
-	Sample      int // violating records per event (default 5)
+	RetireAfter   int // alerts.Config.RetireAfter (alerts' default when 0)
+	MaxLevel      int // lattice level bound (0 = none)
+	Sample        int // violating records per event (default 5)
 	// EvaluationTimeout bounds one discovery run; the tracked dependencies
 	// are still validated when discovery stops early. 0 = no bound.
 	EvaluationTimeout time.Duration
@@ -95,8 +91,9 @@ type StreamConfig struct {
 	// always tracked and never retired.
 	Pinned []string
 
-	schema string                 // SchemaFile content, read by Validate
-	pinned []discovery.Dependency // parsed Pinned, filled by Validate
+	schema       string                 // SchemaFile content, read by Validate
+	autoDiscover bool                   // AutoDiscoverEvery with two cadences; DiscoverEvery is the bound
+	pinned       []discovery.Dependency // parsed Pinned, filled by Validate
 }
 
 // Config is the configuration of a Monitor.
@@ -156,6 +153,10 @@ const AutoMargin = alerts.AutoMargin
 // AutoMinScore as StreamConfig.MinScore is the near-key score of the
 // window: 3/n for a window of n records (see eval's nearKeyScore).
 const AutoMinScore = -1.0
+
+// AutoDiscoverEvery as StreamConfig.DiscoverEvery paces discovery by its
+// measured cost (the CLI's default): see pacer.
+const AutoDiscoverEvery = -1
 
 // Defaults of the CLI (run, replay) for a stream; the zero values of
 // StreamConfig keep the library's behaviour (no level bound, discovered at
@@ -335,8 +336,11 @@ func (s *StreamConfig) checkCadence(bad func(field, format string, args ...any))
 		bad("interval", "must be >= 0")
 	}
 	switch {
+	case s.DiscoverEvery == AutoDiscoverEvery: // one cadence where the default has one
+		s.DiscoverEvery = s.defaultDiscoverEvery()
+		s.autoDiscover = s.DiscoverEvery > s.Every
 	case s.DiscoverEvery < 0:
-		bad("discover-every", "must be >= 0")
+		bad("discover-every", "must be >= 0, or AutoDiscoverEvery (-1)")
 	case s.DiscoverEvery == 0:
 		s.DiscoverEvery = s.defaultDiscoverEvery()
 	case s.DiscoverEvery == s.Every:

@@ -20,8 +20,7 @@ import (
 // and event ids. With two cadences (DiscoverEvery above Every) each check
 // is the monitor's (the same incremental checker, fed the same deltas), and
 // the discovery of each window it starts is run at once and merged into
-// the check DiscoverEvery records later (the first full window's into the
-// next check: eval.MergeAt): the events of a monitor whose
+// the check DiscoverEvery records later (eval.MergeAt): the events of a monitor whose
 // discoveries finished in time and whose checks were not coalesced. Time
 // windows (Interval) are not replayed.
 type Replayer struct {
