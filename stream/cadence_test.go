@@ -250,10 +250,10 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 		if !due {
 			continue
 		}
-		if d := end - cadDiscoverEvery; mode != sequential && end >= cadWindow-1+cadDiscoverEvery && isDiscoveryEnd(end) && d+1 != cadWindow {
+		if d, ok := eval.MergedAt(end, cadWindow, cadEvery, cadDiscoverEvery); mode != sequential && ok && d+1 != cadWindow {
 			// Discovery has until its merge point: the check of window
-			// end + DiscoverEvery (the first full window's merged a check
-			// after it: mergeAt).
+			// end + DiscoverEvery (the first full window's, merged into
+			// the next check, is waited for there by the pacer).
 			testkit.Eventually(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
 		}
 		pausing := mode == paused && end >= cadWindow-1+cadEvery && isDiscoveryEnd(end-cadEvery) && end-cadEvery+1 != cadWindow

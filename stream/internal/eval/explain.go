@@ -2,8 +2,10 @@ package eval
 
 import (
 	"context"
+	"slices"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/stream/internal/explain"
 	"github.com/odwatch/odwatch/stream/window"
 )
@@ -30,7 +32,11 @@ func (e Env) explainEvents(ctx context.Context, out *Outcome, snap *window.Snaps
 				return
 			}
 		}
-		x, samples, err := explain.ForEvent(w, ev.Dependency, explain.DefaultOptions)
+		d, ok := explainable(ctx, w, ev.Dependency)
+		if !ok {
+			continue // a key: its violations are repeats, nothing to explain
+		}
+		x, samples, err := explain.ForEvent(w, d, explain.DefaultOptions)
 		if err != nil {
 			e.Log.Warn("explanation", "dependency", ev.DependencyText, "err", err)
 			continue
@@ -58,4 +64,38 @@ func (e Env) explainWindow(out *Outcome, snap *window.Snapshot) (w explain.Event
 		return w, false
 	}
 	return w, true
+}
+
+// explainable is the rule an event of d is explained by: d itself for an
+// FD or an OC, for an equivalence the FD between its members (first
+// member to another, or back) that breaks most on the window, none for a
+// key.
+func explainable(ctx context.Context, w explain.Event, d discovery.Dependency) (discovery.Dependency, bool) {
+	switch d.Kind {
+	case discovery.KindOFD, discovery.KindOC:
+		return d, true
+	case discovery.KindEquivalence:
+	default:
+		return d, false
+	}
+	var fds []discovery.Dependency
+	for _, m := range d.Set[1:] {
+		fds = append(fds,
+			discovery.Dependency{Kind: discovery.KindOFD, Context: append(slices.Clone(d.Context), d.Set[0]), RHS: m},
+			discovery.Dependency{Kind: discovery.KindOFD, Context: append(slices.Clone(d.Context), m), RHS: d.Set[0]})
+	}
+	results, errs, err := discovery.ValidateEach(ctx, w.Rule, fds, discovery.Options{Epsilon: w.Epsilon})
+	if err != nil || len(fds) == 0 {
+		return d, false
+	}
+	best := -1
+	for i := range fds {
+		if errs[i] == nil && (best < 0 || results[i].Removals > results[best].Removals) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return d, false
+	}
+	return fds[best], true
 }

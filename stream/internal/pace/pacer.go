@@ -35,7 +35,10 @@ var Default = Options{Budget: 0.5, Weight: 0.5, Behind: 1}
 //
 // With a fixed cadence (discover-every D) discoveries start at the fixed
 // points (the first full window, then every D records) and each merges D
-// records after its start (MergeAt). With auto (discover-every auto) they start:
+// records after its start (MergeAt), but the first full window's, which
+// merges into the next check and is waited for there, whatever the
+// cadence (a cold start tracks its rules one check after it). With auto
+// (discover-every auto) they start:
 //
 //   - at the first full window;
 //   - at least once per bound records (the window rounded up to a multiple

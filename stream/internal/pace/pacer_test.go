@@ -39,9 +39,10 @@ func TestPacer(t *testing.T) {
 		steps []step
 	}{
 		{"fixed: fixed points, merged D later, waits at the merge point", fixed, half, []step{
-			{seq: 999, want: VerdictStart, mergeAt: 1499},
-			{seq: 1099, ms: 10_000, want: VerdictNone}, // open: no budget for fixed
+			{seq: 999, want: VerdictStart, mergeAt: 1099}, // the first full window's: the next check
+			{seq: 1099, ms: 10_000, want: VerdictWait},    // which waits for it
 			ended(999, time.Millisecond),
+			{seq: 1099, ms: 10_000, want: VerdictNone}, // no budget for fixed
 			{seq: 1199, ms: 20_000, want: VerdictNone}, // budget irrelevant
 			{seq: 1499, want: VerdictStart, mergeAt: 1999},
 			{seq: 1999, want: VerdictWait}, // 1499 still open
@@ -75,8 +76,8 @@ func TestPacer(t *testing.T) {
 			{seq: 2999, ms: 3000, want: VerdictStart, mergeAt: 3099},
 		}},
 		{"auto: behind keeps the fixed points, merged a bound later", auto, half, []step{
-			{seq: 999, lag: 5000, want: VerdictStart, mergeAt: 1999},
-			{seq: 1099, ms: 10, lag: 4900, want: VerdictNone},
+			{seq: 999, lag: 5000, want: VerdictStart, mergeAt: 1099}, // the first: the next check, behind too
+			{seq: 1099, ms: 10, lag: 4900, want: VerdictWait},
 			ended(999, time.Millisecond),
 			{seq: 1099, ms: 10_000, lag: 4900, want: VerdictNone}, // budget allows, but behind
 			{seq: 1999, ms: 10_000, lag: 4000, want: VerdictStart, mergeAt: 2999},
@@ -164,13 +165,14 @@ func TestPacerMerging(t *testing.T) {
 		p.Start(end, now, int64(lag))
 		p.Ended(end, 0, false)
 	}
-	start(999, 5000)  // behind: 1999
-	start(1099, 0)    // caught up: 1199, waited at 2099
-	start(1199, 5000) // behind: 2199
+	start(999, 0)     // the first full window's: merged and waited for at 1099
+	start(1999, 5000) // behind: 2999
+	start(2099, 0)    // caught up: 2199, waited at 3099
+	start(2199, 5000) // behind: 3199
 	for _, c := range []struct {
 		seq  uint64
 		want bool
-	}{{999, false}, {1199, false}, {1999, true}, {2099, false}, {2199, true}, {2199, false}, {2999, false}} {
+	}{{999, false}, {1099, true}, {2199, false}, {2999, true}, {3099, false}, {3199, true}, {3199, false}, {3999, false}} {
 		if got := p.Merging(c.seq); got != c.want {
 			t.Fatalf("merging(%d) = %v, want %v", c.seq, got, c.want)
 		}
