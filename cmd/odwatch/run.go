@@ -41,6 +41,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	for _, w := range s.warnings {
+		logger.Warn(w)
+	}
 	cfg, err := s.monitorConfig()
 	if err != nil {
 		return configErr(err)
