@@ -5,33 +5,14 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 )
-
-// syncBuffer is a strings.Builder safe for the demo goroutine to write while
-// the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // demoBlock is one printed event: its headline and indented lines.
 type demoBlock struct {
@@ -73,7 +54,7 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 	const clean, window, stopAfter = 4000, 1000, 6000
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runDemo(ctx, []string{
@@ -148,7 +129,7 @@ func TestDemoStopsWhenMonitorFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	var out, errOut syncBuffer
+	var out, errOut testkit.SyncBuffer
 	go func() {
 		done <- runDemo(t.Context(), []string{"--metrics-addr", "", "--state-dir", dir, "--duration", "10m"}, &out, &errOut)
 	}()

@@ -27,14 +27,15 @@ func subcommands() []subcommand {
 		{"run", "watch Kafka topics and emit dependency-change events", runRun},
 		{"replay", "run the monitor offline over a file or a topic range and print its events", runReplay},
 		{"demo", "run the monitor on an in-process broker with a sample payroll stream", runDemo},
-		{"generate", "produce the sample payroll stream to a Kafka topic", runGenerate},
+		{"generate", "produce the sample payroll stream to a Kafka topic or a file", runGenerate},
+		{"dev-broker", "run a Kafka broker in memory, to try run on", runDevBroker},
 	}
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: odwatch <command> [flags]\n\ncommands:")
 	for _, c := range subcommands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'odwatch <command> -h' for the flags of a command, 'odwatch --version' for the version.")
 	fmt.Fprintln(w, "Exit status: 0 success, 1 failure (validate: the dependency does not hold), 2 usage or input error.")

@@ -48,6 +48,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return configErr(err)
 	}
+	if err := ensureStateDir(logger, cfg.StateDir); err != nil {
+		return err
+	}
 	reg := newRegistry()
 	m, err := stream.NewMonitor(cfg, stream.Options{Logger: logger, Registerer: reg})
 	if err != nil {
@@ -60,6 +63,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer stopServing()
+	if err := waitForKafka(ctx, logger, cfg, s.ConnectTimeout); err != nil {
+		if ctx.Err() != nil {
+			logger.Info("odwatch stopped before kafka answered")
+			return nil
+		}
+		return err
+	}
 	logger.Info("odwatch running", "brokers", strings.Join(cfg.Brokers, ","), "streams", len(cfg.Streams), "state_dir", cfg.StateDir, "metrics_addr", webAddr)
 	err = m.Run(ctx)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {

@@ -14,8 +14,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/odwatch/odwatch/internal/demo"
@@ -26,16 +24,9 @@ type topicsFlag map[string]int
 func (t topicsFlag) String() string { return fmt.Sprint(map[string]int(t)) }
 
 func (t topicsFlag) Set(v string) error {
-	name, parts, ok := strings.Cut(v, ":")
-	n := 1
-	if ok {
-		var err error
-		if n, err = strconv.Atoi(parts); err != nil || n < 1 {
-			return fmt.Errorf("topic %q: want NAME or NAME:PARTITIONS with PARTITIONS >= 1", v)
-		}
-	}
-	if name == "" {
-		return fmt.Errorf("topic %q: empty name", v)
+	name, n, err := demo.ParseTopic(v)
+	if err != nil {
+		return err
 	}
 	t[name] = n
 	return nil
