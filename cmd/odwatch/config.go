@@ -167,17 +167,17 @@ func (d *deprecatedFlag) Set(v string) error {
 }
 
 func newRunFlags(name string) *runFlags {
-	f := &runFlags{fs: newFlagSet(name, "[flags]", runHelp)}
+	f := &runFlags{fs: newFlagSet(name, "--brokers HOST:PORT --topic NAME --state-dir DIR [flags] | --config FILE [flags]", runHelp)}
 	fs := f.fs
 	fs.StringVar(&f.config, "config", "", "YAML config file (keys = flag names; flags win)")
-	fs.Var(&f.brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...]")
+	fs.Var(&f.brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...] (required)")
 	fs.StringVar(&f.s.Group, "group", "odwatch", "Kafka consumer group")
 	fs.StringVar(&f.s.EventsTopic, "events-topic", "", "topic for dependency-change events (CloudEvents)")
 	fs.StringVar(&f.s.EventsRegistry, "events-registry", "", "Schema Registry URL: register the event schema as the events topic's value subject (JSON Schema) and write values in the Confluent wire format")
 	fs.StringVar(&f.s.DLQTopic, "dlq-topic", "", "dead-letter topic for undecodable records")
 	fs.StringVar(&f.s.StateTopic, "state-topic", "", "compacted topic holding each stream's tracked dependencies, for failover between instances")
 	fs.StringVar(&f.s.Webhook, "webhook", "", "URL to POST events to")
-	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store")
+	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store (required; created, and logged, when it does not exist)")
 	fs.BoolVar(&f.s.RebuildState, "rebuild-state", false, "if the state store is damaged, move it aside (kept) and rebuild the windows from Kafka and the tracked dependencies from --state-topic")
 	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for the status page (/, /api/), /metrics, /healthz and /readyz; empty turns them off")
 	fs.StringVar(&f.s.WebConfigFile, "web-config-file", "", "exporter-toolkit web config file (TLS, basic auth) for everything on --metrics-addr")
@@ -200,7 +200,7 @@ func newRunFlags(name string) *runFlags {
 
 	st := &f.s.streamSettings
 	fs.StringVar(&st.Name, "name", "", "stream name (default: the topic)")
-	fs.StringVar(&st.Topic, "topic", "", "topic to watch")
+	fs.StringVar(&st.Topic, "topic", "", "topic to watch (required, unless the --config file lists streams)")
 	fs.StringVar(&st.Format, "record-format", "json", "record format: json|avro|avro-confluent")
 	fs.Var(&deprecatedFlag{fs: fs, name: "format", to: "record-format", warnings: &f.warnings}, "format", "deprecated spelling of --record-format")
 	fs.StringVar(&st.Schema, "schema", "", "Avro schema file (format avro)")

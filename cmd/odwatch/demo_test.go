@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -109,6 +111,35 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 	stopDemo(t, cancel, done)
 	if !strings.Contains(out.String(), "DISCOVERED") {
 		t.Errorf("no discovered events printed")
+	}
+	checkREADMEDemoRules(t, v.text)
+}
+
+// checkREADMEDemoRules: every rule of the demo's violated event (its
+// leader and its related rules) is named in the README's paragraph on the
+// demo, so that what the README says the demo prints is what it prints.
+func checkREADMEDemoRules(t *testing.T, violated string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(readme)
+	start := strings.Index(md, "The demo starts an in-process Kafka broker")
+	end := strings.Index(md[max(start, 0):], "\n\n")
+	if start < 0 || end < 0 {
+		t.Fatal("README: no paragraph starting 'The demo starts an in-process Kafka broker'")
+	}
+	para := strings.Join(strings.Fields(md[start:start+end]), " ")
+	rule := regexp.MustCompile(`(?m)(?:VIOLATED +payroll |related )(\{[^}]*\}: .+?)(?:: error|$)`)
+	matches := rule.FindAllStringSubmatch(violated, -1)
+	if len(matches) < 2 {
+		t.Errorf("found %d rules in the violated event, want a leader and related rules:\n%s", len(matches), violated)
+	}
+	for _, m := range matches {
+		if !strings.Contains(para, "`"+m[1]+"`") {
+			t.Errorf("the demo's violated event names %s, which the README's demo paragraph does not:\n%s", m[1], violated)
+		}
 	}
 }
 

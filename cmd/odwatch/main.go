@@ -37,7 +37,7 @@ func usage(w io.Writer) {
 	for _, c := range subcommands() {
 		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'odwatch <command> -h' for the flags of a command, 'odwatch --version' for the version.")
+	fmt.Fprintln(w, "\nRun 'odwatch <command> -h' or 'odwatch help <command>' for the flags of a command, 'odwatch --version' for the version.")
 	fmt.Fprintln(w, "Exit status: 0 success, 1 failure (validate: the dependency does not hold), 2 usage or input error.")
 }
 
@@ -50,7 +50,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return printError(stderr, "", usageErr("missing command", "commands: "+strings.Join(commandNames(), ", ")))
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "help":
+		if len(args) > 1 {
+			// odwatch help CMD is odwatch CMD -h.
+			return run([]string{args[1], "-h"}, stdout, stderr)
+		}
+		usage(stdout)
+		return exitOK
+	case "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
 	case "-version", "--version", "version":

@@ -30,8 +30,12 @@ const replayDescription = `Runs the monitor's window, evaluation and tracker cod
 --topic, --from, --to; partitions merged by record time), and prints the
 events it would have raised, then a summary: events by type, evaluations,
 time. The same input and flags give the same events and event ids.
+Required: a FILE, or --brokers and --topic.
+
 Example: how many alerts would epsilon 0.03 have raised on last week's data:
   odwatch replay --brokers kafka:9092 --topic payments --from 2026-11-23T00:00:00Z --to 2026-11-30T00:00:00Z --epsilon 0.03
+  odwatch replay events.jsonl --window 1000 --every 500 --time-field ts
+
 Exit status: 0 success, 1 failure, 2 usage or input error.`
 
 // marginFlag is --margin: a share, or "auto" (negative inside): the noise
@@ -146,7 +150,7 @@ func newReplayFlags() *replayFlags {
 	fs.IntVar(&c.Sample, "sample", stream.DefaultSample, "violating records carried per event")
 	fs.Var(&f.pinned, "pin", "a dependency to always track, e.g. '{}: salary ~ tax (asc)' (repeatable)")
 	fs.StringVar(&f.format, "format", "text", "output: text, or json (one event per line; the summary goes to standard error)")
-	fs.StringVar(&f.log, "log-level", "warn", "debug|info|warn|error (logs go to standard error)")
+	fs.StringVar(&f.log, "log-level", "info", "debug|info|warn|error (logs go to standard error)")
 	return f
 }
 

@@ -19,7 +19,14 @@ import (
 const runHelp = `Watches Kafka topics for approximate order and functional dependencies and
 emits an event when one is discovered, violated, restored or retired. Every
 flag can also be set in a YAML file given with --config (keys are the flag
-names; flags win over the file). Runs until interrupted.
+names; flags win over the file): the README's Configuration table says which
+keys are global and which per stream, deploy/examples has files to start
+from. Required: --brokers and --topic (or a --config file naming them), and
+--state-dir. Runs until interrupted.
+
+Example (odwatch dev-broker runs a broker to try it on):
+  odwatch run --brokers 127.0.0.1:9092 --topic payroll --state-dir /tmp/odwatch --events-topic odwatch-events
+  odwatch run --config deploy/examples/odwatch-json.yaml
 
 Exit status: 0 stopped by a signal, 1 failure, 2 usage or configuration error.`
 
