@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/testkit"
 )
 
@@ -39,5 +40,21 @@ func TestStopBeforeJoining(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "left the consumer group") || !strings.Contains(log.String(), "stopped before joining the consumer group") {
 		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+// TestStatusAutoMargin: StatusStreams gives an automatic margin's value for
+// the window's size, flagged as automatic, never AutoMargin's -1.
+func TestStatusAutoMargin(t *testing.T) {
+	t.Parallel()
+	m, err := NewMonitor(Config{Brokers: []string{"127.0.0.1:1"}, StateDir: t.TempDir(),
+		Streams: []StreamConfig{{Topic: "t", Window: 2000, Epsilon: 0.01, Margin: AutoMargin}}}, Options{Logger: testkit.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	st := m.StatusStreams()[0]
+	if want := alerts.NoiseMargin(0.01, 2000); !st.MarginAuto || st.Margin != want {
+		t.Errorf("margin %v (auto %v), want auto at %v", st.Margin, st.MarginAuto, want)
 	}
 }

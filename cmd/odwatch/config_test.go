@@ -122,6 +122,7 @@ func TestRunSettingsErrorsNameTheField(t *testing.T) {
 		{name: "bad rebalance-timeout", file: "brokers: [a:1]\nstate-dir: /x\ntopic: t\nrebalance-timeout: -5s\n", want: "rebalance-timeout"},
 		{name: "discover-every with interval", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--interval", "1m", "--discover-every", "20000"}, want: "discover-every"},
 		{name: "discover-every with an ordinal list", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--every", "1000", "--discover-every", "5000", "--ordinal", "size=S,M,L"}, want: "discover-every"},
+		{name: "every above window", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--window", "100", "--every", "300"}, want: "every: must be at most window (100), not 300"},
 		{name: "cert without key", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls-cert", "/c.pem"}, want: "tls-cert"},
 	}
 	for _, tc := range tests {
