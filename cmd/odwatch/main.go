@@ -29,6 +29,8 @@ func subcommands() []subcommand {
 		{"demo", "run the monitor on an in-process broker with a sample payroll stream", runDemo},
 		{"generate", "produce the sample payroll stream to a Kafka topic or a file", runGenerate},
 		{"dev-broker", "run a Kafka broker in memory, to try run on", runDevBroker},
+		{"web-config", "write a basic-auth web config from a password in the environment", runWebConfig},
+		{"probe", "healthcheck: GET a URL, or ask Kafka brokers for metadata", runProbe},
 	}
 }
 

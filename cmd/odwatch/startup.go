@@ -53,6 +53,7 @@ func (e *errConnect) Unwrap() error { return e.err }
 // appears). It returns an errConnect when the brokers never answered, the
 // context's error when it ended first.
 func waitForKafka(ctx context.Context, log *slog.Logger, cfg stream.Config, timeout time.Duration) error {
+	log.Info("waiting for kafka", "brokers", strings.Join(cfg.Brokers, ","), "connect_timeout", timeout)
 	client := &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: kafkaread.Transport(cfg.Dialer), Timeout: 10 * time.Second}
 	topics := streamTopics(cfg)
 	deadline := time.Now().Add(timeout)
