@@ -88,16 +88,7 @@ func TestCLIAcceptsDeployFiles(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The web config the compose stack's odwatch-secrets service writes:
-	// its hash accepts the password it writes beside it.
-	web := t.TempDir()
-	gen := exec.Command(bin, "web-config", "--user", "odwatch", "--password-env", "ODWATCH_WEB_PASSWORD", "--out", web)
-	gen.Env = append(os.Environ(), "ODWATCH_WEB_PASSWORD=test-password")
-	if out, err := gen.CombinedOutput(); err != nil {
-		t.Fatalf("odwatch web-config: %v\n%s", err, out)
-	}
-	webConfigFile := filepath.Join(web, "web-config.yml")
-	checkWebConfig(t, webConfigFile, filepath.Join(web, "password"))
+	webConfigFile := writeWebConfig(t, bin)
 	configs, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "examples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +109,22 @@ func TestCLIAcceptsDeployFiles(t *testing.T) {
 				"--web-config-file", webConfigFile)
 		})
 	}
+}
+
+// writeWebConfig runs odwatch web-config as the compose stack's
+// odwatch-secrets service does and checks that the hash it writes accepts
+// the password it writes beside it; it returns the web config's path.
+func writeWebConfig(t *testing.T, bin string) string {
+	t.Helper()
+	web := t.TempDir()
+	gen := exec.Command(bin, "web-config", "--user", "odwatch", "--password-env", "ODWATCH_WEB_PASSWORD", "--out", web)
+	gen.Env = append(os.Environ(), "ODWATCH_WEB_PASSWORD=test-password")
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("odwatch web-config: %v\n%s", err, out)
+	}
+	webConfigFile := filepath.Join(web, "web-config.yml")
+	checkWebConfig(t, webConfigFile, filepath.Join(web, "password"))
+	return webConfigFile
 }
 
 // checkWebConfig: the web config's only user has a bcrypt hash of the

@@ -99,33 +99,37 @@ func TestREADME(t *testing.T) {
 			bg.start(t, c, stages[0], root)
 			continue
 		}
-		t.Run(name, func(t *testing.T) {
-			for _, a := range c.args {
-				if strings.HasPrefix(a, "../shared/") {
-					if _, err := os.Stat(filepath.Join(root, a)); err != nil {
-						t.Skipf("README line %d needs %s, absent here (see 'Where the data comes from')", c.line, a)
-					}
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-			defer cancel()
-			stdout, stderr, code, err := runPipeline(ctx, stages, root)
-			if err != nil {
-				t.Fatalf("README line %d: %s: %v", c.line, c.text, err)
-			}
-			if code != c.exit {
-				t.Errorf("README line %d: %s\nexit %d, want %d\nstderr: %s", c.line, c.text, code, c.exit, stderr)
-			}
-			if stdout == "" && !quiet(c.args) {
-				t.Errorf("README line %d printed nothing: %s\nstderr: %s", c.line, c.text, stderr)
-			}
-		})
+		t.Run(name, func(t *testing.T) { runReadmeCmd(t, c, stages, root) })
 		if isBuild(c.args) {
 			built = true
 		}
 	}
 	if !built {
 		t.Error("the README never builds odwatch (go build -o odwatch ./cmd/odwatch)")
+	}
+}
+
+// runReadmeCmd runs one README command (its resolved pipeline stages) from
+// the repository root and checks its exit status and output.
+func runReadmeCmd(t *testing.T, c readmeCmd, stages [][]string, root string) {
+	for _, a := range c.args {
+		if strings.HasPrefix(a, "../shared/") {
+			if _, err := os.Stat(filepath.Join(root, a)); err != nil {
+				t.Skipf("README line %d needs %s, absent here (see 'Where the data comes from')", c.line, a)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	stdout, stderr, code, err := runPipeline(ctx, stages, root)
+	if err != nil {
+		t.Fatalf("README line %d: %s: %v", c.line, c.text, err)
+	}
+	if code != c.exit {
+		t.Errorf("README line %d: %s\nexit %d, want %d\nstderr: %s", c.line, c.text, code, c.exit, stderr)
+	}
+	if stdout == "" && !quiet(c.args) {
+		t.Errorf("README line %d printed nothing: %s\nstderr: %s", c.line, c.text, stderr)
 	}
 }
 
