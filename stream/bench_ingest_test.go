@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/window"
 )
 
@@ -110,8 +111,8 @@ func BenchmarkIngest20(b *testing.B) {
 	b.Run("all", func(b *testing.B) {
 		d := mustDecoder(b, decode.DecoderConfig{Format: decode.FormatJSON})
 		w, off := ingestWindowFull(recs)
-		var f checkCursor
-		f.delta(w, true, w.Info("s", "t", uint64(off-1)))
+		var f eval.Cursor
+		_, _ = f.Delta(w, true), w.Info("s", "t", uint64(off-1))
 		var rec decode.FlatRecord
 		var arena []byte
 		b.ReportAllocs()
@@ -124,7 +125,7 @@ func BenchmarkIngest20(b *testing.B) {
 			arena = rec.AppendBinary(arena[:0])
 			off++
 			if off%ingestEvery == 0 {
-				f.delta(w, false, w.Info("s", "t", uint64(off-1)))
+				_, _ = f.Delta(w, false), w.Info("s", "t", uint64(off-1))
 			}
 		}
 		cpuPerOp(b, cpu)
@@ -136,8 +137,8 @@ func BenchmarkIngest20(b *testing.B) {
 // not timed).
 func benchDispatch(b *testing.B, recs []*decode.FlatRecord) {
 	w, off := ingestWindowFull(recs)
-	var f checkCursor
-	f.delta(w, true, w.Info("s", "t", uint64(off-1)))
+	var f eval.Cursor
+	_, _ = f.Delta(w, true), w.Info("s", "t", uint64(off-1))
 	b.ReportAllocs()
 	var cpu time.Duration
 	for i := 0; b.Loop(); i++ {
@@ -149,7 +150,7 @@ func benchDispatch(b *testing.B, recs []*decode.FlatRecord) {
 			}
 			b.StartTimer()
 			start := cpuTime(b)
-			f.delta(w, false, w.Info("s", "t", uint64(off-1)))
+			_, _ = f.Delta(w, false), w.Info("s", "t", uint64(off-1))
 			cpu += cpuTime(b) - start
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/window"
 )
 
@@ -23,20 +24,13 @@ import (
 //	merged into                            C4                      C7
 //
 // The discovery of the window ending at record S is merged into the check
-// of the window ending at S + DiscoverEvery (when the next discovery
-// starts): its minimal set, strengths and newly minimal dependencies join
-// that check's exact counts in one Tracker.Observe. Checks in between are
-// Tracker.ObserveCheck. Between a discovery's end and its merge, each check
-// has the engine build the state of the rules the merge will add, a share
-// of them per check (prepareRules, incremental.Engine.Prepare), so that
-// the merge check costs about an incremental check; what the engine built
-// ahead, and when, changes no count it reports, so neither the merge's
-// events nor their errors depend on when discovery finished. The merge
-// point depends on record numbers alone, so
-// a run gives the same events however long discovery takes, as long as it
-// takes less than DiscoverEvery records; one that takes longer is merged
-// into the first check after it finishes (logged), and a discovery due
-// while the previous one still runs replaces the one waiting (skipped).
+// of the window ending at S + DiscoverEvery, when the next discovery
+// starts (eval's package doc says what a merge and the checks before it
+// do). The merge point depends on record numbers alone, so a run gives the
+// same events however long discovery takes, as long as it takes less than
+// DiscoverEvery records; one that takes longer is merged into the first
+// check after it finishes (logged), and a discovery due while the previous
+// one still runs replaces the one waiting (skipped).
 //
 // The consumer goroutine hands each check a delta of the window (the
 // values of the records that entered, the number that left), so that a
@@ -45,19 +39,14 @@ import (
 // queue up behind a slow one are applied together and checked once (the
 // ones passed over are counted as skipped).
 //
-// Crashes: the store keeps the records of the window a discovery started
-// on until the check that merges it is saved (an evictHold ending there),
-// so it holds up to Window + DiscoverEvery records besides the batches not
-// yet checked. A restart (restoreCadence) dispatches again, from those
-// records, every check after the last saved one and every discovery not
-// merged yet; a re-run discovery is never skipped and the check it merges
-// into waits for it, so the merge falls where it did in the uninterrupted
-// run. What a check reports for a dependency it skipped (its last exact
-// count) depends on the checker's history, which a restart does not have:
-// its first check counts every dependency exactly, so the errors an event
-// carries may differ from the uninterrupted run's (not its type, window or
-// id). Starting the checker over at fixed points would make them equal, at
-// the cost of a full count every DiscoverEvery records on the check path.
+// Crashes: the records of a discovery's window stay in the store until
+// its merge is saved (an evictHold ending there: the store holds up to
+// Window + DiscoverEvery records besides the batches not yet checked), and
+// a restart (restoreCadence) dispatches again what a crash lost (the
+// package doc, "Delivery guarantees", says with which events). Starting
+// the checker over at fixed points would make a restart's errors equal to
+// the uninterrupted run's too, at the cost of a full count every
+// DiscoverEvery records on the check path.
 
 // twoCadence reports whether the stream checks and discovers on separate
 // cadences.
@@ -65,23 +54,11 @@ func (c *StreamConfig) twoCadence() bool {
 	return c.Interval == 0 && c.DiscoverEvery > c.Every
 }
 
-// checkJob is one check: the window's change since the previous job.
+// checkJob is one check: the window's change since the previous job
+// (delta), and what the evaluator needs to record the check.
 type checkJob struct {
 	endSeq uint64
-	// reset: the checker starts over and rows are the whole window.
-	reset bool
-	evict int // rows that left the window since the previous job
-	names []string
-	// codes[c][i] is the window's code of column names[c] in the i-th new
-	// row (0 = NULL) and values[c][i] its value: the string of the
-	// window's dictionary, which lets the checker's engine know a value
-	// without hashing it (incremental.Engine.AppendCoded).
-	codes  [][]uint32
-	values [][]string
-	metas  []window.RowMeta
-	// oldest is the arrival sequence number of the window's oldest row
-	// (when it has rows): the checker's oldest row must be the same one.
-	oldest uint64
+	delta  *eval.Delta
 	info   alerts.WindowInfo
 	next   map[int32]int64
 	// replay: a check lost in a crash, dispatched again by restore
@@ -106,7 +83,7 @@ type discoveryJob struct {
 // window endSeq + DiscoverEvery.
 type discoveryDone struct {
 	endSeq  uint64
-	outcome discoveryOutcome
+	outcome eval.DiscoveryOutcome
 	took    time.Duration
 	// held is the part of took its workers waited at the check gate.
 	held time.Duration
@@ -174,6 +151,5 @@ func (f *cadenceFeed) forget() {
 // also starts a discovery: the first full window, then every DiscoverEvery
 // records.
 func (c *StreamConfig) discoveryPoint(endSeq uint64) bool {
-	n, w := endSeq+1, uint64(c.Window)
-	return n >= w && (n-w)%uint64(c.DiscoverEvery) == 0
+	return eval.DiscoveryPoint(endSeq, c.Window, c.DiscoverEvery)
 }

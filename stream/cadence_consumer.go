@@ -2,9 +2,6 @@ package stream
 
 import (
 	"slices"
-
-	"github.com/odwatch/odwatch/alerts"
-	"github.com/odwatch/odwatch/stream/window"
 )
 
 // dispatchCheck is dispatch for two cadences: the window's delta to the
@@ -86,61 +83,14 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 	}
 }
 
-// checkDelta takes the window's change since the previous job: the rows
-// whose arrival sequence number is above the last one handed over, and the
-// number of rows that left. The whole window goes when there is no previous
-// job, the checker or drop asked for it (feed.resync), or the counts do
-// not add up (the window was reset).
+// checkDelta takes the window's change since the previous job
+// (eval.Cursor.Delta). The whole window goes when there is no previous
+// job, or the checker or drop asked for it (feed.resync).
 func (s *streamRun) checkDelta(endSeq uint64) *checkJob {
 	f := &s.mb.feed
 	s.mb.mu.Lock()
-	reset := !s.cursor.fed || f.resync
+	reset := !s.cursor.Fed() || f.resync
 	f.resync = false
 	s.mb.mu.Unlock()
-	return s.cursor.delta(s.win, reset, s.win.Info(s.name, s.cfg.Topic, endSeq))
-}
-
-// checkCursor is where the last check job left the window: the consumer's
-// part of two cadences, on the consume goroutine only.
-type checkCursor struct {
-	fed     bool   // a job was handed over since the last reset
-	lastSeq uint64 // arrival sequence number of the newest row handed over
-	lastLen int    // window rows after the last job
-}
-
-// delta is checkDelta on window w for the window described by info;
-// reset sends the whole window.
-func (f *checkCursor) delta(w *window.Window, reset bool, info alerts.WindowInfo) *checkJob {
-	n := w.Len()
-	k, evict := 0, 0
-	if !reset {
-		k = w.NewerThan(f.lastSeq)
-		evict = f.lastLen + k - n
-		reset = evict < 0 || evict > f.lastLen
-	}
-	if reset {
-		k, evict = n, 0
-	}
-	cols := w.NumColumns()
-	job := &checkJob{endSeq: info.EndSeq, reset: reset, evict: evict, info: info,
-		names: make([]string, 0, cols), codes: make([][]uint32, 0, cols), values: make([][]string, 0, cols)}
-	// One array of codes and one of values for all the columns: two
-	// allocations per check rather than two per column.
-	allVals, allCodes := make([]string, k*cols), make([]uint32, k*cols)
-	for ci := range cols {
-		vals, codes := allVals[ci*k:(ci+1)*k:(ci+1)*k], allCodes[ci*k:(ci+1)*k:(ci+1)*k]
-		job.names = append(job.names, w.NewestValues(ci, codes, vals))
-		job.codes = append(job.codes, codes)
-		job.values = append(job.values, vals)
-	}
-	job.metas = make([]window.RowMeta, k)
-	for i := range k {
-		job.metas[i] = w.Row(n - k + i)
-	}
-	f.fed, f.lastLen = true, n
-	if n > 0 {
-		f.lastSeq = w.Row(n - 1).Seq
-		job.oldest = w.Row(0).Seq
-	}
-	return job
+	return &checkJob{endSeq: endSeq, delta: s.cursor.Delta(s.win, reset), info: s.win.Info(s.name, s.cfg.Topic, endSeq)}
 }

@@ -5,8 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/odwatch/odwatch/discovery/table"
-	"github.com/odwatch/odwatch/stream/window"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 )
 
 // discoverer runs a two-cadence stream's discoveries on a goroutine of its
@@ -87,9 +86,9 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	s.m.hooks.discoveryStarts(dctx, job.endSeq)
 	start, waited := time.Now(), s.mb.feed.gate.waited.Load()
 	done := discoveryDone{endSeq: job.endSeq}
-	env := evalEnv{name: s.name, cfg: &s.cfg, log: s.log, pause: s.pauseDiscovery}
+	env := eval.Env{Name: s.name, Cfg: s.cfg.evalConfig(), Log: s.log, Pause: s.pauseDiscovery}
 	var err error
-	done.outcome, err = env.discoverSnapshot(dctx, job.snap, job.endSeq)
+	done.outcome, err = env.DiscoverSnapshot(dctx, job.snap, job.endSeq)
 	switch {
 	case ctx.Err() != nil:
 		return false
@@ -108,7 +107,7 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	s.m.metrics.Discoveries.WithLabelValues(s.name, "ok").Inc()
 	done.held = time.Duration(s.mb.feed.gate.waited.Load() - waited)
 	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
-		"found", len(done.outcome.results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery), "rerun", job.rerun)
+		"found", len(done.outcome.Results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery), "rerun", job.rerun)
 	s.mb.mu.Lock()
 	if job.gen == s.mb.gen.Load() {
 		s.mb.feed.done = append(s.mb.feed.done, done)
@@ -121,37 +120,4 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 func (s *discoverer) pauseDiscovery(ctx context.Context) error {
 	s.m.hooks.discoveryStepped(ctx)
 	return s.mb.feed.gate.wait(ctx)
-}
-
-// discoverSnapshot is the discovery path of two cadences on one window:
-// encode it as the checks type it (encodeSnapshot), then discover
-// (evalEnv.discover), both passing e.pause between units of work. It
-// returns a *stepError when encoding fails, ctx's error when ctx is done.
-func (e evalEnv) discoverSnapshot(ctx context.Context, snap *window.Snapshot, endSeq uint64) (discoveryOutcome, error) {
-	cols := snap.Columns()
-	table, err := encodeSnapshot(ctx, cols, e.cfg.typingFor(cols), e.pause)
-	if err != nil {
-		return discoveryOutcome{}, err
-	}
-	return e.discover(ctx, table, endSeq)
-}
-
-// encodeSnapshot encodes cols typed by ty (discovery.EncodeTypedPause),
-// passing pause, when set, before each column and within one (every few
-// thousand values typed, between its steps). It returns pause's error as
-// it is, a *stepError when encoding fails.
-func encodeSnapshot(ctx context.Context, cols []table.DictColumn, ty table.Typing, pause func(context.Context) error) (*table.Table, error) {
-	var paused error
-	track := pause
-	if pause != nil {
-		track = func(ctx context.Context) error { paused = pause(ctx); return paused }
-	}
-	t, err := table.EncodeTypedPause(ctx, cols, ty, track)
-	switch {
-	case paused != nil:
-		return nil, paused
-	case err != nil:
-		return nil, &stepError{"encode", err}
-	}
-	return t, nil
 }

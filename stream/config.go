@@ -11,6 +11,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -74,7 +75,7 @@ type StreamConfig struct {
 	// dependency hold trivially in classes of one or two records; that is
 	// noise, not a property of the stream. Pinned and already tracked
 	// dependencies are unaffected. In [0, 1]; 0 = off.
-	// AutoMinScore (-1) is NearKeyScore of the window's size.
+	// AutoMinScore (-1) is the near-key score of the window's size.
 	MinScore float64
 	// Typing says how the window's columns are typed and ordered
 	// (discovery.EncodeTyped): which text is ordinal, or every text ordered
@@ -147,34 +148,9 @@ type Config struct {
 // size: alerts.NoiseMargin.
 const AutoMargin = alerts.AutoMargin
 
-// AutoMinScore as StreamConfig.MinScore is NearKeyScore of the window.
+// AutoMinScore as StreamConfig.MinScore is the near-key score of the
+// window: 3/n for a window of n records (see eval's nearKeyScore).
 const AutoMinScore = -1.0
-
-// NearKeyRecords is the class size below which a context is taken for a
-// near key: NearKeyScore.
-const NearKeyRecords = 3
-
-// NearKeyScore is the score below which a context of a window of n records
-// is close to a key: NearKeyRecords/n. A dependency's score times n is the
-// average size of the context class a record is in (sum of |c|^2 / n), so
-// below it a record shares its class with fewer than NearKeyRecords-1
-// others on average, and a dependency holds in such classes by the
-// accident of which few records met. The bound lies between the near-key
-// contexts of the benchmark datasets and their smallest genuine ones.
-func NearKeyScore(n int) float64 {
-	if n <= 0 {
-		return 0
-	}
-	return NearKeyRecords / float64(n)
-}
-
-// minScore is the MinScore of a window of n records.
-func (s *StreamConfig) minScore(n int) float64 {
-	if s.MinScore < 0 {
-		return NearKeyScore(n)
-	}
-	return s.MinScore
-}
 
 // Defaults of the CLI (run, replay) for a stream; the zero values of
 // StreamConfig keep the library's behaviour (no level bound, discovered at
@@ -451,20 +427,12 @@ func (s *StreamConfig) hasOrdinalList() bool {
 	return false
 }
 
-// typingFor is Typing with the ordinal declarations of columns the window
-// does not have left out: a field that has not arrived yet is not an error
-// (a declared column's value missing from its list still is, and skips the
-// evaluation like any encoding error).
-func (s *StreamConfig) typingFor(cols []table.DictColumn) table.Typing {
-	ty := s.Typing
-	if len(ty.Ordinal) == 0 {
-		return ty
+// evalConfig is what an evaluation reads of the stream's configuration.
+func (s *StreamConfig) evalConfig() *eval.Config {
+	return &eval.Config{
+		Name: s.Name, Topic: s.Topic, Epsilon: s.Epsilon, Margin: s.Margin,
+		MinStrength: s.MinStrength, MaxLevel: s.MaxLevel, EvaluationTimeout: s.EvaluationTimeout,
+		MinScore: s.MinScore, Sample: s.Sample, Window: s.Window, Every: s.Every, DiscoverEvery: s.DiscoverEvery,
+		Typing: s.Typing, K: s.K, RetireAfter: s.RetireAfter, DiscoverAfter: s.DiscoverAfter, Pinned: s.pinned,
 	}
-	ty.Ordinal = make(map[string][]string, len(s.Typing.Ordinal))
-	for _, c := range cols {
-		if list, ok := s.Typing.Ordinal[c.Name]; ok {
-			ty.Ordinal[c.Name] = list
-		}
-	}
-	return ty
 }

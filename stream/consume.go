@@ -18,6 +18,7 @@ import (
 	"github.com/odwatch/odwatch/internal/backoff"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/internal/fetch"
 	"github.com/odwatch/odwatch/stream/kafkaread"
 	"github.com/odwatch/odwatch/stream/window"
@@ -104,7 +105,7 @@ type streamRun struct {
 	holds  []evictHold
 	replay *evalJob
 	// cursor is where the last check job left the window (two cadences).
-	cursor checkCursor
+	cursor eval.Cursor
 
 	rejectLog logLimiter
 	dropped   uint64 // DroppedFields already counted

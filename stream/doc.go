@@ -15,9 +15,13 @@
 // (the outbox's delivery to the sinks), stream/internal/takeover (the
 // window read back and the state topic's records), stream/internal/balance
 // (the group balancer), stream/internal/metrics (the stream's
-// Prometheus collectors) and stream/internal/history (the historian's
-// queue, the status board, the stored events' encoding). The in-process broker and the payroll generator
-// of the demo and tests are internal/demo's.
+// Prometheus collectors), stream/internal/history (the historian's queue,
+// an evaluation's append, the status board, the stored events' encoding)
+// and stream/internal/eval (the evaluation of a window, shared by the
+// evaluator, the discoverer and Replayer: full evaluations, the
+// two-cadence checker and its deltas, removal samples). The in-process
+// broker and the payroll generator of the demo and tests are
+// internal/demo's.
 //
 // # Goroutines and their owners
 //
@@ -34,7 +38,8 @@
 //     evaluator (mailbox.wake) and the discoverer (cadenceFeed.discWake);
 //     of the evaluator it reads only progress.evaluated (atomic).
 //   - The evaluator (evaluator.run, one per stream) owns evaluator: the
-//     tracker, the checker of two cadences, the saved window end. It takes
+//     tracker, the checker of two cadences (eval.Checker), the saved
+//     window end; it runs the evaluations (eval.Env). It takes
 //     its work from the mailbox under mailbox.mu, saves under
 //     mailbox.saveMu (so that a drop and a save are ordered), publishes
 //     progress.evaluated and releases the check gate. Delivery

@@ -10,6 +10,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 )
 
 // TestDropDiscardsQueuedWork: with two cadences, a stream that drops its
@@ -39,7 +40,7 @@ func TestDropDiscardsQueuedWork(t *testing.T) {
 	c = newCadenceRunOf(t, StreamConfig{
 		Topic: "cad", Window: cadWindow, Every: cadEvery, DiscoverEvery: cadDiscoverEvery, Epsilon: 0.05,
 	}, func(f *hooks) {
-		f.afterCheck = func(end uint64, _ *evalOutcome) {
+		f.afterCheck = func(end uint64, _ *eval.Outcome) {
 			if end == heldEnd {
 				close(held)
 				<-release

@@ -38,7 +38,7 @@ func TestPayrollEndToEnd(t *testing.T) {
 		Streams: []StreamConfig{{
 			Topic: "payroll", Window: window, Every: window, Epsilon: 0.01, Sample: 5,
 			// A column the stream never carries: not observed, so no
-			// event and no error series (see evalEnv.evaluateWindow).
+			// event and no error series (see eval.Env.evaluateWindow).
 			Pinned: []string{"{}: salary ~ bonus (asc)"},
 		}},
 	})

@@ -16,7 +16,7 @@ import (
 // discovery it merges (waitMerge: the check needs that discovery to end).
 // Both call it under mailbox.mu, so that the queue and the gate change
 // together. The discovery goroutine waits on it while it encodes its
-// snapshot (encodeSnapshot: before each column, and within one every few
+// snapshot (eval.Env.DiscoverSnapshot: before each column, and within one every few
 // thousand values typed and between its steps), and its workers
 // (discovery.Options.Pause) before each unit of work (one node's
 // partition, one candidate's validation) and within a long validation

@@ -39,7 +39,7 @@ func BenchmarkGateYield(b *testing.B) {
 		var encoded atomic.Bool
 		go func() {
 			start := time.Now()
-			t, err := encodeSnapshot(ctx, cols, table.Typing{}, g.wait)
+			t, err := table.EncodeTypedPause(ctx, cols, table.Typing{}, g.wait)
 			encoded.Store(true)
 			if err == nil {
 				_, err = discovery.Discover(ctx, t, discovery.Options{Epsilon: 0.01, MaxLevel: DefaultMaxLevel, Workers: 1, Pause: g.wait})

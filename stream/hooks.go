@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/internal/fetch"
 	"github.com/segmentio/kafka-go"
 )
@@ -24,13 +25,13 @@ type hooks struct {
 	beforeCheck func(ctx context.Context, endSeq uint64)
 	// afterCheck runs after each check's counts and tracker, before its
 	// record (evaluator).
-	afterCheck func(endSeq uint64, out *evalOutcome)
+	afterCheck func(endSeq uint64, out *eval.Outcome)
 	// beforeRelated runs on the historian for every evaluation, before
 	// the samples of its events' related dependencies are taken and its
 	// status history appended (appendStatus).
 	beforeRelated func(ctx context.Context, endSeq uint64, events []alerts.Event)
 	// noPrepare keeps the checks from building the rules of a finished
-	// discovery ahead of its merge (prepareRules).
+	// discovery ahead of its merge (eval.Env.CheckWindow's pending).
 	noPrepare bool
 	// exactChecks makes every check recount what changed, so that each
 	// observed error can be compared with a full validation.
@@ -65,7 +66,7 @@ func (h *hooks) checkStarts(ctx context.Context, endSeq uint64) {
 	}
 }
 
-func (h *hooks) checkDone(endSeq uint64, out *evalOutcome) {
+func (h *hooks) checkDone(endSeq uint64, out *eval.Outcome) {
 	if h != nil && h.afterCheck != nil {
 		h.afterCheck(endSeq, out)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/internal/history"
 	"github.com/odwatch/odwatch/stream/window"
 	"github.com/prometheus/client_golang/prometheus"
@@ -188,7 +189,7 @@ func checkHistoryEnds(t *testing.T, c *cadenceRun, ev *alerts.Event, first, next
 // relatedRemovals is the number of e's related rules with removals when e
 // carries samples (carriesSample), else 0.
 func relatedRemovals(e alerts.Event) int {
-	if !carriesSample(&e) {
+	if !eval.CarriesSample(&e) {
 		return 0
 	}
 	n := 0
@@ -240,17 +241,17 @@ func TestStatusSkipsRelatedWhenBehind(t *testing.T) {
 		s.win.Append(window.RowMeta{Offset: int64(r), Seq: uint64(r), Time: time.Unix(int64(r), 0)}, &rec)
 	}
 	snap := s.win.Snapshot()
-	table, err := table.EncodeTyped(snap.Columns(), s.cfg.typingFor(snap.Columns()))
+	table, err := table.EncodeTyped(snap.Columns(), s.cfg.Typing) // no ordinal declarations
 	if err != nil {
 		t.Fatal(err)
 	}
 	own, rel := mustDep(t, "{a}: [] -> b"), mustDep(t, "{a}: [] -> c")
-	outcome := func(end uint64) *evalOutcome {
+	outcome := func(end uint64) *eval.Outcome {
 		ev := alerts.Event{ID: "e" + strconv.FormatUint(end, 10), Type: alerts.EventViolated, Dependency: own,
 			DependencyID: alerts.DependencyID(own), DependencyText: own.String(), Removals: 10,
 			Window:  alerts.WindowInfo{Stream: "sk", EndSeq: end, Records: 100},
 			Related: []alerts.Related{{DependencyID: alerts.DependencyID(rel), Dependency: rel, DependencyText: rel.String(), Removals: 14}}}
-		return &evalOutcome{info: ev.Window, table: table, events: []alerts.Event{ev}}
+		return &eval.Outcome{Info: ev.Window, Table: table, Events: []alerts.Event{ev}}
 	}
 	release := make(chan struct{})
 	s.m.testHooks().beforeRelated = func(ctx context.Context, end uint64, _ []alerts.Event) {

@@ -92,8 +92,8 @@ func TestSinkRetryOnTimer(t *testing.T) {
 	t.Logf("%d events delivered in %d requests", got, reqs)
 }
 
-// TestHousekeepingPrunesDelivered checks that housekeeping forgets delivery
-// markers older than deliveredKeep and keeps recent ones.
+// TestHousekeepingPrunesDelivered checks that the outbox's Prune forgets
+// delivery markers older than deliver.DeliveredKeep and keeps recent ones.
 func TestHousekeepingPrunesDelivered(t *testing.T) {
 	m := offlineMonitor(t, StreamConfig{Topic: "hk", Window: 10, Epsilon: 0.01})
 	s := m.streams[0]
@@ -106,11 +106,11 @@ func TestHousekeepingPrunesDelivered(t *testing.T) {
 		now  time.Time
 		want bool
 	}{
-		{"recent markers stay", time.Now().Add(deliveredKeep - time.Hour), true},
-		{"old markers go", time.Now().Add(deliveredKeep + time.Hour), false},
+		{"recent markers stay", time.Now().Add(deliver.DeliveredKeep - time.Hour), true},
+		{"old markers go", time.Now().Add(deliver.DeliveredKeep + time.Hour), false},
 	}
 	for _, tt := range tests {
-		s.eval.housekeeping(tt.now)
+		s.eval.outbox().Prune(tt.now)
 		for _, id := range ids {
 			if ok, err := m.store.Delivered("hk", id); err != nil || ok != tt.want {
 				t.Errorf("%s: Delivered(%s) = %v, %v; want %v", tt.name, id, ok, err, tt.want)

@@ -12,6 +12,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/internal/history"
 	"github.com/odwatch/odwatch/stream/window"
 )
@@ -81,39 +82,22 @@ type StatusEvent struct {
 // evaluator once it is saved and its events delivered (record): it notes
 // the window, takes from the tracker the observations of the rules still
 // tracked (a retired rule's history is dropped) and, for the events'
-// related rules (relatedDependencies), what their samples need from the
-// window (takeRelated: copies of the columns they mention, cheap), and
-// hands the rest to the stream's historian (appendStatus), so that the
-// next check never waits for the samples or the append. When the
+// related rules (eval.RelatedDependencies), what their samples need from
+// the window (eval.TakeRelated: copies of the columns they mention,
+// cheap), and hands the rest to the stream's historian (appendStatus), so
+// that the next check never waits for the samples or the append. When the
 // historian is behind by its bound of jobs with samples
-// (history.DefaultRelatedPending), the samples are skipped (logged at debug, counted): the rules' points and the events are
-// still appended, in window order.
-func (s *evaluator) recordStatus(snap *window.Snapshot, out *evalOutcome) {
-	info, obs, events := out.info, out.obs, out.events
+// (history.DefaultRelatedPending), the samples are skipped (logged at
+// debug, counted): the rules' points and the events are still appended, in
+// window order.
+func (s *evaluator) recordStatus(snap *window.Snapshot, out *eval.Outcome) {
+	info, obs, events := out.Info, out.Obs, out.Events
 	s.m.status.Set(s.name, history.Last{At: time.Now(), Window: info})
-	violated := map[string]bool{}
-	for _, e := range s.tracker.Errors() {
-		violated[e.ID] = e.State == alerts.StateViolated
-	}
-	h := &state.HistoryAppend{Stream: s.name, WindowEnd: info.EndSeq, RuleRing: statusRuleRing, EventRing: statusEventRing}
-	for _, o := range obs {
-		id := alerts.DependencyID(o.Dependency)
-		v, tracked := violated[id]
-		if !tracked || strings.IndexByte(id, 0) >= 0 {
-			continue
-		}
-		h.Rules = append(h.Rules, state.RulePoint{DependencyID: id, WindowEnd: info.EndSeq, Time: info.EndTime,
-			Error: o.Error, Removals: o.Removals, Records: info.Records, Violated: v})
-	}
-	for _, e := range events {
-		if _, tracked := violated[e.DependencyID]; !tracked && e.Type == alerts.EventRetired {
-			h.Drop = append(h.Drop, e.DependencyID)
-		}
-	}
+	h := history.NewAppend(s.name, info, obs, events, s.tracker.Errors(), statusRuleRing, statusEventRing)
 	job, reserved := &historyJob{h: h, events: events}, false
-	if deps, at := relatedDependencies(events); len(deps) > 0 {
+	if deps, at := eval.RelatedDependencies(events); len(deps) > 0 {
 		if reserved = s.hist.Reserve(); reserved {
-			job.related = takeRelated(out, snap, deps, at)
+			job.related = eval.TakeRelated(out, snap, deps, at)
 		} else {
 			s.m.metrics.StatusSamplesSkipped.WithLabelValues(s.name).Inc()
 			s.log.Debug("status history: related samples skipped, the history is behind", "window_end", info.EndSeq)
@@ -122,22 +106,22 @@ func (s *evaluator) recordStatus(snap *window.Snapshot, out *evalOutcome) {
 	s.hist.Add(job, reserved)
 }
 
-// appendStatus is the historian's part of recordStatus (on its goroutine):
-// the samples of the events' related rules (relatedSamples), then the
-// append of the rules' points and the events with those samples to the
-// store's status history. A failure costs chart points, not correctness,
-// so it is logged.
+// appendStatus is the historian's part of recordStatus (on its
+// goroutine): the samples of the events' related rules
+// (eval.Env.RelatedSamples), then the append of the rules' points and the
+// events with those samples to the store's status history. A failure
+// costs chart points, not correctness, so it is logged.
 func (s *evaluator) appendStatus(ctx context.Context, job *historyJob) {
 	h := job.h
 	s.m.hooks.relatedStarts(ctx, h.WindowEnd, job.events)
 	var samples [][]alerts.Sample
 	var at map[string]int
 	if job.related != nil {
-		samples, at = s.env().relatedSamples(ctx, job.related), job.related.at
+		samples, at = s.env().RelatedSamples(ctx, job.related), job.related.At
 	}
 	for _, e := range job.events {
 		var related func(string) []alerts.Sample
-		if samples != nil && carriesSample(&e) {
+		if samples != nil && eval.CarriesSample(&e) {
 			related = func(id string) []alerts.Sample { return samples[at[id]] }
 		}
 		payload, err := history.EncodeEvent(e, related)
@@ -151,41 +135,6 @@ func (s *evaluator) appendStatus(ctx context.Context, job *historyJob) {
 		s.log.Warn("status history", "window_end", h.WindowEnd, "err", err)
 	}
 	s.statusEnd.Store(h.WindowEnd + 1)
-}
-
-// takeRelated takes from an evaluation's window, on the evaluator, what
-// the samples of deps (relatedDependencies, indexed by at) need: for a
-// check, its sampler with the columns they mention copied from the
-// checker (the checker moves on with the next check), detached; for a
-// full evaluation, its encoded window and snapshot, which nothing changes.
-// It is nil when there is no window to take them on.
-func takeRelated(out *evalOutcome, snap *window.Snapshot, deps []discovery.Dependency, at map[string]int) *relatedWork {
-	w := &relatedWork{deps: deps, at: at}
-	switch {
-	case out.chk.attached():
-		out.chk.take(sampledColumns(deps))
-		out.chk.c = nil
-		w.chk = out.chk
-	case out.table != nil && snap != nil:
-		w.table, w.snap = out.table, snap
-	default:
-		return nil
-	}
-	return w
-}
-
-// relatedSamples takes a sample of violating records for each related
-// dependency (with removals) of an evaluation's events, computed the way
-// the events' own are (a minimal removal set on the window, as
-// windowSamples does) on what takeRelated took of the window.
-// samples[w.at[id]] is the dependency id's (samples is nil when none could
-// be taken). Only the status history keeps them, so the historian takes
-// them, off the evaluator.
-func (e evalEnv) relatedSamples(ctx context.Context, w *relatedWork) [][]alerts.Sample {
-	if w.chk != nil {
-		return e.checkerSamples(ctx, w.chk, w.deps)
-	}
-	return e.tableSamples(ctx, w.table, w.snap, w.deps)
 }
 
 // decodeStatusEvent reads a stored StatusEvent.

@@ -281,3 +281,18 @@ func readEventIDs(ctx context.Context, brokers []string, dialer *kafka.Dialer, t
 	}
 	return ids, nil
 }
+
+// DeliveredKeep is how long delivery markers are kept (Prune): a marker
+// only matters while the evaluation that produced its event can be
+// replayed (after a crash, the window end of the last batch) or the event
+// id can come back from the events topic's tail; a week is far beyond
+// both.
+const DeliveredKeep = 7 * 24 * time.Hour
+
+// Prune forgets the stream's delivery markers older than DeliveredKeep at
+// now. Failures are logged: they cost disk, not correctness.
+func (o *Outbox) Prune(now time.Time) {
+	if err := o.store.PruneDelivered(o.stream, now.Add(-DeliveredKeep)); err != nil {
+		o.log.Warn("prune delivery markers", "err", err)
+	}
+}
