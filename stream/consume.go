@@ -379,17 +379,13 @@ func (m *Monitor) consume(ctx context.Context) error {
 	}
 }
 
-// leave closes the consumer group, which ends the generation and sends
-// LeaveGroup; a member that never joined says so instead of claiming to
-// have left.
+// leave closes the consumer group (ending the generation, sending
+// LeaveGroup); a member that never joined says so, not that it left.
 func (m *Monitor) leave(cg *kafka.ConsumerGroup, joined bool) {
 	start := time.Now()
 	_ = cg.Close() // always nil
-	if !joined {
-		m.log.Info("stopped before joining the consumer group", "group", m.cfg.Group)
-		return
-	}
-	m.log.Info("left the consumer group", "group", m.cfg.Group, "took", time.Since(start).Round(time.Millisecond))
+	msg := map[bool]string{true: "left the consumer group", false: "stopped before joining the consumer group"}[joined]
+	m.log.Info(msg, "group", m.cfg.Group, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // nextGeneration waits for the next generation of the group. Group protocol

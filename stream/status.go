@@ -35,9 +35,7 @@ var ErrUnknownStream = errors.New("unknown stream")
 type StreamStatus struct {
 	Name, Topic     string
 	Epsilon, Margin float64
-	// MarginAuto: the margin is automatic (AutoMargin); Margin is then its
-	// value for the last evaluated window's size (the configured window's
-	// before the first evaluation).
+	// MarginAuto: Margin is AutoMargin's value for the last window's size.
 	MarginAuto bool
 	// Window is the configured window size in records; Interval the
 	// evaluation interval of a time window (0 for a count window).
