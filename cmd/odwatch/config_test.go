@@ -21,6 +21,20 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
+// monitorConfigOf is the monitor configuration of run's args.
+func monitorConfigOf(t *testing.T, args ...string) stream.Config {
+	t.Helper()
+	s, err := parseRun(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.monitorConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func parseRun(t *testing.T, args ...string) (runSettings, error) {
 	t.Helper()
 	f := newRunFlags("run")
@@ -198,14 +212,7 @@ streams:
   - topic: c
     margin: auto
 `)
-	s, err := parseRun(t, "--config", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.monitorConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := monitorConfigOf(t, "--config", file)
 	a, b, c := cfg.Streams[0], cfg.Streams[1], cfg.Streams[2]
 	if a.Margin != stream.AutoMargin || a.MaxLevel != stream.DefaultMaxLevel || a.DiscoverAfter != stream.DefaultDiscoverAfter {
 		t.Errorf("stream a = %+v, want the defaults", a)

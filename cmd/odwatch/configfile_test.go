@@ -123,19 +123,12 @@ func TestConfigTopLevelStreamKeysAreDefaults(t *testing.T) {
 func TestConfigInheritanceThroughSettings(t *testing.T) {
 	file := writeFile(t, "c.yaml", "brokers: [a:1]\nstate-dir: /x\nepsilon: 0.05\nwindow: 500\nmargin: 0.01\n"+
 		"streams:\n  - topic: a\n  - topic: b\n    window: 800\n")
-	s, err := parseRun(t, "--config", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.monitorConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := monitorConfigOf(t, "--config", file)
 	a, b := cfg.Streams[0], cfg.Streams[1]
 	if a.Epsilon != 0.05 || b.Epsilon != 0.05 || a.Window != 500 || b.Window != 800 || a.Margin != 0.01 || b.Margin != 0.01 {
 		t.Errorf("streams %+v / %+v, want epsilon 0.05 and margin 0.01 for both, windows 500 and 800", a, b)
 	}
-	s, err = parseRun(t, "--config", file, "--epsilon", "0.02")
+	s, err := parseRun(t, "--config", file, "--epsilon", "0.02")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,24 +23,11 @@ Example:
 
 Exit status: 0 stopped, 1 failure, 2 usage error.`
 
-// topicsFlag is dev-broker's repeatable --topic NAME[:PARTITIONS].
-type topicsFlag map[string]int
-
-func (t topicsFlag) String() string { return "" }
-func (t topicsFlag) Set(v string) error {
-	name, n, err := demo.ParseTopic(v)
-	if err != nil {
-		return err
-	}
-	t[name] = n
-	return nil
-}
-
 // runDevBroker is `odwatch dev-broker`.
 func runDevBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev-broker", "[flags]", devBrokerHelp)
 	listen := fs.String("listen", "127.0.0.1:9092", "HOST:PORT the broker listens on (port 0: a free one)")
-	topics := topicsFlag{}
+	topics := demo.Topics{}
 	fs.Var(topics, "topic", "topic to create, NAME or NAME:PARTITIONS (repeatable)")
 	pos, err := parseArgs(fs, args, stdout)
 	if err != nil {

@@ -237,9 +237,23 @@ func WritePayroll(w io.Writer, o PayrollOptions) error {
 	return bw.Flush()
 }
 
-// ParseTopic reads a topic to create, NAME or NAME:PARTITIONS (the
-// -topic flags of dev-broker and scripts/kfake).
-func ParseTopic(v string) (name string, partitions int, err error) {
+// Topics is the repeatable -topic flag of dev-broker and scripts/kfake:
+// topics to create, name → partitions, each NAME or NAME:PARTITIONS.
+type Topics map[string]int
+
+func (t Topics) String() string { return "" }
+
+func (t Topics) Set(v string) error {
+	name, n, err := parseTopic(v)
+	if err != nil {
+		return err
+	}
+	t[name] = n
+	return nil
+}
+
+// parseTopic reads one topic of Topics.
+func parseTopic(v string) (name string, partitions int, err error) {
 	name, parts, ok := strings.Cut(v, ":")
 	partitions = 1
 	if ok {

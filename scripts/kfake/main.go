@@ -19,21 +19,8 @@ import (
 	"github.com/odwatch/odwatch/internal/demo"
 )
 
-type topicsFlag map[string]int
-
-func (t topicsFlag) String() string { return fmt.Sprint(map[string]int(t)) }
-
-func (t topicsFlag) Set(v string) error {
-	name, n, err := demo.ParseTopic(v)
-	if err != nil {
-		return err
-	}
-	t[name] = n
-	return nil
-}
-
 func main() {
-	topics := topicsFlag{}
+	topics := demo.Topics{}
 	flag.Var(topics, "topic", "topic to create, NAME[:PARTITIONS] (repeatable)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
