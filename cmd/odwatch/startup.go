@@ -71,6 +71,8 @@ func waitForKafka(ctx context.Context, log *slog.Logger, cfg stream.Config, time
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
+		case refused(err):
+			return fmt.Errorf("kafka at %s refused odwatch: %w", strings.Join(cfg.Brokers, ","), err)
 		case err != nil && !answered && !time.Now().Before(deadline):
 			if lastErr == nil || !errors.Is(err, context.DeadlineExceeded) {
 				lastErr = err
@@ -95,6 +97,19 @@ func waitForKafka(ctx context.Context, log *slog.Logger, cfg stream.Config, time
 			return ctx.Err()
 		}
 	}
+}
+
+// refused: the brokers answered, refusing the credentials or the access,
+// which no retry mends (the monitor's list, stream/internal/fetch's
+// PermanentError, is the same).
+func refused(err error) bool {
+	for _, e := range []kafka.Error{kafka.SASLAuthenticationFailed, kafka.UnsupportedSASLMechanism,
+		kafka.IllegalSASLState, kafka.TopicAuthorizationFailed, kafka.ClusterAuthorizationFailed} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // reportTopics logs the topics of res that do not exist, each once while
