@@ -333,6 +333,9 @@ func (s *StreamConfig) checkCadence(bad func(field, format string, args ...any))
 	if s.Every == 0 {
 		s.Every = s.Window
 	}
+	if s.Interval == 0 && s.Window > 0 && s.Every > s.Window {
+		bad("every", "must be at most window (%d), not %d: the records between two windows would never be evaluated (every = window is a tumbling window)", s.Window, s.Every)
+	}
 	if s.Interval < 0 {
 		bad("interval", "must be >= 0")
 	}
