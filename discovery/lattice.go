@@ -122,6 +122,9 @@ type ocTask struct {
 	removals  [2]int
 	strengths [2]float64
 	samples   [2][]int
+	// shuffleBound is validate.OCShuffleBound at the node's evidence,
+	// -1 until dropHopeless computes it.
+	shuffleBound int
 }
 
 // lattice is the state of one Discover run.
@@ -140,6 +143,10 @@ type lattice struct {
 	unordered  uint64      // the Nominal columns, which take no part in OCs
 	found      []found
 	stats      Stats
+	// ofdBuf and ocBuf keep the task slices of the last level for the
+	// next one: a wide level holds millions of tasks.
+	ofdBuf []ofdTask
+	ocBuf  []ocTask
 
 	progressMu   sync.Mutex
 	lastProgress time.Time
@@ -444,7 +451,12 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 	for _, n := range level {
 		n.score = n.evid.Score()
 	}
-	ofds := l.ofdCandidates(level)
+	// Tasks are generated node by node, the nodes with the most covered
+	// rows first, so that no worker is left with a big task at the end
+	// of the level while the others idle.
+	byWork := slices.Clone(level)
+	slices.SortStableFunc(byWork, func(x, y *latNode) int { return y.part.Covered() - x.part.Covered() })
+	ofds := l.ofdCandidates(byWork)
 	l.levelCands = int64(len(ofds))
 	l.progress(true)
 	if err := l.validateOFDs(ctx, ofds); err != nil {
@@ -453,7 +465,7 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 	levelFound := l.recordOFDs(ofds, nil)
 	var ocs []ocTask
 	if l.withinMaxLevel(k + 2) {
-		ocs = l.ocCandidates(level)
+		ocs = l.ocCandidates(byWork)
 	}
 	l.levelCands += int64(len(ocs))
 	if err := l.validateOCs(ctx, ocs); err != nil {
@@ -468,7 +480,7 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 // marked inherited). The OFDs a reliable subset holds are decided without
 // validation. It counts every OFD in Stats.Candidates.
 func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
-	var ofds []ofdTask
+	ofds := l.ofdBuf[:0]
 	for _, n := range level {
 		for a := 0; a < l.m; a++ {
 			if n.set&(1<<a) != 0 {
@@ -480,14 +492,13 @@ func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
 			}
 		}
 	}
+	l.ofdBuf = ofds
 	return ofds
 }
 
-// validateOFDs runs validateOFD on every task on the worker pool, largest
-// partitions first (it reorders ofds), so that no worker is left with a
-// big task at the end of the level while the others idle.
+// validateOFDs runs validateOFD on every task on the worker pool, in
+// their order (computeODs: largest partitions first).
 func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
-	slices.SortStableFunc(ofds, func(x, y ofdTask) int { return y.node.part.Covered() - x.node.part.Covered() })
 	return l.parallel(ctx, len(ofds), func(v *validate.Validator, i int) {
 		l.validateOFD(v, &ofds[i])
 		l.validated.Add(1)
@@ -541,7 +552,7 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 // trivial, one task per pair for both polarities (see ocCandidate). It
 // reads the nodes' OFD bits after recordOFDs.
 func (l *lattice) ocCandidates(level []*latNode) []ocTask {
-	var ocs []ocTask
+	ocs := l.ocBuf[:0]
 	for _, n := range level {
 		skip := n.set | n.ofdRel | l.unordered
 		for a := 0; a < l.m; a++ {
@@ -558,6 +569,7 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 			}
 		}
 	}
+	l.ocBuf = ocs
 	return ocs
 }
 
@@ -570,7 +582,7 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 // without validation. It reads the parents' OC bits, writes n's and
 // counts both polarities in Stats.Candidates.
 func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
-	task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0}
+	task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0, shuffleBound: -1}
 	for pol := Asc; pol <= Desc; pol++ {
 		l.stats.Candidates++
 		bit := ocBit(l.m, a, b, pol)
@@ -593,10 +605,9 @@ func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
 	return task
 }
 
-// validateOCs runs validateOC on every task on the worker pool, largest
-// partitions first (it reorders ocs).
+// validateOCs runs validateOC on every task on the worker pool, in their
+// order (computeODs: largest partitions first).
 func (l *lattice) validateOCs(ctx context.Context, ocs []ocTask) error {
-	slices.SortStableFunc(ocs, func(x, y ocTask) int { return y.node.part.Covered() - x.node.part.Covered() })
 	return l.parallel(ctx, len(ocs), func(v *validate.Validator, i int) {
 		l.validateOC(v, &ocs[i])
 		l.validated.Add(1)
@@ -608,9 +619,10 @@ func (l *lattice) validateOCs(ctx context.Context, ocs []ocTask) error {
 // budget when invalid or not wanted), and for the valid ones their
 // strength and, when they are results, their removal sample.
 func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
+	l.dropHopeless(v, task)
 	l.ocRemovals(v, task)
 	for pol := Asc; pol <= Desc; pol++ {
-		if task.want[pol] && task.removals[pol] <= l.budget {
+		if task.want[pol] && task.removals[pol] <= l.budget && !l.belowBound(task, pol) {
 			task.strengths[pol] = l.ocStrength(v, task.node, task.a, task.b, pol, task.removals[pol], task.inherited[pol] || !task.paper)
 		}
 	}
@@ -631,6 +643,57 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	}
 }
 
+// dropHopeless stops wanting the polarities of task that are candidates
+// of the reliable listing alone (docs/DESIGN.md, "Performance model")
+// and cannot be reliable: their context lacks repeated support, or even
+// with no removals their strength bound (validate.OCShuffleBound) is below
+// MinStrength. Such a candidate is no result, and nothing reads its
+// validity: an inherited one is valid by inheritance (ocCandidate set its
+// bit), and for one with an unreliable OFD X: [] -> A or X: [] -> B every
+// superset has that OFD valid too, so its candidate there is of the
+// listing alone whatever the bit says. It sets task.shuffleBound when it
+// computes it.
+func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
+	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
+		return
+	}
+	var listingOnly [2]bool
+	for pol := Asc; pol <= Desc; pol++ {
+		listingOnly[pol] = task.want[pol] && (task.inherited[pol] || !task.paper)
+	}
+	if !listingOnly[Asc] && !listingOnly[Desc] {
+		return
+	}
+	ev, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
+	if ev.supported(part) {
+		task.shuffleBound = v.OCShuffleBound(part, &l.t.Columns[task.a], &l.t.Columns[task.b])
+		if validate.OCStrengthOf(part.N, 0, float64(task.shuffleBound)) >= l.opts.MinStrength {
+			return
+		}
+	}
+	for pol := Asc; pol <= Desc; pol++ {
+		if listingOnly[pol] {
+			task.want[pol] = false
+		}
+	}
+}
+
+// belowBound reports whether the valid candidate of the listing alone in
+// polarity pol cannot be reliable with its removals, which are those of
+// its evidence when that is the node's partition (no repeated records, or
+// a dependency on every column); it is then no result and its strength is
+// not computed.
+func (l *lattice) belowBound(task *ocTask, pol Polarity) bool {
+	if task.shuffleBound < 0 || !(task.inherited[pol] || !task.paper) {
+		return false
+	}
+	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
+	if part != task.node.part {
+		return false
+	}
+	return validate.OCStrengthOf(part.N, task.removals[pol], float64(task.shuffleBound)) < l.opts.MinStrength
+}
+
 // ocRemovals sets the task's removals in the wanted polarities with the
 // chosen validator, both polarities in one pass when both are wanted, and
 // budget+1 in the others.
@@ -640,6 +703,7 @@ func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 		task.removals[pol] = l.budget + 1
 	}
 	switch {
+	case !task.want[Asc] && !task.want[Desc]:
 	case l.opts.Validator == ValidatorIterative:
 		for pol := Asc; pol <= Desc; pol++ {
 			if task.want[pol] {

@@ -160,6 +160,13 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column,
 	removals := 0
 	for i := 0; i < p.NumClasses(); i++ {
 		cls := p.Class(i)
+		// A class constant in A or in B loses nothing whatever the
+		// shuffle; each class seeds its own generator, so skipping one
+		// leaves the others' shuffles as they were.
+		if constantIn(cls, a.Ranks) || constantIn(cls, b.Ranks) {
+			v.tick(len(cls))
+			continue
+		}
 		bs := v.shuffleTails[:0]
 		for _, r := range cls {
 			bs = append(bs, b.Ranks[r])
@@ -169,38 +176,119 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column,
 			j := rng.next() % uint64(k+1)
 			bs[k], bs[j] = bs[j], bs[k]
 		}
-		v.tick(len(cls))
-		keys := v.shuffleKeys[:0]
-		for k, r := range cls {
-			bRank := bs[k]
-			if pol == Desc {
-				bRank = maxB - bRank
-			}
-			keys = append(keys, uint64(a.Ranks[r])<<bitsB|uint64(bRank))
-		}
-		tmp := slices.Grow(v.shufflePerm[:0], len(keys))[:len(keys)]
-		sorted := sortKeys(keys, tmp, width)
-		// sortKeys leaves the result in either buffer; keep both.
-		if &sorted[0] == &tmp[0] {
-			keys, tmp = tmp, keys
-		}
-		v.shufflePerm = tmp[:0]
-		v.tick(len(cls))
-		mask := uint64(1)<<bitsB - 1
-		tails := bs[:0] // the B values are in keys now
-		for _, k := range keys {
-			x := uint32(k & mask)
-			if j := upperBound(tails, x); j == len(tails) {
-				tails = append(tails, x)
-			} else {
-				tails[j] = x
+		if pol == Desc {
+			for k := range bs {
+				bs[k] = maxB - bs[k]
 			}
 		}
-		removals += len(cls) - len(tails)
-		v.shuffleKeys, v.shuffleTails = keys[:0], tails[:0]
+		v.tick(len(cls))
+		if len(cls) <= smallClass {
+			removals += shuffledSmallRemovals(cls, a.Ranks, bs, bitsB)
+		} else {
+			removals += v.shuffledClassRemovals(cls, a.Ranks, bs, bitsB, width)
+		}
+		v.shuffleTails = bs[:0]
 		v.tick(len(cls))
 	}
 	return removals
+}
+
+// shuffledSmallRemovals is the removals of one class of at most smallClass
+// rows whose i-th row takes the B rank bs[i]: keys on the stack, an
+// insertion sort and LNDS tails searched linearly, as smallClassRemovals.
+func shuffledSmallRemovals(cls, ar, bs []uint32, bitsB uint) int {
+	var kb [smallClass]uint64
+	keys := kb[:len(cls)]
+	for j, r := range cls {
+		k := uint64(ar[r])<<bitsB | uint64(bs[j])
+		y := j
+		for ; y > 0 && keys[y-1] > k; y-- {
+			keys[y] = keys[y-1]
+		}
+		keys[y] = k
+	}
+	mask := uint64(1)<<bitsB - 1
+	var tb [smallClass]uint32
+	tails := tb[:0]
+	for _, k := range keys {
+		tails = pushSmall(tails, uint32(k&mask))
+	}
+	return len(keys) - len(tails)
+}
+
+// shuffledClassRemovals is shuffledSmallRemovals for a class of any size:
+// keys sorted by sortKeys, LNDS tails searched by bisection. It reuses bs
+// for the tails.
+func (v *Validator) shuffledClassRemovals(cls, ar, bs []uint32, bitsB, width uint) int {
+	keys := v.shuffleKeys[:0]
+	for k, r := range cls {
+		keys = append(keys, uint64(ar[r])<<bitsB|uint64(bs[k]))
+	}
+	tmp := slices.Grow(v.shufflePerm[:0], len(keys))[:len(keys)]
+	sorted := sortKeys(keys, tmp, width)
+	// sortKeys leaves the result in either buffer; keep both.
+	if &sorted[0] == &tmp[0] {
+		keys, tmp = tmp, keys
+	}
+	v.shufflePerm = tmp[:0]
+	v.tick(len(cls))
+	mask := uint64(1)<<bitsB - 1
+	tails := bs[:0] // the B values are in keys now
+	for _, k := range keys {
+		x := uint32(k & mask)
+		if j := upperBound(tails, x); j == len(tails) {
+			tails = append(tails, x)
+		} else {
+			tails[j] = x
+		}
+	}
+	v.shuffleKeys = keys[:0]
+	return len(cls) - len(tails)
+}
+
+// OCShuffleBound is an upper bound of OCShuffledRemovals(p, a, b, pol)
+// in either polarity: whatever the shuffle, within a class the rows of
+// one A value (sorted by B) and the rows of one B value each keep a
+// non-decreasing run, so the class loses at most its size less the larger
+// of its largest A group and its largest B group. Strength grows with the
+// expected removals (OCStrengthOf), so OCStrengthOf(n, removals, bound)
+// bounds the OC's strength from above. Cost: O(|c|) per class, no sort.
+func (v *Validator) OCShuffleBound(p *StrippedPartition, a, b *table.Column) int {
+	ca := v.zeroedCounts(&v.counts, a.Cardinality)
+	cb := v.zeroedCounts(&v.boundCounts, b.Cardinality)
+	bound := 0
+	for i := 0; i < p.NumClasses(); i++ {
+		cls := p.Class(i)
+		var top uint32
+		for _, r := range cls {
+			x, y := a.Ranks[r], b.Ranks[r]
+			ca[x]++
+			cb[y]++
+			top = max(top, ca[x], cb[y])
+		}
+		for _, r := range cls {
+			ca[a.Ranks[r]], cb[b.Ranks[r]] = 0, 0
+		}
+		bound += len(cls) - int(top)
+		v.tick(len(cls))
+	}
+	return bound
+}
+
+// OCStrengthOf is the strength of an OC over n rows with the given
+// removals when chance expects expected (OCStrength's formula); it does
+// not fall as expected grows.
+func OCStrengthOf(n, removals int, expected float64) float64 {
+	return ocStrength(n, removals, expected)
+}
+
+// zeroedCounts returns *buf grown to n zeroed counters; its callers leave
+// every counter at zero when done.
+func (v *Validator) zeroedCounts(buf *[]uint32, n int) []uint32 {
+	if len(*buf) < n {
+		*buf = make([]uint32, n)
+	}
+	return *buf
 }
 
 // KeyStrength is the strength of a key (docs/DESIGN.md, "Keys, equivalences

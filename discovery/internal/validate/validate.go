@@ -26,6 +26,8 @@ type Validator struct {
 	keys   []uint64
 	tmp    []uint64
 	counts []uint32
+	// boundCounts are OCStrengthBound's B counters, zero between calls.
+	boundCounts []uint32
 	// countsA are the zeroed bucket counters of lazyClass.
 	countsA []uint32
 	// The LNDS of each polarity of the class being validated.
