@@ -387,17 +387,23 @@ func (l *lattice) newNode(cols []int, part *validate.StrippedPartition) *latNode
 }
 
 // inherit ORs into each node of level the OFD validity of its direct
-// subsets (valid, exact and reliable, less the node's own columns), which
-// is monotone under growing the context, and drops the nodes where every
+// subsets (valid, exact and reliable, less the node's own columns) and
+// their OC bits, all monotone under growing the context, and drops the nodes where every
 // OFD already holds: they have no minimal dependency and no alive superset,
-// so they go before their partition is built. It reads the parents' ofd
-// bits and writes the nodes'.
+// so they go before their partition is built. An OC bit it sets for a
+// pair the node does not consider (a side in X, or with a reliable OFD) is
+// read by no superset, which does not consider the pair either. It reads
+// the parents' bits and writes the nodes'.
 func (l *lattice) inherit(level []*latNode) []*latNode {
 	for _, n := range level {
 		for _, p := range n.parents {
 			n.ofdValid |= p.ofdValid &^ n.set
 			n.ofdExact |= p.ofdExact &^ n.set
 			n.ofdRel |= p.ofdRel &^ n.set
+			for w := range n.ocValid {
+				n.ocValid[w] |= p.ocValid[w]
+				n.ocRel[w] |= p.ocRel[w]
+			}
 		}
 	}
 	return slices.DeleteFunc(level, func(n *latNode) bool { return n.ofdValid|n.set == l.all })
@@ -555,12 +561,17 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 	ocs := l.ocBuf[:0]
 	for _, n := range level {
 		skip := n.set | n.ofdRel | l.unordered
+		hopeless := l.listingHopeless(n)
 		for a := 0; a < l.m; a++ {
 			if skip&(1<<a) != 0 {
 				continue
 			}
 			for b := a + 1; b < l.m; b++ {
 				if skip&(1<<b) != 0 {
+					continue
+				}
+				if hopeless && n.ofdValid&(1<<a|1<<b) != 0 && n.set|1<<a|1<<b != l.all {
+					l.stats.Candidates += 2 // of the listing alone, none reliable (dropHopeless)
 					continue
 				}
 				if task := l.ocCandidate(n, a, b); task.want[Asc] || task.want[Desc] {
@@ -579,18 +590,15 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 // direct subset holding it; the others (an OFD holds but unreliably, or
 // only unreliable subsets hold the OC) are candidates of the reliable
 // listing alone. An OC a reliable subset holds is valid and reliable
-// without validation. It reads the parents' OC bits, writes n's and
+// without validation. It reads n's OC bits (the parents' ORed by inherit), writes them and
 // counts both polarities in Stats.Candidates.
 func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
 	task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0, shuffleBound: -1}
 	for pol := Asc; pol <= Desc; pol++ {
 		l.stats.Candidates++
 		bit := ocBit(l.m, a, b, pol)
-		inherited, inheritedRel := false, false
-		for _, p := range n.parents {
-			inherited = inherited || p.hasOC(bit)
-			inheritedRel = inheritedRel || p.hasRelOC(bit)
-		}
+		// inherit ORed the parents' bits into n's.
+		inherited, inheritedRel := n.hasOC(bit), n.hasRelOC(bit)
 		switch {
 		case inheritedRel:
 			n.setOC(bit)
@@ -643,6 +651,20 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	}
 }
 
+// listingHopeless reports whether no candidate of the listing alone at n
+// can be reliable, on the distinct records (a dependency on every column
+// is judged on all records, and asks dropHopeless): the context lacks
+// repeated support, or even a shuffle that keeps one row of each class
+// and no removals earn less than MinStrength. Both hold for every
+// superset too, whose partitions refine n's.
+func (l *lattice) listingHopeless(n *latNode) bool {
+	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
+		return false
+	}
+	ev := n.evid
+	return !l.ev.supported(ev) || validate.OCStrengthOf(ev.N, 0, float64(ev.Covered()-ev.NumClasses())) < l.opts.MinStrength
+}
+
 // dropHopeless stops wanting the polarities of task that are candidates
 // of the reliable listing alone (docs/DESIGN.md, "Performance model")
 // and cannot be reliable: their context lacks repeated support, or even
@@ -665,7 +687,9 @@ func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 		return
 	}
 	ev, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
-	if ev.supported(part) {
+	// Each class keeps at least one row of a shuffle: a bound in O(1)
+	// before the one that reads the classes.
+	if ev.supported(part) && validate.OCStrengthOf(part.N, 0, float64(part.Covered()-part.NumClasses())) >= l.opts.MinStrength {
 		task.shuffleBound = v.OCShuffleBound(part, &l.t.Columns[task.a], &l.t.Columns[task.b])
 		if validate.OCStrengthOf(part.N, 0, float64(task.shuffleBound)) >= l.opts.MinStrength {
 			return
@@ -702,23 +726,65 @@ func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 	for pol := Asc; pol <= Desc; pol++ {
 		task.removals[pol] = l.budget + 1
 	}
+	budget := l.reliableBudget(task)
+	defer func() {
+		for pol := Asc; pol <= Desc; pol++ {
+			if task.removals[pol] > budget {
+				task.removals[pol] = l.budget + 1
+			}
+		}
+	}()
 	switch {
 	case !task.want[Asc] && !task.want[Desc]:
 	case l.opts.Validator == ValidatorIterative:
 		for pol := Asc; pol <= Desc; pol++ {
 			if task.want[pol] {
-				task.removals[pol] = v.OCRemovalsIterative(p, a, b, pol, l.budget)
+				task.removals[pol] = v.OCRemovalsIterative(p, a, b, pol, budget)
 			}
 		}
 	case task.want[Asc] && task.want[Desc]:
-		task.removals[Asc], task.removals[Desc] = v.OCRemovalsBoth(p, a, b, l.budget)
+		task.removals[Asc], task.removals[Desc] = v.OCRemovalsBoth(p, a, b, budget)
 	default:
 		pol := Asc
 		if task.want[Desc] {
 			pol = Desc
 		}
-		task.removals[pol] = v.OCRemovals(p, a, b, pol, l.budget)
+		task.removals[pol] = v.OCRemovals(p, a, b, pol, budget)
 	}
+}
+
+// reliableBudget is the removal budget of the task's validation: the
+// eps budget, or, when every polarity it wants is a candidate of the
+// listing alone whose removals are those its strength is measured on (see
+// belowBound), the most removals with which the shuffle bound still lets
+// it be reliable, when that is fewer. Above it a polarity is no result,
+// and, as in dropHopeless, nothing reads its validity.
+func (l *lattice) reliableBudget(task *ocTask) int {
+	if task.shuffleBound < 0 {
+		return l.budget
+	}
+	for pol := Asc; pol <= Desc; pol++ {
+		if task.want[pol] && !(task.inherited[pol] || !task.paper) {
+			return l.budget
+		}
+	}
+	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
+	if part != task.node.part {
+		return l.budget
+	}
+	reliable := func(r int) bool {
+		return validate.OCStrengthOf(part.N, r, float64(task.shuffleBound)) >= l.opts.MinStrength
+	}
+	// The strength is 1 - (r + k) / (bound + k): start near where it
+	// crosses MinStrength and step to the exact crossing.
+	r := min(l.budget, max(int((1-l.opts.MinStrength)*float64(task.shuffleBound)), 0))
+	for r > 0 && !reliable(r) {
+		r--
+	}
+	for r < l.budget && reliable(r+1) {
+		r++
+	}
+	return r
 }
 
 // recordOCs counts the validations of ocs, sets the OC bits of the valid
