@@ -516,6 +516,14 @@ func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 // when valid, its strength and, when it is a result, its removal sample.
 func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	col := &l.t.Columns[task.a]
+	if task.inherited && l.ofdHopeless(task) {
+		// Valid by inheritance and no result: only whether it holds
+		// exactly is read (pruning), and budget 0 answers that.
+		if task.removals = v.OFDRemovals(task.node.part, col, 0); task.removals > 0 {
+			task.removals = l.budget + 1
+		}
+		return
+	}
 	task.removals = v.OFDRemovals(task.node.part, col, l.budget)
 	if task.removals > l.budget {
 		return
@@ -524,6 +532,17 @@ func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	if l.opts.RemovalSample != 0 && l.wanted(task.inherited, task.strength) {
 		task.sample = sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 	}
+}
+
+// ofdHopeless reports whether the OFD of task, a candidate of the listing
+// alone, cannot be reliable: its context lacks repeated support, or its
+// strength bound (validate.OFDStrengthBound) is below MinStrength.
+func (l *lattice) ofdHopeless(task *ofdTask) bool {
+	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
+		return false
+	}
+	ev, part, pdep := l.evidenceFor(task.node, 1<<task.a)
+	return !ev.supported(part) || validate.OFDStrengthBound(part, pdep[task.a]) < l.opts.MinStrength
 }
 
 // recordOFDs counts the validations of ofds, sets the ofd bits of the
