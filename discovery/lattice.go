@@ -906,11 +906,7 @@ func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int, reliable
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s
 	}
-	gain := s
-	for _, p := range n.parents {
-		gain = min(gain, s-l.ofdMeasure(v, p, a))
-	}
-	return max(gain, 0)
+	return gainOver(n, s, measureKey(a), func(p *latNode) float64 { return l.ofdMeasure(v, p, a) })
 }
 
 // ocStrength is ofdStrength for the valid X: A ~ B (pol) with the given
@@ -920,11 +916,33 @@ func (l *lattice) ocStrength(v *validate.Validator, n *latNode, a, b int, pol Po
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s
 	}
+	return gainOver(n, s, ocBit(l.m, a, b, pol), func(p *latNode) float64 { return l.ocMeasure(v, p, a, b, pol, -1) })
+}
+
+// gainOver is the strength gain of a dependency of measure s > 0 at n:
+// s less the largest measure of it at a parent (measure, key being its
+// key in the parents' measures), at least 0. The parents that hold their
+// measure already come first, and once one of them has s or more the gain
+// is 0 whatever the others hold, so they are not measured.
+func gainOver(n *latNode, s float64, key int, measure func(p *latNode) float64) float64 {
 	gain := s
-	for _, p := range n.parents {
-		gain = min(gain, s-l.ocMeasure(v, p, a, b, pol, -1))
+	var held uint64 // the parents read in the first pass (at most 64)
+	for i, p := range n.parents {
+		if m, ok := p.measures.Load(key); ok {
+			held |= 1 << i
+			if gain = min(gain, s-m.(float64)); gain <= 0 {
+				return 0
+			}
+		}
 	}
-	return max(gain, 0)
+	for i, p := range n.parents {
+		if held&(1<<i) == 0 {
+			if gain = min(gain, s-measure(p)); gain <= 0 {
+				return 0
+			}
+		}
+	}
+	return gain
 }
 
 // wanted reports whether a valid candidate becomes a result: one of the
