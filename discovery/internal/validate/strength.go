@@ -2,7 +2,6 @@ package validate
 
 import (
 	"math"
-	"slices"
 
 	"github.com/odwatch/odwatch/discovery/table"
 )
@@ -157,20 +156,24 @@ func (r *shuffleRand) next() uint64 {
 // the longest non-decreasing run of B; B reversed for desc). One
 // deterministic shuffle is an unbiased estimate of the expectation; summed
 // over the classes, its relative spread is small wherever the expectation
-// is large enough to matter. Cost: O(|c|) for the shuffle and a radix sort
-// per class.
+// is large enough to matter. Cost: O(|c|) for the shuffle, and the exact
+// count of OCRemovals on the shuffled column, with its paths for small
+// classes, few values and large classes.
 func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column, pol Polarity) int {
-	maxB := uint32(max(b.Cardinality-1, 0))
-	bitsB := rankBits(b)
-	width := rankBits(a) + bitsB
-	removals := 0
+	if len(v.shuffled) < len(b.Ranks) {
+		v.shuffled = make([]uint32, len(b.Ranks))
+	}
+	sb := v.shuffled
 	for i := 0; i < p.NumClasses(); i++ {
 		cls := p.Class(i)
 		// A class constant in A or in B loses nothing whatever the
-		// shuffle; each class seeds its own generator, so skipping one
-		// leaves the others' shuffles as they were.
+		// shuffle (the count skips it); each class seeds its own
+		// generator, so not shuffling one leaves the others' shuffles as
+		// they were.
 		if constantIn(cls, a.Ranks) || constantIn(cls, b.Ranks) {
-			v.tick(len(cls))
+			for _, r := range cls {
+				sb[r] = b.Ranks[r]
+			}
 			continue
 		}
 		bs := v.shuffleTails[:0]
@@ -182,74 +185,18 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column,
 			j := rng.next() % uint64(k+1)
 			bs[k], bs[j] = bs[j], bs[k]
 		}
-		if pol == Desc {
-			for k := range bs {
-				bs[k] = maxB - bs[k]
-			}
-		}
-		v.tick(len(cls))
-		if len(cls) <= smallClass {
-			removals += shuffledSmallRemovals(cls, a.Ranks, bs, bitsB)
-		} else {
-			removals += v.shuffledClassRemovals(cls, a.Ranks, bs, bitsB, width)
+		for k, r := range cls {
+			sb[r] = bs[k]
 		}
 		v.shuffleTails = bs[:0]
 		v.tick(len(cls))
 	}
-	return removals
-}
-
-// shuffledSmallRemovals is the removals of one class of at most smallClass
-// rows whose i-th row takes the B rank bs[i]: keys on the stack, an
-// insertion sort and LNDS tails searched linearly, as smallClassRemovals.
-func shuffledSmallRemovals(cls, ar, bs []uint32, bitsB uint) int {
-	var kb [smallClass]uint64
-	keys := kb[:len(cls)]
-	for j, r := range cls {
-		k := uint64(ar[r])<<bitsB | uint64(bs[j])
-		y := j
-		for ; y > 0 && keys[y-1] > k; y-- {
-			keys[y] = keys[y-1]
-		}
-		keys[y] = k
+	shuffled := table.Column{Ranks: sb, Cardinality: b.Cardinality}
+	asc, desc := v.ocRemovals(p, a, &shuffled, pol == Asc, pol == Desc, -1)
+	if pol == Desc {
+		return desc
 	}
-	mask := uint64(1)<<bitsB - 1
-	var tb [smallClass]uint32
-	tails := tb[:0]
-	for _, k := range keys {
-		tails = pushSmall(tails, uint32(k&mask))
-	}
-	return len(keys) - len(tails)
-}
-
-// shuffledClassRemovals is shuffledSmallRemovals for a class of any size:
-// keys sorted by sortKeys, LNDS tails searched by bisection. It reuses bs
-// for the tails.
-func (v *Validator) shuffledClassRemovals(cls, ar, bs []uint32, bitsB, width uint) int {
-	keys := v.shuffleKeys[:0]
-	for k, r := range cls {
-		keys = append(keys, uint64(ar[r])<<bitsB|uint64(bs[k]))
-	}
-	tmp := slices.Grow(v.shufflePerm[:0], len(keys))[:len(keys)]
-	sorted := sortKeys(keys, tmp, width)
-	// sortKeys leaves the result in either buffer; keep both.
-	if &sorted[0] == &tmp[0] {
-		keys, tmp = tmp, keys
-	}
-	v.shufflePerm = tmp[:0]
-	v.tick(len(cls))
-	mask := uint64(1)<<bitsB - 1
-	tails := bs[:0] // the B values are in keys now
-	for _, k := range keys {
-		x := uint32(k & mask)
-		if j := upperBound(tails, x); j == len(tails) {
-			tails = append(tails, x)
-		} else {
-			tails[j] = x
-		}
-	}
-	v.shuffleKeys = keys[:0]
-	return len(cls) - len(tails)
+	return asc
 }
 
 // OCShuffleBound is an upper bound of OCShuffledRemovals(p, a, b, pol)
