@@ -20,6 +20,13 @@ type Sample struct {
 	Partition int32
 	Offset    int64
 	Values    map[string]string
+	// Expected is what the rule expected of the record (a violated event's
+	// samples), or nil.
+	Expected *Expected
+	// Fields are all of the record's fields (a violated event's samples),
+	// for the status page: not part of the event's JSON, which carries
+	// only the rule's columns.
+	Fields map[string]string
 }
 
 // WindowInfo identifies the window an observation was made on.
@@ -95,6 +102,9 @@ type Event struct {
 	// in this window and share columns with Dependency: one cause, one
 	// event (see Tracker).
 	Related []Related
+	// Explanation says why a violated event's rule broke (nil on other
+	// events, and when it could not be computed).
+	Explanation *Explanation
 }
 
 // Involves reports whether the event reports a state change of the
@@ -140,6 +150,7 @@ type eventJSON struct {
 	Window         windowJSON           `json:"window"`
 	Samples        []sampleJSON         `json:"samples"`
 	Related        []relatedJSON        `json:"related"`
+	Explanation    *explanationJSON     `json:"explanation,omitempty"`
 }
 
 type relatedJSON struct {
@@ -185,6 +196,7 @@ type sampleJSON struct {
 	Partition int32             `json:"partition"`
 	Offset    int64             `json:"offset"`
 	Values    map[string]string `json:"values"`
+	Expected  *expectedJSON     `json:"expected,omitempty"`
 }
 
 func offsetsToJSON(m map[int32]int64) map[string]int64 {
@@ -229,7 +241,7 @@ func toSamplesJSON(s []Sample) []sampleJSON {
 		if v == nil {
 			v = map[string]string{}
 		}
-		out[i] = sampleJSON{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: v}
+		out[i] = sampleJSON{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: v, Expected: toExpectedJSON(x.Expected)}
 	}
 	return out
 }
@@ -240,7 +252,7 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 	}
 	out := make([]Sample, len(s))
 	for i, x := range s {
-		out[i] = Sample{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: x.Values}
+		out[i] = Sample{Topic: x.Topic, Partition: x.Partition, Offset: x.Offset, Values: x.Values, Expected: fromExpectedJSON(x.Expected)}
 	}
 	return out
 }
@@ -252,8 +264,12 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 // error_now, epsilon, margin, removals, strength, window {topic, start_offsets,
 // end_offsets, start_time, end_time, records, end_seq} (offset maps keyed by
 // partition number as a string), samples [{topic, partition, offset,
-// values}], related [{dependency_id, dependency, dependency_text,
-// error_before, error_now, removals}] (always an array). Times are RFC 3339
+// values, expected?}], related [{dependency_id, dependency, dependency_text,
+// error_before, error_now, removals}] (always an array), explanation?
+// {violating, segments [{column, value | null, violating,
+// violating_share, window_share, lift}], first {topic, partition, offset,
+// time}} (violated events; expected {column, value | null | low?, high?}
+// with it, values as text like the samples'). Times are RFC 3339
 // with nanoseconds, in the zone given. schema/event.schema.json is the
 // contract (EventSchema).
 func (e Event) MarshalJSON() ([]byte, error) {
@@ -274,6 +290,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Window:         toWindowJSON(e.Window),
 		Samples:        toSamplesJSON(e.Samples),
 		Related:        toRelatedJSON(e.Related),
+		Explanation:    toExplanationJSON(e.Explanation),
 	})
 }
 
@@ -302,19 +319,23 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 			StartTime: j.Window.StartTime, EndTime: j.Window.EndTime,
 			Records: j.Window.Records, EndSeq: j.Window.EndSeq,
 		},
-		Samples: fromSamplesJSON(j.Samples),
-		Related: fromRelatedJSON(j.Related),
+		Samples:     fromSamplesJSON(j.Samples),
+		Related:     fromRelatedJSON(j.Related),
+		Explanation: fromExplanationJSON(j.Explanation),
 	}
 	return nil
 }
 
 // Text renders the event for people: one summary line, one indented line
-// per related dependency, then one per sample with its coordinates and
-// values (columns sorted):
+// per related dependency, the explanation's (cause, other segments, the
+// record the break starts at), then one per sample with its coordinates,
+// values (columns sorted) and what the rule expected:
 //
 //	2026-11-30T01:02:03Z VIOLATED payroll {}: salary ~ tax (asc) error 0.0000 -> 0.0450 (eps 0.0300, margin 0.0050) removals 45 window payroll p0:100-199 (100 records) id 3f2a...
 //	    related {tax}: [] -> salary error 0.0010 -> 0.0400 removals 4
-//	    payroll/0@123 perc=0.250 salary=5000 tax=12500
+//	    cause: 100% of the violating records have source=import, against 33% of the window
+//	    since: payroll/0@105 at 2026-11-30T01:01:00Z (45 violating records)
+//	    payroll/0@123 salary=5000 tax=12500 (expected tax 1000..1250)
 func (e Event) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s %s error %.4f -> %.4f (eps %.4f, margin %.4f) removals %d window %s (%d records) id %s",
@@ -323,10 +344,14 @@ func (e Event) Text() string {
 	for _, r := range e.Related {
 		fmt.Fprintf(&b, "\n    related %s error %.4f -> %.4f removals %d", r.DependencyText, r.ErrorBefore, r.ErrorNow, r.Removals)
 	}
+	explanationText(&b, e.Explanation)
 	for _, s := range e.Samples {
 		fmt.Fprintf(&b, "\n    %s/%d@%d", s.Topic, s.Partition, s.Offset)
 		for _, k := range slices.Sorted(maps.Keys(s.Values)) {
 			fmt.Fprintf(&b, " %s=%s", k, s.Values[k])
+		}
+		if s.Expected != nil {
+			fmt.Fprintf(&b, " (expected %s)", s.Expected)
 		}
 	}
 	return b.String()

@@ -27,6 +27,9 @@ const defaultMaxErrorSeries = 200
 //	                                              (a violated event and no restored one since), 0 while holding;
 //	                                              exactly the label sets of odwatch_dependency_error
 //	odwatch_margin{stream}                        gauge, the hysteresis half-width of the stream's Tracker
+//	odwatch_dependency_cause{stream,dependency,cause} gauge, 1 while the dependency is violated and its
+//	                                              violated event's explanation has a segment: cause is
+//	                                              Explanation.Cause (the alert rules' summary reads it)
 //
 // odwatch_dependency_violated is what alert rules should fire on: comparing
 // odwatch_dependency_error with odwatch_epsilon flaps for a dependency whose
@@ -41,6 +44,7 @@ type Metrics struct {
 	depError     *prometheus.GaugeVec
 	depViolated  *prometheus.GaugeVec
 	margin       *prometheus.GaugeVec
+	depCause     *prometheus.GaugeVec
 
 	// mu guards exported: per stream, the dependency label values that have
 	// series, so that UpdateTracker deletes only the ones that left instead
@@ -81,6 +85,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		margin: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "odwatch_margin", Help: "Hysteresis half-width of the stream: violated above epsilon+margin, restored at or below epsilon-margin.",
 		}, []string{"stream"}),
+		depCause: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "odwatch_dependency_cause", Help: "1 while a violated dependency's violated event names a cause: the segment its violating records share (label cause).",
+		}, []string{"stream", "dependency", "cause"}),
 	}
 	if reg != nil {
 		m.events = register(reg, m.events)
@@ -90,6 +97,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.depError = register(reg, m.depError)
 		m.depViolated = register(reg, m.depViolated)
 		m.margin = register(reg, m.margin)
+		m.depCause = register(reg, m.depCause)
 	}
 	return m
 }
@@ -109,10 +117,25 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	return c
 }
 
-// Observe counts emitted events.
+// Observe counts emitted events and sets the cause of the dependencies a
+// violated event with an explanation reports (its own and its related
+// ones: one cause, one event); UpdateTracker removes it once they hold.
 func (m *Metrics) Observe(events []Event) {
 	for _, e := range events {
 		m.events.WithLabelValues(e.Stream, string(e.Type)).Inc()
+		if e.Type != EventViolated {
+			continue
+		}
+		texts := []string{e.DependencyText}
+		for _, r := range e.Related {
+			texts = append(texts, r.DependencyText)
+		}
+		for _, t := range texts {
+			m.depCause.DeletePartialMatch(prometheus.Labels{"stream": e.Stream, "dependency": t})
+			if c := e.Explanation.Cause(); c != "" {
+				m.depCause.WithLabelValues(e.Stream, t, c).Set(1)
+			}
+		}
 	}
 }
 
@@ -182,6 +205,7 @@ func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
 		// may have left series behind that prev cannot name.
 		m.depError.DeletePartialMatch(prometheus.Labels{"stream": stream})
 		m.depViolated.DeletePartialMatch(prometheus.Labels{"stream": stream})
+		m.depCause.DeletePartialMatch(prometheus.Labels{"stream": stream})
 	}
 	next := make(map[string]bool, min(len(errs), limit))
 	for i, e := range errs {
@@ -198,6 +222,8 @@ func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
 		violated := 0.0
 		if e.State == StateViolated {
 			violated = 1
+		} else if prev[e.Text] {
+			m.depCause.DeletePartialMatch(prometheus.Labels{"stream": stream, "dependency": e.Text})
 		}
 		m.depViolated.WithLabelValues(stream, e.Text).Set(violated)
 		next[e.Text] = true
@@ -206,6 +232,7 @@ func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
 		if !next[dep] {
 			m.depError.DeleteLabelValues(stream, dep)
 			m.depViolated.DeleteLabelValues(stream, dep)
+			m.depCause.DeletePartialMatch(prometheus.Labels{"stream": stream, "dependency": dep})
 		}
 	}
 	m.exported[stream] = next

@@ -17,7 +17,8 @@ var eventSchema string
 // Schema, EventSchema, whose last part is its version. A new version comes
 // with every change of the event's JSON; version 2 added related and
 // strength, version 3 the key and equivalence dependencies.
-const eventDataSchema = "urn:odwatch:schema:event:v3"
+// Version 4: a violated event's explanation and its samples' expected values.
+const eventDataSchema = "urn:odwatch:schema:event:v4"
 
 // EventSchema returns the JSON Schema (draft 2020-12) of an event's JSON
 // (Event.MarshalJSON), published in the repository as

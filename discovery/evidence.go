@@ -20,15 +20,6 @@ import (
 // does not apply to it: its classes of two distinct records are its
 // violations.
 
-// minSupport is the share of the distinct records that must lie in
-// context classes holding at least two distinct records for a dependency
-// to have any strength: below it the context is a near key, whose rare
-// repeats carry the rule alone (latitude in zipcodes, 23% of its records
-// in repeated classes; a car's weight, 22%), while the genuine rules of
-// the benchmarks with the smallest support have 34% ({city,state} in
-// zipcodes) and 37% (a car's Name).
-const minSupport = 0.3
-
 // evidence says which rows of a table are distinct records: the first row
 // of each class of identical rows. It is read-only once built, so the
 // lattice's workers share it.
@@ -42,30 +33,15 @@ type evidence struct {
 	// spanning marks the evidence of the dependencies that mention every
 	// column: all records, without the repeated-support test.
 	spanning bool
+	// minSupport is listingTuning's.
+	minSupport float64
 }
 
-// newEvidence finds the distinct records of t.
-func newEvidence(t *table.Table) *evidence {
-	e := &evidence{n: t.Rows}
-	cols := make([]int, len(t.Columns))
-	for i := range cols {
-		cols[i] = i
-	}
-	whole := validate.PartitionOf(t, cols)
-	if whole.NumClasses() == 0 {
-		return e
-	}
-	e.first = make([]bool, t.Rows)
-	for i := range e.first {
-		e.first[i] = true
-	}
-	for i := 0; i < whole.NumClasses(); i++ {
-		for _, r := range whole.Class(i)[1:] {
-			e.first[r] = false
-			e.n--
-		}
-	}
-	return e
+// newEvidence returns the distinct records of t (found once per table:
+// table.Table.Distinct), judged with the given tuning.
+func newEvidence(t *table.Table, tune listingTuning) *evidence {
+	d := t.Distinct()
+	return &evidence{first: d.First, n: d.N, minSupport: tune.minSupport}
 }
 
 // of returns p restricted to the distinct records: over e.n rows, each
@@ -100,7 +76,7 @@ func (e *evidence) of(p *validate.StrippedPartition) *validate.StrippedPartition
 // repeated support: at least minSupport of the distinct records in
 // classes of two or more.
 func (e *evidence) supported(p *validate.StrippedPartition) bool {
-	return e.spanning || e.n > 0 && float64(p.Covered()) >= minSupport*float64(e.n)
+	return e.spanning || e.n > 0 && float64(p.Covered()) >= e.minSupport*float64(e.n)
 }
 
 // pdep is validate.ColumnPdep of c over the distinct records.
@@ -159,7 +135,7 @@ func (e *evidence) ocMeasure(v *validate.Validator, ev *validate.StrippedPartiti
 // once.
 func (vs *depValidator) evidence() *evidence {
 	if vs.ev == nil {
-		vs.ev = newEvidence(vs.t)
+		vs.ev = newEvidence(vs.t, vs.tune)
 	}
 	return vs.ev
 }

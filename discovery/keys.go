@@ -8,11 +8,6 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
-// maxKeyColumns bounds the keys Summarize looks for: a key of four or more
-// columns is almost always the accident of measurement columns combined,
-// and the search grows with the number of column sets.
-const maxKeyColumns = 3
-
 // keySearch finds the minimal keys of one table: the column sets X whose
 // partition leaves at most the eps budget of rows to remove for X to
 // identify every record (n - |dom X| <= floor(eps n), on all records), no
@@ -36,8 +31,8 @@ type foundKey struct {
 
 // findKeys returns the minimal keys of t of at most maxColumns columns, in
 // the order found (by size, then by columns).
-func findKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int) ([]foundKey, error) {
-	ks := &keySearch{t: t, ev: newEvidence(t), budget: RemovalBudget(eps, t.Rows), v: validate.NewValidator()}
+func findKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, tune listingTuning) ([]foundKey, error) {
+	ks := &keySearch{t: t, ev: newEvidence(t, tune), budget: RemovalBudget(eps, t.Rows), v: validate.NewValidator()}
 	for i := range t.Columns {
 		ks.pdep = append(ks.pdep, ks.ev.pdep(&t.Columns[i]))
 	}

@@ -232,7 +232,7 @@ func newLattice(t *table.Table, opts Options) *lattice {
 		ocWords: (m*m*2 + 63) / 64,
 		budget:  RemovalBudget(opts.Epsilon, t.Rows),
 		workers: workers,
-		ev:      newEvidence(t),
+		ev:      newEvidence(t, opts.listing()),
 		rows:    rowEvidence{ev: evidence{n: t.Rows, spanning: true}},
 	}
 	if m == 64 {

@@ -88,7 +88,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 	t.Helper()
 	v := validate.NewValidator()
 	m := len(cols)
-	ev := newEvidence(tab)
+	ev := newEvidence(tab, defaultListing)
 	for x := uint64(0); x < 1<<m; x++ {
 		var ctx []int
 		for c := 0; c < m; c++ {
@@ -373,10 +373,15 @@ func TestLatticeTypedReliableMatchesBruteForce(t *testing.T) {
 			}
 		}
 		om := measureAll(cols, tab.Rows)
-		om.addStrengths(cols)
+		// Every third table forces the repeated support a rule needs
+		// (listingTuning.minSupport) away from its default.
+		support := []float64{defaultListing.minSupport, 0, 0.6}[i%3]
+		tune := defaultListing
+		tune.minSupport = support
+		om.addStrengths(cols, support)
 		for _, eps := range []float64{0, 0.1, 0.3} {
 			for _, minStrength := range []float64{0, 0.4321, 0.8765} {
-				d, err := Discover(context.Background(), tab, Options{Epsilon: eps, MinStrength: minStrength, Workers: 1 + i%2})
+				d, err := Discover(context.Background(), tab, Options{Epsilon: eps, MinStrength: minStrength, Workers: 1 + i%2, tune: &tune})
 				if err != nil {
 					t.Fatalf("table %d: %v", i, err)
 				}

@@ -443,23 +443,23 @@ func oracleKeep(classes [][]int, keep []bool) [][]int {
 	return out
 }
 
-// oracleSupported reports whether at least 30% of the nd distinct records
-// lie in classes of two or more.
-func oracleSupported(classes [][]int, nd int) bool {
+// oracleSupported reports whether at least the share support (30% by
+// default) of the nd distinct records lie in classes of two or more.
+func oracleSupported(classes [][]int, nd int, support float64) bool {
 	in := 0
 	for _, c := range classes {
 		if len(c) >= 2 {
 			in += len(c)
 		}
 	}
-	return nd > 0 && float64(in) >= 0.3*float64(nd)
+	return nd > 0 && float64(in) >= support*float64(nd)
 }
 
 // addStrengths adds every dependency's measure to om, as docs/DESIGN.md
 // ("Strength") reads: on the distinct records, 0 without repeated support,
 // except for a dependency that mentions every column, measured on all
-// records.
-func (om *oracleMeasures) addStrengths(cols [][]int) {
+// records; support is the share of repeated support a rule needs.
+func (om *oracleMeasures) addStrengths(cols [][]int, support float64) {
 	om.ofdStrength = map[[2]uint64]float64{}
 	om.ocStrength = map[[4]uint64]float64{}
 	keep, nd := oracleDistinct(cols, om.n)
@@ -473,7 +473,7 @@ func (om *oracleMeasures) addStrengths(cols [][]int) {
 		}
 		classes := oracleClasses(cols, om.n, ctx)
 		distinct := oracleKeep(classes, keep)
-		supported := oracleSupported(distinct, nd)
+		supported := oracleSupported(distinct, nd, support)
 		for a := 0; a < om.m; a++ {
 			if x&(1<<a) != 0 {
 				continue

@@ -21,6 +21,11 @@ import (
 //     member of an equivalence is not reliable and names the one kept,
 //     which names the other members as Equivalents; a rule within one
 //     equivalence names it;
+//   - orders by a key, empty sides and measurements (summarize_evidence.go):
+//     a reliable OC one of whose sides with its context holds a key names
+//     the key; a reliable rule onto a column empty within eps names
+//     {}: [] -> A; a reliable rule whose context holds a measurement is
+//     not reliable;
 //   - mirrors: of X,A -> B and X,B -> A, both reliable with X not empty,
 //     the weaker names the stronger;
 //   - implied: a reliable X -> B that follows from reliable X -> A and Y ->
@@ -33,11 +38,12 @@ func Summarize(ctx context.Context, t *table.Table, d *Discovery, opts Options) 
 	if opts.MinStrength <= 0 || t.Rows == 0 || len(t.Columns) > 64 {
 		return nil
 	}
-	maxColumns := maxKeyColumns
+	tune := opts.listing()
+	maxColumns := tune.maxKeyColumns
 	if opts.MaxLevel > 0 {
 		maxColumns = min(maxColumns, opts.MaxLevel)
 	}
-	keys, err := findKeys(ctx, t, opts.Epsilon, maxColumns)
+	keys, err := findKeys(ctx, t, opts.Epsilon, maxColumns, tune)
 	if err != nil {
 		return err
 	}
@@ -46,6 +52,9 @@ func Summarize(ctx context.Context, t *table.Table, d *Discovery, opts Options) 
 		s.index[t.Columns[i].Name] = i
 	}
 	s.addKeys(keys)
+	s.stepBackKeyOrders()
+	s.stepBackEmptySides()
+	s.stepBackMeasurements()
 	if err := s.addEquivalences(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/odwatch/odwatch/discovery/table"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -104,7 +105,7 @@ func TestKeysMatchBruteForce(t *testing.T) {
 		}
 		tab := tableFromInts(cols)
 		for _, eps := range []float64{0, 0.1} {
-			keys, err := findKeys(context.Background(), tab, eps, 3)
+			keys, err := findKeys(context.Background(), tab, eps, 3, defaultListing)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,18 +138,9 @@ func TestSummarize(t *testing.T) {
 		group = append(group, c%8)
 		city = append(city, c%8/2)
 	}
-	tab := tableFromInts([][]int{id, code, copyOf, group, city})
-	opts := Options{Epsilon: 0.05, MinStrength: DefaultMinStrength}
-	d, err := Discover(context.Background(), tab, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Summarize(context.Background(), tab, d, opts); err != nil {
-		t.Fatal(err)
-	}
 	var reliable []string
 	stepped := map[string][]string{}
-	for _, r := range d.Dependencies {
+	for _, r := range summarize(t, tableFromInts([][]int{id, code, copyOf, group, city}), defaultListing) {
 		if r.Reliable {
 			reliable = append(reliable, r.String()+" eq="+strings.Join(r.Equivalents, ","))
 		}
@@ -216,5 +208,120 @@ func TestRuleTextAndJSON(t *testing.T) {
 	}
 	if got := Describe(Dependency{Kind: KindKey, Set: []string{"order_id"}}); got != "order_id identifies a record" {
 		t.Errorf("describe key: %q", got)
+	}
+}
+
+// summarize runs Discover and Summarize on tab at eps 0.05 and the
+// default threshold with the given tuning.
+func summarize(t *testing.T, tab *table.Table, tune listingTuning) []Result {
+	t.Helper()
+	opts := Options{Epsilon: 0.05, MinStrength: DefaultMinStrength, tune: &tune}
+	d, err := Discover(context.Background(), tab, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Summarize(context.Background(), tab, d, opts); err != nil {
+		t.Fatal(err)
+	}
+	return d.Dependencies
+}
+
+// summarized is summarize on cols, the columns nominal typed so, and
+// returns the reliable entries' texts and what each other entry names.
+func summarized(t *testing.T, cols [][]int, nominal []int, tune listingTuning) ([]string, map[string][]string) {
+	t.Helper()
+	tab := tableFromInts(cols)
+	for _, c := range nominal {
+		tab.Columns[c].Type = table.Nominal
+	}
+	var reliable []string
+	by := map[string][]string{}
+	for _, r := range summarize(t, tab, tune) {
+		if r.Reliable {
+			reliable = append(reliable, r.String())
+		} else {
+			by[r.String()] = r.ImpliedBy
+		}
+	}
+	return reliable, by
+}
+
+// TestListingTuning forces each threshold of the reliable listing that
+// Summarize applies (listingTuning; minSupport is forced against the
+// oracle in TestLatticeTypedReliableMatchesBruteForce) and checks the
+// listing on either side of it.
+func TestListingTuning(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 5))
+	const n = 400
+	// c0 a measurement (numeric, 320 values in 400 distinct records:
+	// pairs in the first 160, unique after), c1 what c0's pairs agree on,
+	// c2 what tells the records of a pair apart.
+	var m, y, z []int
+	for r := range n {
+		if r < 160 {
+			m, y = append(m, r/2), append(y, r/2%3)
+		} else {
+			m, y = append(m, 1000+r), append(y, rng.IntN(3))
+		}
+		z = append(z, r%2)
+	}
+	rule := "{c0}: [] -> c1"
+	for _, tc := range []struct {
+		name    string
+		share   float64
+		nominal []int
+		want    bool
+	}{
+		{"measurement at the default share", defaultListing.measurementShare, nil, false},
+		{"share above the column's", 0.9, nil, true},
+		{"share at the column's", 0.8, nil, false},
+		{"text labels are no measurement", defaultListing.measurementShare, []int{0}, true},
+	} {
+		tune := defaultListing
+		tune.measurementShare = tc.share
+		reliable, by := summarized(t, [][]int{m, y, z}, tc.nominal, tune)
+		if got := slices.Contains(reliable, rule); got != tc.want {
+			t.Errorf("%s: %s reliable %v, want %v (reliable %q, stepped back %v)", tc.name, rule, got, tc.want, reliable, by)
+		}
+	}
+
+	// c0 and c1 together identify a record, neither alone does.
+	var a, b, v []int
+	for r := range n {
+		a, b, v = append(a, r%20), append(b, r/20), append(v, rng.IntN(5))
+	}
+	for _, k := range []int{1, 2, 3} {
+		tune := defaultListing
+		tune.maxKeyColumns = k
+		reliable, _ := summarized(t, [][]int{a, b, v}, []int{0, 1}, tune)
+		if got, want := slices.Contains(reliable, "key(c0,c1)"), k >= 2; got != want {
+			t.Errorf("maxKeyColumns %d: key(c0,c1) listed %v, want %v (%q)", k, got, want, reliable)
+		}
+	}
+}
+
+// TestSummarizeStepsBack: an order by a key and a rule onto a column that
+// is empty within eps step back, naming the key and the constant.
+func TestSummarizeStepsBack(t *testing.T) {
+	const n = 400
+	// c0 an id, c1 growing with it; c3 empty but in the 10 records
+	// (2.5%) of one class of c2, which determines it.
+	var id, w, g, e []int
+	for r := range n {
+		id, w, g = append(id, r), append(w, r/10), append(g, r%40)
+		if r%40 == 0 {
+			e = append(e, 5)
+		} else {
+			e = append(e, nullValue)
+		}
+	}
+	reliable, by := summarized(t, [][]int{id, w, g, e}, []int{2}, defaultListing)
+	for dep, want := range map[string]string{
+		"{}: c0 ~ c1 (asc)": "key(c0)",
+		"{c2}: [] -> c3":    "{}: [] -> c3",
+	} {
+		if slices.Contains(reliable, dep) || !slices.Contains(by[dep], want) {
+			t.Errorf("%s: reliable %v, implied by %q, want it stepping back for %s (reliable %q)", dep, slices.Contains(reliable, dep), by[dep], want, reliable)
+		}
 	}
 }

@@ -190,6 +190,8 @@ type Options struct {
 	// concurrently and once per candidate, so it must be cheap when there
 	// is nothing to wait for (an atomic load).
 	Pause func(ctx context.Context) error
+	// tune, when set (by a test), replaces defaultListing.
+	tune *listingTuning
 }
 
 // Stats describe the work a discovery run did.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
@@ -80,6 +82,7 @@ func ValidateEach(ctx context.Context, t *table.Table, deps []Dependency, opts O
 		index: make(map[string]int, len(t.Columns)),
 		parts: map[uint64]*validate.StrippedPartition{},
 		v:     validate.NewValidator(),
+		tune:  opts.listing(),
 	}
 	for i := len(t.Columns) - 1; i >= 0; i-- {
 		vs.index[t.Columns[i].Name] = i // the first of duplicate names wins
@@ -107,6 +110,7 @@ type depValidator struct {
 	parts map[uint64]*validate.StrippedPartition // by context column set, when <= 64 columns
 	v     *validate.Validator
 	ev    *evidence // the distinct records, found when first needed
+	tune  listingTuning
 }
 
 func (vs *depValidator) column(name string) (*table.Column, error) {
@@ -115,6 +119,22 @@ func (vs *depValidator) column(name string) (*table.Column, error) {
 		return nil, fmt.Errorf("%w: %q", errUnknownColumn, name)
 	}
 	return &vs.t.Columns[i], nil
+}
+
+// known returns an error naming every column d mentions that the table
+// lacks, in d's order, or nil.
+func (vs *depValidator) known(d Dependency) error {
+	var missing []string
+	for _, name := range d.Columns() {
+		q := strconv.Quote(name)
+		if _, ok := vs.index[name]; !ok && !slices.Contains(missing, q) {
+			missing = append(missing, q)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", errUnknownColumn, strings.Join(missing, ", "))
 }
 
 func (vs *depValidator) columns(names []string) ([]*table.Column, error) {
@@ -176,6 +196,9 @@ func (vs *depValidator) gain(context []string, s float64, measure func(*validate
 // the measure of its kind (measureOFD, measureOC, measureListOD), then what
 // they share: the error, reliability and removal sample.
 func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
+	if err := vs.known(d); err != nil {
+		return Result{}, err
+	}
 	p, err := vs.partition(d.Context)
 	if err != nil {
 		return Result{}, err

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/odwatch/odwatch/discovery/internal/validate"
@@ -389,7 +390,7 @@ func TestValidateMatchesOracle(t *testing.T) {
 			continue
 		}
 		om := measureAll(cols, n)
-		om.addStrengths(cols)
+		om.addStrengths(cols, 0.3)
 		// gain is the Strength of docs/DESIGN.md from the oracle's measures.
 		gain := func(x uint64, measure func(y uint64) float64) float64 {
 			s := measure(x)
@@ -449,6 +450,28 @@ func TestValidateMatchesOracle(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestValidateUnknownColumns: a key or an equivalence on columns the table
+// lacks is a one-line error naming each of them once.
+func TestValidateUnknownColumns(t *testing.T) {
+	t.Parallel()
+	tab := tableFromInts([][]int{{1, 1, 2, 2}, {1, 2, 3, 3}})
+	for text, want := range map[string]string{
+		"key(c0,zip)":          `key(c0,zip): unknown column: "zip"`,
+		"key(zip,city,zip)":    `key(zip,city,zip): unknown column: "zip", "city"`,
+		"{zz}: c1 <-> a <-> b": `{zz}: c1 <-> a <-> b: unknown column: "zz", "a", "b"`,
+		"c0 <-> c9":            `{}: c0 <-> c9: unknown column: "c9"`,
+	} {
+		d, err := ParseDependency(text)
+		if err != nil {
+			t.Fatalf("%s: %v", text, err)
+		}
+		_, err = Validate(context.Background(), tab, d, Options{})
+		if !errors.Is(err, errUnknownColumn) || err.Error() != want || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: err %v, want %s", text, err, want)
 		}
 	}
 }

@@ -93,18 +93,22 @@ type e2eEvent struct {
 
 // e2eResult is what the monitor process of BenchmarkEndToEnd reports.
 type e2eResult struct {
-	Records        int        `json:"records"` // consumed after the warm-up
-	Seconds        float64    `json:"seconds"` // the warm-up's end to the last record consumed
-	FirstCheck     float64    `json:"first_check_s"`
-	RecordsPerSec  float64    `json:"records_per_sec"`
-	Checks         uint64     `json:"checks"`
-	Skipped        float64    `json:"skipped"`
-	CheckMean      float64    `json:"check_mean_s"`
-	CheckP99       float64    `json:"check_p99_le_s"` // upper bound of the histogram bucket holding the p99
-	CheckMax       float64    `json:"check_max_s"`
-	Discoveries    uint64     `json:"discoveries"`
-	DiscoveryMean  float64    `json:"discovery_mean_s"`
-	DiscoverySkips float64    `json:"discovery_skipped"`
+	Records        int     `json:"records"` // consumed after the warm-up
+	Seconds        float64 `json:"seconds"` // the warm-up's end to the last record consumed
+	FirstCheck     float64 `json:"first_check_s"`
+	RecordsPerSec  float64 `json:"records_per_sec"`
+	Checks         uint64  `json:"checks"`
+	Skipped        float64 `json:"skipped"`
+	CheckMean      float64 `json:"check_mean_s"`
+	CheckP99       float64 `json:"check_p99_le_s"` // upper bound of the histogram bucket holding the p99
+	CheckMax       float64 `json:"check_max_s"`
+	Discoveries    uint64  `json:"discoveries"`
+	DiscoveryMean  float64 `json:"discovery_mean_s"`
+	DiscoverySkips float64 `json:"discovery_skipped"`
+	// DiscoveryWaits counts the checks consumption held back for a
+	// discovery, DiscoveryCost the discoveries' measured cost (pacer).
+	DiscoveryWaits float64    `json:"discovery_waited"`
+	DiscoveryCost  float64    `json:"discovery_cost_s"`
 	Tracked        int        `json:"tracked"`
 	MaxLag         float64    `json:"max_lag"`
 	CPU            float64    `json:"cpu_s"` // the process's CPU time (user + system) over Seconds
@@ -158,6 +162,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 	stopProfile = e2eCPUProfile(t, profile, "")
 	fmt.Println("WARM")
 	first, cpu := time.Now(), cpuTime(t)
+	w.waited, w.spent = discoveryWaits(t, h.reg, "e2e"), discoverySpent(h.s)
 	maxLag := h.consumeAll()
 	took := time.Since(first)
 	cpu = cpuTime(t) - cpu
@@ -189,7 +194,9 @@ func newE2EHelper(t *testing.T) *e2eHelper {
 		Topic: "e2e", Window: e2eWindow, Every: e2eEvery, Epsilon: 0.01, Margin: AutoMargin, MinScore: AutoMinScore,
 		K: 1, MaxLevel: DefaultMaxLevel, DiscoverAfter: DefaultDiscoverAfter, Sample: 5, Pinned: benchstream.Rules,
 	}
-	if d := os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"); d != "" {
+	if d := os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"); d == "auto" {
+		sc.DiscoverEvery = AutoDiscoverEvery
+	} else if d != "" {
 		n, err := strconv.Atoi(d)
 		if err != nil {
 			t.Fatalf("ODWATCH_E2E_DISCOVER_EVERY: %v", err)
@@ -216,11 +223,14 @@ func (h *e2eHelper) metric(name string, extra map[string]string) float64 {
 	return metricValue(h.t, h.reg, name, labels)
 }
 
-// e2eWarm is what the warm-up leaves to subtract from the run's figures.
+// e2eWarm is what the warm-up leaves to subtract from the run's figures;
+// waited and spent are the discovery waits and cost at its end.
 type e2eWarm struct {
 	firstCheck        float64 // seconds
 	evals             histogram
 	skipped, consumed float64
+	waited            float64
+	spent             time.Duration
 }
 
 // warmUp waits for the first window's check (which builds the checker's
@@ -283,6 +293,8 @@ func (h *e2eHelper) result(w e2eWarm, took, cpu time.Duration, maxLag float64) e
 		CheckMax:       time.Duration(h.s.maxEval.Load()).Seconds(),
 		Discoveries:    disc,
 		DiscoverySkips: h.metric("odwatch_discoveries_total", map[string]string{"result": "skipped"}),
+		DiscoveryWaits: discoveryWaits(h.t, h.reg, "e2e") - w.waited,
+		DiscoveryCost:  (discoverySpent(h.s) - w.spent).Seconds(),
 		MaxLag:         maxLag,
 		CPU:            cpu.Seconds(),
 		RSSMB:          vmHWM() / 1024,
@@ -301,6 +313,23 @@ func (h *e2eHelper) result(w e2eWarm, took, cpu time.Duration, maxLag float64) e
 	res.Events = h.sink.events
 	h.sink.mu.Unlock()
 	return res
+}
+
+// discoveryWaits is how many times stream's consumption waited for a
+// discovery (odwatch_discoveries_total{result="waited"}).
+func discoveryWaits(t testing.TB, reg prometheus.Gatherer, stream string) float64 {
+	return metricValue(t, reg, "odwatch_discoveries_total", map[string]string{"stream": stream, "result": "waited"})
+}
+
+// discoverySpent is the measured cost of the stream's discoveries so far
+// (the pacer's).
+func discoverySpent(s *streamRun) time.Duration {
+	s.mb.mu.Lock()
+	defer s.mb.mu.Unlock()
+	if s.mb.feed.pace == nil {
+		return 0
+	}
+	return s.mb.feed.pace.Spent()
 }
 
 // e2eCPUProfile starts a CPU profile of the monitor process into
@@ -461,27 +490,30 @@ func (p *procLines) text() string {
 // of the warm-up (the first window's ingest, its check and the discovery
 // running meanwhile) to FILE.warm, of the rest to FILE.
 func BenchmarkEndToEnd(b *testing.B) {
+	rate := e2eRate
+	if r := os.Getenv("ODWATCH_E2E_RATE"); r != "" {
+		var err error
+		if rate, err = strconv.Atoi(r); err != nil || rate <= 0 {
+			b.Fatalf("ODWATCH_E2E_RATE %q: want records per second", r)
+		}
+	}
 	for range b.N {
-		runEndToEnd(b)
+		runEndToEnd(b, rate, os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"))
 	}
 }
 
-func runEndToEnd(b *testing.B) {
+// runEndToEnd is one run of BenchmarkEndToEnd at rate records/s, with
+// discover-every discoverEvery (a number, auto, or empty: the default).
+func runEndToEnd(b *testing.B, rate int, discoverEvery string) (res e2eResult) {
 	b.StopTimer()
 	addr, stop, err := demo.StartBroker(context.Background(), map[string]int{"e2e": 1})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer stop()
-	p := startE2EProcess(b, addr)
+	p := startE2EProcess(b, addr, discoverEvery)
 	p.wait("READY")
 	b.StartTimer()
-	rate := e2eRate
-	if r := os.Getenv("ODWATCH_E2E_RATE"); r != "" {
-		if rate, err = strconv.Atoi(r); err != nil || rate <= 0 {
-			b.Fatalf("ODWATCH_E2E_RATE %q: want records per second", r)
-		}
-	}
 	prod := newE2EProducer(addr)
 	defer prod.close()
 	if _, err := prod.produce(e2eWindow, 0); err != nil {
@@ -495,7 +527,6 @@ func runEndToEnd(b *testing.B) {
 	}
 	prodSecs := time.Since(start).Seconds()
 	harnessCPU = cpuTime(b) - harnessCPU
-	var res e2eResult
 	if err := json.Unmarshal([]byte(p.wait("E2E ")), &res); err != nil {
 		b.Fatalf("bad result line: %v", err)
 	}
@@ -506,6 +537,7 @@ func runEndToEnd(b *testing.B) {
 	b.Logf("after the warm-up: produced %d records in %.2f s, consumed %d in %.2f s; tracked %d; discoveries skipped %v; events %d",
 		e2eRecords-e2eWindow, prodSecs, res.Records, res.Seconds, res.Tracked, res.DiscoverySkips, len(res.Events))
 	reportE2E(b, res, faultAt)
+	return res
 }
 
 // e2eProcess is BenchmarkEndToEnd's monitor process (TestHelperE2EMonitor
@@ -517,10 +549,12 @@ type e2eProcess struct {
 	logs  strings.Builder
 }
 
-// startE2EProcess starts the monitor process on the broker at addr.
-func startE2EProcess(b *testing.B, addr string) *e2eProcess {
+// startE2EProcess starts the monitor process on the broker at addr, with
+// discover-every discoverEvery.
+func startE2EProcess(b *testing.B, addr, discoverEvery string) *e2eProcess {
 	p := &e2eProcess{b: b, cmd: exec.Command(os.Args[0], "-test.run=^TestHelperE2EMonitor$", "-test.v")}
-	p.cmd.Env = append(os.Environ(), "ODWATCH_E2E_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+b.TempDir())
+	p.cmd.Env = append(os.Environ(), "ODWATCH_E2E_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+b.TempDir(),
+		"ODWATCH_E2E_DISCOVER_EVERY="+discoverEvery)
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -582,6 +616,8 @@ func reportE2E(b *testing.B, res e2eResult, faultAt time.Time) {
 	b.ReportMetric(res.Skipped, "checks-skipped")
 	b.ReportMetric(res.DiscoveryMean, "discovery-mean-s")
 	b.ReportMetric(float64(res.Discoveries), "discoveries")
+	b.ReportMetric(res.DiscoveryWaits, "discovery-waits")
+	b.ReportMetric(res.DiscoveryCost/res.Seconds, "discovery-cores")
 	b.ReportMetric(res.RSSMB, "rss-peak-MB")
 	b.ReportMetric(res.MaxLag, "max-lag")
 	b.ReportMetric(res.CPU/res.Seconds, "monitor-cores")

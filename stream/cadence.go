@@ -6,47 +6,30 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/stream/internal/eval"
+	"github.com/odwatch/odwatch/stream/internal/pace"
 	"github.com/odwatch/odwatch/stream/window"
 )
 
 // Two cadences (StreamConfig.DiscoverEvery > Every, count windows): every
 // Every records the tracked dependencies are re-checked incrementally
-// (incremental.Engine: the cost is about the records that entered and
-// left), and every DiscoverEvery records full discovery runs on its own
-// goroutine, on a snapshot, so that a running discovery never delays a
-// check; while checks are queued or running, the check gate (gate.go)
-// stops discovery's workers between pieces of work (no starvation guard:
-// discovery waits for as long as the checks run back to back).
-//
-//	records  ──────┬───────┬───────┬───────┬───────┬───────┬──────▶
-//	checks         C1      C2      C3      C4      C5      C6
-//	discovery      D1 ════════════════▶    D2 ═══════════════▶
-//	merged into                            C4                      C7
-//
-// The discovery of the window ending at record S is merged into the check
-// of the window ending at S + DiscoverEvery, when the next discovery
-// starts (eval's package doc says what a merge and the checks before it
-// do). The merge point depends on record numbers alone, so a run gives the
-// same events however long discovery takes, as long as it takes less than
-// DiscoverEvery records; one that takes longer is merged into the first
-// check after it finishes (logged), and a discovery due while the previous
-// one still runs replaces the one waiting (skipped).
-//
-// The consumer goroutine hands each check a delta of the window (the
-// values of the records that entered, the number that left), so that a
-// check costs the consumer about what changed; the evaluator goroutine
-// keeps the Incremental and applies every delta in order. Checks that
-// queue up behind a slow one are applied together and checked once (the
-// ones passed over are counted as skipped).
+// (eval.Checker), and full discovery runs on its own goroutine, on a
+// snapshot, never delaying a check: the check gate (pace.Gate) stops
+// discovery's workers while checks are queued or running. The pacer
+// (pace.Pacer) says when discoveries start, which check merges each, and
+// when the consumer must wait for one (streamRun.awaitDiscovery), so that
+// discovery never starves (the pace package doc). The consumer hands each
+// check a delta of the window; the evaluator applies every delta in order,
+// and checks queued behind a slow one are checked once (counted as
+// skipped), except those at a merge point.
 //
 // Crashes: the records of a discovery's window stay in the store until
 // its merge is saved (an evictHold ending there: the store holds up to
 // Window + DiscoverEvery records besides the batches not yet checked), and
 // a restart (restoreCadence) dispatches again what a crash lost (the
-// package doc, "Delivery guarantees", says with which events). Starting
-// the checker over at fixed points would make a restart's errors equal to
-// the uninterrupted run's too, at the cost of a full count every
-// DiscoverEvery records on the check path.
+// package doc, "Delivery guarantees", says with which events; with auto,
+// the pacer starts over). Starting the checker over at fixed points would
+// make a restart's errors equal to the uninterrupted run's too, at the
+// cost of a full count every DiscoverEvery records on the check path.
 
 // twoCadence reports whether the stream checks and discovers on separate
 // cadences.
@@ -64,8 +47,9 @@ type checkJob struct {
 	// replay: a check lost in a crash, dispatched again by restore
 	// (restoreCadence): it is checked on its own (never coalesced) and not
 	// published to the state topic (see evalJob.replay).
-	replay bool
-	gen    uint64 // the window's generation (mailbox.gen) at dispatch
+	replay  bool
+	merging bool   // a merge point (pace.Pacer.Merging): never coalesced
+	gen     uint64 // the window's generation (mailbox.gen) at dispatch
 }
 
 // discoveryJob is one window to run discovery on.
@@ -75,16 +59,17 @@ type discoveryJob struct {
 	// rerun: a discovery lost in a crash (or a restart), run again from
 	// the records the store kept for it; it is never skipped, and the
 	// check it merges into waits for it (see restoreCadence).
-	rerun bool
-	gen   uint64 // the window's generation (mailbox.gen) at dispatch
+	rerun   bool
+	gen     uint64 // the window's generation (mailbox.gen) at dispatch
+	mergeAt uint64 // merged into the first check at or past it (pace.Pacer.MergeAt)
 }
 
 // discoveryDone is a discovery's result, to be merged into the check of
-// window endSeq + DiscoverEvery.
+// window mergeAt (or the first after it).
 type discoveryDone struct {
-	endSeq  uint64
-	outcome eval.DiscoveryOutcome
-	took    time.Duration
+	endSeq, mergeAt uint64
+	outcome         eval.DiscoveryOutcome
+	took            time.Duration
 	// held is the part of took its workers waited at the check gate.
 	held time.Duration
 }
@@ -94,7 +79,7 @@ type discoveryDone struct {
 // checks, asks for a resync and merges done) and the discoverer (which
 // takes discs and fills done), all under mailbox.mu; the channels that
 // wake the discoverer and a check waiting for its merge; and the check
-// gate (gate.go), which has its own lock, changed under mailbox.mu.
+// gate (pace.Gate), which has its own lock, changed under mailbox.mu.
 type cadenceFeed struct {
 	// resync is set by the checker when a delta does not fit its rows,
 	// and by drop: the next job carries the whole window.
@@ -113,16 +98,20 @@ type cadenceFeed struct {
 	// runs.
 	stopDiscovery context.CancelFunc
 
+	pace *pace.Pacer // made at the consumer's first check (pacerLocked)
+
 	discWake chan struct{}
-	// discDone is signalled when a discovery ends (waitMerge).
-	discDone chan struct{}
+	// discDone is signalled when a discovery ends (waitMerge); consumerWake
+	// too and when the evaluator takes a pending window (awaitDiscovery).
+	discDone, consumerWake chan struct{}
 	// gate holds discovery back while checks are queued or running.
-	gate *checkGate
+	gate *pace.Gate
 }
 
 // newCadenceFeed returns an empty feed.
 func newCadenceFeed() cadenceFeed {
-	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), rerun: map[uint64]bool{}, gate: newCheckGate()}
+	return cadenceFeed{discWake: make(chan struct{}, 1), discDone: make(chan struct{}, 1), consumerWake: make(chan struct{}, 1),
+		rerun: map[uint64]bool{}, gate: pace.NewGate()}
 }
 
 // forget is drop's part for two cadences, on the consumer goroutine under
@@ -130,16 +119,19 @@ func newCadenceFeed() cadenceFeed {
 // checks and discoveries, the results not merged and the merges waited
 // for are forgotten, the running discovery is stopped, the gate is opened
 // (nothing of the dropped window is queued; the running check, if any, is
-// discarded), a check waiting for its merge is woken, and the next check
-// job carries the whole window (a reset: the checker starts over).
+// discarded), a check waiting for its merge is woken, the pacer reset, and
+// the next check job carries the whole window (the checker starts over).
 func (f *cadenceFeed) forget() {
 	f.checks, f.discs, f.done = nil, nil, nil
 	clear(f.rerun)
 	if f.stopDiscovery != nil {
 		f.stopDiscovery()
 	}
-	f.gate.setChecks(false)
-	f.gate.setMerging(false)
+	if f.pace != nil {
+		f.pace.Reset()
+	}
+	f.gate.SetChecks(false)
+	f.gate.SetMerging(false)
 	f.resync = true
 	select {
 	case f.discDone <- struct{}{}:

@@ -1,11 +1,15 @@
 package stream
 
 import (
+	"context"
 	"slices"
+	"time"
+
+	"github.com/odwatch/odwatch/stream/internal/pace"
 )
 
 // dispatchCheck is dispatch for two cadences: the window's delta to the
-// checker and, every DiscoverEvery records, a snapshot to discovery.
+// checker and, when the pacer starts one there, a snapshot to discovery.
 // replay marks a check lost in a crash, dispatched by restore.
 func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 	s.evalSeq = max(s.evalSeq, endSeq+1)
@@ -17,22 +21,87 @@ func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 			job.next[p] = o
 		}
 	}
+	lag := s.totalLag()
 	s.mb.mu.Lock()
+	job.merging = s.pacerLocked().Merging(endSeq)
 	s.mb.feed.checks = append(s.mb.feed.checks, job)
-	s.mb.feed.gate.setChecks(true)
+	s.mb.feed.gate.SetChecks(true)
+	start := s.paceLocked(endSeq, lag, replay) == pace.VerdictStart
 	s.mb.mu.Unlock()
-	if s.cfg.discoveryPoint(endSeq) {
-		s.dispatchDiscovery(endSeq, replay)
+	if start {
+		s.dispatchDiscovery(endSeq, replay, lag)
 	}
 	s.mb.notify()
 }
 
-// dispatchDiscovery hands the window (ending at endSeq) to discovery, and
-// keeps its records in the store until the check that merges its result
-// (endSeq + DiscoverEvery) is saved, so that a restart can run it again
-// (rerun). A live discovery due while the previous live one still waits
-// replaces it (skipped); a rerun is never skipped.
-func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
+// paceLocked is the pacer's verdict at the check of window end endSeq
+// with lag records behind it, under mb.mu; replay: a check restore
+// dispatches (pace.Pacer.Restored).
+func (s *streamRun) paceLocked(endSeq uint64, lag int64, replay bool) pace.Verdict {
+	if replay {
+		return s.pacerLocked().Restored(endSeq)
+	}
+	return s.pacerLocked().Next(endSeq, time.Now(), lag)
+}
+
+// pacerLocked is the stream's pacer, made at its first use; under mb.mu.
+func (s *streamRun) pacerLocked() *pace.Pacer {
+	if s.mb.feed.pace == nil {
+		s.mb.feed.pace = pace.New(s.cfg.Window, s.cfg.Every, s.cfg.DiscoverEvery, s.cfg.autoDiscover, pace.Default)
+	}
+	return s.mb.feed.pace
+}
+
+// totalLag is the records in the topic past the last one consumed.
+func (s *streamRun) totalLag() int64 {
+	var lag int64
+	for _, l := range s.lag {
+		lag += l
+	}
+	return lag
+}
+
+// mustAwait reports whether a count window's evaluation at endSeq must
+// wait: two cadences, for an open discovery (the pacer's verdict); one,
+// until the evaluator took the window before it (none is skipped).
+func (s *streamRun) mustAwait(endSeq uint64) bool {
+	if s.cfg.Interval > 0 {
+		return false
+	}
+	lag := s.totalLag()
+	s.mb.mu.Lock()
+	defer s.mb.mu.Unlock()
+	if !s.cfg.twoCadence() {
+		return s.mb.pending != nil
+	}
+	return s.paceLocked(endSeq, lag, false) == pace.VerdictWait
+}
+
+// awaitDiscovery holds the consumer while the evaluation of window end
+// endSeq must wait (mustAwait): the checks queued before it drain, the gate
+// opens and the discovery ends (or the evaluator takes the window before
+// it). Nothing is consumed meanwhile: Kafka holds the records, the lag
+// grows. It returns ctx's error when ctx is done first.
+func (s *streamRun) awaitDiscovery(ctx context.Context, endSeq uint64) error {
+	for waited := false; s.mustAwait(endSeq); waited = true {
+		if !waited && s.cfg.twoCadence() {
+			s.m.metrics.Discoveries.WithLabelValues(s.name, "waited").Inc()
+			s.log.Debug("consumption waits for discovery", "window_end", endSeq, "lag", s.totalLag())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.mb.feed.consumerWake:
+		}
+	}
+	return nil
+}
+
+// dispatchDiscovery hands the window (ending at endSeq, lag records behind
+// it) to discovery, started as the pacer says, and keeps its records in the
+// store until its latest merge (endSeq + DiscoverEvery) is saved, so that
+// a restart can run it again (rerun).
+func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
 	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun, gen: s.mb.gen.Load()}
 	if len(s.holds) == maxHolds {
 		s.holds = slices.Delete(s.holds, 0, 1)
@@ -40,15 +109,9 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool) {
 	s.holds = append(s.holds, evictHold{end: endSeq + uint64(s.cfg.DiscoverEvery), bounds: s.win.EvictionBounds()})
 	f := &s.mb.feed
 	s.mb.mu.Lock()
-	inOrder := s.m.hooks.ordered()
-	if n := len(f.discs); !rerun && !inOrder && n > 0 && !f.discs[n-1].rerun {
-		s.m.metrics.Discoveries.WithLabelValues(s.name, "skipped").Inc()
-		s.log.Warn("discovery skipped: the previous one is still running", "window_end", f.discs[n-1].endSeq)
-		delete(f.rerun, f.discs[n-1].endSeq)
-		f.discs = f.discs[:n-1]
-	}
+	dj.mergeAt = s.pacerLocked().Start(endSeq, time.Now(), lag)
 	f.discs = append(f.discs, dj)
-	if rerun || inOrder {
+	if rerun || s.m.hooks.ordered() {
 		f.rerun[endSeq] = true
 	}
 	s.mb.mu.Unlock()
@@ -78,8 +141,14 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 		s.dispatchCheck(endSeq, true)
 		return
 	}
-	if s.cfg.discoveryPoint(endSeq) && endSeq+uint64(s.cfg.DiscoverEvery) > saved.end {
-		s.dispatchDiscovery(endSeq, true)
+	if s.cfg.autoDiscover || !s.cfg.discoveryPoint(endSeq) {
+		return
+	}
+	s.mb.mu.Lock()
+	mergeAt, _ := s.pacerLocked().MergeAt(endSeq, 0)
+	s.mb.mu.Unlock()
+	if mergeAt > saved.end {
+		s.dispatchDiscovery(endSeq, true, 0)
 	}
 }
 

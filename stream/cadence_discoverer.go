@@ -59,12 +59,15 @@ func (s *discoverer) run(ctx context.Context) {
 // discover runs one discovery job and hands its result to the checker; it
 // reports false when ctx is done. The discovery of a window dropped
 // meanwhile is stopped (cadenceFeed.forget) and its result never handed
-// over.
+// over. However it ends, the pacer is told (with its cost when it
+// succeeded) and a consumer waiting for it is woken.
 func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	defer func() {
-		select {
-		case s.mb.feed.discDone <- struct{}{}:
-		default:
+		for _, ch := range []chan struct{}{s.mb.feed.discDone, s.mb.feed.consumerWake} {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
 		}
 	}()
 	dctx, stop := context.WithCancel(ctx)
@@ -84,9 +87,10 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 		s.mb.mu.Unlock()
 	}()
 	s.m.hooks.discoveryStarts(dctx, job.endSeq)
-	start, waited := time.Now(), s.mb.feed.gate.waited.Load()
-	done := discoveryDone{endSeq: job.endSeq}
-	env := eval.Env{Name: s.name, Cfg: s.cfg.evalConfig(), Log: s.log, Pause: s.pauseDiscovery}
+	start, waited := time.Now(), s.mb.feed.gate.Waited()
+	done := discoveryDone{endSeq: job.endSeq, mergeAt: job.mergeAt}
+	workers := eval.DiscoveryWorkers()
+	env := eval.Env{Name: s.name, Cfg: s.cfg.evalConfig(), Log: s.log, Pause: s.pauseDiscovery, Workers: workers}
 	var err error
 	done.outcome, err = env.DiscoverSnapshot(dctx, job.snap, job.endSeq)
 	switch {
@@ -99,25 +103,37 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 		s.log.Error("discovery failed", "window_end", job.endSeq, "err", err)
 		s.mb.mu.Lock()
 		delete(s.mb.feed.rerun, job.endSeq) // nothing to wait for
+		s.ended(job, 0, false)
 		s.mb.mu.Unlock()
 		return true
 	}
 	done.took = time.Since(start)
 	s.m.metrics.DiscDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
 	s.m.metrics.Discoveries.WithLabelValues(s.name, "ok").Inc()
-	done.held = time.Duration(s.mb.feed.gate.waited.Load() - waited)
+	done.held = time.Duration(s.mb.feed.gate.Waited() - waited)
+	// The worker time not spent waiting at the gate: at most the CPU it used.
+	cost := max(0, done.took*time.Duration(workers)-done.held)
 	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
-		"found", len(done.outcome.Results), "merged_at", job.endSeq+uint64(s.cfg.DiscoverEvery), "rerun", job.rerun)
+		"cost_s", cost.Seconds(), "found", len(done.outcome.Results), "merged_at", job.mergeAt, "rerun", job.rerun)
 	s.mb.mu.Lock()
 	if job.gen == s.mb.gen.Load() {
 		s.mb.feed.done = append(s.mb.feed.done, done)
+		s.ended(job, cost, true)
 	}
 	s.mb.mu.Unlock()
 	return true
 }
 
+// ended tells the pacer job's discovery ended, unless its window was
+// dropped; under mb.mu.
+func (s *discoverer) ended(job *discoveryJob, cost time.Duration, measured bool) {
+	if p := s.mb.feed.pace; p != nil && job.gen == s.mb.gen.Load() {
+		p.Ended(job.endSeq, cost, measured)
+	}
+}
+
 // pauseDiscovery is discovery's Pause with two cadences: the check gate.
 func (s *discoverer) pauseDiscovery(ctx context.Context) error {
 	s.m.hooks.discoveryStepped(ctx)
-	return s.mb.feed.gate.wait(ctx)
+	return s.mb.feed.gate.Wait(ctx)
 }

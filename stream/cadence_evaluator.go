@@ -29,7 +29,7 @@ func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
 		if !wait {
 			delete(f.rerun, start)
 		}
-		f.gate.setMerging(wait)
+		f.gate.SetMerging(wait)
 		s.mb.mu.Unlock()
 		if !wait {
 			return nil
@@ -37,7 +37,7 @@ func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
 		select {
 		case <-ctx.Done():
 			s.mb.mu.Lock()
-			f.gate.setMerging(false)
+			f.gate.SetMerging(false)
 			s.mb.mu.Unlock()
 			return ctx.Err()
 		case <-f.discDone:
@@ -64,7 +64,7 @@ func (s *evaluator) runChecks(ctx context.Context, c *eval.Checker, jobs []*chec
 			return nil
 		}
 		switch {
-		case i < len(jobs)-1 && !job.replay && !s.m.hooks.ordered():
+		case i < len(jobs)-1 && !job.replay && !job.merging && !s.m.hooks.ordered():
 			s.m.metrics.Evaluations.WithLabelValues(s.name, "skipped").Inc()
 		default:
 			if err := s.runCheck(ctx, c, job); err != nil {
@@ -110,9 +110,11 @@ func (s *evaluator) runCheck(ctx context.Context, c *eval.Checker, job *checkJob
 	return nil
 }
 
-// dueDiscovery takes the discovery results due at window endSeq (finished
-// and ending DiscoverEvery records or more before it) and returns the
-// newest; older due ones are dropped unmerged.
+// dueDiscovery takes the discovery results due at window endSeq (finished,
+// their merge point at or before it: discoveryDone.mergeAt) and returns
+// the newest; older due ones are dropped unmerged. One merged past the
+// latest point (DiscoverEvery records after its window: after a restart)
+// is counted late.
 func (s *evaluator) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 	s.mb.mu.Lock()
 	defer s.mb.mu.Unlock()
@@ -120,7 +122,7 @@ func (s *evaluator) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
 	found := false
 	kept := s.mb.feed.done[:0]
 	for _, d := range s.mb.feed.done {
-		if d.endSeq+uint64(s.cfg.DiscoverEvery) <= endSeq {
+		if d.mergeAt <= endSeq {
 			delete(s.mb.feed.rerun, d.endSeq)
 			if found {
 				s.log.Warn("discovery result superseded before it was merged", "window_end", due.endSeq)
@@ -168,7 +170,7 @@ func (s *evaluator) pendingDiscoveries() []eval.Pending {
 	slices.SortFunc(done, func(x, y discoveryDone) int { return cmp.Compare(x.endSeq, y.endSeq) })
 	out := make([]eval.Pending, len(done))
 	for i := range done {
-		out[i] = eval.Pending{EndSeq: done[i].endSeq, Outcome: &done[i].outcome}
+		out[i] = eval.Pending{EndSeq: done[i].endSeq, MergeAt: done[i].mergeAt, Outcome: &done[i].outcome}
 	}
 	return out
 }

@@ -308,7 +308,7 @@ func (p *gatePause) install(c *cadenceRun) {
 		// The discovery was let go after this check was queued: it
 		// must stop at the gate, not run beside the check.
 		deadline := time.Now().Add(60 * time.Second)
-		for c.s.mb.feed.gate.waiting.Load() == 0 {
+		for c.s.mb.feed.gate.Waiting() == 0 {
 			if time.Now().After(deadline) || ctx.Err() != nil {
 				return
 			}

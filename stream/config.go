@@ -51,6 +51,8 @@ type StreamConfig struct {
 	// to a multiple of Every (so a tumbling window runs discovery at every
 	// evaluation), or Every for a time window (Interval) or an ordinal
 	// value list (Typing), which the incremental checks do not support.
+	// AutoDiscoverEvery (-1) paces discovery by its cost (pace.Pacer);
+	// Validate sets DiscoverEvery to its bound, the 0 value's.
 	DiscoverEvery int
 
 	Epsilon float64
@@ -90,8 +92,9 @@ type StreamConfig struct {
 	// always tracked and never retired.
 	Pinned []string
 
-	schema string                 // SchemaFile content, read by Validate
-	pinned []discovery.Dependency // parsed Pinned, filled by Validate
+	schema       string                 // SchemaFile content, read by Validate
+	autoDiscover bool                   // AutoDiscoverEvery with two cadences; DiscoverEvery is the bound
+	pinned       []discovery.Dependency // parsed Pinned, filled by Validate
 }
 
 // Config is the configuration of a Monitor.
@@ -151,6 +154,10 @@ const AutoMargin = alerts.AutoMargin
 // AutoMinScore as StreamConfig.MinScore is the near-key score of the
 // window: 3/n for a window of n records (see eval's nearKeyScore).
 const AutoMinScore = -1.0
+
+// AutoDiscoverEvery as StreamConfig.DiscoverEvery paces discovery by its
+// measured cost (the CLI's default): see pacer.
+const AutoDiscoverEvery = -1
 
 // Defaults of the CLI (run, replay) for a stream; the zero values of
 // StreamConfig keep the library's behaviour (no level bound, discovered at
@@ -330,8 +337,11 @@ func (s *StreamConfig) checkCadence(bad func(field, format string, args ...any))
 		bad("interval", "must be >= 0")
 	}
 	switch {
+	case s.DiscoverEvery == AutoDiscoverEvery: // one cadence where the default has one
+		s.DiscoverEvery = s.defaultDiscoverEvery()
+		s.autoDiscover = s.DiscoverEvery > s.Every
 	case s.DiscoverEvery < 0:
-		bad("discover-every", "must be >= 0")
+		bad("discover-every", "must be >= 0, or AutoDiscoverEvery (-1)")
 	case s.DiscoverEvery == 0:
 		s.DiscoverEvery = s.defaultDiscoverEvery()
 	case s.DiscoverEvery == s.Every:

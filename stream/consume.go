@@ -563,6 +563,14 @@ func (g *generation) consume() error {
 		tick = t.C
 	}
 	for {
+		// A check held back for a discovery (by the last flush, or a
+		// generation that ended) is handed over first.
+		if err := g.awaitDiscoveries(); err != nil {
+			if g.wctx.Err() != nil {
+				return g.end()
+			}
+			return err
+		}
 		// Records held back at the last batch's window end go first.
 		n, ok, err := g.release(time.Now())
 		if !ok {
@@ -596,6 +604,27 @@ func (g *generation) consume() error {
 			return err
 		}
 	}
+}
+
+// awaitDiscoveries waits for each stream whose check flush held back
+// (still due), the synced offsets handed to the committer first, then
+// flushes again, which hands the check over.
+func (g *generation) awaitDiscoveries() error {
+	for _, s := range g.m.streams {
+		if !s.due {
+			continue
+		}
+		if err := g.m.settle(g.b, 0); err != nil {
+			return err
+		}
+		if err := s.awaitDiscovery(g.wctx, s.dueSeq); err != nil {
+			return err
+		}
+		if err := g.m.flush(g.wctx, g.b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fill adds fetched records to a batch holding n until it is full, a
@@ -851,11 +880,7 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 	}
 	now := time.Now()
 	for _, s := range m.streams {
-		var lag int64
-		for _, l := range s.lag {
-			lag += l
-		}
-		s.lagGauge.Set(float64(lag))
+		s.lagGauge.Set(float64(s.totalLag()))
 		s.windowGauge.Set(float64(s.win.Len()))
 		s.columnsGauge.Set(float64(s.win.NumColumns()))
 		if d := s.win.DroppedFields(); d > s.dropped {
@@ -865,7 +890,8 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 		if s.cfg.Interval > 0 && now.Sub(s.lastEval) >= s.cfg.Interval && s.seq > s.evalSeq {
 			s.due, s.dueSeq = true, s.seq-1
 		}
-		if s.due {
+		// A check that must wait for a discovery stays due (awaitDiscoveries).
+		if s.due && !s.mustAwait(s.dueSeq) {
 			s.due = false
 			s.lastEval = now
 			s.dispatch(s.dueSeq)

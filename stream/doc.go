@@ -19,9 +19,9 @@
 // an evaluation's append, the status board, the stored events' encoding)
 // and stream/internal/eval (the evaluation of a window, shared by the
 // evaluator, the discoverer and Replayer: full evaluations, the
-// two-cadence checker and its deltas, removal samples). The in-process
-// broker and the payroll generator of the demo and tests are
-// internal/demo's.
+// two-cadence checker and its deltas, removal samples), stream/internal/pace
+// (discovery's pacer and the check gate). The in-process broker and the
+// payroll generator of the demo and tests are internal/demo's.
 //
 // # Goroutines and their owners
 //
@@ -36,7 +36,8 @@
 //     own), dispatch, takeover (its reads: takeover.Read) and drop. It
 //     puts work in the stream's mailbox under mailbox.mu and wakes the
 //     evaluator (mailbox.wake) and the discoverer (cadenceFeed.discWake);
-//     of the evaluator it reads only progress.evaluated (atomic).
+//     of the evaluator it reads only progress.evaluated (atomic); it asks
+//     the pacer (cadenceFeed.pace) and waits on cadenceFeed.consumerWake.
 //   - The evaluator (evaluator.run, one per stream) owns evaluator: the
 //     tracker, the checker of two cadences (eval.Checker), the saved
 //     window end; it runs the evaluations (eval.Env). It takes
@@ -48,7 +49,8 @@
 //   - The discoverer (discoverer.run, one per two-cadence stream, started
 //     and waited for by the evaluator) owns nothing but the discovery it
 //     runs: it takes jobs and hands results through cadenceFeed under
-//     mailbox.mu, and its workers wait at the check gate (gate.go).
+//     mailbox.mu (telling the pacer each one's end there), and its workers
+//     wait at the check gate (pace.Gate).
 //   - The historian (history.Historian, one per stream, started and
 //     closed by the evaluator) takes the status history's jobs through its
 //     own queue and lock (Historian.mu) and publishes progress.statusEnd.
@@ -62,7 +64,7 @@
 //
 // The one order in which a goroutine may hold a stream's locks:
 //
-//	mailbox.saveMu -> mailbox.mu -> checkGate.mu
+//	mailbox.saveMu -> mailbox.mu -> pace.Gate.mu
 //
 // drop takes saveMu, then mu (and the gate's through cadenceFeed.forget);
 // the evaluator holds saveMu alone around a save, and mu around the

@@ -38,10 +38,10 @@ type evalJob struct {
 // mailbox is what the owners of a stream hand each other (see the package
 // doc, "Goroutines and their owners", for the lock order): the consumer
 // puts windows, checks and discoveries in it, the evaluator and the
-// discoverer take them. It holds at most one pending evaluation. A new
-// window due while the previous one still waits replaces it (counted as
-// skipped): the evaluator always works on the newest window and
-// consumption never waits for it. A replayed evaluation (lost in a crash)
+// discoverer take them. It holds at most one pending evaluation: a count
+// window's next waits for it (awaitDiscovery, woken by take: each runs a
+// discovery), a time window's replaces it (counted as skipped), so that
+// the evaluator works on the newest. A replayed evaluation (lost in a crash)
 // has its own slot and goes first, so that the first live window does not
 // replace it.
 type mailbox struct {
@@ -282,6 +282,12 @@ func (e *evaluator) take() work {
 	defer e.mb.mu.Unlock()
 	w := work{replay: e.mb.replay, pending: e.mb.pending, restore: e.mb.restore, checks: e.mb.feed.checks}
 	e.mb.replay, e.mb.pending, e.mb.restore, e.mb.feed.checks = nil, nil, nil, nil
+	if w.pending != nil {
+		select { // a consumer waiting to hand over the next window (awaitDiscovery)
+		case e.mb.feed.consumerWake <- struct{}{}:
+		default:
+		}
+	}
 	return w
 }
 
@@ -305,7 +311,7 @@ func (e *evaluator) step(ctx context.Context, w work) error {
 	}
 	e.mb.mu.Lock()
 	if len(e.mb.feed.checks) == 0 {
-		e.mb.feed.gate.setChecks(false) // discovery may go on
+		e.mb.feed.gate.SetChecks(false) // discovery may go on
 	}
 	e.mb.mu.Unlock()
 	return nil

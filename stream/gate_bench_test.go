@@ -10,6 +10,7 @@ import (
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/benchstream"
+	"github.com/odwatch/odwatch/stream/internal/pace"
 )
 
 // BenchmarkGateYield measures how promptly a running discovery yields the
@@ -33,16 +34,16 @@ func BenchmarkGateYield(b *testing.B) {
 	)
 	cols := benchWindowColumns(b, window)
 	for b.Loop() {
-		g := newCheckGate()
+		g := pace.NewGate()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan time.Duration, 1)
 		var encoded atomic.Bool
 		go func() {
 			start := time.Now()
-			t, err := table.EncodeTypedPause(ctx, cols, table.Typing{}, g.wait)
+			t, err := table.EncodeTypedPause(ctx, cols, table.Typing{}, g.Wait)
 			encoded.Store(true)
 			if err == nil {
-				_, err = discovery.Discover(ctx, t, discovery.Options{Epsilon: 0.01, MaxLevel: DefaultMaxLevel, Workers: 1, Pause: g.wait})
+				_, err = discovery.Discover(ctx, t, discovery.Options{Epsilon: 0.01, MaxLevel: DefaultMaxLevel, Workers: 1, Pause: g.Wait})
 			}
 			if err != nil {
 				b.Error(err)
@@ -59,11 +60,11 @@ func BenchmarkGateYield(b *testing.B) {
 			if encoded.Load() {
 				phase = 1
 			}
-			g.setChecks(true)
-			for g.waiting.Load() == 0 {
+			g.SetChecks(true)
+			for g.Waiting() == 0 {
 				select {
 				case took = <-done:
-					g.setChecks(false)
+					g.SetChecks(false)
 					break loop
 				default:
 				}
@@ -71,7 +72,7 @@ func BenchmarkGateYield(b *testing.B) {
 			}
 			yields[phase] = append(yields[phase], time.Since(held))
 			time.Sleep(time.Until(held.Add(gateBenchCheck)))
-			g.setChecks(false)
+			g.SetChecks(false)
 			time.Sleep(time.Until(held.Add(gateBenchEvery)))
 		}
 		cancel()

@@ -1,17 +1,13 @@
 package stream
 
 import (
-	"compress/gzip"
 	"context"
-	"encoding/csv"
 	"errors"
 	"io"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -73,26 +69,10 @@ func (t *csvTable) col(name string) int { return slices.Index(t.header, name) }
 // order.
 func loadCSV(b *testing.B, path string, sample int) *csvTable {
 	b.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r = gz
-	}
-	cr := csv.NewReader(r)
+	header, cr, done := openCSV(b, path)
+	defer done()
 	cr.ReuseRecord = true
-	header, err := cr.Read()
-	if err != nil {
-		b.Fatal(err)
-	}
-	t := &csvTable{header: slices.Clone(header)}
+	t := &csvTable{header: header}
 	rng := rand.New(rand.NewPCG(8, 1))
 	type kept struct {
 		i   int
@@ -181,10 +161,7 @@ func cpuStats(ds []time.Duration) (mean, maxS float64) {
 // records from faultFrom on.
 func replayRows(b *testing.B, name string, header []string, rows [][]string, f *fault) replayOutcome {
 	b.Helper()
-	cfg := StreamConfig{Name: name, Topic: name, Window: qualityWindow, Every: qualityEvery, Epsilon: qualityEps,
-		Margin: AutoMargin, K: 1, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel,
-		MinStrength: discovery.DefaultMinStrength, MinScore: AutoMinScore, Sample: DefaultSample}
-	r, err := NewReplayer(cfg, nil)
+	r, err := NewReplayer(benchConfig(name, qualityWindow, qualityEvery, qualityEps), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -195,10 +172,7 @@ func replayRows(b *testing.B, name string, header []string, rows [][]string, f *
 		if f != nil && i >= faultFrom && rng.Float64() < faultShare {
 			row = f.apply(slices.Clone(row), rng)
 		}
-		rec.Reset()
-		for j, v := range row {
-			rec.Add([]byte(header[j]), []byte(v), v == "")
-		}
+		fillRecord(&rec, header, row)
 		boundary := i+1 >= qualityWindow && (i+1-qualityWindow)%qualityEvery == 0
 		var c0 time.Duration
 		if boundary {

@@ -17,7 +17,7 @@ import (
 )
 
 // newJSONReplayer returns a Replayer of cfg and a JSON decoder for it.
-func newJSONReplayer(t *testing.T, cfg StreamConfig) (*Replayer, decode.Decoder) {
+func newJSONReplayer(t testing.TB, cfg StreamConfig) (*Replayer, decode.Decoder) {
 	t.Helper()
 	r, err := NewReplayer(cfg, nil)
 	if err != nil {
@@ -206,7 +206,7 @@ func TestTwoCadenceReplayMatchesMonitor(t *testing.T) {
 
 // replayTopic replays every record of topic through a new Replayer of
 // cfg, decoded as JSON, and returns the replayer and its events.
-func replayTopic(t *testing.T, ctx context.Context, addr, topic string, cfg StreamConfig) (*Replayer, []alerts.Event) {
+func replayTopic(t testing.TB, ctx context.Context, addr, topic string, cfg StreamConfig) (*Replayer, []alerts.Event) {
 	t.Helper()
 	r, dec := newJSONReplayer(t, cfg)
 	var rec decode.FlatRecord

@@ -116,15 +116,19 @@ func TestMinScore(t *testing.T) {
 	if err := demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: "scored", Count: 1000, CleanRecords: 1000, Seed: 31}); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 30*time.Second, "both streams evaluated", func() bool {
-		return r.m.streams[0].evaluated.Load() == 1000 && r.m.streams[1].evaluated.Load() == 1000
-	})
-	discovered := map[string]map[string]bool{"all": {}, "min": {}}
-	for _, e := range r.sink.snapshot() {
-		if e.Type == alerts.EventDiscovered {
-			discovered[e.Stream][e.DependencyText] = true
+	// An evaluation counts as evaluated once saved, and its events reach
+	// the sink after: wait for both streams' salary ~ tax too.
+	var discovered map[string]map[string]bool
+	testkit.Eventually(t, 30*time.Second, "both streams evaluated and their events delivered", func() bool {
+		discovered = map[string]map[string]bool{"all": {}, "min": {}}
+		for _, e := range r.sink.snapshot() {
+			if e.Type == alerts.EventDiscovered {
+				discovered[e.Stream][e.DependencyText] = true
+			}
 		}
-	}
+		return r.m.streams[0].evaluated.Load() == 1000 && r.m.streams[1].evaluated.Load() == 1000 &&
+			discovered["all"]["{}: salary ~ tax (asc)"] && discovered["min"]["{}: salary ~ tax (asc)"]
+	})
 	if !discovered["min"]["{}: salary ~ tax (asc)"] {
 		t.Errorf("salary ~ tax not discovered with a min score: %v", discovered["min"])
 	}

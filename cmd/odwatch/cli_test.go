@@ -76,6 +76,8 @@ func TestUsageErrorsAreShort(t *testing.T) {
 		{[]string{"validate", path, "cylinders ~ displacement"}, []string{`unknown columns "cylinders", "displacement"`, "did you mean Cylinders?"}},
 		{[]string{"validate", path, "Cylinders ~ Weight"}, []string{`unknown column "Weight"`, "columns: Name, Cylinders, Displacement"}},
 		{[]string{"validate", path, "Cylinders ~"}, []string{`invalid dependency "Cylinders ~"`, "write it as"}},
+		{[]string{"validate", path, "key(Name,Weight)"}, []string{`unknown column "Weight"`, "columns: Name, Cylinders, Displacement"}},
+		{[]string{"validate", path, "{Origin}: Name <-> Weight"}, []string{`unknown columns "Origin", "Weight"`, "columns: Name, Cylinders, Displacement"}},
 		{[]string{"run", "--no-such-flag"}, []string{"unknown flag --no-such-flag"}},
 		{[]string{"run", "extra"}, []string{`unexpected argument "extra"`}},
 		{[]string{"demo", "--rate", "fast"}, []string{`--rate "fast": want a number`}},

@@ -39,7 +39,7 @@ type streamSettings struct {
 	Exclude           []string      `yaml:"exclude"`
 	Window            int           `yaml:"window"`
 	Every             int           `yaml:"every"`
-	DiscoverEvery     int           `yaml:"discover-every"`
+	DiscoverEvery     everyOrAuto   `yaml:"discover-every"`
 	Interval          time.Duration `yaml:"interval"`
 	Epsilon           *float64      `yaml:"epsilon"`
 	Margin            *marginFlag   `yaml:"margin"`
@@ -211,7 +211,7 @@ func newRunFlags(name string) *runFlags {
 	fs.Var(&f.exclude, "exclude", "drop these columns (names or prefix.*)")
 	fs.IntVar(&st.Window, "window", 10000, "window size in records")
 	fs.IntVar(&st.Every, "every", 0, "evaluate every M records (default: the window size, tumbling)")
-	fs.IntVar(&st.DiscoverEvery, "discover-every", 0, discoverEveryHelp)
+	fs.Var(&st.DiscoverEvery, "discover-every", discoverEveryHelp)
 	fs.DurationVar(&st.Interval, "interval", 0, "time window: evaluate every interval over the records of the last interval (default: none, a count window)")
 	fs.Float64Var(&f.epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
 	f.margin = marginFlag(alerts.AutoMargin)
@@ -491,7 +491,7 @@ func (s runSettings) monitorConfig() (stream.Config, error) {
 			Name: st.Name, Topic: st.Topic, Format: st.Format,
 			SchemaFile: st.Schema, RegistryURL: st.Registry,
 			Include: st.Include, Exclude: st.Exclude,
-			Window: st.Window, Every: st.Every, Interval: st.Interval, DiscoverEvery: st.DiscoverEvery,
+			Window: st.Window, Every: st.Every, Interval: st.Interval, DiscoverEvery: st.DiscoverEvery.value(),
 			Epsilon: eps, Margin: float64(deref(st.Margin, alerts.AutoMargin)), K: st.K, RetireAfter: st.RetireAfter,
 			MaxLevel: deref(st.MaxLevel, stream.DefaultMaxLevel), DiscoverAfter: deref(st.DiscoverAfter, stream.DefaultDiscoverAfter),
 			Sample: st.Sample, MinScore: float64(deref(st.MinScore, stream.AutoMinScore)),

@@ -122,6 +122,8 @@ func TestRunSettingsErrorsNameTheField(t *testing.T) {
 		{name: "bad rebalance-timeout", file: "brokers: [a:1]\nstate-dir: /x\ntopic: t\nrebalance-timeout: -5s\n", want: "rebalance-timeout"},
 		{name: "discover-every with interval", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--interval", "1m", "--discover-every", "20000"}, want: "discover-every"},
 		{name: "discover-every with an ordinal list", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--every", "1000", "--discover-every", "5000", "--ordinal", "size=S,M,L"}, want: "discover-every"},
+		{name: "bad discover-every", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--discover-every", "0"}, want: "discover-every"},
+		{name: "bad discover-every in the file", file: "brokers: [a:1]\nstate-dir: /x\ntopic: t\ndiscover-every: often\n", want: "discover-every"},
 		{name: "cert without key", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls-cert", "/c.pem"}, want: "tls-cert"},
 	}
 	for _, tc := range tests {
@@ -328,8 +330,8 @@ func TestRunSettingsFileStreams(t *testing.T) {
 	}
 }
 
-// TestRunSettingsDiscoverEveryDefault: discover-every defaults to the
-// window (rounded up to a multiple of every); a time window or an ordinal
+// TestRunSettingsDiscoverEveryDefault: discover-every defaults to auto,
+// bounded by the window (rounded up to a multiple of every); a time window or an ordinal
 // value list, which the incremental checks do not support, runs discovery
 // at every evaluation instead of failing a config that never named
 // discover-every.
@@ -344,6 +346,7 @@ func TestRunSettingsDiscoverEveryDefault(t *testing.T) {
 		{name: "every not dividing the window", args: []string{"--every", "3000"}, want: 12000},
 		{name: "tumbling", want: 10000},
 		{name: "explicit", args: []string{"--every", "1000", "--discover-every", "2000"}, want: 2000},
+		{name: "auto", args: []string{"--every", "1000", "--discover-every", "auto"}, want: 10000},
 		{name: "interval", args: []string{"--interval", "1m"}, want: 10000},
 		{name: "ordinal list", args: []string{"--every", "1000", "--ordinal", "size=S,M,L"}, want: 1000},
 		{name: "ordinal by bytes", args: []string{"--every", "1000", "--ordinal", "size"}, want: 10000},

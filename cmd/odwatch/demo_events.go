@@ -40,8 +40,9 @@ func (s *demoSink) Close() error { return nil }
 // demoEventText renders an event as a headline (clock, type, stream,
 // dependency), a line saying in plain words what changed, with the figures
 // that matter for the type (a discovered rule: its exceptions and
-// strength), one line per related rule that changed with it, and up to
-// three sample records:
+// strength), one line per related rule that changed with it, a violated
+// event's cause and the record its break starts at, and up to three sample
+// records with what the rule expected of them:
 //
 //	10:02:03 DISCOVERED payroll {}: salary ~ tax (asc)
 //	         sorting by salary sorts tax, except 2 rows (0.1%); strength 0.97; window p0:0-1999 (2000 records)
@@ -50,7 +51,9 @@ func (s *demoSink) Close() error { return nil }
 //	10:02:09 VIOLATED   payroll {}: salary ~ tax (asc)
 //	         error 0% -> 3.1%, above epsilon 1% + margin 0.4%: 62 rows to remove; window p0:4000-5999 (2000 records)
 //	         related {salary}: [] -> tax: error 0% -> 1.4%
-//	         e.g. payroll/0@4123 perc=0.250 salary=5000 tax=12500
+//	         cause: 100% of the violating records have source=import-2026, against 33% of the window
+//	         since payroll/0@4017 (10:02:04); 62 violating records in the window
+//	         e.g. payroll/0@4123 perc=250 salary=71900 (expected perc 25)
 func demoEventText(e alerts.Event) string {
 	return eventText(e, fmt.Sprintf("%s %-10s %s %s", e.Time.Local().Format("15:04:05"), eventType(e), e.Stream, e.DependencyText))
 }
@@ -91,6 +94,13 @@ func eventText(e alerts.Event, headline string) string {
 	for _, r := range e.Related {
 		fmt.Fprintf(&b, "%srelated %s: error %s -> %s\n", indent, r.DependencyText, pct(r.ErrorBefore), pct(r.ErrorNow))
 	}
+	if x := e.Explanation; x != nil {
+		if c := x.Cause(); c != "" {
+			fmt.Fprintf(&b, "%scause: %s\n", indent, c)
+		}
+		fmt.Fprintf(&b, "%ssince %s/%d@%d (%s); %d violating records in the window\n",
+			indent, x.First.Topic, x.First.Partition, x.First.Offset, x.First.Time.Local().Format("15:04:05"), x.Violating)
+	}
 	for i, s := range e.Samples {
 		if i == 3 {
 			break
@@ -98,6 +108,9 @@ func eventText(e alerts.Event, headline string) string {
 		fmt.Fprintf(&b, "%se.g. %s/%d@%d", indent, s.Topic, s.Partition, s.Offset)
 		for _, k := range slices.Sorted(maps.Keys(s.Values)) {
 			fmt.Fprintf(&b, " %s=%s", k, s.Values[k])
+		}
+		if s.Expected != nil {
+			fmt.Fprintf(&b, " (expected %s)", s.Expected)
 		}
 		b.WriteByte('\n')
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/state"
 )
 
@@ -112,6 +113,13 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 	}
 	if !strings.Contains(v.text, "related ") {
 		t.Errorf("the violated event carries no related rules:\n%s", v.text)
+	}
+	// The whole story: the errors' source, where the break starts and what
+	// the rule expected (issue 23).
+	for _, want := range []string{"cause: ", "have source=" + demo.PayrollFaultySource + ", against ", "violating records in the window", "(expected "} {
+		if !strings.Contains(v.text, want) {
+			t.Errorf("the violated event does not say %q:\n%s", want, v.text)
+		}
 	}
 	n := 0
 	for _, b := range demoBlocks(out.String()) {

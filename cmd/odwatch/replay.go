@@ -93,7 +93,51 @@ func (a *autoShare) UnmarshalYAML(unmarshal func(any) error) error {
 const minScoreHelp = "do not track new dependencies whose score (share of row pairs their context groups) is below this: a share, or auto = 3/window records (a near-key context, whose records share their class with fewer than 2 others on average)"
 
 // discoverEveryHelp is the help of --discover-every for run and replay.
-const discoverEveryHelp = "run full discovery every D records (a multiple of --every), apart from the checks (run: on its own goroutine), the tracked rules being re-checked incrementally every --every records; D = --every runs discovery at every evaluation (default: the window size rounded up to a multiple of --every; --every with --interval or an --ordinal value list)"
+const discoverEveryHelp = "run full discovery every D records (a multiple of --every), apart from the checks (run: on its own goroutine), the tracked rules being re-checked incrementally every --every records; D = --every runs discovery at every evaluation; auto (the default): as often as half a core allows, at most at every check and at least once per window (replay: once per window) (--every with --interval or an --ordinal value list)"
+
+// everyOrAuto is --discover-every: records, or "auto" (0 inside,
+// stream.AutoDiscoverEvery once configured: value).
+type everyOrAuto int
+
+func (d *everyOrAuto) String() string {
+	if *d == 0 {
+		return "auto"
+	}
+	return strconv.Itoa(int(*d))
+}
+
+func (d *everyOrAuto) Set(v string) error {
+	if v == "auto" {
+		*d = 0
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return errors.New("want a number of records or auto")
+	}
+	*d = everyOrAuto(n)
+	return nil
+}
+
+// UnmarshalYAML reads the config file's discover-every: records or auto.
+func (d *everyOrAuto) UnmarshalYAML(unmarshal func(any) error) error {
+	var s string
+	if err := unmarshal(&s); err != nil {
+		return err
+	}
+	if err := d.Set(s); err != nil {
+		return fmt.Errorf("discover-every %q: %w", s, err)
+	}
+	return nil
+}
+
+// value is the stream configuration's DiscoverEvery.
+func (d everyOrAuto) value() int {
+	if d == 0 {
+		return stream.AutoDiscoverEvery
+	}
+	return int(d)
+}
 
 // marginHelp is the help of --margin for run and replay.
 const marginHelp = "hysteresis margin around epsilon: a share, or auto = 3 standard errors of a proportion at epsilon in a window of its size, at most epsilon/2"
@@ -105,12 +149,13 @@ type replayFlags struct {
 	cfg    stream.StreamConfig
 	margin marginFlag
 	// minScore: auto (negative) or a share.
-	minScore autoShare
-	include  listFlag
-	exclude  listFlag
-	pinned   listFlag
-	format   string
-	log      string
+	minScore      autoShare
+	discoverEvery everyOrAuto
+	include       listFlag
+	exclude       listFlag
+	pinned        listFlag
+	format        string
+	log           string
 
 	brokers     listFlag
 	topic       string
@@ -134,7 +179,7 @@ func newReplayFlags() *replayFlags {
 	fs.Var(&f.exclude, "exclude", "drop these columns (names or prefix.*)")
 	fs.IntVar(&c.Window, "window", 10000, "window size in records")
 	fs.IntVar(&c.Every, "every", 0, "evaluate every M records (default: the window size, tumbling)")
-	fs.IntVar(&c.DiscoverEvery, "discover-every", 0, discoverEveryHelp)
+	fs.Var(&f.discoverEvery, "discover-every", discoverEveryHelp)
 	fs.Float64Var(&c.Epsilon, "epsilon", defaultEpsilon, "error threshold: a dependency holds when removals <= floor(eps*n)")
 	fs.Var(&f.margin, "margin", marginHelp)
 	fs.IntVar(&c.K, "k", 1, "consecutive windows beyond the margin before violated/restored")
@@ -165,7 +210,7 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usageErr(fmt.Sprintf("--format %q: want text or json", f.format), "for example --format json")
 	}
 	c := f.cfg
-	c.Margin, c.MinScore = float64(f.margin), float64(f.minScore)
+	c.Margin, c.MinScore, c.DiscoverEvery = float64(f.margin), float64(f.minScore), f.discoverEvery.value()
 	c.Include, c.Exclude, c.Pinned = f.include, f.exclude, f.pinned
 	c.Typing = f.in.typing()
 	c.Topic = src.label

@@ -72,6 +72,9 @@ func TestReplayCommand(t *testing.T) {
 		if e.Involves(salTax) {
 			story[e.Type]++
 		}
+		if e.Type == alerts.EventViolated && (e.Explanation == nil || len(e.Samples) == 0 || e.Samples[0].Expected == nil) {
+			t.Errorf("violated event %s without its explanation or expected values: %s", e.DependencyText, line)
+		}
 		if e.Stream != "payroll" || e.Window.Topic != "payroll" {
 			t.Errorf("event of stream %q topic %q, want payroll", e.Stream, e.Window.Topic)
 		}
@@ -87,7 +90,8 @@ func TestReplayCommand(t *testing.T) {
 		t.Errorf("second run: exit %d, output differs: %v", code, again.String() != out.String())
 	}
 	var text, errText bytes.Buffer
-	if code := run(args[:len(args)-2], &text, &errText); code != 0 || !strings.Contains(text.String(), " VIOLATED payroll ") || !strings.Contains(text.String(), "events: violated ") {
+	if code := run(args[:len(args)-2], &text, &errText); code != 0 || !strings.Contains(text.String(), " VIOLATED payroll ") ||
+		!strings.Contains(text.String(), "violating records in the window") || !strings.Contains(text.String(), "events: violated ") {
 		t.Errorf("text output (exit %d):\n%s", code, text.String())
 	}
 }

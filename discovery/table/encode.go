@@ -66,7 +66,7 @@ func EncodeTyped(cols []DictColumn, ty Typing) (*Table, error) {
 // milliseconds. It returns pause's error as it is.
 func EncodeTypedPause(ctx context.Context, cols []DictColumn, ty Typing, pause func(context.Context) error) (*Table, error) {
 	p := &pacer{ctx: ctx, pause: pause, every: encodePauseValues}
-	t := &Table{Columns: make([]Column, len(cols))}
+	t := &Table{Columns: make([]Column, len(cols)), distinct: &distinctCache{}}
 	if len(cols) > 0 {
 		t.Rows = len(cols[0].Codes)
 	}

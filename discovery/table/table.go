@@ -68,4 +68,7 @@ type Column struct {
 type Table struct {
 	Rows    int
 	Columns []Column
+	// distinct keeps the distinct records once found (see Distinct); nil
+	// in a Table written as a literal.
+	distinct *distinctCache
 }

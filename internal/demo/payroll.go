@@ -58,23 +58,36 @@ func PayrollBracket(salary int) (group string, perc int) {
 	return "E", 40
 }
 
+// PayrollSources are the systems a payroll record comes from (its source
+// field); the data-entry errors all come from the last one,
+// PayrollFaultySource.
+var PayrollSources = [...]string{"hr-portal", "payroll-api", PayrollFaultySource}
+
+// PayrollFaultySource is the system every faulty record comes from: a
+// legacy import that also sends clean records.
+const PayrollFaultySource = "import-2026"
+
 // PayrollGen generates payroll records deterministically from a seed: the
 // records of ProducePayroll, for tests that write or replay them
 // themselves. It is not safe for concurrent use.
 type PayrollGen struct {
 	rng *rand.Rand
+	// src draws the clean records' sources, apart from rng so that the
+	// other fields are those of a generator without sources.
+	src *rand.Rand
 	buf []byte
 }
 
 // NewPayrollGen returns the generator of the records ProducePayroll
 // produces with o.Seed == seed.
 func NewPayrollGen(seed int64) *PayrollGen {
-	return &PayrollGen{rng: rand.New(rand.NewSource(seed))}
+	return &PayrollGen{rng: rand.New(rand.NewSource(seed)), src: rand.New(rand.NewSource(seed + 2))}
 }
 
 // Next returns the next record as a JSON object, valid until the next call;
 // faulty records carry a percentage with a zero appended (25 → 250), so
-// their tax is ten times too high.
+// their tax is ten times too high, and come from PayrollFaultySource
+// (clean ones from any of PayrollSources).
 func (g *PayrollGen) Next(faulty bool) []byte {
 	p := payrollPositions[g.rng.Intn(len(payrollPositions))]
 	exp := g.rng.Intn(31)
@@ -98,7 +111,13 @@ func (g *PayrollGen) Next(faulty bool) []byte {
 	b = strconv.AppendInt(b, int64(perc), 10)
 	b = append(b, `,"tax":`...)
 	b = strconv.AppendInt(b, int64(tax), 10)
-	b = append(b, '}')
+	source := PayrollSources[g.src.Intn(len(PayrollSources))]
+	if faulty {
+		source = PayrollFaultySource
+	}
+	b = append(b, `,"source":"`...)
+	b = append(b, source...)
+	b = append(b, `"}`...)
 	g.buf = b
 	return b
 }
@@ -118,8 +137,9 @@ func (o *PayrollOptions) Faulty(i int, rng *rand.Rand) bool {
 // ProducePayroll produces the payroll stream of the paper's running
 // example to o.Topic: position, experience, salary, tax_group, perc and
 // tax = perc × salary / 100, where the salary determines tax group and
-// percentage. After CleanRecords, a share ErrorRate of the records carries a
-// data-entry error (a percentage with a zero appended). It returns when
+// percentage, and the source system. After CleanRecords, a share ErrorRate
+// of the records carries a data-entry error (a percentage with a zero
+// appended), all of them from PayrollFaultySource. It returns when
 // Count records are written (nil) or ctx is done (ctx.Err()).
 func ProducePayroll(ctx context.Context, o PayrollOptions) error {
 	if len(o.Brokers) == 0 || o.Topic == "" {

@@ -35,12 +35,14 @@ func TestPayrollRecords(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewPayrollGen(1)
+			sources := map[string]int{}
 			for range 1000 {
 				var r struct {
 					Position           string
 					Experience, Salary int
 					TaxGroup           string `json:"tax_group"`
 					Perc, Tax          int
+					Source             string
 				}
 				b := g.Next(tt.faulty)
 				if err := json.Unmarshal(b, &r); err != nil {
@@ -53,6 +55,14 @@ func TestPayrollRecords(t *testing.T) {
 				if r.Position == "" || r.TaxGroup != group || r.Perc != perc || r.Tax != perc*r.Salary/100 || r.Salary%100 != 0 {
 					t.Fatalf("inconsistent record %s", b)
 				}
+				sources[r.Source]++
+			}
+			// Errors come from one system; clean records from all of them.
+			if tt.faulty && (len(sources) != 1 || sources[PayrollFaultySource] != 1000) {
+				t.Errorf("faulty records' sources %v, want %s only", sources, PayrollFaultySource)
+			}
+			if !tt.faulty && len(sources) != len(PayrollSources) {
+				t.Errorf("clean records' sources %v, want all of %v", sources, PayrollSources)
 			}
 		})
 	}

@@ -229,7 +229,9 @@ var funcs = template.FuncMap{
 		}
 		return v
 	},
-	"hasValue": func(vals map[string]string, col string) bool { _, ok := vals[col]; return ok },
+	"hasValue":    func(vals map[string]string, col string) bool { _, ok := vals[col]; return ok },
+	"segmentBarW": func() int { return segmentBarW },
+	"pct":         func(x float64) string { return strconv.FormatFloat(100*x, 'f', 1, 64) + "%" },
 }
 
 func when(t time.Time) string {

@@ -354,3 +354,62 @@ func TestAPIRuleRelated(t *testing.T) {
 		t.Error("the stream's timeline does not list the related rules of a grouped event")
 	}
 }
+
+// TestRuleExplained: an explained violated event's rule page shows its
+// segments (with their bars), the first violating record, and each
+// sample's expected value and every field of its record; with values
+// redacted, none of the values.
+func TestRuleExplained(t *testing.T) {
+	src := payrollSource(t)
+	id := src.rules["payroll"][0].ID
+	ev := &src.events["payroll"][1].Event
+	ev.Explanation = &alerts.Explanation{Violating: 30,
+		Segments: []alerts.Segment{{Column: "source", Value: "import-2026", Violating: 30, ViolatingShare: 1, WindowShare: 0.34, Lift: 2.94}},
+		First:    alerts.RecordRef{Topic: "payroll", Partition: 0, Offset: 54017, Time: ev.Time}}
+	ev.Samples[0].Expected = &alerts.Expected{Column: "tax", Range: true, Low: "1300", High: "1560", HasLow: true, HasHigh: true}
+	ev.Samples[0].Fields = map[string]string{"salary": "52000", "tax": "15600", "source": "import-2026", "position": "clerk"}
+	for _, values := range []bool{true, false} {
+		h := Handler(src, Options{Values: values})
+		var v struct {
+			Columns     []string
+			Explanation struct {
+				Violating int
+				Segments  []struct{ Column, Value string }
+				First     struct{ Offset int64 }
+			}
+			Samples []struct {
+				Values   map[string]string
+				Expected string
+			}
+		}
+		getJSON(t, h, "/api/streams/payroll/rules/"+id, &v)
+		x := v.Explanation
+		if x.Violating != 30 || len(x.Segments) != 1 || x.Segments[0].Column != "source" || x.First.Offset != 54017 {
+			t.Fatalf("values=%v: explanation %+v", values, x)
+		}
+		if (x.Segments[0].Value == "import-2026") != values || (v.Samples[0].Expected == "tax 1300..1560") != values ||
+			(v.Samples[0].Values["position"] == "clerk") != values {
+			t.Errorf("values=%v: segment %+v, sample %+v", values, x.Segments[0], v.Samples[0])
+		}
+		if strings.Join(v.Columns, ",") != "salary,tax,position,source" {
+			t.Errorf("columns %v: the rule's, then the records' other fields", v.Columns)
+		}
+		_, page, _ := get(t, h, "/streams/payroll/rules/"+id)
+		for _, want := range []string{"54017", `class="bars"`, "100.0% / 34.0%"} {
+			if !strings.Contains(page, want) {
+				t.Errorf("values=%v: the rule page lacks %q", values, want)
+			}
+		}
+		if strings.Contains(page, "<th>source</th>") != values {
+			t.Errorf("values=%v: the records table's columns shown: %v", values, !values)
+		}
+		if strings.Contains(page, "import-2026") != values || strings.Contains(page, "1300..1560") != values {
+			t.Errorf("values=%v: the rule page shows values: %v", values, !values)
+		}
+		var sv struct{ Events []alerts.Event }
+		getJSON(t, h, "/api/streams/payroll", &sv)
+		if got := sv.Events[0].Explanation; got == nil || (got.Segments[0].Value == "import-2026") != values {
+			t.Errorf("values=%v: stream page event explanation %+v", values, got)
+		}
+	}
+}

@@ -109,19 +109,83 @@ type ruleView struct {
 	SamplesFrom string       `json:"samples_from,omitempty"`
 	// SamplesWith is the text of that event's own rule when this rule is
 	// one of its related ones.
-	SamplesWith string   `json:"samples_with,omitempty"`
-	Columns     []string `json:"columns"`
+	SamplesWith string `json:"samples_with,omitempty"`
+	// Columns are the rule's columns, then the other fields of the
+	// sampled records (an explained event's samples carry all of them),
+	// by name.
+	Columns []string `json:"columns"`
+	// Explanation is that event's explanation (its own rule's), if any.
+	Explanation *explanationJSON `json:"explanation,omitempty"`
 	// Values is false when record values are redacted (--status-values).
 	Values bool `json:"values"`
 }
 
 // sampleJSON is a violating record; Values is null when redacted, and a
-// column missing from it is NULL in the record.
+// column missing from it is NULL in the record. Expected is what the rule
+// expected of it (redacted with the values).
 type sampleJSON struct {
 	Topic     string            `json:"topic"`
 	Partition int32             `json:"partition"`
 	Offset    int64             `json:"offset"`
 	Values    map[string]string `json:"values"`
+	Expected  string            `json:"expected,omitempty"`
+}
+
+// explanationJSON is an event's explanation as the rule page shows it: the
+// segments (a value is left out when values are redacted) with the
+// geometry of their bars, and the record the break starts at.
+type explanationJSON struct {
+	Violating int              `json:"violating"`
+	Segments  []segmentJSON    `json:"segments"`
+	First     alerts.RecordRef `json:"first"`
+}
+
+type segmentJSON struct {
+	Column         string  `json:"column"`
+	Value          string  `json:"value,omitempty"`
+	Violating      int     `json:"violating"`
+	ViolatingShare float64 `json:"violating_share"`
+	WindowShare    float64 `json:"window_share"`
+	Lift           float64 `json:"lift"`
+	// ViolatingW and WindowW are the bars' widths in the chart (pixels).
+	ViolatingW float64 `json:"-"`
+	WindowW    float64 `json:"-"`
+}
+
+// segmentBarW is the width of a segment's bars at a share of 1.
+const segmentBarW = 240
+
+func toExplanationJSON(x *alerts.Explanation, values bool) *explanationJSON {
+	if x == nil {
+		return nil
+	}
+	out := &explanationJSON{Violating: x.Violating, First: x.First, Segments: []segmentJSON{}}
+	for _, s := range x.Segments {
+		sj := segmentJSON{Column: s.Column, Violating: s.Violating, ViolatingShare: s.ViolatingShare,
+			WindowShare: s.WindowShare, Lift: s.Lift,
+			ViolatingW: round2(segmentBarW * s.ViolatingShare), WindowW: round2(segmentBarW * s.WindowShare)}
+		if values {
+			sj.Value = strings.TrimPrefix(s.String(), s.Column+"=")
+		}
+		out.Segments = append(out.Segments, sj)
+	}
+	return out
+}
+
+// sampleColumns are the rule's columns, then every other field of the
+// samples, by name.
+func sampleColumns(rule []string, samples []alerts.Sample) []string {
+	out := slices.Clone(rule)
+	var more []string
+	for _, s := range samples {
+		for k := range s.Fields {
+			if !slices.Contains(out, k) && !slices.Contains(more, k) {
+				more = append(more, k)
+			}
+		}
+	}
+	slices.Sort(more)
+	return append(out, more...)
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -194,7 +258,8 @@ func toRuleJSON(src Source, s stream.StreamStatus, r stream.RuleStatus) (ruleJSO
 		Strength: r.Strength, Band: bandOf(s), History: toPoints(h)}, nil
 }
 
-// redact removes record values from events' samples unless values are
+// redact removes record values from events' samples (their values and
+// expected values) and explanations (segment values) unless values are
 // shown.
 func redact(events []alerts.Event, values bool) {
 	if values {
@@ -203,9 +268,18 @@ func redact(events []alerts.Event, values bool) {
 	for i := range events {
 		samples := slices.Clone(events[i].Samples)
 		for j := range samples {
-			samples[j].Values = nil
+			samples[j].Values, samples[j].Expected, samples[j].Fields = nil, nil, nil
 		}
 		events[i].Samples = samples
+		if x := events[i].Explanation; x != nil {
+			// Segment values are record values too.
+			y := *x
+			y.Segments = slices.Clone(x.Segments)
+			for j := range y.Segments {
+				y.Segments[j].Value = ""
+			}
+			events[i].Explanation = &y
+		}
 	}
 }
 
@@ -327,11 +401,20 @@ func buildRule(src Source, name, id string, values bool) (ruleView, error) {
 		v.SamplesFrom = e.Event.ID
 		if e.Event.DependencyID != id {
 			v.SamplesWith = e.Event.DependencyText
+		} else {
+			v.Explanation = toExplanationJSON(e.Event.Explanation, values)
+			v.Columns = sampleColumns(v.Columns, samples)
 		}
 		for _, smp := range samples {
 			sj := sampleJSON{Topic: smp.Topic, Partition: smp.Partition, Offset: smp.Offset}
 			if values {
 				sj.Values = smp.Values
+				if smp.Fields != nil {
+					sj.Values = smp.Fields
+				}
+				if smp.Expected != nil {
+					sj.Expected = smp.Expected.String()
+				}
 			}
 			v.Samples = append(v.Samples, sj)
 		}

@@ -191,7 +191,7 @@ func (e Env) prepareRules(c *Checker, endSeq uint64, pending []Pending, tracked 
 				fresh = append(fresh, i)
 			}
 		}
-		mergeAt := p.EndSeq + uint64(e.Cfg.DiscoverEvery)
+		mergeAt := p.MergeAt
 		checks := uint64(1)
 		if mergeAt > endSeq && e.Cfg.Every > 0 {
 			checks = max((mergeAt-endSeq)/uint64(e.Cfg.Every), 1)
@@ -238,11 +238,13 @@ func newlyMinimal(o *DiscoveryOutcome, minScore float64, inDeps map[string]bool)
 }
 
 // Pending is a discovery result finished and not merged yet, of the
-// window ending at EndSeq: merged into the check of EndSeq +
-// DiscoverEvery, built ahead by the checks before (prepareRules).
+// window ending at EndSeq: merged into the check of MergeAt, built ahead
+// by the checks before (prepareRules).
 type Pending struct {
-	EndSeq  uint64
-	Outcome *DiscoveryOutcome
+	// EndSeq is the window end of the discovery, MergeAt the check that
+	// merges it (the monitor's pacer says which).
+	EndSeq, MergeAt uint64
+	Outcome         *DiscoveryOutcome
 }
 
 // CheckWindow is a check of the checker's window (info's): the tracked

@@ -28,7 +28,7 @@ type Env struct {
 	Cfg     *Config
 	Log     *slog.Logger
 	Tracker *alerts.Tracker
-	// Workers is discovery's worker count; 0 means discoveryWorkers().
+	// Workers is discovery's worker count; 0 means DiscoveryWorkers().
 	Workers int
 	// Pause is discovery's Pause (two cadences: the check gate), or nil.
 	Pause func(ctx context.Context) error
@@ -148,7 +148,7 @@ func (e Env) discover(ctx context.Context, table *table.Table, endSeq uint64) (D
 		dctx, cancel = context.WithTimeout(ctx, e.Cfg.EvaluationTimeout)
 	}
 	disc, derr := discovery.Discover(dctx, table, discovery.Options{
-		Epsilon: e.Cfg.Epsilon, MaxLevel: e.Cfg.MaxLevel, Workers: cmp.Or(e.Workers, discoveryWorkers()),
+		Epsilon: e.Cfg.Epsilon, MaxLevel: e.Cfg.MaxLevel, Workers: cmp.Or(e.Workers, DiscoveryWorkers()),
 		MinStrength: e.Cfg.MinStrength, Pause: e.Pause,
 	})
 	cancel()
@@ -325,7 +325,8 @@ func CarriesSample(ev *alerts.Event) bool {
 // needs. The samples are taken on the outcome's window (windowSamples)
 // before the events are saved and delivered; their related dependencies'
 // samples, which only the status history keeps, are taken after delivery,
-// off the evaluator (TakeRelated, RelatedSamples).
+// off the evaluator (TakeRelated, RelatedSamples). Then the violated
+// events get their explanations (explainEvents).
 func (e Env) attachSamples(ctx context.Context, out *Outcome, snap *window.Snapshot) {
 	deps, at := ownDependencies(out.Events)
 	if len(deps) == 0 {
@@ -340,6 +341,7 @@ func (e Env) attachSamples(ctx context.Context, out *Outcome, snap *window.Snaps
 			ev.Samples = samples[at[alerts.DependencyID(ev.Dependency)]]
 		}
 	}
+	e.explainEvents(ctx, out, snap)
 }
 
 // windowSamples takes a sample of a minimal removal set of each of deps
@@ -377,7 +379,7 @@ func (e Env) tableSamples(ctx context.Context, table *table.Table, snap *window.
 	return samples
 }
 
-// discoveryWorkers leaves one core to the consume path, so that ingest
+// DiscoveryWorkers leaves one core to the consume path, so that ingest
 // keeps its pace while a window is evaluated (docs/DESIGN.md: evaluation never
 // blocks consumption).
-func discoveryWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+func DiscoveryWorkers() int { return max(1, runtime.GOMAXPROCS(0)-1) }

@@ -6,10 +6,13 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 )
 
-// eventJSON is an event as the status history stores it: the event and
-// the samples of its related dependencies (by dependency id).
+// eventJSON is an event as the status history stores it: the event, all
+// of the fields of its samples' records (the event's JSON carries only
+// the rule's columns; SampleFields[i] is sample i's, when taken) and the
+// samples of its related dependencies (by dependency id).
 type eventJSON struct {
 	Event          json.RawMessage            `json:"event"`
+	SampleFields   []map[string]string        `json:"sample_fields,omitempty"`
 	RelatedSamples map[string][]alerts.Sample `json:"related_samples,omitempty"`
 }
 
@@ -21,6 +24,14 @@ func EncodeEvent(e alerts.Event, related func(id string) []alerts.Sample) ([]byt
 		return nil, err
 	}
 	se := eventJSON{Event: ev}
+	for i, smp := range e.Samples {
+		if smp.Fields != nil {
+			if se.SampleFields == nil {
+				se.SampleFields = make([]map[string]string, len(e.Samples))
+			}
+			se.SampleFields[i] = smp.Fields
+		}
+	}
 	if related != nil {
 		for _, r := range e.Related {
 			if r.Removals == 0 {
@@ -49,6 +60,11 @@ func DecodeEvent(p []byte) (alerts.Event, map[string][]alerts.Sample, error) {
 	var e alerts.Event
 	if err := json.Unmarshal(se.Event, &e); err != nil {
 		return alerts.Event{}, nil, err
+	}
+	for i, f := range se.SampleFields {
+		if i < len(e.Samples) {
+			e.Samples[i].Fields = f
+		}
 	}
 	return e, se.RelatedSamples, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/internal/testkit"
 )
 
@@ -82,5 +83,30 @@ func TestHistorian(t *testing.T) {
 	defer mu.Unlock()
 	if len(ran) != 7 {
 		t.Errorf("a job added after close ran")
+	}
+}
+
+// TestEventKeepsSampleFields: the stored form keeps all of a sample's
+// fields, which the event's JSON leaves out, and its expected value.
+func TestEventKeepsSampleFields(t *testing.T) {
+	t.Parallel()
+	e := alerts.Event{ID: "x", Type: alerts.EventViolated, Samples: []alerts.Sample{
+		{Topic: "t", Offset: 1, Values: map[string]string{"a": "1"}, Fields: map[string]string{"a": "1", "source": "s"},
+			Expected: &alerts.Expected{Column: "a", Value: "2"}},
+		{Topic: "t", Offset: 2, Values: map[string]string{"a": "3"}},
+	}}
+	p, err := EncodeEvent(e, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, _, err := DecodeEvent(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := back.Samples[0]; got.Fields["source"] != "s" || got.Expected == nil || got.Expected.Value != "2" {
+		t.Errorf("sample 0 back: %+v", got)
+	}
+	if back.Samples[1].Fields != nil {
+		t.Errorf("sample 1 back with fields %v", back.Samples[1].Fields)
 	}
 }

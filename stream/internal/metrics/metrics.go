@@ -35,7 +35,7 @@ import (
 //	odwatch_evaluation_duration_seconds{stream}        histogram time of one evaluation (encode, re-validation, discovery, persist)
 //	odwatch_evaluations_total{stream,result}           counter   evaluations by result: ok, error, skipped (a due evaluation coalesced into a later one because the previous one was still running)
 //	odwatch_discovery_duration_seconds{stream}         histogram time of one discovery on its own goroutine (two cadences: discover-every above every; the checks are evaluations)
-//	odwatch_discoveries_total{stream,result}           counter   discoveries on their own goroutine: ok, skipped (replaced while waiting by a newer one), late (merged after their merge point)
+//	odwatch_discoveries_total{stream,result}           counter   discoveries on their own goroutine: ok, waited (consumption waited for one to end before the check that merges it), late (merged after its merge point; after a restart)
 //	odwatch_epsilon{stream}                            gauge     the stream's epsilon, for alert rules comparing with odwatch_dependency_error
 //	odwatch_consumer_lag{stream}                       gauge     records behind the partitions' high watermarks (sum over partitions, as of the last fetch)
 //	odwatch_last_evaluation_timestamp_seconds{stream}  gauge     unix time of the last successful evaluation
@@ -118,7 +118,7 @@ func New(reg prometheus.Registerer, maxDependencyMetrics int, health *fetch.Heal
 		Buckets: []float64{.01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
 	}, []string{"stream"})
 	m.collectors = append(m.collectors, m.DiscDuration)
-	m.Discoveries = counter("odwatch_discoveries_total", "Discoveries on their own goroutine, by result (ok, skipped, late).", "result")
+	m.Discoveries = counter("odwatch_discoveries_total", "Discoveries on their own goroutine, by result (ok, waited, late).", "result")
 	m.Epsilon = gauge("odwatch_epsilon", "Epsilon of the stream.")
 	m.Lag = gauge("odwatch_consumer_lag", "Records behind the high watermark, summed over partitions.")
 	m.StatePublishErrors = counter("odwatch_state_publish_errors_total", "Tracker states that could not be written to the state topic.")

@@ -1,4 +1,4 @@
-package stream
+package pace
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// checkGate makes a stream's running discovery (two cadences) yield the
+// Gate makes a stream's running discovery (two cadences) yield the
 // CPU to its checks: discovery only uses what the checks leave.
 //
 // Who touches it: the consumer goroutine holds it when it queues a check
@@ -28,12 +28,13 @@ import (
 // pieces of discovery work under way when it was dispatched (one per
 // worker, each small: a node's partition, a candidate's validation, a
 // column's sort while the snapshot is encoded), not with the rest of the
-// discovery. There is no starvation
-// guard: while the checks cannot keep up (they are coalesced), discovery
-// waits, and ends once they catch up (merged late, or the discoveries due
-// meanwhile skipped; both counted and logged). Waiting changes no
-// discovery result, only when it ends.
-type checkGate struct {
+// discovery. The gate itself has no starvation guard: while the checks
+// run back to back discovery waits. What keeps it from starving is the
+// consumer, which hands over no check past an open discovery's wait point
+// (streamRun.awaitDiscovery): the checks queued before it drain, the gate
+// opens, and the discovery ends. Waiting changes no discovery result, only
+// when it ends.
+type Gate struct {
 	held atomic.Bool // checks && !merging: the fast path of wait
 
 	mu sync.Mutex
@@ -48,22 +49,22 @@ type checkGate struct {
 	waited atomic.Int64
 }
 
-// newCheckGate returns an open gate.
-func newCheckGate() *checkGate {
-	return &checkGate{opened: make(chan struct{})}
+// NewGate returns an open gate.
+func NewGate() *Gate {
+	return &Gate{opened: make(chan struct{})}
 }
 
-// setChecks records whether checks are queued or running (the consumer
+// SetChecks records whether checks are queued or running (the consumer
 // holds the gate, the evaluator releases it).
-func (g *checkGate) setChecks(on bool) {
+func (g *Gate) SetChecks(on bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.checks = on
 	g.update()
 }
 
-// setMerging records whether the running check waits for a discovery.
-func (g *checkGate) setMerging(on bool) {
+// SetMerging records whether the running check waits for a discovery.
+func (g *Gate) SetMerging(on bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.merging = on
@@ -71,7 +72,7 @@ func (g *checkGate) setMerging(on bool) {
 }
 
 // update applies a change of checks or merging; under g.mu.
-func (g *checkGate) update() {
+func (g *Gate) update() {
 	held := g.checks && !g.merging
 	switch {
 	case held && !g.held.Load():
@@ -83,10 +84,10 @@ func (g *checkGate) update() {
 	}
 }
 
-// wait returns once the gate is open: at once when it is (one atomic
+// Wait returns once the gate is open: at once when it is (one atomic
 // load), else when it opens. It returns ctx's error when ctx is done
 // first.
-func (g *checkGate) wait(ctx context.Context) error {
+func (g *Gate) Wait(ctx context.Context) error {
 	if !g.held.Load() {
 		return nil
 	}
@@ -107,3 +108,10 @@ func (g *checkGate) wait(ctx context.Context) error {
 		return nil
 	}
 }
+
+// Waiting is the number of workers blocked in Wait now (tests).
+func (g *Gate) Waiting() int32 { return g.waiting.Load() }
+
+// Waited is the time discovery's workers spent blocked in Wait so far,
+// summed over the workers.
+func (g *Gate) Waited() time.Duration { return time.Duration(g.waited.Load()) }

@@ -1,4 +1,4 @@
-package stream
+package pace
 
 import (
 	"context"
@@ -10,16 +10,16 @@ import (
 )
 
 // waitBlocked waits until n workers are blocked in g.wait.
-func waitBlocked(t *testing.T, g *checkGate, n int32) {
+func waitBlocked(t *testing.T, g *Gate, n int32) {
 	t.Helper()
-	testkit.Eventually(t, 30*time.Second, "workers blocked at the gate", func() bool { return g.waiting.Load() == n })
+	testkit.Eventually(t, 30*time.Second, "workers blocked at the gate", func() bool { return g.Waiting() == n })
 }
 
-// startWait runs g.wait(ctx) on its own goroutine; the channel gets its
+// startWait runs g.Wait(ctx) on its own goroutine; the channel gets its
 // result.
-func startWait(ctx context.Context, g *checkGate) <-chan error {
+func startWait(ctx context.Context, g *Gate) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- g.wait(ctx) }()
+	go func() { done <- g.Wait(ctx) }()
 	return done
 }
 
@@ -29,52 +29,52 @@ func startWait(ctx context.Context, g *checkGate) <-chan error {
 // ctx is done.
 func TestCheckGate(t *testing.T) {
 	ctx := context.Background()
-	g := newCheckGate()
-	if err := g.wait(ctx); err != nil {
+	g := NewGate()
+	if err := g.Wait(ctx); err != nil {
 		t.Fatalf("open gate: %v", err)
 	}
 
-	g.setChecks(true)
+	g.SetChecks(true)
 	done := startWait(ctx, g)
 	waitBlocked(t, g, 1)
-	g.setChecks(true) // another check queued: still held
+	g.SetChecks(true) // another check queued: still held
 	select {
 	case err := <-done:
 		t.Fatalf("wait returned (%v) while checks were queued", err)
 	default:
 	}
-	g.setChecks(false)
+	g.SetChecks(false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if g.waited.Load() <= 0 {
+	if g.Waited() <= 0 {
 		t.Fatal("the time blocked is not counted in waited")
 	}
 
 	// A check waiting for a discovery opens the gate until it stops
 	// waiting.
-	g.setChecks(true)
+	g.SetChecks(true)
 	done = startWait(ctx, g)
 	waitBlocked(t, g, 1)
-	g.setMerging(true)
+	g.SetMerging(true)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := g.wait(ctx); err != nil {
+	if err := g.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g.setMerging(false)
+	g.SetMerging(false)
 	done = startWait(ctx, g)
 	waitBlocked(t, g, 1)
-	g.setMerging(true)
-	g.setChecks(false)
-	g.setMerging(false)
+	g.SetMerging(true)
+	g.SetChecks(false)
+	g.SetMerging(false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 
 	// ctx ends a wait.
-	g.setChecks(true)
+	g.SetChecks(true)
 	cctx, cancel := context.WithCancel(ctx)
 	done = startWait(cctx, g)
 	waitBlocked(t, g, 1)
@@ -82,7 +82,7 @@ func TestCheckGate(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
-	if n := g.waiting.Load(); n != 0 {
+	if n := g.Waiting(); n != 0 {
 		t.Fatalf("%d waiters left", n)
 	}
 }

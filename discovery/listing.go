@@ -1,0 +1,43 @@
+package discovery
+
+// listingTuning holds the thresholds of the reliable listing
+// (docs/DESIGN.md, "Strength" and "Keys, equivalences and implied
+// rules"): what counts as evidence for a rule and which entries step back.
+// They change no error, removal or eps verdict, only Strength, Reliable
+// and ImpliedBy. Production takes defaultListing; tests force other values
+// through Options.tune (TestListingTuning).
+type listingTuning struct {
+	// minSupport is the share of the distinct records that must lie in
+	// context classes holding at least two distinct records for a
+	// dependency to have any strength: below it the context is a near
+	// key, whose rare repeats carry the rule alone (latitude in zipcodes,
+	// 23% of its records in repeated classes; a car's weight, 22%), while
+	// the genuine rules of the benchmarks with the smallest support have
+	// 34% ({city,state} in zipcodes) and 37% (a car's Name).
+	minSupport float64
+	// maxKeyColumns bounds the keys Summarize looks for: a key of four or
+	// more columns is almost always the accident of measurement columns
+	// combined, and the search grows with the number of column sets.
+	maxKeyColumns int
+	// measurementShare: a numeric or temporal column with at least this
+	// many distinct values per distinct record is a measurement (a weight,
+	// a coordinate, a time stamp), and a rule whose context holds one is
+	// not listed as reliable: records that share a measurement share it
+	// by the scale's resolution or as one entity measured once, a group
+	// no person names (adult's fnlwgt, 67% distinct; a car's weight,
+	// 78%), while the ordered contexts of the genuine rules have at most
+	// 24% (ncvoter's zip_code; a car's Displacement, 20%).
+	measurementShare float64
+}
+
+// defaultListing is the tuning of every caller outside the tests.
+var defaultListing = listingTuning{minSupport: 0.3, maxKeyColumns: 3, measurementShare: 0.5}
+
+// listing returns the tuning opts carries, the default unless a test
+// forced another.
+func (opts Options) listing() listingTuning {
+	if opts.tune != nil {
+		return *opts.tune
+	}
+	return defaultListing
+}

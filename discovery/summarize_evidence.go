@@ -1,0 +1,109 @@
+package discovery
+
+import "github.com/odwatch/odwatch/discovery/table"
+
+// The entries of a discovery that step back before equivalences and
+// implied rules are judged (docs/DESIGN.md, "Keys, equivalences and
+// implied rules"), so that none of them is kept for a class or used as a
+// premise: orders of records by a key, rules onto a column that is empty
+// within eps, and rules whose context holds a measurement.
+
+// stepBackKeyOrders steps back every reliable OC X: A ~ B one of whose
+// sides, with X, holds a listed key, naming the key: within each class of
+// X that side tells the records apart, so the OC sorts the records by an
+// identifier, the order in which they were numbered or written (ncvoter's
+// voter_id is the row number), not one value by another.
+func (s *summary) stepBackKeyOrders() {
+	var keys []Result
+	for _, r := range s.d.Dependencies {
+		if r.Kind == KindKey && r.Reliable {
+			keys = append(keys, r)
+		}
+	}
+	for i := range s.d.Dependencies {
+		r := &s.d.Dependencies[i]
+		if r.Kind != KindOC || !r.Reliable {
+			continue
+		}
+		ctx := s.set(r.Context...)
+		for _, k := range keys {
+			if s.holdsKey(ctx|s.set(r.Left), k) || s.holdsKey(ctx|s.set(r.Right), k) {
+				stepBack(r, k.String())
+				break
+			}
+		}
+	}
+}
+
+// stepBackEmptySides steps back every reliable OFD onto, and OC with a
+// side, a column that is empty (NULL) in all but at most floor(eps n)
+// records, naming `{}: [] -> A`, which holds then: nothing was recorded in
+// A, and the rule is about the few records that have a value, which the
+// eps test itself may remove (ncvoter's name_prefix, empty in 97%).
+func (s *summary) stepBackEmptySides() {
+	budget := RemovalBudget(s.opts.Epsilon, s.t.Rows)
+	empty := func(name string) bool {
+		return s.t.Rows-emptyRows(&s.t.Columns[s.index[name]]) <= budget
+	}
+	for i := range s.d.Dependencies {
+		r := &s.d.Dependencies[i]
+		if !r.Reliable {
+			continue
+		}
+		var sides []string
+		switch r.Kind {
+		case KindOFD:
+			sides = []string{r.RHS}
+		case KindOC:
+			sides = []string{r.Left, r.Right}
+		}
+		for _, a := range sides {
+			if empty(a) {
+				stepBack(r, Dependency{Kind: KindOFD, Context: []string{}, RHS: a}.String())
+				break
+			}
+		}
+	}
+}
+
+// emptyRows counts the rows of c that hold no value: rank 0 when it is
+// the empty text (NULL, or an empty string).
+func emptyRows(c *table.Column) int {
+	if len(c.Values) == 0 || c.Values[0] != "" {
+		return 0
+	}
+	n := 0
+	for _, x := range c.Ranks {
+		if x == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// stepBackMeasurements marks not reliable every reliable OFD and OC whose
+// context holds a measurement: a numeric or temporal column with at least
+// measurementShare distinct values per distinct record. Nothing implies
+// such a rule; its context is a near key for a person, though its repeats
+// pass the support test (adult's fnlwgt).
+func (s *summary) stepBackMeasurements() {
+	var measured uint64
+	ev := newEvidence(s.t, s.opts.listing())
+	for c := range s.t.Columns {
+		col := &s.t.Columns[c]
+		if col.Type != table.Numeric && col.Type != table.Temporal {
+			continue
+		}
+		// Every value of a row is in the first of its identical rows too:
+		// the distinct records hold all Cardinality values.
+		if float64(col.Cardinality) >= s.opts.listing().measurementShare*float64(ev.n) {
+			measured |= 1 << c
+		}
+	}
+	for i := range s.d.Dependencies {
+		r := &s.d.Dependencies[i]
+		if r.Reliable && (r.Kind == KindOFD || r.Kind == KindOC) && s.set(r.Context...)&measured != 0 {
+			r.Reliable = false
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package eval
+
+import (
+	"context"
+
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/stream/internal/explain"
+	"github.com/odwatch/odwatch/stream/window"
+)
+
+// explainEvents gives each violated event of out (with removals) its
+// explanation and samples from the violating records that entered last,
+// each with what the rule expected (explain.ForEvent), on the outcome's
+// window, after attachSamples took the rule columns' encoding. It runs
+// here, on the evaluator before the save, because the event carries it
+// and is saved and delivered before the historian runs; a window without
+// a violated event pays nothing (docs/DESIGN.md, "Explanations"). An
+// explanation that fails is logged and the event keeps its removal
+// sample.
+func (e Env) explainEvents(ctx context.Context, out *Outcome, snap *window.Snapshot) {
+	var w explain.Event
+	for i := range out.Events {
+		ev := &out.Events[i]
+		if ev.Type != alerts.EventViolated || ev.Removals == 0 || ctx.Err() != nil {
+			continue
+		}
+		if w.Meta == nil {
+			var ok bool
+			if w, ok = e.explainWindow(out, snap); !ok {
+				return
+			}
+		}
+		x, samples, err := explain.ForEvent(w, ev.Dependency, explain.DefaultOptions)
+		if err != nil {
+			e.Log.Warn("explanation", "dependency", ev.DependencyText, "err", err)
+			continue
+		}
+		if x != nil {
+			ev.Explanation, ev.Samples = x, samples
+		}
+	}
+}
+
+// explainWindow is what explanations read of the outcome's window: every
+// column (a check's copied from its checker: codes and dictionaries, not
+// encoded) and the encoding of the events' rule columns (the samples'),
+// with the rows' metadata. ok is false when there is no window to read.
+func (e Env) explainWindow(out *Outcome, snap *window.Snapshot) (w explain.Event, ok bool) {
+	w = explain.Event{Topic: e.Cfg.Topic, Samples: e.Cfg.Sample}
+	w.Epsilon = e.Cfg.Epsilon
+	switch s := out.chk; {
+	case s.attached() && s.table != nil:
+		metas := s.metas
+		w.Columns, w.Rule, w.Meta = s.c.eng.DictColumns(), s.table, func(i int) window.RowMeta { return metas[i] }
+	case out.Table != nil && snap != nil:
+		w.Columns, w.Rule, w.Meta = snap.Columns(), out.Table, snap.Meta
+	default:
+		return w, false
+	}
+	return w, true
+}

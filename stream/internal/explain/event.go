@@ -1,0 +1,68 @@
+package explain
+
+import (
+	"github.com/odwatch/odwatch/alerts"
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/stream/window"
+)
+
+// Event is what a violated event's explanation reads of its window
+// besides Window: the rows' metadata, the topic and how many samples the
+// event carries.
+type Event struct {
+	Window
+	// Meta is row i's metadata (0 = oldest).
+	Meta    func(i int) window.RowMeta
+	Topic   string
+	Samples int
+}
+
+// ForEvent explains d's violation on the event's window in the event's
+// terms: the explanation (the violating records, segments, the record the
+// break starts at) and the samples, taken from the violating records that
+// entered last (so that a fault that began in this window shows its own
+// rows, not the last clean ones), in record order, each with the rule's
+// values, all of its record's fields and what the rule expected.
+func ForEvent(ev Event, d discovery.Dependency, o Options) (*alerts.Explanation, []alerts.Sample, error) {
+	r, err := Explain(ev.Window, d, o)
+	if err != nil || len(r.Violating) == 0 {
+		return nil, nil, err
+	}
+	first := ev.Meta(r.Violating[r.First])
+	x := &alerts.Explanation{Violating: len(r.Violating),
+		First: alerts.RecordRef{Topic: ev.Topic, Partition: first.Partition, Offset: first.Offset, Time: first.Time}}
+	for _, s := range r.Segments {
+		x.Segments = append(x.Segments, alerts.Segment{Column: s.Column, Value: s.Value, Null: s.Null, Violating: s.Violating,
+			ViolatingShare: s.ViolatingShare, WindowShare: s.WindowShare, Lift: s.Lift})
+	}
+	cols := d.Columns()
+	from := max(0, len(r.Violating)-ev.Samples)
+	samples := make([]alerts.Sample, 0, len(r.Violating)-from)
+	for i := from; i < len(r.Violating); i++ {
+		row := r.Violating[i]
+		m := ev.Meta(row)
+		fields := rowValues(ev.Columns, row)
+		values := make(map[string]string, len(cols))
+		for _, c := range cols {
+			if v, ok := fields[c]; ok {
+				values[c] = v
+			}
+		}
+		e := r.Expected[i]
+		samples = append(samples, alerts.Sample{Topic: ev.Topic, Partition: m.Partition, Offset: m.Offset,
+			Values: values, Fields: fields, Expected: &e})
+	}
+	return x, samples, nil
+}
+
+// rowValues are row's non-NULL values, by column name.
+func rowValues(cols []table.DictColumn, row int) map[string]string {
+	out := make(map[string]string, len(cols))
+	for _, c := range cols {
+		if code := c.Codes[row]; code != 0 {
+			out[c.Name] = c.Dict[code-1]
+		}
+	}
+	return out
+}

@@ -1,0 +1,268 @@
+package explain
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
+)
+
+// explainFD finds the violating rows of the FD d (context: [] -> rhs): in
+// each context class, the rows whose rhs is not the class's majority (the
+// most frequent value; of equally frequent ones the value of the class's
+// oldest row among them, the one the class held first). They are a
+// minimal removal set (g3), and the majority is what the rule expected of
+// each: leaving one of them out of its class leaves the majority as it is.
+func explainFD(t *table.Table, d discovery.Dependency) (Result, error) {
+	rhs, err := column(t, d.RHS)
+	if err != nil {
+		return Result{}, err
+	}
+	class, k, err := classes(t, d.Context)
+	if err != nil {
+		return Result{}, err
+	}
+	// Per (class, value) pair: its count and first row, numbered in
+	// first-row order; per class its majority pair.
+	pair := make(map[uint64]int32, k)
+	var count []int32
+	best := make([]int32, k)
+	for i := range best {
+		best[i] = -1
+	}
+	of := make([]int32, t.Rows)
+	for row := range t.Rows {
+		key := uint64(class[row])<<32 | uint64(rhs.Ranks[row])
+		p, ok := pair[key]
+		if !ok {
+			p = int32(len(count))
+			pair[key] = p
+			count = append(count, 0)
+		}
+		count[p]++
+		of[row] = p
+		// Pairs are numbered in first-row order, so the lower number wins
+		// a tie: the value the class held first.
+		if b := best[class[row]]; b < 0 || count[p] > count[b] || (count[p] == count[b] && p < b) {
+			best[class[row]] = p
+		}
+	}
+	var r Result
+	for row := range t.Rows {
+		if b := best[class[row]]; of[row] != b {
+			r.Violating = append(r.Violating, row)
+		}
+	}
+	// The majority's rank: the rank of any row of its pair.
+	rank := make([]uint32, len(count))
+	for row := range t.Rows {
+		rank[of[row]] = rhs.Ranks[row]
+	}
+	r.Expected = make([]Expected, len(r.Violating))
+	for i, row := range r.Violating {
+		v := rank[best[class[row]]]
+		r.Expected[i] = Expected{Column: rhs.Name, Value: rhs.Values[v], Null: isNull(rhs, v)}
+	}
+	return r, nil
+}
+
+// isNull reports whether rank v of c is NULL (rank 0 of a column with
+// NULLs, whose text is empty: an empty cell is NULL).
+func isNull(c *table.Column, v uint32) bool { return v == 0 && c.Values[0] == "" }
+
+// ocRow is one row of an OC's sort: its class, left rank, right rank in
+// the rule's direction (reversed for desc), and row number.
+type ocRow struct{ class, a, b, row uint32 }
+
+// explainOC finds the violating rows of the OC d (context: left ~ right):
+// in each context class, sorted by (left, right), the rows outside one
+// longest non-decreasing subsequence of right (right reversed for desc),
+// the chain; they are a minimal removal set. What the rule expected of
+// each is the range of right that no chain row contradicts: at least the
+// right of the chain's last row with a smaller left, at most the right of
+// its first row with a larger left (equal lefts never contradict).
+func explainOC(t *table.Table, d discovery.Dependency) (Result, error) {
+	left, err := column(t, d.Left)
+	if err != nil {
+		return Result{}, err
+	}
+	right, err := column(t, d.Right)
+	if err != nil {
+		return Result{}, err
+	}
+	class, k, err := classes(t, d.Context)
+	if err != nil {
+		return Result{}, err
+	}
+	desc := d.Polarity == discovery.Desc
+	rows := make([]ocRow, t.Rows)
+	for i := range rows {
+		b := right.Ranks[i]
+		if desc {
+			b = uint32(right.Cardinality-1) - b
+		}
+		rows[i] = ocRow{class: class[i], a: left.Ranks[i], b: b, row: uint32(i)}
+	}
+	// Sorted by (class, a, b, row): stable counting sorts by b, a, class.
+	rows = sortBy(sortBy(sortBy(rows, right.Cardinality, func(x ocRow) uint32 { return x.b }),
+		left.Cardinality, func(x ocRow) uint32 { return x.a }), k, func(x ocRow) uint32 { return x.class })
+	var r Result
+	inChain := make([]bool, len(rows))
+	var chain []ocRow
+	for lo := 0; lo < len(rows); {
+		hi := lo + 1
+		for hi < len(rows) && rows[hi].class == rows[lo].class {
+			hi++
+		}
+		chain = longestChain(rows[lo:hi], inChain[lo:hi], chain[:0])
+		for i := lo; i < hi; i++ {
+			if !inChain[i] {
+				r.Violating = append(r.Violating, int(rows[i].row))
+				r.Expected = append(r.Expected, ocExpected(chain, rows[i], left, right, desc))
+			}
+		}
+		lo = hi
+	}
+	// Back to row order, the expectations with them.
+	order := make([]int, len(r.Violating))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(r.Violating[x], r.Violating[y]) })
+	v, e := make([]int, len(order)), make([]Expected, len(order))
+	for i, j := range order {
+		v[i], e[i] = r.Violating[j], r.Expected[j]
+	}
+	r.Violating, r.Expected = v, e
+	return r, nil
+}
+
+// sortBy sorts rows stably by key, whose values are below k (a counting
+// sort into a new slice).
+func sortBy(rows []ocRow, k int, key func(ocRow) uint32) []ocRow {
+	start := make([]int, k+1)
+	for _, x := range rows {
+		start[key(x)+1]++
+	}
+	for i := 1; i <= k; i++ {
+		start[i] += start[i-1]
+	}
+	out := make([]ocRow, len(rows))
+	for _, x := range rows {
+		out[start[key(x)]] = x
+		start[key(x)]++
+	}
+	return out
+}
+
+// longestChain marks in in the rows (one class, sorted by (a, b)) of one
+// longest non-decreasing subsequence of b, by patience sorting with
+// predecessor links, and returns them in order (appended to chain).
+func longestChain(rows []ocRow, in []bool, chain []ocRow) []ocRow {
+	tops := make([]int, 0, 16) // index of each pile's top row
+	prev := make([]int, len(rows))
+	for i, x := range rows {
+		// the first pile whose top is greater than x.b
+		p, hi := 0, len(tops)
+		for p < hi {
+			if m := int(uint(p+hi) >> 1); rows[tops[m]].b <= x.b {
+				p = m + 1
+			} else {
+				hi = m
+			}
+		}
+		prev[i] = -1
+		if p > 0 {
+			prev[i] = tops[p-1]
+		}
+		if p == len(tops) {
+			tops = append(tops, i)
+		} else {
+			tops[p] = i
+		}
+	}
+	start := len(chain)
+	if len(tops) > 0 {
+		for i := tops[len(tops)-1]; i >= 0; i = prev[i] {
+			in[i] = true
+			chain = append(chain, rows[i])
+		}
+	}
+	slices.Reverse(chain[start:])
+	return chain
+}
+
+// ocExpected is what the chain (one class's, sorted by (a, b), hence by
+// b too) expects of row x: the range of one side that no chain row
+// contradicts, the other side staying x's. For right: b at least that of
+// the chain's last row with a smaller a, at most that of its first row
+// with a larger a (desc: reversed, so the bounds swap); for left, the same
+// with the sides exchanged. Of the two, the one the chain pins down better
+// is what the rule expected: a range bounded on both sides before an open
+// one, then the narrower share of its column's values; right on a tie.
+// Which side a fault changed is not known (the demo's perc ~ salary breaks
+// in perc, flights' distance rules in distance), and the side a fault
+// changed is the one the chain bounds on both sides: a changed value has
+// neighbours on both sides of the other, unchanged column.
+func ocExpected(chain []ocRow, x ocRow, left, right *table.Column, desc bool) Expected {
+	rb := chainSpan(chain, x.a, func(c ocRow) uint32 { return c.a }, func(c ocRow) uint32 { return c.b })
+	if desc {
+		top := uint32(right.Cardinality - 1)
+		rb = span{low: top - rb.high, high: top - rb.low, lowSet: rb.highSet, highSet: rb.lowSet}
+	}
+	la := chainSpan(chain, x.b, func(c ocRow) uint32 { return c.b }, func(c ocRow) uint32 { return c.a })
+	if la.better(rb, left.Cardinality, right.Cardinality) {
+		return la.expected(left)
+	}
+	return rb.expected(right)
+}
+
+// chainSpan is the range of side that no chain row contradicts for a
+// row whose other side is at: at least side of the chain's last row with
+// other below at, at most side of its first row with other above it. The
+// chain is sorted by both sides.
+func chainSpan(chain []ocRow, at uint32, other, side func(ocRow) uint32) span {
+	by := func(c ocRow, v uint32) int { return cmp.Compare(other(c), v) }
+	i, _ := slices.BinarySearchFunc(chain, at, by)
+	j, _ := slices.BinarySearchFunc(chain[i:], at+1, by)
+	sp := span{lowSet: i > 0, highSet: i+j < len(chain)}
+	if sp.lowSet {
+		sp.low = side(chain[i-1])
+	}
+	if sp.highSet {
+		sp.high = side(chain[i+j])
+	}
+	return sp
+}
+
+// span is a range of ranks of one column, each side possibly open.
+type span struct {
+	low, high       uint32
+	lowSet, highSet bool
+}
+
+// better reports whether s (of a column of n ranks) pins its column down
+// better than o (of m ranks): bounded on both sides where o is not, or
+// both bounded and narrower as a share of the column's ranks.
+func (s span) better(o span, n, m int) bool {
+	sb, ob := s.lowSet && s.highSet, o.lowSet && o.highSet
+	if sb != ob {
+		return sb
+	}
+	if !sb {
+		return false
+	}
+	return float64(s.high-s.low)*float64(m) < float64(o.high-o.low)*float64(n)
+}
+
+func (s span) expected(c *table.Column) Expected {
+	e := Expected{Column: c.Name, Range: true}
+	if s.lowSet {
+		e.Low, e.HasLow = c.Values[s.low], true
+	}
+	if s.highSet {
+		e.High, e.HasHigh = c.Values[s.high], true
+	}
+	return e
+}
