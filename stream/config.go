@@ -175,9 +175,9 @@ const (
 
 // Defaults applied by Validate.
 const (
-	DefaultGroup                = "odwatch"
+	defaultGroup                = "odwatch"
 	DefaultSample               = 5
-	DefaultMaxDependencyMetrics = 200
+	defaultMaxDependencyMetrics = 200
 	// The group timings let a survivor take over within about 8 s of a
 	// crash: 6 s to notice (the lowest session timeout a Kafka broker
 	// accepts by default, group.min.session.timeout.ms), up to a heartbeat
@@ -203,7 +203,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Group == "" {
-		c.Group = DefaultGroup
+		c.Group = defaultGroup
 	}
 	if c.StateDir == "" {
 		bad("state-dir", "is required")
@@ -212,7 +212,7 @@ func (c *Config) Validate() error {
 		bad("max-dependency-metrics", "must be >= 0")
 	}
 	if c.MaxDependencyMetrics == 0 {
-		c.MaxDependencyMetrics = DefaultMaxDependencyMetrics
+		c.MaxDependencyMetrics = defaultMaxDependencyMetrics
 	}
 	c.validateGroupTimings(bad)
 	if c.EventsRegistry != "" && c.EventsTopic == "" {

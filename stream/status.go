@@ -76,6 +76,17 @@ type StatusEvent struct {
 	RelatedSamples map[string][]alerts.Sample
 }
 
+// historyJob is one evaluation's part of the status history: the append
+// with its rule points and dropped rules (taken on the evaluator, from the
+// tracker of that evaluation), the events to store, and what their related
+// rules' samples need (nil: none to take, or skipped). The stream's
+// historian (history.Historian) runs it through appendStatus.
+type historyJob struct {
+	h       *state.HistoryAppend
+	events  []alerts.Event
+	related *eval.Related
+}
+
 // recordStatus is the status page's hook in an evaluation, called on the
 // evaluator once it is saved and its events delivered (record): it notes
 // the window, takes from the tracker the observations of the rules still
