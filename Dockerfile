@@ -3,9 +3,16 @@
 # odwatch container image: a static binary on an empty base, running as an
 # unprivileged user, with its Pebble state on a volume.
 #
-#   docker build -t odwatch:dev .
-#   docker run --rm -v odwatch-state:/var/lib/odwatch -p 9464:9464 odwatch:dev \
-#     run --config /etc/odwatch/odwatch.yaml
+#   docker build -t odwatch .
+#   docker run --rm odwatch
+#   docker run --rm --network host -v "$PWD/deploy/examples/odwatch-local.yaml:/etc/odwatch/odwatch.yaml:ro" \
+#     -v odwatch-state:/var/lib/odwatch odwatch run --config /etc/odwatch/odwatch.yaml
+#
+# The first run prints the commands (the image's default); the second
+# watches the topic payroll of a Kafka on the host at localhost:9092 (odwatch
+# dev-broker's default address, or scripts/kafka-local.sh), status page on
+# http://127.0.0.1:9464/. deploy/compose_test.go checks that these mounts and
+# paths exist.
 #
 # Tested against Apache Kafka 4.4.0 (KRaft), the release of
 # internal/kafkatest/pom.xml and of docker-compose.yml's broker.
@@ -30,7 +37,7 @@ RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache
     -ldflags="-s -w -X main.version=${ODWATCH_VERSION} -X main.commit=${ODWATCH_COMMIT}" -o /out/odwatch ./cmd/odwatch
 # The state directory is created here because the final image has no shell;
 # a named volume mounted on it inherits this ownership on first use.
-RUN mkdir -p /out/state \
+RUN mkdir -p /out/state /out/secrets \
  && printf 'odwatch:x:65532:65532:odwatch:/var/lib/odwatch:/sbin/nologin\n' > /out/passwd \
  && printf 'odwatch:x:65532:\n' > /out/group
 
@@ -41,6 +48,9 @@ COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certifica
 COPY --from=build /out/passwd /etc/passwd
 COPY --from=build /out/group /etc/group
 COPY --from=build --chown=65532:65532 /out/state /var/lib/odwatch
+# Where the compose stack's odwatch-secrets service writes the web config: a
+# named volume mounted here takes this ownership on first use.
+COPY --from=build --chown=65532:65532 /out/secrets /etc/odwatch/secrets
 COPY --from=build /out/odwatch /usr/local/bin/odwatch
 USER 65532:65532
 # The image has no /tmp; temporary directories (odwatch demo without
@@ -51,4 +61,6 @@ VOLUME ["/var/lib/odwatch"]
 # inside a container; the default 127.0.0.1 is unreachable from outside).
 EXPOSE 9464
 ENTRYPOINT ["/usr/local/bin/odwatch"]
-CMD ["run", "--config", "/etc/odwatch/odwatch.yaml"]
+# The image holds no config: without arguments it prints the commands; run
+# needs a mounted config (or flags), as in the example above.
+CMD ["help"]

@@ -122,11 +122,29 @@ type segmentJSON struct {
 	Lift           float64 `json:"lift"`
 }
 
+// recordRefJSON leaves time out for a record that has none (a file
+// replayed without --time-field), as the event leaves out its own.
 type recordRefJSON struct {
-	Topic     string    `json:"topic"`
-	Partition int32     `json:"partition"`
-	Offset    int64     `json:"offset"`
-	Time      time.Time `json:"time"`
+	Topic     string     `json:"topic"`
+	Partition int32      `json:"partition"`
+	Offset    int64      `json:"offset"`
+	Time      *time.Time `json:"time,omitempty"`
+}
+
+func toRecordRefJSON(r RecordRef) recordRefJSON {
+	out := recordRefJSON{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
+	if !r.Time.IsZero() {
+		out.Time = &r.Time
+	}
+	return out
+}
+
+func fromRecordRefJSON(j recordRefJSON) RecordRef {
+	out := RecordRef{Topic: j.Topic, Partition: j.Partition, Offset: j.Offset}
+	if j.Time != nil {
+		out.Time = *j.Time
+	}
+	return out
 }
 
 type expectedJSON struct {
@@ -142,7 +160,7 @@ func toExplanationJSON(x *Explanation) *explanationJSON {
 		return nil
 	}
 	out := &explanationJSON{Violating: x.Violating, Segments: make([]segmentJSON, len(x.Segments)),
-		First: recordRefJSON(x.First)}
+		First: toRecordRefJSON(x.First)}
 	for i, s := range x.Segments {
 		out.Segments[i] = segmentJSON{Column: s.Column, Null: s.Null, Violating: s.Violating,
 			ViolatingShare: s.ViolatingShare, WindowShare: s.WindowShare, Lift: s.Lift}
@@ -157,7 +175,7 @@ func fromExplanationJSON(j *explanationJSON) *Explanation {
 	if j == nil {
 		return nil
 	}
-	x := &Explanation{Violating: j.Violating, First: RecordRef(j.First)}
+	x := &Explanation{Violating: j.Violating, First: fromRecordRefJSON(j.First)}
 	for _, s := range j.Segments {
 		seg := Segment{Column: s.Column, Null: s.Null, Violating: s.Violating,
 			ViolatingShare: s.ViolatingShare, WindowShare: s.WindowShare, Lift: s.Lift}
@@ -220,6 +238,10 @@ func explanationText(b *strings.Builder, x *Explanation) {
 		fmt.Fprintf(b, "\n    also: %s of the violating records have %s, against %s of the window",
 			percent(s.ViolatingShare), s, percent(s.WindowShare))
 	}
-	fmt.Fprintf(b, "\n    since: %s/%d@%d at %s (%d violating records)",
-		x.First.Topic, x.First.Partition, x.First.Offset, x.First.Time.UTC().Format(time.RFC3339), x.Violating)
+	at := ""
+	if !x.First.Time.IsZero() {
+		at = " at " + x.First.Time.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintf(b, "\n    since: %s/%d@%d%s (%d violating records)",
+		x.First.Topic, x.First.Partition, x.First.Offset, at, x.Violating)
 }

@@ -42,7 +42,7 @@ type KafkaOption func(*kafkaSink)
 
 // KafkaSchemaRegistry makes the sink register EventSchema as subject
 // (normally "<topic>-value") in the Schema Registry at url before its first
-// write (RegisterEventSchema; a failure fails the Send, which the outbox
+// write (registerEventSchema; a failure fails the Send, which the outbox
 // retries) and write each value in the Confluent wire format: a zero byte,
 // the schema id (4 bytes, big-endian), then the JSON. Consumers then read
 // it with the standard JSON Schema deserializers.
@@ -54,7 +54,7 @@ func KafkaSchemaRegistry(url, subject string) KafkaOption {
 // message in binary content mode to w's topic: headers ce_specversion "1.0",
 // ce_id (event id), ce_source (source, or "odwatch/<stream>" when empty),
 // ce_type "io.odwatch.dependency.<type>", ce_time (RFC 3339), ce_subject
-// (dependency id), ce_dataschema (EventDataSchema), content-type
+// (dependency id), ce_dataschema (eventDataSchema), content-type
 // "application/json"; key = dependency id; value = the event's JSON
 // (prefixed with the Confluent wire format header with
 // KafkaSchemaRegistry). w is configured by the caller (see
@@ -105,7 +105,7 @@ func (s *kafkaSink) Send(ctx context.Context, events []Event) error {
 				{Key: "ce_type", Value: []byte(ceType(e.Type))},
 				{Key: "ce_time", Value: []byte(e.Time.UTC().Format(time.RFC3339Nano))},
 				{Key: "ce_subject", Value: []byte(e.DependencyID)},
-				{Key: "ce_dataschema", Value: []byte(EventDataSchema)},
+				{Key: "ce_dataschema", Value: []byte(eventDataSchema)},
 				{Key: "content-type", Value: []byte("application/json")},
 			},
 			Time: e.Time,
@@ -187,7 +187,7 @@ func (s *kafkaSink) wirePrefix(ctx context.Context) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.schemaID == 0 {
-		id, err := RegisterEventSchema(ctx, s.registry, s.subject, nil)
+		id, err := registerEventSchema(ctx, s.registry, s.subject, nil)
 		if err != nil {
 			return nil, err
 		}

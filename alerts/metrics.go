@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultMaxErrorSeries caps the odwatch_dependency_error series per stream.
-const DefaultMaxErrorSeries = 200
+// defaultMaxErrorSeries caps the odwatch_dependency_error series per stream.
+const defaultMaxErrorSeries = 200
 
 // Metrics holds the collectors of package alerts:
 //
@@ -53,8 +53,8 @@ type Metrics struct {
 	// alerts).
 	mu       sync.Mutex
 	exported map[string]map[string]bool
-	// MaxErrorSeries caps odwatch_dependency_error per stream; 0 means
-	// DefaultMaxErrorSeries.
+	// MaxErrorSeries caps odwatch_dependency_error per stream; 0 means 200
+	// (defaultMaxErrorSeries).
 	MaxErrorSeries int
 }
 
@@ -198,7 +198,7 @@ func (m *Metrics) UpdateTracker(stream string, t *Tracker) {
 		}
 		return cmp.Or(cmp.Compare(b.Error, a.Error), cmp.Compare(a.ID, b.ID))
 	})
-	limit := cmp.Or(m.MaxErrorSeries, DefaultMaxErrorSeries)
+	limit := cmp.Or(m.MaxErrorSeries, defaultMaxErrorSeries)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

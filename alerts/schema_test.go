@@ -48,8 +48,8 @@ func TestEventSchema(t *testing.T) {
 	var head struct {
 		ID string `json:"$id"`
 	}
-	if err := json.Unmarshal([]byte(EventSchema()), &head); err != nil || head.ID != EventDataSchema {
-		t.Errorf("schema $id %q (%v), want EventDataSchema %q", head.ID, err, EventDataSchema)
+	if err := json.Unmarshal([]byte(EventSchema()), &head); err != nil || head.ID != eventDataSchema {
+		t.Errorf("schema $id %q (%v), want eventDataSchema %q", head.ID, err, eventDataSchema)
 	}
 	validateEvents(t, s, twoEvents())
 	for _, d := range []discovery.Dependency{
@@ -178,7 +178,7 @@ func TestKafkaSinkSchemaRegistry(t *testing.T) {
 func TestRegisterEventSchemaError(t *testing.T) {
 	srv := httptest.NewServer(&fakeRegistry{failures: 100})
 	defer srv.Close()
-	_, err := RegisterEventSchema(context.Background(), srv.URL, "events-value", nil)
+	_, err := registerEventSchema(context.Background(), srv.URL, "events-value", nil)
 	if err == nil || !strings.Contains(err.Error(), "events-value") {
 		t.Errorf("error %v, want one naming the subject", err)
 	}

@@ -69,7 +69,7 @@ func TestKafkaSink(t *testing.T) {
 			"ce_type":        "io.odwatch.dependency." + string(want.Type),
 			"ce_time":        "2026-11-30T01:05:00.0000005Z",
 			"ce_subject":     want.DependencyID,
-			"ce_dataschema":  EventDataSchema,
+			"ce_dataschema":  eventDataSchema,
 			"content-type":   "application/json",
 		}
 		if !reflect.DeepEqual(headers, wantHeaders) {
@@ -130,7 +130,7 @@ func TestWebhookSinkRetries(t *testing.T) {
 		for h, want := range map[string]string{
 			"Content-Type": "application/json", "Ce-Specversion": "1.0", "Ce-Id": e.ID,
 			"Ce-Source": "odwatch/payroll", "Ce-Type": "io.odwatch.dependency." + string(e.Type),
-			"Ce-Subject": e.DependencyID, "Ce-Time": "2026-11-30T01:05:00.0000005Z", "Ce-Dataschema": EventDataSchema,
+			"Ce-Subject": e.DependencyID, "Ce-Time": "2026-11-30T01:05:00.0000005Z", "Ce-Dataschema": eventDataSchema,
 		} {
 			if r.Header.Get(h) != want {
 				t.Errorf("event %d header %s = %q, want %q", i, h, r.Header.Get(h), want)

@@ -15,22 +15,22 @@ import (
 // Defaults for Config fields left zero.
 const (
 	DefaultRetireAfter         = 3
-	DefaultRetireViolatedAfter = 100
-	DefaultMaxTracked          = 1000
-	DefaultStrengthBand        = 0.1
+	defaultRetireViolatedAfter = 100
+	defaultMaxTracked          = 1000
+	defaultStrengthBand        = 0.1
 )
 
 // AutoMargin, as Config.Margin, derives the margin of each window from its
 // size: NoiseMargin(Epsilon, records).
 const AutoMargin = -1.0
 
-// MarginZ is the number of standard errors NoiseMargin puts between eps and
+// marginZ is the number of standard errors NoiseMargin puts between eps and
 // each edge of the band.
-const MarginZ = 3
+const marginZ = 3
 
 // NoiseMargin is the margin that covers the sampling noise of a window of n
-// records: MarginZ standard errors of a proportion at eps,
-// MarginZ*sqrt(eps*(1-eps)/n), at most eps/2 so that a violated dependency
+// records: marginZ standard errors of a proportion at eps,
+// marginZ*sqrt(eps*(1-eps)/n), at most eps/2 so that a violated dependency
 // can still be restored (at e <= eps - margin). A dependency whose true
 // error is eps crosses eps+margin by chance in about 0.1% of windows. It is
 // 0 for eps = 0 or an empty window.
@@ -38,7 +38,7 @@ func NoiseMargin(eps float64, n int) float64 {
 	if n <= 0 || eps <= 0 {
 		return 0
 	}
-	return min(MarginZ*math.Sqrt(eps*(1-eps)/float64(n)), eps/2)
+	return min(marginZ*math.Sqrt(eps*(1-eps)/float64(n)), eps/2)
 }
 
 // State is the hysteresis state of a tracked dependency.
@@ -71,12 +71,13 @@ type Config struct {
 	// RetireViolatedAfter is the number of consecutive windows, counted after
 	// its violated event, an unpinned violated dependency may stay non-minimal
 	// before it is retired (it is kept that long so that a restored event can
-	// still be reported). 0 means DefaultRetireViolatedAfter, negative never.
+	// still be reported). 0 means 100 (defaultRetireViolatedAfter), negative
+	// never.
 	RetireViolatedAfter int
 	// Pinned dependencies are tracked from the start and never retired.
 	Pinned []discovery.Dependency
 	// MaxTracked caps the tracked set (pinned ones included; they are never
-	// dropped). 0 means DefaultMaxTracked. See Tracker.
+	// dropped). 0 means 1000 (defaultMaxTracked). See Tracker.
 	MaxTracked int
 	// DiscoverAfter is the number of consecutive windows a candidate (a
 	// rule a discovery found and that is not tracked) must hold in, and be
@@ -95,7 +96,7 @@ type Config struct {
 	// is no longer minimal is retired after RetireAfter discoveries).
 	MinStrength float64
 	// StrengthBand is the hysteresis of strength (see MinStrength). 0 means
-	// DefaultStrengthBand, a negative value none.
+	// defaultStrengthBand, a negative value none.
 	StrengthBand float64
 }
 
@@ -116,14 +117,14 @@ func (c Config) normalized() Config {
 		c.RetireAfter = DefaultRetireAfter
 	}
 	if c.RetireViolatedAfter == 0 {
-		c.RetireViolatedAfter = DefaultRetireViolatedAfter
+		c.RetireViolatedAfter = defaultRetireViolatedAfter
 	}
 	if c.MaxTracked <= 0 {
-		c.MaxTracked = DefaultMaxTracked
+		c.MaxTracked = defaultMaxTracked
 	}
 	switch {
 	case c.StrengthBand == 0 || math.IsNaN(c.StrengthBand):
-		c.StrengthBand = DefaultStrengthBand
+		c.StrengthBand = defaultStrengthBand
 	case c.StrengthBand < 0:
 		c.StrengthBand = 0
 	}

@@ -42,7 +42,7 @@ type webhookSink struct {
 // event, as a CloudEvents 1.0 HTTP binary-mode message: the body is the
 // event's JSON (Content-Type application/json) and the attributes travel as
 // headers ce-specversion, ce-id, ce-source, ce-type, ce-time, ce-subject,
-// ce-dataschema (EventDataSchema).
+// ce-dataschema (eventDataSchema).
 // One request per event keeps every request a valid CloudEvent and lets the
 // receiver deduplicate by ce-id. A 2xx response is success; network errors,
 // 5xx, 408 and 429 are retried with capped exponential backoff; any other
@@ -141,7 +141,7 @@ func (s *webhookSink) post(ctx context.Context, e Event, body []byte) (time.Dura
 	h.Set("ce-type", ceType(e.Type))
 	h.Set("ce-time", e.Time.UTC().Format(time.RFC3339Nano))
 	h.Set("ce-subject", e.DependencyID)
-	h.Set("ce-dataschema", EventDataSchema)
+	h.Set("ce-dataschema", eventDataSchema)
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
 		return 0, err

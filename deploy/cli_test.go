@@ -21,6 +21,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
+	"gopkg.in/yaml.v3"
 )
 
 // TestCLIAcceptsDeployFiles builds the odwatch binary and checks that what
@@ -85,6 +88,7 @@ func TestCLIAcceptsDeployFiles(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("secret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	webConfigFile := writeWebConfig(t, bin)
 	configs, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "examples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +108,45 @@ func TestCLIAcceptsDeployFiles(t *testing.T) {
 				// container; this is the same file in the repository.
 				"--web-config-file", webConfigFile)
 		})
+	}
+}
+
+// writeWebConfig runs odwatch web-config as the compose stack's
+// odwatch-secrets service does and checks that the hash it writes accepts
+// the password it writes beside it; it returns the web config's path.
+func writeWebConfig(t *testing.T, bin string) string {
+	t.Helper()
+	web := t.TempDir()
+	gen := exec.Command(bin, "web-config", "--user", "odwatch", "--password-env", "ODWATCH_WEB_PASSWORD", "--out", web)
+	gen.Env = append(os.Environ(), "ODWATCH_WEB_PASSWORD=test-password")
+	if out, err := gen.CombinedOutput(); err != nil {
+		t.Fatalf("odwatch web-config: %v\n%s", err, out)
+	}
+	webConfigFile := filepath.Join(web, "web-config.yml")
+	checkWebConfig(t, webConfigFile, filepath.Join(web, "password"))
+	return webConfigFile
+}
+
+// checkWebConfig: the web config's only user has a bcrypt hash of the
+// password in passwordFile.
+func checkWebConfig(t *testing.T, webConfigFile, passwordFile string) {
+	t.Helper()
+	var web struct {
+		Users map[string]string `yaml:"basic_auth_users"`
+	}
+	b, err := os.ReadFile(webConfigFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &web); err != nil {
+		t.Fatal(err)
+	}
+	pass, err := os.ReadFile(passwordFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(web.Users) != 1 || bcrypt.CompareHashAndPassword([]byte(web.Users["odwatch"]), pass) != nil || string(pass) != "test-password" {
+		t.Errorf("web config %s does not accept user odwatch with the password written beside it:\n%s", webConfigFile, b)
 	}
 }
 
@@ -172,7 +215,9 @@ func runUntilStarted(t *testing.T, bin string, args ...string) {
 			mu.Lock()
 			log.WriteString(sc.Text() + "\n")
 			mu.Unlock()
-			if strings.Contains(sc.Text(), "odwatch running") {
+			// Configured, store open: run then waits for Kafka (here
+			// 127.0.0.1:1, which never answers), up to --connect-timeout.
+			if strings.Contains(sc.Text(), "waiting for kafka") || strings.Contains(sc.Text(), "odwatch running") {
 				once.Do(func() { close(started) })
 			}
 		}

@@ -113,12 +113,17 @@ type composeDoc struct {
 }
 
 type composeService struct {
-	Image     string    `yaml:"image"`
-	Build     any       `yaml:"build"`
-	Command   any       `yaml:"command"`
-	Volumes   []any     `yaml:"volumes"`
-	DependsOn yaml.Node `yaml:"depends_on"`
-	Ports     []string  `yaml:"ports"`
+	Image       string            `yaml:"image"`
+	Build       any               `yaml:"build"`
+	Command     any               `yaml:"command"`
+	Volumes     []any             `yaml:"volumes"`
+	DependsOn   yaml.Node         `yaml:"depends_on"`
+	Ports       []string          `yaml:"ports"`
+	Environment map[string]string `yaml:"environment"`
+	Restart     string            `yaml:"restart"`
+	Healthcheck struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
 }
 
 func loadCompose(t *testing.T, p string) composeDoc {

@@ -1,46 +1,53 @@
 package deploy
 
 import (
+	"path"
+	"slices"
+	"strings"
 	"testing"
-
-	"golang.org/x/crypto/bcrypt"
 )
 
-const webConfigFile = "deploy/web-config.yml"
-
-// TestComposeWebConfig: the compose stack serves odwatch's port through
-// its web config (mounted where odwatch.yaml's web-config-file points),
-// and Prometheus scrapes odwatch with credentials the web config accepts.
+// TestComposeWebConfig: the compose stack's basic auth is one chain: the
+// odwatch-secrets service writes the web config and the password into the
+// odwatch-secrets volume, odwatch reads the web config (odwatch.yaml's
+// web-config-file) and its healthcheck the password from where it mounts
+// that volume, and Prometheus scrapes with the password file from where it
+// mounts it. (cli_test runs odwatch web-config and checks the hash.)
 func TestComposeWebConfig(t *testing.T) {
 	var ocfg struct {
 		WebConfigFile string `yaml:"web-config-file"`
 	}
 	decodeYAML(t, odwatchConfig, &ocfg)
 	if ocfg.WebConfigFile == "" {
-		t.Fatalf("%s sets no web-config-file: the published port 9464 would serve record values to anyone", odwatchConfig)
+		t.Fatalf("%s sets no web-config-file: port 9464 would serve record values without a password", odwatchConfig)
 	}
 	c := loadCompose(t, composeFile)
-	mounted := false
-	for _, v := range c.Services["odwatch"].Volumes {
-		src, dst, err := parseVolume(v)
-		if err == nil && dst == ocfg.WebConfigFile && src == "./"+webConfigFile {
-			mounted = true
+	secretsAt := func(service string) string { // where service mounts the odwatch-secrets volume
+		for _, v := range c.Services[service].Volumes {
+			if src, dst, err := parseVolume(v); err == nil && src == "odwatch-secrets" {
+				return dst
+			}
 		}
+		t.Errorf("service %s does not mount the odwatch-secrets volume", service)
+		return "/nowhere"
 	}
-	if !mounted {
-		t.Errorf("service odwatch does not mount ./%s at %s", webConfigFile, ocfg.WebConfigFile)
+	writer := composeCommand(t, "odwatch-secrets", c.Services["odwatch-secrets"].Command)
+	if i := slices.Index(writer, "--out"); i < 0 || i+1 >= len(writer) || writer[i+1] != secretsAt("odwatch-secrets") {
+		t.Errorf("odwatch-secrets writes to %v, not where it mounts the volume", writer)
 	}
-
-	var web struct {
-		Users map[string]string `yaml:"basic_auth_users"`
+	if dir := secretsAt("odwatch"); ocfg.WebConfigFile != path.Join(dir, "web-config.yml") {
+		t.Errorf("%s: web-config-file %s, want %s/web-config.yml (the odwatch-secrets volume)", odwatchConfig, ocfg.WebConfigFile, dir)
 	}
-	decodeYAML(t, webConfigFile, &web)
+	if hc := strings.Join(c.Services["odwatch"].Healthcheck.Test, " "); !strings.Contains(hc, "--password-file "+path.Join(secretsAt("odwatch"), "password")) {
+		t.Errorf("odwatch's healthcheck %q does not read the password from the secrets volume", hc)
+	}
 	var prom struct {
 		ScrapeConfigs []struct {
 			JobName   string `yaml:"job_name"`
 			BasicAuth struct {
-				Username string `yaml:"username"`
-				Password string `yaml:"password"`
+				Username     string `yaml:"username"`
+				Password     string `yaml:"password"`
+				PasswordFile string `yaml:"password_file"`
 			} `yaml:"basic_auth"`
 		} `yaml:"scrape_configs"`
 	}
@@ -49,14 +56,21 @@ func TestComposeWebConfig(t *testing.T) {
 		if sc.JobName != "odwatch" {
 			continue
 		}
-		hash, ok := web.Users[sc.BasicAuth.Username]
-		if !ok {
-			t.Fatalf("%s: job odwatch scrapes as %q, a user %s does not have", prometheusConfig, sc.BasicAuth.Username, webConfigFile)
+		if sc.BasicAuth.Password != "" || sc.BasicAuth.PasswordFile != path.Join(secretsAt("prometheus"), "password") {
+			t.Errorf("%s: job odwatch's basic_auth %+v, want password_file in the secrets volume and no password", prometheusConfig, sc.BasicAuth)
 		}
-		if err := bcrypt.CompareHashAndPassword([]byte(hash), []byte(sc.BasicAuth.Password)); err != nil {
-			t.Errorf("%s: job odwatch's password does not match %s's hash for %s: %v", prometheusConfig, webConfigFile, sc.BasicAuth.Username, err)
+		if want := flagValue(writer, "--user"); sc.BasicAuth.Username != want {
+			t.Errorf("%s: job odwatch scrapes as %q, odwatch-secrets writes user %q", prometheusConfig, sc.BasicAuth.Username, want)
 		}
 		return
 	}
 	t.Errorf("%s: no odwatch job", prometheusConfig)
+}
+
+// flagValue is the value after flag in args, or "".
+func flagValue(args []string, flag string) string {
+	if i := slices.Index(args, flag); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
 }

@@ -122,6 +122,9 @@ type ocTask struct {
 	removals  [2]int
 	strengths [2]float64
 	samples   [2][]int
+	// shuffleBound is validate.OCShuffleBound at the node's evidence,
+	// -1 until dropHopeless computes it.
+	shuffleBound int
 }
 
 // lattice is the state of one Discover run.
@@ -140,6 +143,10 @@ type lattice struct {
 	unordered  uint64      // the Nominal columns, which take no part in OCs
 	found      []found
 	stats      Stats
+	// ofdBuf and ocBuf keep the task slices of the last level for the
+	// next one: a wide level holds millions of tasks.
+	ofdBuf []ofdTask
+	ocBuf  []ocTask
 
 	progressMu   sync.Mutex
 	lastProgress time.Time
@@ -380,17 +387,23 @@ func (l *lattice) newNode(cols []int, part *validate.StrippedPartition) *latNode
 }
 
 // inherit ORs into each node of level the OFD validity of its direct
-// subsets (valid, exact and reliable, less the node's own columns), which
-// is monotone under growing the context, and drops the nodes where every
+// subsets (valid, exact and reliable, less the node's own columns) and
+// their OC bits, all monotone under growing the context, and drops the nodes where every
 // OFD already holds: they have no minimal dependency and no alive superset,
-// so they go before their partition is built. It reads the parents' ofd
-// bits and writes the nodes'.
+// so they go before their partition is built. An OC bit it sets for a
+// pair the node does not consider (a side in X, or with a reliable OFD) is
+// read by no superset, which does not consider the pair either. It reads
+// the parents' bits and writes the nodes'.
 func (l *lattice) inherit(level []*latNode) []*latNode {
 	for _, n := range level {
 		for _, p := range n.parents {
 			n.ofdValid |= p.ofdValid &^ n.set
 			n.ofdExact |= p.ofdExact &^ n.set
 			n.ofdRel |= p.ofdRel &^ n.set
+			for w := range n.ocValid {
+				n.ocValid[w] |= p.ocValid[w]
+				n.ocRel[w] |= p.ocRel[w]
+			}
 		}
 	}
 	return slices.DeleteFunc(level, func(n *latNode) bool { return n.ofdValid|n.set == l.all })
@@ -444,7 +457,12 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 	for _, n := range level {
 		n.score = n.evid.Score()
 	}
-	ofds := l.ofdCandidates(level)
+	// Tasks are generated node by node, the nodes with the most covered
+	// rows first, so that no worker is left with a big task at the end
+	// of the level while the others idle.
+	byWork := slices.Clone(level)
+	slices.SortStableFunc(byWork, func(x, y *latNode) int { return y.part.Covered() - x.part.Covered() })
+	ofds := l.ofdCandidates(byWork)
 	l.levelCands = int64(len(ofds))
 	l.progress(true)
 	if err := l.validateOFDs(ctx, ofds); err != nil {
@@ -453,7 +471,7 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 	levelFound := l.recordOFDs(ofds, nil)
 	var ocs []ocTask
 	if l.withinMaxLevel(k + 2) {
-		ocs = l.ocCandidates(level)
+		ocs = l.ocCandidates(byWork)
 	}
 	l.levelCands += int64(len(ocs))
 	if err := l.validateOCs(ctx, ocs); err != nil {
@@ -468,7 +486,7 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 // marked inherited). The OFDs a reliable subset holds are decided without
 // validation. It counts every OFD in Stats.Candidates.
 func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
-	var ofds []ofdTask
+	ofds := l.ofdBuf[:0]
 	for _, n := range level {
 		for a := 0; a < l.m; a++ {
 			if n.set&(1<<a) != 0 {
@@ -480,14 +498,13 @@ func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
 			}
 		}
 	}
+	l.ofdBuf = ofds
 	return ofds
 }
 
-// validateOFDs runs validateOFD on every task on the worker pool, largest
-// partitions first (it reorders ofds), so that no worker is left with a
-// big task at the end of the level while the others idle.
+// validateOFDs runs validateOFD on every task on the worker pool, in
+// their order (computeODs: largest partitions first).
 func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
-	slices.SortStableFunc(ofds, func(x, y ofdTask) int { return y.node.part.Covered() - x.node.part.Covered() })
 	return l.parallel(ctx, len(ofds), func(v *validate.Validator, i int) {
 		l.validateOFD(v, &ofds[i])
 		l.validated.Add(1)
@@ -499,6 +516,14 @@ func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 // when valid, its strength and, when it is a result, its removal sample.
 func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	col := &l.t.Columns[task.a]
+	if task.inherited && l.ofdHopeless(task) {
+		// Valid by inheritance and no result: only whether it holds
+		// exactly is read (pruning), and budget 0 answers that.
+		if task.removals = v.OFDRemovals(task.node.part, col, 0); task.removals > 0 {
+			task.removals = l.budget + 1
+		}
+		return
+	}
 	task.removals = v.OFDRemovals(task.node.part, col, l.budget)
 	if task.removals > l.budget {
 		return
@@ -507,6 +532,17 @@ func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	if l.opts.RemovalSample != 0 && l.wanted(task.inherited, task.strength) {
 		task.sample = sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 	}
+}
+
+// ofdHopeless reports whether the OFD of task, a candidate of the listing
+// alone, cannot be reliable: its context lacks repeated support, or its
+// strength bound (validate.OFDStrengthBound) is below MinStrength.
+func (l *lattice) ofdHopeless(task *ofdTask) bool {
+	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
+		return false
+	}
+	ev, part, pdep := l.evidenceFor(task.node, 1<<task.a)
+	return !ev.supported(part) || validate.OFDStrengthBound(part, pdep[task.a]) < l.opts.MinStrength
 }
 
 // recordOFDs counts the validations of ofds, sets the ofd bits of the
@@ -541,9 +577,10 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 // trivial, one task per pair for both polarities (see ocCandidate). It
 // reads the nodes' OFD bits after recordOFDs.
 func (l *lattice) ocCandidates(level []*latNode) []ocTask {
-	var ocs []ocTask
+	ocs := l.ocBuf[:0]
 	for _, n := range level {
 		skip := n.set | n.ofdRel | l.unordered
+		hopeless := l.listingHopeless(n)
 		for a := 0; a < l.m; a++ {
 			if skip&(1<<a) != 0 {
 				continue
@@ -552,12 +589,17 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 				if skip&(1<<b) != 0 {
 					continue
 				}
+				if hopeless && n.ofdValid&(1<<a|1<<b) != 0 && n.set|1<<a|1<<b != l.all {
+					l.stats.Candidates += 2 // of the listing alone, none reliable (dropHopeless)
+					continue
+				}
 				if task := l.ocCandidate(n, a, b); task.want[Asc] || task.want[Desc] {
 					ocs = append(ocs, task)
 				}
 			}
 		}
 	}
+	l.ocBuf = ocs
 	return ocs
 }
 
@@ -567,18 +609,15 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 // direct subset holding it; the others (an OFD holds but unreliably, or
 // only unreliable subsets hold the OC) are candidates of the reliable
 // listing alone. An OC a reliable subset holds is valid and reliable
-// without validation. It reads the parents' OC bits, writes n's and
+// without validation. It reads n's OC bits (the parents' ORed by inherit), writes them and
 // counts both polarities in Stats.Candidates.
 func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
-	task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0}
+	task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0, shuffleBound: -1}
 	for pol := Asc; pol <= Desc; pol++ {
 		l.stats.Candidates++
 		bit := ocBit(l.m, a, b, pol)
-		inherited, inheritedRel := false, false
-		for _, p := range n.parents {
-			inherited = inherited || p.hasOC(bit)
-			inheritedRel = inheritedRel || p.hasRelOC(bit)
-		}
+		// inherit ORed the parents' bits into n's.
+		inherited, inheritedRel := n.hasOC(bit), n.hasRelOC(bit)
 		switch {
 		case inheritedRel:
 			n.setOC(bit)
@@ -593,10 +632,9 @@ func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
 	return task
 }
 
-// validateOCs runs validateOC on every task on the worker pool, largest
-// partitions first (it reorders ocs).
+// validateOCs runs validateOC on every task on the worker pool, in their
+// order (computeODs: largest partitions first).
 func (l *lattice) validateOCs(ctx context.Context, ocs []ocTask) error {
-	slices.SortStableFunc(ocs, func(x, y ocTask) int { return y.node.part.Covered() - x.node.part.Covered() })
 	return l.parallel(ctx, len(ocs), func(v *validate.Validator, i int) {
 		l.validateOC(v, &ocs[i])
 		l.validated.Add(1)
@@ -608,9 +646,10 @@ func (l *lattice) validateOCs(ctx context.Context, ocs []ocTask) error {
 // budget when invalid or not wanted), and for the valid ones their
 // strength and, when they are results, their removal sample.
 func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
+	l.dropHopeless(v, task)
 	l.ocRemovals(v, task)
 	for pol := Asc; pol <= Desc; pol++ {
-		if task.want[pol] && task.removals[pol] <= l.budget {
+		if task.want[pol] && task.removals[pol] <= l.budget && !l.belowBound(task, pol) {
 			task.strengths[pol] = l.ocStrength(v, task.node, task.a, task.b, pol, task.removals[pol], task.inherited[pol] || !task.paper)
 		}
 	}
@@ -631,6 +670,73 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	}
 }
 
+// listingHopeless reports whether no candidate of the listing alone at n
+// can be reliable, on the distinct records (a dependency on every column
+// is judged on all records, and asks dropHopeless): the context lacks
+// repeated support, or even a shuffle that keeps one row of each class
+// and no removals earn less than MinStrength. Both hold for every
+// superset too, whose partitions refine n's.
+func (l *lattice) listingHopeless(n *latNode) bool {
+	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
+		return false
+	}
+	ev := n.evid
+	return !l.ev.supported(ev) || validate.OCStrengthOf(ev.N, 0, float64(ev.Covered()-ev.NumClasses())) < l.opts.MinStrength
+}
+
+// dropHopeless stops wanting the polarities of task that are candidates
+// of the reliable listing alone (docs/DESIGN.md, "Performance model")
+// and cannot be reliable: their context lacks repeated support, or even
+// with no removals their strength bound (validate.OCShuffleBound) is below
+// MinStrength. Such a candidate is no result, and nothing reads its
+// validity: an inherited one is valid by inheritance (ocCandidate set its
+// bit), and for one with an unreliable OFD X: [] -> A or X: [] -> B every
+// superset has that OFD valid too, so its candidate there is of the
+// listing alone whatever the bit says. It sets task.shuffleBound when it
+// computes it.
+func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
+	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
+		return
+	}
+	var listingOnly [2]bool
+	for pol := Asc; pol <= Desc; pol++ {
+		listingOnly[pol] = task.want[pol] && (task.inherited[pol] || !task.paper)
+	}
+	if !listingOnly[Asc] && !listingOnly[Desc] {
+		return
+	}
+	ev, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
+	// Each class keeps at least one row of a shuffle: a bound in O(1)
+	// before the one that reads the classes.
+	if ev.supported(part) && validate.OCStrengthOf(part.N, 0, float64(part.Covered()-part.NumClasses())) >= l.opts.MinStrength {
+		task.shuffleBound = v.OCShuffleBound(part, &l.t.Columns[task.a], &l.t.Columns[task.b])
+		if validate.OCStrengthOf(part.N, 0, float64(task.shuffleBound)) >= l.opts.MinStrength {
+			return
+		}
+	}
+	for pol := Asc; pol <= Desc; pol++ {
+		if listingOnly[pol] {
+			task.want[pol] = false
+		}
+	}
+}
+
+// belowBound reports whether the valid candidate of the listing alone in
+// polarity pol cannot be reliable with its removals, which are those of
+// its evidence when that is the node's partition (no repeated records, or
+// a dependency on every column); it is then no result and its strength is
+// not computed.
+func (l *lattice) belowBound(task *ocTask, pol Polarity) bool {
+	if task.shuffleBound < 0 || !(task.inherited[pol] || !task.paper) {
+		return false
+	}
+	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
+	if part != task.node.part {
+		return false
+	}
+	return validate.OCStrengthOf(part.N, task.removals[pol], float64(task.shuffleBound)) < l.opts.MinStrength
+}
+
 // ocRemovals sets the task's removals in the wanted polarities with the
 // chosen validator, both polarities in one pass when both are wanted, and
 // budget+1 in the others.
@@ -639,22 +745,65 @@ func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 	for pol := Asc; pol <= Desc; pol++ {
 		task.removals[pol] = l.budget + 1
 	}
+	budget := l.reliableBudget(task)
+	defer func() {
+		for pol := Asc; pol <= Desc; pol++ {
+			if task.removals[pol] > budget {
+				task.removals[pol] = l.budget + 1
+			}
+		}
+	}()
 	switch {
+	case !task.want[Asc] && !task.want[Desc]:
 	case l.opts.Validator == ValidatorIterative:
 		for pol := Asc; pol <= Desc; pol++ {
 			if task.want[pol] {
-				task.removals[pol] = v.OCRemovalsIterative(p, a, b, pol, l.budget)
+				task.removals[pol] = v.OCRemovalsIterative(p, a, b, pol, budget)
 			}
 		}
 	case task.want[Asc] && task.want[Desc]:
-		task.removals[Asc], task.removals[Desc] = v.OCRemovalsBoth(p, a, b, l.budget)
+		task.removals[Asc], task.removals[Desc] = v.OCRemovalsBoth(p, a, b, budget)
 	default:
 		pol := Asc
 		if task.want[Desc] {
 			pol = Desc
 		}
-		task.removals[pol] = v.OCRemovals(p, a, b, pol, l.budget)
+		task.removals[pol] = v.OCRemovals(p, a, b, pol, budget)
 	}
+}
+
+// reliableBudget is the removal budget of the task's validation: the
+// eps budget, or, when every polarity it wants is a candidate of the
+// listing alone whose removals are those its strength is measured on (see
+// belowBound), the most removals with which the shuffle bound still lets
+// it be reliable, when that is fewer. Above it a polarity is no result,
+// and, as in dropHopeless, nothing reads its validity.
+func (l *lattice) reliableBudget(task *ocTask) int {
+	if task.shuffleBound < 0 {
+		return l.budget
+	}
+	for pol := Asc; pol <= Desc; pol++ {
+		if task.want[pol] && !(task.inherited[pol] || !task.paper) {
+			return l.budget
+		}
+	}
+	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
+	if part != task.node.part {
+		return l.budget
+	}
+	reliable := func(r int) bool {
+		return validate.OCStrengthOf(part.N, r, float64(task.shuffleBound)) >= l.opts.MinStrength
+	}
+	// The strength is 1 - (r + k) / (bound + k): start near where it
+	// crosses MinStrength and step to the exact crossing.
+	r := min(l.budget, max(int((1-l.opts.MinStrength)*float64(task.shuffleBound)), 0))
+	for r > 0 && !reliable(r) {
+		r--
+	}
+	for r < l.budget && reliable(r+1) {
+		r++
+	}
+	return r
 }
 
 // recordOCs counts the validations of ocs, sets the OC bits of the valid
@@ -757,11 +906,7 @@ func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int, reliable
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s
 	}
-	gain := s
-	for _, p := range n.parents {
-		gain = min(gain, s-l.ofdMeasure(v, p, a))
-	}
-	return max(gain, 0)
+	return gainOver(n, s, measureKey(a), func(p *latNode) float64 { return l.ofdMeasure(v, p, a) })
 }
 
 // ocStrength is ofdStrength for the valid X: A ~ B (pol) with the given
@@ -771,11 +916,33 @@ func (l *lattice) ocStrength(v *validate.Validator, n *latNode, a, b int, pol Po
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s
 	}
+	return gainOver(n, s, ocBit(l.m, a, b, pol), func(p *latNode) float64 { return l.ocMeasure(v, p, a, b, pol, -1) })
+}
+
+// gainOver is the strength gain of a dependency of measure s > 0 at n:
+// s less the largest measure of it at a parent (measure, key being its
+// key in the parents' measures), at least 0. The parents that hold their
+// measure already come first, and once one of them has s or more the gain
+// is 0 whatever the others hold, so they are not measured.
+func gainOver(n *latNode, s float64, key int, measure func(p *latNode) float64) float64 {
 	gain := s
-	for _, p := range n.parents {
-		gain = min(gain, s-l.ocMeasure(v, p, a, b, pol, -1))
+	var held uint64 // the parents read in the first pass (at most 64)
+	for i, p := range n.parents {
+		if m, ok := p.measures.Load(key); ok {
+			held |= 1 << i
+			if gain = min(gain, s-m.(float64)); gain <= 0 {
+				return 0
+			}
+		}
 	}
-	return max(gain, 0)
+	for i, p := range n.parents {
+		if held&(1<<i) == 0 {
+			if gain = min(gain, s-measure(p)); gain <= 0 {
+				return 0
+			}
+		}
+	}
+	return gain
 }
 
 // wanted reports whether a valid candidate becomes a result: one of the

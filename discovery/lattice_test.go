@@ -378,6 +378,9 @@ func TestLatticeTypedReliableMatchesBruteForce(t *testing.T) {
 		support := []float64{defaultListing.minSupport, 0, 0.6}[i%3]
 		tune := defaultListing
 		tune.minSupport = support
+		// Every other pair of three tables validates every candidate of the
+		// listing, without the bounds that skip the hopeless ones.
+		tune.unbounded = (i/3)%2 == 1
 		om.addStrengths(cols, support)
 		for _, eps := range []float64{0, 0.1, 0.3} {
 			for _, minStrength := range []float64{0, 0.4321, 0.8765} {

@@ -28,6 +28,10 @@ type listingTuning struct {
 	// 78%), while the ordered contexts of the genuine rules have at most
 	// 24% (ncvoter's zip_code; a car's Displacement, 20%).
 	measurementShare float64
+	// unbounded validates every candidate of the listing alone, without
+	// the bounds that skip those that cannot be reliable (dropHopeless,
+	// belowBound): a fast path off, for the tests that compare.
+	unbounded bool
 }
 
 // defaultListing is the tuning of every caller outside the tests.

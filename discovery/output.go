@@ -238,7 +238,7 @@ func (d Dependency) ID() string {
 //
 //	{"rows": 406, "columns": [...], "epsilon": 0.05,
 //	 "dependencies": [
-//	  {"kind": "ofd", ...},
+//	  {"kind": "ofd", ..., "text": "{zip}: [] -> city"},
 //	  ...],
 //	 "stats": {"seconds": ..., "candidates": ..., "validations": ..., "levels": ...}}
 func (d *Discovery) WriteJSON(w io.Writer) error {
@@ -257,6 +257,13 @@ func (d *Discovery) WriteJSON(w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("dependency %d (%s): %w", i, r.Dependency, err)
 		}
+		// "text": the rule as the text listing, validate and the events
+		// (dependency_text) write it.
+		text, err := json.Marshal(r.Dependency.String())
+		if err != nil {
+			return err
+		}
+		line = append(append(append(line[:len(line)-1], `,"text":`...), text...), '}')
 		if i > 0 {
 			bw.WriteByte(',')
 		}

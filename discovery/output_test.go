@@ -34,8 +34,8 @@ func TestWriteJSON(t *testing.T) {
 	want := map[string]any{
 		"rows": 1000.0, "columns": []any{"zip", "city", "sal", "tax"}, "epsilon": 0.05,
 		"dependencies": []any{
-			map[string]any{"kind": "ofd", "context": []any{"zip"}, "rhs": "city", "error": 0.012, "removals": 12.0, "score": 0.31, "strength": 0.75, "reliable": true, "removal_sample": []any{3.0, 17.0}},
-			map[string]any{"kind": "oc", "context": []any{}, "left": "sal", "right": "tax", "polarity": "desc", "error": 0.05, "removals": 50.0, "score": 1.0, "strength": nil, "reliable": false},
+			map[string]any{"kind": "ofd", "context": []any{"zip"}, "rhs": "city", "error": 0.012, "removals": 12.0, "score": 0.31, "strength": 0.75, "reliable": true, "removal_sample": []any{3.0, 17.0}, "text": "{zip}: [] -> city"},
+			map[string]any{"kind": "oc", "context": []any{}, "left": "sal", "right": "tax", "polarity": "desc", "error": 0.05, "removals": 50.0, "score": 1.0, "strength": nil, "reliable": false, "text": "{}: sal ~ tax (desc)"},
 		},
 		"stats": map[string]any{"seconds": 0.5, "candidates": 10.0, "validations": 8.0, "levels": 3.0},
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -147,7 +148,48 @@ func TestHelperE2EMonitor(t *testing.T) {
 	if os.Getenv("ODWATCH_E2E_HELPER") != "1" {
 		t.Skip("helper process for BenchmarkEndToEnd")
 	}
-	reg := prometheus.NewRegistry()
+	h := newE2EHelper(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- h.m.Run(ctx) }()
+	testkit.Eventually(t, time.Minute, "join", h.m.Ready)
+	profile := os.Getenv("ODWATCH_E2E_CPUPROFILE")
+	stopProfile := e2eCPUProfile(t, profile, ".warm")
+	fmt.Println("READY")
+	w := h.warmUp()
+	stopProfile()
+	stopProfile = e2eCPUProfile(t, profile, "")
+	fmt.Println("WARM")
+	first, cpu := time.Now(), cpuTime(t)
+	w.waited, w.spent = discoveryWaits(t, h.reg, "e2e"), discoverySpent(h.s)
+	maxLag := h.consumeAll()
+	took := time.Since(first)
+	cpu = cpuTime(t) - cpu
+	h.waitDrained()
+	stopProfile()
+	b, _ := json.Marshal(h.result(w, took, cpu, maxLag))
+	fmt.Printf("E2E %s\n", b)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// e2eHelper is TestHelperE2EMonitor's monitor, its only stream, its
+// metrics and its sink.
+type e2eHelper struct {
+	t    *testing.T
+	reg  *prometheus.Registry
+	m    *Monitor
+	s    *streamRun
+	sink *e2eSink
+}
+
+// e2eStreamLabels select the stream's series.
+var e2eStreamLabels = map[string]string{"stream": "e2e"}
+
+func newE2EHelper(t *testing.T) *e2eHelper {
 	sc := StreamConfig{
 		Topic: "e2e", Window: e2eWindow, Every: e2eEvery, Epsilon: 0.01, Margin: AutoMargin, MinScore: AutoMinScore,
 		K: 1, MaxLevel: DefaultMaxLevel, DiscoverAfter: DefaultDiscoverAfter, Sample: 5, Pinned: benchstream.Rules,
@@ -161,78 +203,98 @@ func TestHelperE2EMonitor(t *testing.T) {
 		}
 		sc.DiscoverEvery = n
 	}
-	sink := &e2eSink{}
+	h := &e2eHelper{t: t, reg: prometheus.NewRegistry(), sink: &e2eSink{}}
 	m, err := NewMonitor(Config{
 		Brokers: []string{os.Getenv("ODWATCH_BROKER")}, Group: "e2e", StateDir: os.Getenv("ODWATCH_STATE"),
 		Streams: []StreamConfig{sc},
-	}, Options{Logger: testkit.Logger(t), Registerer: reg, Sinks: []alerts.Sink{sink}})
+	}, Options{Logger: testkit.Logger(t), Registerer: h.reg, Sinks: []alerts.Sink{h.sink}})
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
 	}
-	s := m.streams[0]
-	sink.consumed = s.consumed
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	stream := map[string]string{"stream": "e2e"}
-	consumed := func() float64 { return metricValue(t, reg, "odwatch_records_consumed_total", stream) }
-	testkit.Eventually(t, time.Minute, "join", m.Ready)
-	profile := os.Getenv("ODWATCH_E2E_CPUPROFILE")
-	stopProfile := e2eCPUProfile(t, profile, ".warm")
-	fmt.Println("READY")
-	// Warm-up: the first window, produced at once, and its check (which
-	// builds the checker's state from the whole window).
-	testkit.Eventually(t, 10*time.Minute, "the first check", func() bool {
-		n, _ := histogramStats(t, reg, "odwatch_evaluation_duration_seconds") // counted after evaluated moves
-		return s.evaluated.Load() >= e2eWindow && n > 0
+	h.m, h.s = m, m.streams[0]
+	h.sink.consumed = h.s.consumed
+	return h
+}
+
+// metric is the stream's series of name with extra labels (none: nil).
+func (h *e2eHelper) metric(name string, extra map[string]string) float64 {
+	labels := maps.Clone(e2eStreamLabels)
+	maps.Copy(labels, extra)
+	return metricValue(h.t, h.reg, name, labels)
+}
+
+// e2eWarm is what the warm-up leaves to subtract from the run's figures;
+// waited and spent are the discovery waits and cost at its end.
+type e2eWarm struct {
+	firstCheck        float64 // seconds
+	evals             histogram
+	skipped, consumed float64
+	waited            float64
+	spent             time.Duration
+}
+
+// warmUp waits for the first window's check (which builds the checker's
+// state from the whole window), produced at once.
+func (h *e2eHelper) warmUp() e2eWarm {
+	testkit.Eventually(h.t, 10*time.Minute, "the first check", func() bool {
+		n, _ := histogramStats(h.t, h.reg, "odwatch_evaluation_duration_seconds") // counted after evaluated moves
+		return h.s.evaluated.Load() >= e2eWindow && n > 0
 	})
-	firstCheck := time.Duration(s.maxEval.Load()).Seconds()
-	warm := histogramOf(t, reg, "odwatch_evaluation_duration_seconds")
-	skippedWarm := metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "e2e", "result": "skipped"})
-	consumedWarm := consumed()
-	s.maxEval.Store(0)
-	stopProfile()
-	stopProfile = e2eCPUProfile(t, profile, "")
-	fmt.Println("WARM")
-	first, cpu := time.Now(), cpuTime(t)
-	waitedWarm, spentWarm := discoveryWaits(t, reg, "e2e"), discoverySpent(s)
-	var maxLag float64
-	testkit.Eventually(t, 10*time.Minute, "all records consumed", func() bool {
-		maxLag = max(maxLag, metricValue(t, reg, "odwatch_consumer_lag", stream))
-		return consumed() >= e2eRecords
+	w := e2eWarm{
+		firstCheck: time.Duration(h.s.maxEval.Load()).Seconds(),
+		evals:      histogramOf(h.t, h.reg, "odwatch_evaluation_duration_seconds"),
+		skipped:    h.metric("odwatch_evaluations_total", map[string]string{"result": "skipped"}),
+		consumed:   h.metric("odwatch_records_consumed_total", nil),
+	}
+	h.s.maxEval.Store(0)
+	return w
+}
+
+// consumeAll waits until every record is consumed and returns the largest
+// consumer lag seen meanwhile.
+func (h *e2eHelper) consumeAll() (maxLag float64) {
+	testkit.Eventually(h.t, 10*time.Minute, "all records consumed", func() bool {
+		maxLag = max(maxLag, h.metric("odwatch_consumer_lag", nil))
+		return h.metric("odwatch_records_consumed_total", nil) >= e2eRecords
 	})
-	last := time.Now()
-	cpu = cpuTime(t) - cpu
-	for deadline := time.Now().Add(2 * time.Minute); s.evaluated.Load() < e2eRecords && time.Now().Before(deadline); {
+	return maxLag
+}
+
+// waitDrained waits for the last check and for a discovery still running,
+// so that its time is counted (its window is the last one); a skipped one
+// never ends.
+func (h *e2eHelper) waitDrained() {
+	for deadline := time.Now().Add(2 * time.Minute); h.s.evaluated.Load() < e2eRecords && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond) // polling, with a deadline
 	}
-	if got := s.evaluated.Load(); got < e2eRecords {
-		t.Logf("the last check saved window end %d, want %d", int64(got)-1, e2eRecords-1)
+	if got := h.s.evaluated.Load(); got < e2eRecords {
+		h.t.Logf("the last check saved window end %d, want %d", int64(got)-1, e2eRecords-1)
 	}
-	// A discovery still running is waited for, so that its time is
-	// counted (its window is the last one); a skipped one never ends.
-	if de := s.cfg.DiscoverEvery; de > 0 && de <= e2eRecords {
-		testkit.Eventually(t, 10*time.Minute, "the discoveries", func() bool {
-			n, _ := histogramStats(t, reg, "odwatch_discovery_duration_seconds")
-			skipped := metricValue(t, reg, "odwatch_discoveries_total", map[string]string{"stream": "e2e", "result": "skipped"})
+	if de := h.s.cfg.DiscoverEvery; de > 0 && de <= e2eRecords {
+		testkit.Eventually(h.t, 10*time.Minute, "the discoveries", func() bool {
+			n, _ := histogramStats(h.t, h.reg, "odwatch_discovery_duration_seconds")
+			skipped := h.metric("odwatch_discoveries_total", map[string]string{"result": "skipped"})
 			return n+uint64(skipped) >= uint64((e2eRecords-e2eWindow)/de+1)
 		})
 	}
-	stopProfile()
-	live := histogramOf(t, reg, "odwatch_evaluation_duration_seconds").minus(warm)
-	disc, dsum := histogramStats(t, reg, "odwatch_discovery_duration_seconds")
+}
+
+// result is the run's e2eResult after the warm-up w: took and cpu are the
+// wall and CPU time of consuming the records after it.
+func (h *e2eHelper) result(w e2eWarm, took, cpu time.Duration, maxLag float64) e2eResult {
+	live := histogramOf(h.t, h.reg, "odwatch_evaluation_duration_seconds").minus(w.evals)
+	disc, dsum := histogramStats(h.t, h.reg, "odwatch_discovery_duration_seconds")
 	res := e2eResult{
-		Records: e2eRecords - int(consumedWarm), Seconds: last.Sub(first).Seconds(),
-		FirstCheck:     firstCheck,
+		Records: e2eRecords - int(w.consumed), Seconds: took.Seconds(),
+		FirstCheck:     w.firstCheck,
 		Checks:         live.count,
-		Skipped:        metricValue(t, reg, "odwatch_evaluations_total", map[string]string{"stream": "e2e", "result": "skipped"}) - skippedWarm,
+		Skipped:        h.metric("odwatch_evaluations_total", map[string]string{"result": "skipped"}) - w.skipped,
 		CheckP99:       live.quantile(0.99),
-		CheckMax:       time.Duration(s.maxEval.Load()).Seconds(),
+		CheckMax:       time.Duration(h.s.maxEval.Load()).Seconds(),
 		Discoveries:    disc,
-		DiscoverySkips: metricValue(t, reg, "odwatch_discoveries_total", map[string]string{"stream": "e2e", "result": "skipped"}),
-		DiscoveryWaits: discoveryWaits(t, reg, "e2e") - waitedWarm,
-		DiscoveryCost:  (discoverySpent(s) - spentWarm).Seconds(),
+		DiscoverySkips: h.metric("odwatch_discoveries_total", map[string]string{"result": "skipped"}),
+		DiscoveryWaits: discoveryWaits(h.t, h.reg, "e2e") - w.waited,
+		DiscoveryCost:  (discoverySpent(h.s) - w.spent).Seconds(),
 		MaxLag:         maxLag,
 		CPU:            cpu.Seconds(),
 		RSSMB:          vmHWM() / 1024,
@@ -244,18 +306,13 @@ func TestHelperE2EMonitor(t *testing.T) {
 	if disc > 0 {
 		res.DiscoveryMean = dsum / float64(disc)
 	}
-	if rules, err := m.StatusRules("e2e"); err == nil {
+	if rules, err := h.m.StatusRules("e2e"); err == nil {
 		res.Tracked = len(rules)
 	}
-	sink.mu.Lock()
-	res.Events = sink.events
-	sink.mu.Unlock()
-	b, _ := json.Marshal(res)
-	fmt.Printf("E2E %s\n", b)
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	h.sink.mu.Lock()
+	res.Events = h.sink.events
+	h.sink.mu.Unlock()
+	return res
 }
 
 // discoveryWaits is how many times stream's consumption waited for a
@@ -454,56 +511,91 @@ func runEndToEnd(b *testing.B, rate int, discoverEvery string) (res e2eResult) {
 		b.Fatal(err)
 	}
 	defer stop()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperE2EMonitor$", "-test.v")
-	cmd.Env = append(os.Environ(), "ODWATCH_E2E_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+b.TempDir(),
-		"ODWATCH_E2E_DISCOVER_EVERY="+discoverEvery)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var logs strings.Builder
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	lines := readLines(stdout)
-	wait := func(prefix string) string {
-		if rest, ok := lines.find(prefix); ok {
-			return rest
-		}
-		_ = cmd.Wait()
-		b.Fatalf("monitor process ended before %q:\n%s\n%s", prefix, tail(lines.text(), 4000), tail(logs.String(), 4000))
-		return ""
-	}
-	wait("READY")
+	p := startE2EProcess(b, addr, discoverEvery)
+	p.wait("READY")
 	b.StartTimer()
-	p := newE2EProducer(addr)
-	defer p.close()
-	if _, err := p.produce(e2eWindow, 0); err != nil {
+	prod := newE2EProducer(addr)
+	defer prod.close()
+	if _, err := prod.produce(e2eWindow, 0); err != nil {
 		b.Fatalf("produce the first window: %v", err)
 	}
-	wait("WARM")
+	p.wait("WARM")
 	start, harnessCPU := time.Now(), cpuTime(b)
-	faultAt, err := p.produce(e2eRecords, rate)
+	faultAt, err := prod.produce(e2eRecords, rate)
 	if err != nil {
 		b.Fatalf("produce: %v", err)
 	}
 	prodSecs := time.Since(start).Seconds()
 	harnessCPU = cpuTime(b) - harnessCPU
-	if err := json.Unmarshal([]byte(wait("E2E ")), &res); err != nil {
+	if err := json.Unmarshal([]byte(p.wait("E2E ")), &res); err != nil {
 		b.Fatalf("bad result line: %v", err)
 	}
 	b.StopTimer()
-	if err := cmd.Wait(); err != nil {
-		b.Fatalf("monitor process: %v\n%s", err, tail(logs.String(), 4000))
+	p.end()
+	b.ReportMetric(float64(e2eRecords-e2eWindow)/prodSecs, "produced/s")
+	b.ReportMetric(harnessCPU.Seconds()/prodSecs, "harness-cores")
+	b.Logf("after the warm-up: produced %d records in %.2f s, consumed %d in %.2f s; tracked %d; discoveries skipped %v; events %d",
+		e2eRecords-e2eWindow, prodSecs, res.Records, res.Seconds, res.Tracked, res.DiscoverySkips, len(res.Events))
+	reportE2E(b, res, faultAt)
+	return res
+}
+
+// e2eProcess is BenchmarkEndToEnd's monitor process (TestHelperE2EMonitor
+// in a process of its own), its output lines and its log.
+type e2eProcess struct {
+	b     *testing.B
+	cmd   *exec.Cmd
+	lines *procLines
+	logs  strings.Builder
+}
+
+// startE2EProcess starts the monitor process on the broker at addr, with
+// discover-every discoverEvery.
+func startE2EProcess(b *testing.B, addr, discoverEvery string) *e2eProcess {
+	p := &e2eProcess{b: b, cmd: exec.Command(os.Args[0], "-test.run=^TestHelperE2EMonitor$", "-test.v")}
+	p.cmd.Env = append(os.Environ(), "ODWATCH_E2E_HELPER=1", "ODWATCH_BROKER="+addr, "ODWATCH_STATE="+b.TempDir(),
+		"ODWATCH_E2E_DISCOVER_EVERY="+discoverEvery)
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	p.cmd.Stderr = &p.logs
+	if err := p.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	p.lines = readLines(stdout)
+	return p
+}
+
+// wait returns the rest of the process's first line starting with prefix,
+// failing the benchmark when the process ends before it.
+func (p *e2eProcess) wait(prefix string) string {
+	if rest, ok := p.lines.find(prefix); ok {
+		return rest
+	}
+	_ = p.cmd.Wait()
+	p.b.Fatalf("monitor process ended before %q:\n%s\n%s", prefix, tail(p.lines.text(), 4000), tail(p.logs.String(), 4000))
+	return ""
+}
+
+// end waits for the process to exit and, with ODWATCH_BENCH_LOG=FILE,
+// writes its output and log there (with ODWATCH_TEST_DEBUG=1: every
+// check's and discovery's timings).
+func (p *e2eProcess) end() {
+	if err := p.cmd.Wait(); err != nil {
+		p.b.Fatalf("monitor process: %v\n%s", err, tail(p.logs.String(), 4000))
 	}
 	if path := os.Getenv("ODWATCH_BENCH_LOG"); path != "" {
-		// The monitor process's log (with ODWATCH_TEST_DEBUG=1: every
-		// check's and discovery's timings).
-		if err := os.WriteFile(path, []byte(lines.text()+logs.String()), 0o644); err != nil {
-			b.Logf("write %s: %v", path, err)
+		if err := os.WriteFile(path, []byte(p.lines.text()+p.logs.String()), 0o644); err != nil {
+			p.b.Logf("write %s: %v", path, err)
 		}
 	}
+}
+
+// reportE2E reports the monitor's figures and the violated event of the
+// fault produced at faultAt: how long after the fault it came, in records
+// and seconds.
+func reportE2E(b *testing.B, res e2eResult, faultAt time.Time) {
 	dep, err := discovery.ParseDependency(e2eFaultDep)
 	if err != nil {
 		b.Fatal(err)
@@ -515,7 +607,6 @@ func runEndToEnd(b *testing.B, rate int, discoverEvery string) (res e2eResult) {
 			break
 		}
 	}
-	b.ReportMetric(float64(e2eRecords-e2eWindow)/prodSecs, "produced/s")
 	b.ReportMetric(res.FirstCheck, "first-check-s")
 	b.ReportMetric(res.RecordsPerSec, "records/s")
 	b.ReportMetric(res.CheckMean*1000, "check-mean-ms")
@@ -531,9 +622,6 @@ func runEndToEnd(b *testing.B, rate int, discoverEvery string) (res e2eResult) {
 	b.ReportMetric(res.MaxLag, "max-lag")
 	b.ReportMetric(res.CPU/res.Seconds, "monitor-cores")
 	b.ReportMetric(res.CPU/float64(res.Records)*1e6, "monitor-cpu-µs/record")
-	b.ReportMetric(harnessCPU.Seconds()/prodSecs, "harness-cores")
-	b.Logf("after the warm-up: produced %d records in %.2f s, consumed %d in %.2f s; tracked %d; discoveries skipped %v; events %d",
-		e2eRecords-e2eWindow, prodSecs, res.Records, res.Seconds, res.Tracked, res.DiscoverySkips, len(res.Events))
 	if viol == nil {
 		b.Fatalf("no violated event for %s (fault from record %d); events: %+v", dep, e2eFault, res.Events)
 	}
@@ -545,7 +633,6 @@ func runEndToEnd(b *testing.B, rate int, discoverEvery string) (res e2eResult) {
 		b.Logf("TARGET MISSED: violated event at window end %d, %d records consumed at its arrival (target < %d), %v after the fault was produced (target 1 s), %v skipped checks",
 			viol.EndSeq, viol.Consumed, e2eFault+3000, latency, res.Skipped)
 	}
-	return res
 }
 
 // e2eProducer produces the 20-field stream to topic e2e.

@@ -174,9 +174,9 @@ const (
 
 // Defaults applied by Validate.
 const (
-	DefaultGroup                = "odwatch"
+	defaultGroup                = "odwatch"
 	DefaultSample               = 5
-	DefaultMaxDependencyMetrics = 200
+	defaultMaxDependencyMetrics = 200
 	// The group timings let a survivor take over within about 8 s of a
 	// crash: 6 s to notice (the lowest session timeout a Kafka broker
 	// accepts by default, group.min.session.timeout.ms), up to a heartbeat
@@ -202,7 +202,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.Group == "" {
-		c.Group = DefaultGroup
+		c.Group = defaultGroup
 	}
 	if c.StateDir == "" {
 		bad("state-dir", "is required")
@@ -211,7 +211,7 @@ func (c *Config) Validate() error {
 		bad("max-dependency-metrics", "must be >= 0")
 	}
 	if c.MaxDependencyMetrics == 0 {
-		c.MaxDependencyMetrics = DefaultMaxDependencyMetrics
+		c.MaxDependencyMetrics = defaultMaxDependencyMetrics
 	}
 	c.validateGroupTimings(bad)
 	if c.EventsRegistry != "" && c.EventsTopic == "" {
@@ -331,6 +331,9 @@ func (s *StreamConfig) checkCadence(bad func(field, format string, args ...any))
 	}
 	if s.Every == 0 {
 		s.Every = s.Window
+	}
+	if s.Interval == 0 && s.Window > 0 && s.Every > s.Window {
+		bad("every", "must be at most window (%d), not %d: the records between two windows would never be evaluated (every = window is a tumbling window)", s.Window, s.Every)
 	}
 	if s.Interval < 0 {
 		bad("interval", "must be >= 0")

@@ -350,16 +350,18 @@ func (m *Monitor) consume(ctx context.Context) error {
 	transport := kafkaread.Transport(m.cfg.Dialer)
 	defer transport.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(m.cfg.Brokers...), Transport: transport, Timeout: 10 * time.Second}
+	joined := false // a generation was ever joined: only then is there a group to leave
 	for {
 		gen, err := m.nextGeneration(ctx, cg)
 		if err != nil {
 			if backoff.Ending(ctx) {
-				m.leave(cg)
+				m.leave(cg, joined)
 				return nil
 			}
 			_ = cg.Close()
 			return err
 		}
+		joined = true
 		done := make(chan error, 1)
 		gen.Start(func(gctx context.Context) { done <- m.runGeneration(ctx, gctx, gen, client) })
 		select {
@@ -371,18 +373,19 @@ func (m *Monitor) consume(ctx context.Context) error {
 		case <-ctx.Done():
 			// Close ends the generation (runGeneration makes its batch
 			// durable and commits it) and then leaves the group.
-			m.leave(cg)
+			m.leave(cg, true)
 			return <-done
 		}
 	}
 }
 
-// leave closes the consumer group, which ends the generation and sends
-// LeaveGroup.
-func (m *Monitor) leave(cg *kafka.ConsumerGroup) {
+// leave closes the consumer group (ending the generation, sending
+// LeaveGroup); a member that never joined says so, not that it left.
+func (m *Monitor) leave(cg *kafka.ConsumerGroup, joined bool) {
 	start := time.Now()
 	_ = cg.Close() // always nil
-	m.log.Info("left the consumer group", "group", m.cfg.Group, "took", time.Since(start).Round(time.Millisecond))
+	msg := map[bool]string{true: "left the consumer group", false: "stopped before joining the consumer group"}[joined]
+	m.log.Info(msg, "group", m.cfg.Group, "took", time.Since(start).Round(time.Millisecond))
 }
 
 // nextGeneration waits for the next generation of the group. Group protocol

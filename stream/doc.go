@@ -107,24 +107,17 @@
 // could not change (incremental.Engine's skip). An evaluation saves the
 // tracker state and its events in one synced commit, then sends them to
 // every sink and marks each sink's delivery; what a sink failed to take is
-// sent again on a timer (deliver.DefaultRetryBase, doubling up to maxRetryDelay),
-// after the next evaluation, and on restart. An event carries the sample of its own
-// rule's violating records, taken before the save; the samples of its
-// related rules, which only the status history keeps, are taken after the
-// delivery, on copies of the window's columns they mention, and the
-// history is appended, by the stream's historian (history.Historian): a
-// goroutine of its own that runs them one evaluation at a time in window
-// order, so that the next evaluation never waits for them. It is display
-// data, unsynced: a crash between the save and that append leaves the
-// window out of the history, since a saved evaluation is not run again (a
-// clean stop still appends what is queued, skipping the related samples not
-// taken yet). When the historian is behind by two evaluations with related
-// samples, the next ones' are skipped (odwatch_status_samples_skipped_total);
-// their rules' points and events are still appended.
-// Delivery markers are kept for a week. For the Kafka events sink the gap
-// between a send and its mark is closed on start by reading the tail of
-// the events topic and marking the ids found there (ce_id header), so no
-// event id reaches the topic twice.
+// sent again on a timer (deliver.DefaultRetryBase, doubling up to
+// maxRetryDelay), after the next evaluation, and on restart. An event
+// carries the sample of its own rule's violating records, taken before
+// the save; the status history (its related rules' samples, the rules'
+// points) is display data, appended unsynced after the delivery by the
+// stream's historian, off the evaluator (docs/DESIGN.md, "Streaming
+// semantics", says what a crash or a historian behind leaves out).
+// Delivery markers are kept for a week (deliver.DeliveredKeep); for the
+// Kafka events sink the gap between a send and its mark is closed on start
+// by marking the ids found in the events topic's tail (ce_id header), so
+// no event id reaches the topic twice.
 //
 // # Scale-out and takeover
 //

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
-	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/internal/deliver"
 	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/internal/history"
@@ -183,7 +181,7 @@ type evaluator struct {
 func newEvaluator(base *streamBase) *evaluator {
 	return &evaluator{
 		streamBase: base,
-		tracker:    newTracker(base.cfg),
+		tracker:    eval.NewTracker(base.cfg.evalConfig()),
 		chk:        eval.NewChecker(base.cfg.Typing),
 		disc:       &discoverer{streamBase: base},
 	}
@@ -317,9 +315,6 @@ func (e *evaluator) step(ctx context.Context, w work) error {
 	return nil
 }
 
-// newTracker is the tracker of a validated stream configuration.
-func newTracker(cfg StreamConfig) *alerts.Tracker { return eval.NewTracker(cfg.evalConfig()) }
-
 func (s *evaluator) env() eval.Env {
 	return eval.Env{Name: s.name, Cfg: s.cfg.evalConfig(), Log: s.log, Tracker: s.tracker}
 }
@@ -389,13 +384,9 @@ func (s *evaluator) record(ctx context.Context, job *evalJob, out *eval.Outcome)
 	if err != nil {
 		return fmt.Errorf("stream %s: encode tracker: %w", s.name, err)
 	}
-	ev := &state.Evaluation{Stream: s.name, WindowEnd: job.endSeq, TrackerState: trackerState}
-	for _, e := range out.Events {
-		payload, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("stream %s: encode event %s: %w", s.name, e.ID, err)
-		}
-		ev.Events = append(ev.Events, state.OutboxEvent{ID: e.ID, Payload: payload})
+	ev, err := deliver.Evaluation(s.name, job.endSeq, trackerState, out.Events)
+	if err != nil {
+		return err
 	}
 	s.mb.saveMu.Lock()
 	if job.gen != s.mb.gen.Load() {
@@ -436,7 +427,7 @@ func (s *evaluator) discardDropped(endSeq uint64, events int) error {
 		return fmt.Errorf("stream %s: read tracker: %w", s.name, err)
 	}
 	if data == nil {
-		if data, err = newTracker(s.cfg).MarshalJSON(); err != nil {
+		if data, err = eval.NewTracker(s.cfg.evalConfig()).MarshalJSON(); err != nil {
 			return fmt.Errorf("stream %s: encode tracker: %w", s.name, err)
 		}
 	}

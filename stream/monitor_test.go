@@ -263,7 +263,7 @@ var configValidateTests = []struct {
 		if s.Every != 100 || s.Name != "t" || s.K != 1 || s.Sample != DefaultSample || s.Format != "json" {
 			t.Errorf("defaults not filled: %+v", s)
 		}
-		if c.Group != DefaultGroup || c.MaxDependencyMetrics != DefaultMaxDependencyMetrics {
+		if c.Group != defaultGroup || c.MaxDependencyMetrics != defaultMaxDependencyMetrics {
 			t.Errorf("config defaults not filled: %+v", c)
 		}
 	}},

@@ -213,6 +213,31 @@ func names(d discovery.Dependency, cols []string) bool {
 }
 
 func BenchmarkReplayQuality(b *testing.B) {
+	sets := qualityDatasets(b)
+	for range b.N {
+		for _, ds := range sets {
+			rows := ds.t.shuffled(qualityRecords, 1)
+			qualityStationary(b, ds, rows)
+			for _, f := range ds.faults {
+				qualityFault(b, ds, rows, f)
+			}
+		}
+		lifecycleBenchmarks(b, sets[0].t, sets[1].t, sets[0].faults[0])
+		qualityWide(b, sets[0].t, sets[1].t)
+	}
+}
+
+// qualityDataset is one dataset of BenchmarkReplayQuality and the faults
+// injected into it.
+type qualityDataset struct {
+	name   string
+	t      *csvTable
+	faults []fault
+}
+
+// qualityDatasets are adult, flights and ncvoter (in that order), each with
+// faults that break some of its rules.
+func qualityDatasets(b *testing.B) []qualityDataset {
 	adult := loadCSV(b, testkit.SharedData(b, "bench/adult.csv"), 0)
 	flights := loadCSV(b, testkit.SharedData(b, "flights-3m.csv.gz"), qualityRecords)
 	voter := loadCSV(b, testkit.SharedData(b, "bench/ncvoter-100k.csv"), 0)
@@ -224,12 +249,7 @@ func BenchmarkReplayQuality(b *testing.B) {
 			return row
 		}}
 	}
-	type dataset struct {
-		name   string
-		t      *csvTable
-		faults []fault
-	}
-	sets := []dataset{
+	return []qualityDataset{
 		{"adult", adult, []fault{
 			{name: "wrong education", columns: []string{"education"}, apply: wrongEducation(adult)},
 			swap(adult, "education", "occupation"),
@@ -246,76 +266,84 @@ func BenchmarkReplayQuality(b *testing.B) {
 		}},
 		{"ncvoter", voter, []fault{swap(voter, "3", "4")}},
 	}
-	for range b.N {
-		for _, ds := range sets {
-			rows := ds.t.shuffled(qualityRecords, 1)
-			st := replayRows(b, ds.name, ds.t.header, rows, nil)
-			c := count(st.events, qualityWarmup)
-			mean := st.stats.EvalTime.Seconds() / float64(max(st.stats.Evaluations, 1))
-			cpuMean, cpuMax := cpuStats(st.cpu)
-			b.Logf("%s stationary: after %d warm-up evaluations, %d more gave violated %d, restored %d, discovered %d, retired %d (warm-up: %v); evaluation wall mean %.3f s, max %.3f s; CPU mean %.3f s, max %.3f s",
-				ds.name, qualityWarmup, len(st.events)-qualityWarmup, c[alerts.EventViolated], c[alerts.EventRestored],
-				c[alerts.EventDiscovered], c[alerts.EventRetired], count(st.events[:qualityWarmup], 0), mean, st.stats.MaxEval.Seconds(), cpuMean, cpuMax)
-			if c[alerts.EventViolated]+c[alerts.EventRestored] != 0 || c[alerts.EventDiscovered]+c[alerts.EventRetired] > 3 {
-				b.Errorf("%s stationary: not quiet", ds.name)
-				logEvents(b, st.events[qualityWarmup:], func(alerts.Event) bool { return true })
+}
+
+// qualityStationary replays ds's rows unfaulted: after the warm-up the
+// stream must stay quiet, and no evaluation may take over maxEvalSeconds
+// of CPU.
+func qualityStationary(b *testing.B, ds qualityDataset, rows [][]string) {
+	st := replayRows(b, ds.name, ds.t.header, rows, nil)
+	c := count(st.events, qualityWarmup)
+	mean := st.stats.EvalTime.Seconds() / float64(max(st.stats.Evaluations, 1))
+	cpuMean, cpuMax := cpuStats(st.cpu)
+	b.Logf("%s stationary: after %d warm-up evaluations, %d more gave violated %d, restored %d, discovered %d, retired %d (warm-up: %v); evaluation wall mean %.3f s, max %.3f s; CPU mean %.3f s, max %.3f s",
+		ds.name, qualityWarmup, len(st.events)-qualityWarmup, c[alerts.EventViolated], c[alerts.EventRestored],
+		c[alerts.EventDiscovered], c[alerts.EventRetired], count(st.events[:qualityWarmup], 0), mean, st.stats.MaxEval.Seconds(), cpuMean, cpuMax)
+	if c[alerts.EventViolated]+c[alerts.EventRestored] != 0 || c[alerts.EventDiscovered]+c[alerts.EventRetired] > 3 {
+		b.Errorf("%s stationary: not quiet", ds.name)
+		logEvents(b, st.events[qualityWarmup:], func(alerts.Event) bool { return true })
+	}
+	if twice := discoveredTwice(st.events); len(twice) > 0 {
+		b.Errorf("%s stationary: discovered twice: %v", ds.name, twice)
+	}
+	if cpuMax > maxEvalSeconds {
+		b.Errorf("%s: an evaluation took %.3f CPU-s, over %.1f s", ds.name, cpuMax, maxEvalSeconds)
+	}
+	b.ReportMetric(mean, ds.name+"-eval-s")
+	b.ReportMetric(cpuMean, ds.name+"-eval-cpu-s")
+}
+
+// qualityFault replays ds's rows with fault f from faultFrom on: a
+// violated event naming a faulted column must come within two evaluations
+// of the fault entering the window, and none naming no faulted column.
+func qualityFault(b *testing.B, ds qualityDataset, rows [][]string, f fault) {
+	out := replayRows(b, ds.name, ds.t.header, rows, &f)
+	first := (faultFrom - qualityWindow + qualityEvery - 1) / qualityEvery // the first evaluation whose window holds faulted records
+	detected, wrong := -1, 0
+	for i, es := range out.events {
+		for _, e := range es {
+			if e.Type != alerts.EventViolated {
+				continue
 			}
-			if twice := discoveredTwice(st.events); len(twice) > 0 {
-				b.Errorf("%s stationary: discovered twice: %v", ds.name, twice)
-			}
-			if cpuMax > maxEvalSeconds {
-				b.Errorf("%s: an evaluation took %.3f CPU-s, over %.1f s", ds.name, cpuMax, maxEvalSeconds)
-			}
-			b.ReportMetric(mean, ds.name+"-eval-s")
-			b.ReportMetric(cpuMean, ds.name+"-eval-cpu-s")
-			for _, f := range ds.faults {
-				out := replayRows(b, ds.name, ds.t.header, rows, &f)
-				first := (faultFrom - qualityWindow + qualityEvery - 1) / qualityEvery // the first evaluation whose window holds faulted records
-				detected, wrong := -1, 0
-				for i, es := range out.events {
-					for _, e := range es {
-						if e.Type != alerts.EventViolated {
-							continue
-						}
-						if !names(e.Dependency, f.columns) {
-							wrong++
-						} else if detected < 0 {
-							detected = i
-						}
-					}
-				}
-				fc := count(out.events, first)
-				above := 0
-				for _, es := range out.events {
-					above += dishonest([]evaluation{{events: es}})
-				}
-				if above > 0 {
-					b.Errorf("%s %s: %d discovered events with an error above eps", ds.name, f.name, above)
-				}
-				b.Logf("%s %s: violated naming a faulted column at evaluation %d (the fault enters the window at evaluation %d: %d evaluations to detection); %d violated events naming none; from the fault on: violated %d, restored %d, discovered %d, retired %d",
-					ds.name, f.name, detected, first, detected-first+1, wrong, fc[alerts.EventViolated], fc[alerts.EventRestored], fc[alerts.EventDiscovered], fc[alerts.EventRetired])
-				if detected < 0 || detected > first+1 || wrong > 0 {
-					b.Errorf("%s %s: want a violated event naming %v within 2 evaluations and none naming no faulted column", ds.name, f.name, f.columns)
-					logEvents(b, out.events, func(e alerts.Event) bool { return e.Type == alerts.EventViolated })
-				}
+			if !names(e.Dependency, f.columns) {
+				wrong++
+			} else if detected < 0 {
+				detected = i
 			}
 		}
-		lifecycleBenchmarks(b, adult, flights, sets[0].faults[0])
-		// A 20-field stream: adult's 15 fields beside flights' 5.
-		ar, fr := adult.shuffled(qualityWindow+qualityEvery, 3), flights.shuffled(qualityWindow+qualityEvery, 4)
-		wide := make([][]string, len(ar))
-		for i := range wide {
-			wide[i] = append(slices.Clone(ar[i]), fr[i]...)
-		}
-		out := replayRows(b, "wide", append(slices.Clone(adult.header), flights.header...), wide, nil)
-		mean := out.stats.EvalTime.Seconds() / float64(max(out.stats.Evaluations, 1))
-		cpuMean, cpuMax := cpuStats(out.cpu)
-		b.Logf("20-field stream (adult + flights): %d evaluations, wall mean %.3f s, max %.3f s; CPU mean %.3f s, max %.3f s", out.stats.Evaluations, mean, out.stats.MaxEval.Seconds(), cpuMean, cpuMax)
-		b.ReportMetric(mean, "wide-eval-s")
-		b.ReportMetric(cpuMean, "wide-eval-cpu-s")
-		if cpuMax > maxEvalSeconds {
-			b.Errorf("20-field stream: an evaluation took %.3f CPU-s, over %.1f s", cpuMax, maxEvalSeconds)
-		}
+	}
+	fc := count(out.events, first)
+	above := 0
+	for _, es := range out.events {
+		above += dishonest([]evaluation{{events: es}})
+	}
+	if above > 0 {
+		b.Errorf("%s %s: %d discovered events with an error above eps", ds.name, f.name, above)
+	}
+	b.Logf("%s %s: violated naming a faulted column at evaluation %d (the fault enters the window at evaluation %d: %d evaluations to detection); %d violated events naming none; from the fault on: violated %d, restored %d, discovered %d, retired %d",
+		ds.name, f.name, detected, first, detected-first+1, wrong, fc[alerts.EventViolated], fc[alerts.EventRestored], fc[alerts.EventDiscovered], fc[alerts.EventRetired])
+	if detected < 0 || detected > first+1 || wrong > 0 {
+		b.Errorf("%s %s: want a violated event naming %v within 2 evaluations and none naming no faulted column", ds.name, f.name, f.columns)
+		logEvents(b, out.events, func(e alerts.Event) bool { return e.Type == alerts.EventViolated })
+	}
+}
+
+// qualityWide replays a 20-field stream, adult's 15 fields beside flights'
+// 5: no evaluation may take over maxEvalSeconds of CPU.
+func qualityWide(b *testing.B, adult, flights *csvTable) {
+	ar, fr := adult.shuffled(qualityWindow+qualityEvery, 3), flights.shuffled(qualityWindow+qualityEvery, 4)
+	wide := make([][]string, len(ar))
+	for i := range wide {
+		wide[i] = append(slices.Clone(ar[i]), fr[i]...)
+	}
+	out := replayRows(b, "wide", append(slices.Clone(adult.header), flights.header...), wide, nil)
+	mean := out.stats.EvalTime.Seconds() / float64(max(out.stats.Evaluations, 1))
+	cpuMean, cpuMax := cpuStats(out.cpu)
+	b.Logf("20-field stream (adult + flights): %d evaluations, wall mean %.3f s, max %.3f s; CPU mean %.3f s, max %.3f s", out.stats.Evaluations, mean, out.stats.MaxEval.Seconds(), cpuMean, cpuMax)
+	b.ReportMetric(mean, "wide-eval-s")
+	b.ReportMetric(cpuMean, "wide-eval-cpu-s")
+	if cpuMax > maxEvalSeconds {
+		b.Errorf("20-field stream: an evaluation took %.3f CPU-s, over %.1f s", cpuMax, maxEvalSeconds)
 	}
 }
 

@@ -129,36 +129,25 @@ func TestSoakKills(t *testing.T) {
 	soakKills(t, o)
 }
 
+// soakTopics are the topics a soak run consumes, of soakParts partitions.
+var soakTopics = []string{"k1", "k2", "k3"}
+
+const (
+	soakParts   = 2
+	soakSession = 2 * time.Second
+)
+
 func soakKills(t *testing.T, o soakOptions) {
-	topics := []string{"k1", "k2", "k3"}
-	const parts = 2
-	c, err := kfake.NewCluster(demo.BrokerOptions(map[string]int{"k1": parts, "k2": parts, "k3": parts,
+	c, err := kfake.NewCluster(demo.BrokerOptions(map[string]int{"k1": soakParts, "k2": soakParts, "k3": soakParts,
 		"soak-state": 1, "soak-events": 1, "soak-ref-state": 1, "soak-ref-events": 1})...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]
-	const session = 2 * time.Second
-	cfg := func(group string) Config {
-		c := Config{
-			Brokers: []string{addr}, Group: group, StateDir: t.TempDir(),
-			StateTopic: group + "-state", EventsTopic: group + "-events",
-			SessionTimeout: session, HeartbeatInterval: 300 * time.Millisecond,
-		}
-		for _, tp := range topics {
-			// The pinned rule breaks with the data-entry errors: its
-			// events come from the checks alone, so the run has events
-			// however few discoveries the kills let merge (the check gate
-			// holds discovery back while a restarted member catches up).
-			c.Streams = append(c.Streams, StreamConfig{Topic: tp, Window: o.window, Every: o.every, Epsilon: 0.01,
-				Pinned: []string{"{salary}: [] -> perc"}})
-		}
-		return c
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	killed := newKilledMembers(c, "soak", session)
+	killed := newKilledMembers(c, "soak", soakSession)
 	expiring := make(chan struct{})
 	go func() {
 		defer close(expiring)
@@ -168,54 +157,21 @@ func soakKills(t *testing.T, o soakOptions) {
 		cancel()
 		<-expiring
 	})
-	produced := make(chan error, len(topics))
-	for i, tp := range topics {
+	produced := make(chan error, len(soakTopics))
+	for i, tp := range soakTopics {
 		go func() {
 			produced <- demo.ProducePayroll(ctx, demo.PayrollOptions{Brokers: []string{addr}, Topic: tp, Count: o.perTopic, Rate: o.rate,
 				CleanRecords: o.window + o.window/2, ErrorRate: 0.05, Seed: int64(10 + i)})
 		}()
 	}
-	cfgs := []Config{cfg("soak"), cfg("soak")}
-	// Member k's i-th process has client id mk-i.
-	clientID := func(k, i int) string { return fmt.Sprintf("m%d-%d", k, i) }
-	started := []int{0, 0}
-	kills := []func(){startMemberAs(t, cfgs[0], clientID(0, 0)), startMemberAs(t, cfgs[1], clientID(1, 0))}
-	rng := rand.New(rand.NewSource(1))
-	for i := range o.kills {
-		time.Sleep(time.Duration(200+rng.Intn(500)) * time.Millisecond) // random kill points, not synchronisation
-		k := rng.Intn(2)
-		kills[k]()
-		killed.kill(clientID(k, started[k]))
-		t.Logf("kill %d: member %d (%s)", i+1, k, clientID(k, started[k]))
-		started[k]++
-		kills[k] = startMemberAs(t, cfgs[k], clientID(k, started[k]))
-	}
-	for range topics {
+	cfgs := []Config{soakConfig(t, addr, "soak", o), soakConfig(t, addr, "soak", o)}
+	kills := killAndRestart(t, cfgs, killed, o.kills)
+	for range soakTopics {
 		if err := <-produced; err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := slices.Repeat([]int64{int64(o.perTopic)}, len(topics))
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		var done []int64
-		for _, tp := range topics {
-			done = append(done, testkit.CommittedTotal(t, addr, "soak", tp, parts))
-		}
-		if slices.Equal(done, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			if g := c.GroupInfo("soak"); g != nil {
-				t.Logf("group %s, generation %d", g.State, g.Epoch)
-				for _, m := range g.Members {
-					t.Logf("member %s (client %s) assigned %v", m.MemberID, m.ClientID, m.Assignment)
-				}
-			}
-			t.Fatalf("the members consumed %v of %d records per topic after 90 s", done, o.perTopic)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitSoakConsumed(t, c, o.perTopic)
 	for _, k := range kills {
 		k()
 	}
@@ -223,10 +179,10 @@ func soakKills(t *testing.T, o soakOptions) {
 	t.Logf("killed members kfake kept a session timeout after the kill, removed by the test: %d %v", len(killed.reaped), killed.reaped)
 	killed.mu.Unlock()
 
-	ref := startMonitor(t, cfg("soak-ref"))
+	ref := startMonitor(t, soakConfig(t, addr, "soak-ref", o))
 	testkit.Eventually(t, 90*time.Second, "the reference consumed every topic", func() bool {
-		for _, tp := range topics {
-			if testkit.CommittedTotal(t, addr, "soak-ref", tp, parts) != int64(o.perTopic) {
+		for _, tp := range soakTopics {
+			if testkit.CommittedTotal(t, addr, "soak-ref", tp, soakParts) != int64(o.perTopic) {
 				return false
 			}
 		}
@@ -235,11 +191,91 @@ func soakKills(t *testing.T, o soakOptions) {
 	if err := ref.stop(); err != nil {
 		t.Fatal(err)
 	}
-	for _, tp := range topics {
-		want, wantNext, wantSeq := windowKeys(t, ref.m.cfg.StateDir, tp, o.window)
+	checkSoakWindows(t, ref.m.cfg.StateDir, cfgs, o.window)
+	checkSoakEvents(t, addr, o.kills)
+}
+
+// soakConfig is the configuration of a soak member of group, on broker
+// addr, with a state dir of its own.
+func soakConfig(t *testing.T, addr, group string, o soakOptions) Config {
+	c := Config{
+		Brokers: []string{addr}, Group: group, StateDir: t.TempDir(),
+		StateTopic: group + "-state", EventsTopic: group + "-events",
+		SessionTimeout: soakSession, HeartbeatInterval: 300 * time.Millisecond,
+	}
+	for _, tp := range soakTopics {
+		// The pinned rule breaks with the data-entry errors: its events
+		// come from the checks alone, so the run has events however few
+		// discoveries the kills let merge (the check gate holds discovery
+		// back while a restarted member catches up).
+		c.Streams = append(c.Streams, StreamConfig{Topic: tp, Window: o.window, Every: o.every, Epsilon: 0.01,
+			Pinned: []string{"{salary}: [] -> perc"}})
+	}
+	return c
+}
+
+// killAndRestart starts a member of each of cfgs, then kills (SIGKILL) one
+// of them at random n times, 200-700 ms apart, restarting it on its state
+// dir each time; it returns the kills of the members left running. Member
+// k's i-th process has client id mk-i (killed records each kill).
+func killAndRestart(t *testing.T, cfgs []Config, killed *killedMembers, n int) []func() {
+	clientID := func(k, i int) string { return fmt.Sprintf("m%d-%d", k, i) }
+	started := make([]int, len(cfgs))
+	kills := make([]func(), len(cfgs))
+	for k := range cfgs {
+		kills[k] = startMemberAs(t, cfgs[k], clientID(k, 0))
+	}
+	rng := rand.New(rand.NewSource(1))
+	for i := range n {
+		time.Sleep(time.Duration(200+rng.Intn(500)) * time.Millisecond) // random kill points, not synchronisation
+		k := rng.Intn(len(cfgs))
+		kills[k]()
+		killed.kill(clientID(k, started[k]))
+		t.Logf("kill %d: member %d (%s)", i+1, k, clientID(k, started[k]))
+		started[k]++
+		kills[k] = startMemberAs(t, cfgs[k], clientID(k, started[k]))
+	}
+	return kills
+}
+
+// waitSoakConsumed waits until group soak committed perTopic records of
+// every topic, logging the group's members when it does not in 90 s.
+func waitSoakConsumed(t *testing.T, c *kfake.Cluster, perTopic int) {
+	t.Helper()
+	addr := c.ListenAddrs()[0]
+	want := slices.Repeat([]int64{int64(perTopic)}, len(soakTopics))
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		var done []int64
+		for _, tp := range soakTopics {
+			done = append(done, testkit.CommittedTotal(t, addr, "soak", tp, soakParts))
+		}
+		if slices.Equal(done, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			if g := c.GroupInfo("soak"); g != nil {
+				t.Logf("group %s, generation %d", g.State, g.Epoch)
+				for _, m := range g.Members {
+					t.Logf("member %s (client %s) assigned %v", m.MemberID, m.ClientID, m.Assignment)
+				}
+			}
+			t.Fatalf("the members consumed %v of %d records per topic after 90 s", done, perTopic)
+		}
+		time.Sleep(50 * time.Millisecond) // polling, with the deadline above
+	}
+}
+
+// checkSoakWindows: every topic's window, in the store of the member that
+// owns it, equals the uninterrupted reference's (refDir): the same
+// records, next offsets and sequence number.
+func checkSoakWindows(t *testing.T, refDir string, cfgs []Config, window int) {
+	t.Helper()
+	for _, tp := range soakTopics {
+		want, wantNext, wantSeq := windowKeys(t, refDir, tp, window)
 		owners := 0
 		for i, c := range cfgs {
-			got, gotNext, gotSeq := windowKeys(t, c.StateDir, tp, o.window)
+			got, gotNext, gotSeq := windowKeys(t, c.StateDir, tp, window)
 			if len(got) == 0 {
 				continue // not (or no longer) this member's topic
 			}
@@ -263,6 +299,11 @@ func soakKills(t *testing.T, o soakOptions) {
 			t.Errorf("%s: no member holds the whole window", tp)
 		}
 	}
+}
+
+// checkSoakEvents: the members' events topic holds events, none twice.
+func checkSoakEvents(t *testing.T, addr string, kills int) {
+	t.Helper()
 	ids := eventIDCounts(t, addr, "soak-events")
 	if len(ids) == 0 {
 		t.Fatal("no events: the duplicate check is vacuous")
@@ -272,5 +313,5 @@ func soakKills(t *testing.T, o soakOptions) {
 			t.Errorf("event %s on the events topic %d times", id, n)
 		}
 	}
-	t.Logf("%d distinct events after %d kills", len(ids), o.kills)
+	t.Logf("%d distinct events after %d kills", len(ids), kills)
 }

@@ -35,6 +35,8 @@ var ErrUnknownStream = errors.New("unknown stream")
 type StreamStatus struct {
 	Name, Topic     string
 	Epsilon, Margin float64
+	// MarginAuto: Margin is AutoMargin's value for the last window's size.
+	MarginAuto bool
 	// Window is the configured window size in records; Interval the
 	// evaluation interval of a time window (0 for a count window).
 	Window   int
@@ -72,6 +74,17 @@ type RuleStatus struct {
 type StatusEvent struct {
 	Event          alerts.Event
 	RelatedSamples map[string][]alerts.Sample
+}
+
+// historyJob is one evaluation's part of the status history: the append
+// with its rule points and dropped rules (taken on the evaluator, from the
+// tracker of that evaluation), the events to store, and what their related
+// rules' samples need (nil: none to take, or skipped). The stream's
+// historian (history.Historian) runs it through appendStatus.
+type historyJob struct {
+	h       *state.HistoryAppend
+	events  []alerts.Event
+	related *eval.Related
 }
 
 // recordStatus is the status page's hook in an evaluation, called on the
@@ -164,6 +177,9 @@ func (m *Monitor) StatusStreams() []StreamStatus {
 			if span := e.Window.EndTime.Sub(e.Window.StartTime); span > 0 && e.Window.Records > 1 {
 				st.RecordsPerSecond = float64(e.Window.Records-1) / span.Seconds()
 			}
+		}
+		if st.Margin < 0 {
+			st.MarginAuto, st.Margin = true, alerts.NoiseMargin(st.Epsilon, cmp.Or(st.WindowRecords, st.Window))
 		}
 		for _, d := range s.eval.tracker.Errors() {
 			if d.State == alerts.StateViolated {

@@ -223,6 +223,10 @@ func parseArgs(fs *flag.FlagSet, args []string, stdout io.Writer) ([]string, err
 				fs.SetOutput(io.Discard)
 				return nil, flag.ErrHelp
 			}
+			if name == "version" { // odwatch CMD --version, as odwatch --version
+				writeVersion(stdout)
+				return nil, flag.ErrHelp
+			}
 			return nil, unknownFlag(fs, name)
 		}
 		if !hasValue {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"flag"
 	"fmt"
 	"os"
 	"regexp"
@@ -169,5 +170,67 @@ func TestNearest(t *testing.T) {
 	}
 	if d := editDistance("kitten", "sitting"); d != 3 {
 		t.Errorf("editDistance = %d, want 3", d)
+	}
+}
+
+// TestHelpExamplesAndRequired: every command's help has an example;
+// `odwatch help CMD` prints it; `--version` works after a command; the
+// flags a command cannot run without say "required".
+func TestHelpExamplesAndRequired(t *testing.T) {
+	t.Parallel()
+	for _, c := range subcommands() {
+		var viaFlag, viaHelp, stderr strings.Builder
+		if code := run([]string{c.name, "-h"}, &viaFlag, &stderr); code != exitOK {
+			t.Errorf("%s -h: exit %d, %s", c.name, code, stderr.String())
+		}
+		if code := run([]string{"help", c.name}, &viaHelp, &stderr); code != exitOK || viaHelp.String() != viaFlag.String() {
+			t.Errorf("help %s: exit %d, output differs from %s -h:\n%s", c.name, code, c.name, viaHelp.String())
+		}
+		h := viaFlag.String()
+		if !strings.HasPrefix(h, "usage: odwatch "+c.name+" ") || !strings.Contains(h, "\nExample") ||
+			!strings.Contains(h, "\n  odwatch "+c.name+" ") || !strings.Contains(h, "Exit status") {
+			t.Errorf("%s -h lacks the usage line, an example or the exit status:\n%s", c.name, h)
+		}
+		var v strings.Builder
+		if code := run([]string{c.name, "--version"}, &v, &stderr); code != exitOK || !strings.Contains(v.String(), "go ") {
+			t.Errorf("%s --version: exit %d, %q", c.name, code, v.String())
+		}
+	}
+	required := map[string][]string{"run": {"brokers", "topic", "state-dir"}, "generate": {"brokers"}}
+	for cmd, flags := range required {
+		var h, stderr strings.Builder
+		run([]string{cmd, "-h"}, &h, &stderr)
+		for _, f := range flags {
+			_, after, _ := strings.Cut(h.String(), "\n  --"+f+" ")
+			usage, _, _ := strings.Cut(strings.SplitN(after, "\n", 2)[1], "\n")
+			if !strings.Contains(usage, "(required") {
+				t.Errorf("%s -h: --%s is not marked required: %q", cmd, f, usage)
+			}
+		}
+	}
+}
+
+// TestSameDefaults: demo, run and replay share the defaults of the flags
+// they have in common, margin (auto) and log level included.
+func TestSameDefaults(t *testing.T) {
+	t.Parallel()
+	sets := map[string]*flag.FlagSet{"run": newRunFlags("run").fs, "replay": newReplayFlags().fs, "demo": newDemoFlags().fs}
+	for _, name := range []string{"margin", "log-level", "k", "epsilon", "min-strength", "discover-after", "max-level"} {
+		var first string
+		for cmd, fs := range sets {
+			f := fs.Lookup(name)
+			if f == nil {
+				continue
+			}
+			if first == "" {
+				first = f.DefValue
+			}
+			if f.DefValue != first {
+				t.Errorf("--%s: %s defaults to %s, another command to %s", name, cmd, f.DefValue, first)
+			}
+		}
+	}
+	if got := newDemoFlags().fs.Lookup("margin").Value.Set("auto"); got != nil {
+		t.Errorf("demo --margin auto: %v", got)
 	}
 }

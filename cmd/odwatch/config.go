@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -15,7 +13,6 @@ import (
 	"github.com/segmentio/kafka-go/sasl"
 	"github.com/segmentio/kafka-go/sasl/plain"
 	"github.com/segmentio/kafka-go/sasl/scram"
-	"gopkg.in/yaml.v3"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
@@ -27,12 +24,15 @@ import (
 // flag sets one: a dependency may have 1% exceptions and still hold.
 const defaultEpsilon = 0.01
 
+// defaultConnectTimeout is how long `run` waits for Kafka at start-up.
+const defaultConnectTimeout = 30 * time.Second
+
 // streamSettings are the keys of one stream, at the top level of the config
 // file (single stream) or in its `streams:` list.
 type streamSettings struct {
 	Name              string        `yaml:"name"`
 	Topic             string        `yaml:"topic"`
-	Format            string        `yaml:"format"`
+	Format            string        `yaml:"record-format"`
 	Schema            string        `yaml:"schema"`
 	Registry          string        `yaml:"registry"`
 	Include           []string      `yaml:"include"`
@@ -92,39 +92,20 @@ type runSettings struct {
 	SessionTimeout    time.Duration `yaml:"session-timeout"`
 	HeartbeatInterval time.Duration `yaml:"heartbeat-interval"`
 	RebalanceTimeout  time.Duration `yaml:"rebalance-timeout"`
-	TLS               tlsSettings   `yaml:"tls"`
-	SASL              saslSettings  `yaml:"sasl"`
+	// ConnectTimeout bounds the wait for Kafka at start-up.
+	ConnectTimeout time.Duration `yaml:"connect-timeout"`
+	TLS            tlsSettings   `yaml:"tls"`
+	SASL           saslSettings  `yaml:"sasl"`
 
 	streamSettings `yaml:",inline"`
 	Streams        []streamSettings `yaml:"streams"`
+	// warnings are the config file's deprecated keys and flags, logged at
+	// start-up.
+	warnings []string
 }
 
 // statusValues is status-values, true unless set false.
 func (s runSettings) statusValues() bool { return s.StatusValues == nil || *s.StatusValues }
-
-// loadConfigFile reads a YAML config; unknown keys are errors that name the
-// key, so a typo fails at start-up instead of being ignored.
-func loadConfigFile(path string) (runSettings, error) {
-	var s runSettings
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return s, fmt.Errorf("config: %w", err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil && !errors.Is(err, errEOF) {
-		return s, fmt.Errorf("config %s: %w", path, err)
-	}
-	return s, nil
-}
-
-// errEOF is what yaml.v3 returns for an empty document.
-var errEOF = eofError()
-
-func eofError() error {
-	var s struct{}
-	return yaml.NewDecoder(strings.NewReader("")).Decode(&s)
-}
 
 // listFlag is a comma-separated or repeated string flag.
 type listFlag []string
@@ -168,20 +149,35 @@ type runFlags struct {
 	// statusValues is --status-values (runSettings.StatusValues is nil
 	// when neither the file nor the flag sets it).
 	statusValues bool
+	// warnings: the deprecated flags used.
+	warnings []string
+}
+
+// deprecatedFlag is the old spelling of flag to: it sets to and warns.
+type deprecatedFlag struct {
+	fs       *flag.FlagSet
+	name, to string
+	warnings *[]string
+}
+
+func (d *deprecatedFlag) String() string { return "" }
+func (d *deprecatedFlag) Set(v string) error {
+	*d.warnings = append(*d.warnings, fmt.Sprintf("--%s is deprecated; use --%s", d.name, d.to))
+	return d.fs.Set(d.to, v)
 }
 
 func newRunFlags(name string) *runFlags {
-	f := &runFlags{fs: newFlagSet(name, "[flags]", runHelp)}
+	f := &runFlags{fs: newFlagSet(name, "--brokers HOST:PORT --topic NAME --state-dir DIR [flags] | --config FILE [flags]", runHelp)}
 	fs := f.fs
 	fs.StringVar(&f.config, "config", "", "YAML config file (keys = flag names; flags win)")
-	fs.Var(&f.brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...]")
+	fs.Var(&f.brokers, "brokers", "Kafka bootstrap brokers, HOST:PORT[,HOST:PORT...] (required)")
 	fs.StringVar(&f.s.Group, "group", "odwatch", "Kafka consumer group")
 	fs.StringVar(&f.s.EventsTopic, "events-topic", "", "topic for dependency-change events (CloudEvents)")
 	fs.StringVar(&f.s.EventsRegistry, "events-registry", "", "Schema Registry URL: register the event schema as the events topic's value subject (JSON Schema) and write values in the Confluent wire format")
 	fs.StringVar(&f.s.DLQTopic, "dlq-topic", "", "dead-letter topic for undecodable records")
 	fs.StringVar(&f.s.StateTopic, "state-topic", "", "compacted topic holding each stream's tracked dependencies, for failover between instances")
 	fs.StringVar(&f.s.Webhook, "webhook", "", "URL to POST events to")
-	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store")
+	fs.StringVar(&f.s.StateDir, "state-dir", "", "directory of the Pebble state store (required; created, and logged, when it does not exist)")
 	fs.BoolVar(&f.s.RebuildState, "rebuild-state", false, "if the state store is damaged, move it aside (kept) and rebuild the windows from Kafka and the tracked dependencies from --state-topic")
 	fs.StringVar(&f.s.MetricsAddr, "metrics-addr", "127.0.0.1:9464", "address for the status page (/, /api/), /metrics, /healthz and /readyz; empty turns them off")
 	fs.StringVar(&f.s.WebConfigFile, "web-config-file", "", "exporter-toolkit web config file (TLS, basic auth) for everything on --metrics-addr")
@@ -192,6 +188,7 @@ func newRunFlags(name string) *runFlags {
 	fs.DurationVar(&f.s.SessionTimeout, "session-timeout", stream.DefaultSessionTimeout, "consumer group session timeout: how soon a crashed member's topics go to a survivor")
 	fs.DurationVar(&f.s.HeartbeatInterval, "heartbeat-interval", stream.DefaultHeartbeatInterval, "consumer group heartbeat interval (below session-timeout)")
 	fs.DurationVar(&f.s.RebalanceTimeout, "rebalance-timeout", stream.DefaultRebalanceTimeout, "how long a rebalance waits for the members to rejoin")
+	fs.DurationVar(&f.s.ConnectTimeout, "connect-timeout", defaultConnectTimeout, "how long start-up waits for the brokers to answer before it fails (an outage after start-up is waited out)")
 	fs.BoolVar(&f.s.TLS.Enabled, "tls", false, "connect to Kafka with TLS")
 	fs.StringVar(&f.s.TLS.CA, "tls-ca", "", "PEM CA bundle for the brokers' certificates")
 	fs.StringVar(&f.s.TLS.Cert, "tls-cert", "", "PEM client certificate (mutual TLS)")
@@ -203,8 +200,9 @@ func newRunFlags(name string) *runFlags {
 
 	st := &f.s.streamSettings
 	fs.StringVar(&st.Name, "name", "", "stream name (default: the topic)")
-	fs.StringVar(&st.Topic, "topic", "", "topic to watch")
-	fs.StringVar(&st.Format, "format", "json", "record format: json|avro|avro-confluent")
+	fs.StringVar(&st.Topic, "topic", "", "topic to watch (required, unless the --config file lists streams)")
+	fs.StringVar(&st.Format, "record-format", "json", "record format: json|avro|avro-confluent")
+	fs.Var(&deprecatedFlag{fs: fs, name: "format", to: "record-format", warnings: &f.warnings}, "format", "deprecated spelling of --record-format")
 	fs.StringVar(&st.Schema, "schema", "", "Avro schema file (format avro)")
 	fs.StringVar(&st.Registry, "registry", "", "Schema Registry URL (format avro-confluent)")
 	fs.Var(&f.include, "include", "only these columns (names or prefix.*), comma-separated or repeated")
@@ -252,6 +250,7 @@ func (f *runFlags) settings() (runSettings, error) {
 	if f.config == "" {
 		return fl, nil
 	}
+	base.warnings = append(base.warnings, fl.warnings...)
 	set := map[string]bool{}
 	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
 	for _, o := range globalOverrides() {
@@ -280,6 +279,7 @@ func (f *runFlags) settings() (runSettings, error) {
 // the keys whose zero is a value of its own, pointers in the file).
 func (f *runFlags) flagSettings() runSettings {
 	fl := f.s
+	fl.warnings = f.warnings
 	fl.Brokers = f.brokers
 	fl.Include, fl.Exclude, fl.Pinned = f.include, f.exclude, f.pinned
 	eps := f.epsilon
@@ -324,6 +324,7 @@ func globalOverrides() []override[runSettings] {
 		{"session-timeout", func(s, fl *runSettings) { s.SessionTimeout = fl.SessionTimeout }},
 		{"heartbeat-interval", func(s, fl *runSettings) { s.HeartbeatInterval = fl.HeartbeatInterval }},
 		{"rebalance-timeout", func(s, fl *runSettings) { s.RebalanceTimeout = fl.RebalanceTimeout }},
+		{"connect-timeout", func(s, fl *runSettings) { s.ConnectTimeout = fl.ConnectTimeout }},
 		{"tls", func(s, fl *runSettings) { s.TLS.Enabled = fl.TLS.Enabled }},
 		{"tls-ca", func(s, fl *runSettings) { s.TLS.CA = fl.TLS.CA }},
 		{"tls-cert", func(s, fl *runSettings) { s.TLS.Cert = fl.TLS.Cert }},
@@ -341,7 +342,8 @@ func streamOverrides() []override[streamSettings] {
 	return []override[streamSettings]{
 		{"name", func(st, fl *streamSettings) { st.Name = fl.Name }},
 		{"topic", func(st, fl *streamSettings) { st.Topic = fl.Topic }},
-		{"format", func(st, fl *streamSettings) { st.Format = fl.Format }},
+		{"record-format", func(st, fl *streamSettings) { st.Format = fl.Format }},
+		{"format", func(st, fl *streamSettings) { st.Format = fl.Format }}, // deprecated spelling
 		{"schema", func(st, fl *streamSettings) { st.Schema = fl.Schema }},
 		{"registry", func(st, fl *streamSettings) { st.Registry = fl.Registry }},
 		{"include", func(st, fl *streamSettings) { st.Include = fl.Include }},
@@ -384,6 +386,9 @@ func fileDefaults(s, fl *runSettings, set map[string]bool) {
 	if s.MaxDependencyMetrics == 0 {
 		s.MaxDependencyMetrics = fl.MaxDependencyMetrics
 	}
+	if s.ConnectTimeout == 0 {
+		s.ConnectTimeout = fl.ConnectTimeout
+	}
 }
 
 // fileStreams returns the streams of the config file at path: its
@@ -393,9 +398,6 @@ func fileDefaults(s, fl *runSettings, set map[string]bool) {
 func fileStreams(s *runSettings, set map[string]bool, path string) ([]*streamSettings, error) {
 	if len(s.Streams) == 0 {
 		return []*streamSettings{&s.streamSettings}, nil
-	}
-	if s.Topic != "" {
-		return nil, fmt.Errorf("config %s: topic: set either top-level stream keys or streams:, not both", path)
 	}
 	var streams []*streamSettings
 	for i := range s.Streams {

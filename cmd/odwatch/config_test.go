@@ -21,6 +21,20 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
+// monitorConfigOf is the monitor configuration of run's args.
+func monitorConfigOf(t *testing.T, args ...string) stream.Config {
+	t.Helper()
+	s, err := parseRun(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := s.monitorConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 func parseRun(t *testing.T, args ...string) (runSettings, error) {
 	t.Helper()
 	f := newRunFlags("run")
@@ -109,8 +123,8 @@ func TestRunSettingsErrorsNameTheField(t *testing.T) {
 		{name: "missing brokers", args: []string{"--topic", "t", "--state-dir", "/x"}, want: "brokers"},
 		{name: "missing topic", args: []string{"--brokers", "a:1", "--state-dir", "/x"}, want: "topic"},
 		{name: "bad epsilon", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--epsilon", "1.5"}, want: "epsilon"},
-		{name: "bad format", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--format", "xml"}, want: "format"},
-		{name: "avro without schema", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--format", "avro"}, want: "schema"},
+		{name: "bad format", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--record-format", "xml"}, want: "format"},
+		{name: "avro without schema", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--record-format", "avro"}, want: "schema"},
 		{name: "bad min-score", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--min-score", "2"}, want: "min-score"},
 		{name: "bad pin", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--pin", "{a: b"}, want: "pinned"},
 		{name: "topic flag with many streams", file: "brokers: [a:1]\nstate-dir: /x\nstreams:\n - topic: a\n - topic: b\n", args: []string{"--topic", "c"}, want: "--topic"},
@@ -124,6 +138,7 @@ func TestRunSettingsErrorsNameTheField(t *testing.T) {
 		{name: "discover-every with an ordinal list", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--every", "1000", "--discover-every", "5000", "--ordinal", "size=S,M,L"}, want: "discover-every"},
 		{name: "bad discover-every", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--discover-every", "0"}, want: "discover-every"},
 		{name: "bad discover-every in the file", file: "brokers: [a:1]\nstate-dir: /x\ntopic: t\ndiscover-every: often\n", want: "discover-every"},
+		{name: "every above window", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--window", "100", "--every", "300"}, want: "every: must be at most window (100), not 300"},
 		{name: "cert without key", args: []string{"--brokers", "a:1", "--topic", "t", "--state-dir", "/x", "--tls-cert", "/c.pem"}, want: "tls-cert"},
 	}
 	for _, tc := range tests {
@@ -199,14 +214,7 @@ streams:
   - topic: c
     margin: auto
 `)
-	s, err := parseRun(t, "--config", file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := s.monitorConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := monitorConfigOf(t, "--config", file)
 	a, b, c := cfg.Streams[0], cfg.Streams[1], cfg.Streams[2]
 	if a.Margin != stream.AutoMargin || a.MaxLevel != stream.DefaultMaxLevel || a.DiscoverAfter != stream.DefaultDiscoverAfter {
 		t.Errorf("stream a = %+v, want the defaults", a)

@@ -20,6 +20,9 @@ stream of the paper's running example (clean at first, then with data-entry
 errors), and the monitor on it, printing events as they happen and serving
 the status page and Prometheus metrics. Ctrl-C stops it.
 
+Example:
+  odwatch demo --rate 2000 --duration 1m
+
 Exit status: 0 stopped, 1 failure, 2 usage error.`
 
 // The demo's topics on its in-process broker.
@@ -34,7 +37,7 @@ type demoFlags struct {
 	window       int
 	every        int
 	eps          float64
-	margin       float64
+	margin       marginFlag
 	k            int
 	minScore     float64
 	payroll      demo.PayrollOptions // the generator's flags; brokers and topic are the demo's
@@ -52,9 +55,11 @@ func newDemoFlags() *demoFlags {
 	fs.IntVar(&f.window, "window", 2000, "window size in records")
 	fs.IntVar(&f.every, "every", 1000, "evaluate every M records")
 	fs.Float64Var(&f.eps, "epsilon", 0.01, "error threshold")
-	// A margin keeps the near-threshold dependencies that appear once errors
-	// start from flapping between violated and restored on every window.
-	fs.Float64Var(&f.margin, "margin", 0.004, "hysteresis margin around epsilon")
+	// run's automatic margin (at the demo's window of 2000 and epsilon
+	// 0.01, 0.005) keeps the near-threshold dependencies that appear once
+	// errors start from flapping between violated and restored.
+	f.margin = marginFlag(alerts.AutoMargin)
+	fs.Var(&f.margin, "margin", marginHelp)
 	fs.IntVar(&f.k, "k", 1, "consecutive windows beyond the margin before violated/restored")
 	// Dependencies whose context is nearly a key ({salary}: experience ~ tax)
 	// hold trivially in small classes; they would drown the interesting ones.
@@ -62,7 +67,7 @@ func newDemoFlags() *demoFlags {
 	payrollFlags(fs, &f.payroll, demo.PayrollOptions{Rate: 1000, CleanRecords: 6000, ErrorRate: 0.03}, "stop producing after this many records; 0 never stops")
 	fs.DurationVar(&f.duration, "duration", 0, "stop the demo after this long; 0 runs until Ctrl-C")
 	fs.StringVar(&f.stateDir, "state-dir", "", "state directory; empty uses a temporary one, removed at exit")
-	fs.StringVar(&f.logLevel, "log-level", "warn", "debug|info|warn|error")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug|info|warn|error (logs go to standard error; warn keeps the terminal to the story)")
 	return f
 }
 
@@ -144,7 +149,7 @@ func (f *demoFlags) monitorConfig(addr, dir string) stream.Config {
 		StateDir:    dir,
 		Streams: []stream.StreamConfig{{
 			Name: demoTopic, Topic: demoTopic, Format: "json",
-			Window: f.window, Every: f.every, Epsilon: f.eps, Margin: f.margin, K: f.k, Sample: 3, MinScore: f.minScore,
+			Window: f.window, Every: f.every, Epsilon: f.eps, Margin: float64(f.margin), K: f.k, Sample: 3, MinScore: f.minScore,
 			// run's defaults: reliable rules only, found in two windows in a
 			// row, at most three columns.
 			MinStrength: discovery.DefaultMinStrength, DiscoverAfter: stream.DefaultDiscoverAfter, MaxLevel: stream.DefaultMaxLevel,
@@ -158,8 +163,12 @@ func (f *demoFlags) monitorConfig(addr, dir string) stream.Config {
 func (f *demoFlags) printIntro(w io.Writer, addr, webAddr string, discoverEvery int) {
 	fmt.Fprintf(w, "odwatch demo: in-process Kafka at %s, topic %q, events topic %q\n", addr, demoTopic, demoEventsTopic)
 	fmt.Fprintf(w, "  payroll stream: %d clean records, then %.0f%% with a data-entry error (a percentage with a zero appended)\n", f.payroll.CleanRecords, f.payroll.ErrorRate*100)
-	fmt.Fprintf(w, "  window %d records, rules checked every %d and discovered every %d, epsilon %g (margin %g)\n",
-		f.window, f.every, discoverEvery, f.eps, f.margin)
+	margin := f.margin.String()
+	if f.margin < 0 {
+		margin = fmt.Sprintf("auto, %.3g", alerts.NoiseMargin(f.eps, f.window))
+	}
+	fmt.Fprintf(w, "  window %d records, rules checked every %d and discovered every %d, epsilon %g (margin %s)\n",
+		f.window, f.every, discoverEvery, f.eps, margin)
 	if f.metricsAddr != "" {
 		tls := ""
 		if f.webConfig != "" {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // TestDemoCtrlCStopsFast interrupts the demo (main turns Ctrl-C into the
@@ -14,7 +16,7 @@ import (
 func TestDemoCtrlCStopsFast(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runDemo(ctx, []string{"--metrics-addr", "", "--rate", "2000", "--window", "500", "--every", "500", "--seed", "3"}, &out, &errOut)

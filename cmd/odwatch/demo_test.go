@@ -2,37 +2,20 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/internal/demo"
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
 )
-
-// syncBuffer is a strings.Builder safe for the demo goroutine to write while
-// the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // demoBlock is one printed event: its headline and indented lines.
 type demoBlock struct {
@@ -74,7 +57,7 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 	const clean, window, stopAfter = 4000, 1000, 6000
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- runDemo(ctx, []string{
@@ -150,6 +133,35 @@ func TestDemoShowsSalaryTaxViolation(t *testing.T) {
 	if !strings.Contains(out.String(), "DISCOVERED") {
 		t.Errorf("no discovered events printed")
 	}
+	checkREADMEDemoRules(t, v.text)
+}
+
+// checkREADMEDemoRules: every rule of the demo's violated event (its
+// leader and its related rules) is named in the README's paragraph on the
+// demo, so that what the README says the demo prints is what it prints.
+func checkREADMEDemoRules(t *testing.T, violated string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(readme)
+	start := strings.Index(md, "The demo starts an in-process Kafka broker")
+	end := strings.Index(md[max(start, 0):], "\n\n")
+	if start < 0 || end < 0 {
+		t.Fatal("README: no paragraph starting 'The demo starts an in-process Kafka broker'")
+	}
+	para := strings.Join(strings.Fields(md[start:start+end]), " ")
+	rule := regexp.MustCompile(`(?m)(?:VIOLATED +payroll |related )(\{[^}]*\}: .+?)(?:: error|$)`)
+	matches := rule.FindAllStringSubmatch(violated, -1)
+	if len(matches) < 2 {
+		t.Errorf("found %d rules in the violated event, want a leader and related rules:\n%s", len(matches), violated)
+	}
+	for _, m := range matches {
+		if !strings.Contains(para, "`"+m[1]+"`") {
+			t.Errorf("the demo's violated event names %s, which the README's demo paragraph does not:\n%s", m[1], violated)
+		}
+	}
 }
 
 // TestDemoStopsWhenMonitorFails: a monitor that cannot run (here its
@@ -169,7 +181,7 @@ func TestDemoStopsWhenMonitorFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	var out, errOut syncBuffer
+	var out, errOut testkit.SyncBuffer
 	go func() {
 		done <- runDemo(t.Context(), []string{"--metrics-addr", "", "--state-dir", dir, "--duration", "10m"}, &out, &errOut)
 	}()

@@ -22,6 +22,9 @@ const discoverHelp = `Discovers the minimal approximate order dependencies (OCs)
 dependencies (OFDs) of a CSV or JSON Lines file (gzip detected by content).
 FILE may be - for standard input. Flags may come before or after FILE.
 
+Example:
+  odwatch discover data.csv --epsilon 0.05 --format json
+
 Exit status: 0 success, 1 failure, 2 usage or input error.`
 
 func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -77,6 +77,14 @@ func TestDiscoverCommand(t *testing.T) {
 		t.Fatalf("no dependencies:\n%s", out.String())
 	}
 	for _, d := range doc.Dependencies {
+		// Every rule carries its text, as validate and the events do.
+		if text, _ := d["text"].(string); text == "" || !strings.Contains(out.String(), `"text":`) {
+			t.Errorf("dependency without text: %v", d)
+		} else if dep, err := discovery.ParseDependency(text); err != nil && d["kind"] != "key" && d["kind"] != "equivalence" {
+			t.Errorf("text %q does not parse: %v", text, err)
+		} else if err == nil && d["kind"] != "key" && d["kind"] != "equivalence" && dep.String() != text {
+			t.Errorf("text %q is not the rule's own text %q", text, dep.String())
+		}
 		if _, ok := d["context"].([]any); !ok {
 			t.Errorf("context not an array in %v", d)
 		}

@@ -27,16 +27,19 @@ func subcommands() []subcommand {
 		{"run", "watch Kafka topics and emit dependency-change events", runRun},
 		{"replay", "run the monitor offline over a file or a topic range and print its events", runReplay},
 		{"demo", "run the monitor on an in-process broker with a sample payroll stream", runDemo},
-		{"generate", "produce the sample payroll stream to a Kafka topic", runGenerate},
+		{"generate", "produce the sample payroll stream to a Kafka topic or a file", runGenerate},
+		{"dev-broker", "run a Kafka broker in memory, to try run on", runDevBroker},
+		{"web-config", "write a basic-auth web config from a password in the environment", runWebConfig},
+		{"probe", "healthcheck: GET a URL, or ask Kafka brokers for metadata", runProbe},
 	}
 }
 
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: odwatch <command> [flags]\n\ncommands:")
 	for _, c := range subcommands() {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'odwatch <command> -h' for the flags of a command, 'odwatch --version' for the version.")
+	fmt.Fprintln(w, "\nRun 'odwatch <command> -h' or 'odwatch help <command>' for the flags of a command, 'odwatch --version' for the version.")
 	fmt.Fprintln(w, "Exit status: 0 success, 1 failure (validate: the dependency does not hold), 2 usage or input error.")
 }
 
@@ -49,7 +52,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return printError(stderr, "", usageErr("missing command", "commands: "+strings.Join(commandNames(), ", ")))
 	}
 	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	case "help":
+		if len(args) > 1 {
+			// odwatch help CMD is odwatch CMD -h.
+			return run([]string{args[1], "-h"}, stdout, stderr)
+		}
+		usage(stdout)
+		return exitOK
+	case "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
 	case "-version", "--version", "version":

@@ -112,11 +112,11 @@ func readStore(t *testing.T, dir, name string) storeView {
 
 // runFor starts `odwatch run` with args in the background; the returned
 // stop cancels it and returns its error and stderr.
-func runFor(t *testing.T, args []string) (stop func() (error, string), stderr *syncBuffer) {
+func runFor(t *testing.T, args []string) (stop func() (error, string), stderr *testkit.SyncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
-	errOut := &syncBuffer{}
+	var out testkit.SyncBuffer
+	errOut := &testkit.SyncBuffer{}
 	done := make(chan error, 1)
 	go func() { done <- runRun(ctx, args, &out, errOut) }()
 	var stopped bool

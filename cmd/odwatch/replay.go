@@ -19,6 +19,7 @@ import (
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/stream"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/odwatch/odwatch/stream/kafkaread"
@@ -30,8 +31,12 @@ const replayDescription = `Runs the monitor's window, evaluation and tracker cod
 --topic, --from, --to; partitions merged by record time), and prints the
 events it would have raised, then a summary: events by type, evaluations,
 time. The same input and flags give the same events and event ids.
+Required: a FILE, or --brokers and --topic.
+
 Example: how many alerts would epsilon 0.03 have raised on last week's data:
   odwatch replay --brokers kafka:9092 --topic payments --from 2026-11-23T00:00:00Z --to 2026-11-30T00:00:00Z --epsilon 0.03
+  odwatch replay events.jsonl --window 1000 --every 500 --time-field ts
+
 Exit status: 0 success, 1 failure, 2 usage or input error.`
 
 // marginFlag is --margin: a share, or "auto" (negative inside): the noise
@@ -156,6 +161,8 @@ type replayFlags struct {
 	pinned        listFlag
 	format        string
 	log           string
+	// timeField names the file column holding the record time.
+	timeField string
 
 	brokers     listFlag
 	topic       string
@@ -191,7 +198,8 @@ func newReplayFlags() *replayFlags {
 	fs.IntVar(&c.Sample, "sample", stream.DefaultSample, "violating records carried per event")
 	fs.Var(&f.pinned, "pin", "a dependency to always track, e.g. '{}: salary ~ tax (asc)' (repeatable)")
 	fs.StringVar(&f.format, "format", "text", "output: text, or json (one event per line; the summary goes to standard error)")
-	fs.StringVar(&f.log, "log-level", "warn", "debug|info|warn|error (logs go to standard error)")
+	fs.StringVar(&f.timeField, "time-field", "", "FILE replay: the column holding each record's time (ISO 8601 / RFC 3339, e.g. 2026-11-30T01:05:00Z), for event and window times; without it a file's events carry no time")
+	fs.StringVar(&f.log, "log-level", "info", "debug|info|warn|error (logs go to standard error)")
 	return f
 }
 
@@ -250,8 +258,20 @@ func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if p.json {
 		summary = stderr
 	}
-	writeReplaySummary(summary, r.Stats(), skipped, time.Since(start))
-	return nil
+	st := r.Stats()
+	writeReplaySummary(summary, st, skipped, time.Since(start))
+	return windowTooLarge(st, c.Window)
+}
+
+// windowTooLarge is replay's error when the input had fewer records than
+// one window, so nothing was evaluated: an exit status 0 with zero
+// evaluations read as "no alert would have been raised".
+func windowTooLarge(st stream.ReplayStats, window int) error {
+	if st.Evaluations > 0 || st.Failed > 0 || st.Records >= uint64(window) {
+		return nil
+	}
+	return usageErr(fmt.Sprintf("%d records, fewer than --window %d: no window was evaluated", st.Records, window),
+		fmt.Sprintf("lower --window to at most %d (and --every with it), or replay more records", st.Records))
 }
 
 // replaySource is what replay reads: a file, or the topic of the flags.
@@ -264,6 +284,8 @@ func (f *replayFlags) source(pos []string) (replaySource, error) {
 	switch {
 	case len(pos) > 1:
 		return replaySource{}, usageErr(fmt.Sprintf("want one FILE, got %d arguments", len(pos)), "usage: odwatch replay FILE [flags], or --brokers B --topic T")
+	case f.timeField != "" && f.topic != "":
+		return replaySource{}, usageErr("--time-field is for a FILE", "a topic's records carry their Kafka timestamps; leave --time-field out")
 	case len(pos) == 1 && f.topic != "":
 		return replaySource{}, usageErr("give a FILE or --topic, not both", "drop FILE to replay the topic, or --topic to replay the file")
 	case len(pos) == 1:
@@ -330,6 +352,7 @@ func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path str
 		return 0, err
 	}
 	var rec decode.FlatRecord
+	tf := recordTime{name: f.timeField}
 	n := 0
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<16), decode.DefaultMaxRecordBytes)
@@ -349,7 +372,13 @@ func (f *replayFlags) replayJSONLines(ctx context.Context, r io.Reader, path str
 			}
 			return skipped, err
 		}
-		if err := add(window.RowMeta{Offset: line}, &rec); err != nil {
+		meta := window.RowMeta{Offset: line}
+		if f.timeField != "" {
+			if meta.Time, err = tf.parse(path, line, tf.find(&rec)); err != nil {
+				return skipped, err
+			}
+		}
+		if err := add(meta, &rec); err != nil {
 			return skipped, err
 		}
 	}
@@ -373,6 +402,10 @@ func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(w
 	for i, h := range header {
 		keep[i] = selected(h, f.include, f.exclude)
 	}
+	tf := recordTime{name: f.timeField, col: slices.Index(header, f.timeField)}
+	if tf.name != "" && tf.col < 0 {
+		return usageErr(fmt.Sprintf("--time-field %s: %s has no such column", tf.name, path), "columns: "+strings.Join(header, ", "))
+	}
 	var rec decode.FlatRecord
 	for n := 1; ; n++ {
 		row, err := cr.Read()
@@ -392,10 +425,46 @@ func (f *replayFlags) replayCSV(r io.Reader, comma rune, path string, add func(w
 				rec.Add([]byte(header[i]), []byte(v), v == "")
 			}
 		}
-		if err := add(window.RowMeta{Offset: int64(line)}, &rec); err != nil {
+		meta := window.RowMeta{Offset: int64(line)}
+		if tf.name != "" {
+			v := ""
+			if tf.col < len(row) {
+				v = row[tf.col]
+			}
+			if meta.Time, err = tf.parse(path, int64(line), v); err != nil {
+				return err
+			}
+		}
+		if err := add(meta, &rec); err != nil {
 			return err
 		}
 	}
+}
+
+// recordTime reads a file record's time from the --time-field column
+// (col: its index in a CSV header).
+type recordTime struct {
+	name   string
+	col    int
+	layout int // the table.ParseTemporalFrom layout that read the last one
+}
+
+// find is the value of the field in rec ("" when it has none).
+func (t *recordTime) find(rec *decode.FlatRecord) string {
+	for i := range rec.Len() {
+		if name, v, null := rec.Field(i); string(name) == t.name && !null {
+			return string(v)
+		}
+	}
+	return ""
+}
+
+func (t *recordTime) parse(path string, line int64, v string) (time.Time, error) {
+	if tm, ok := table.ParseTemporalFrom(v, &t.layout); ok {
+		return tm, nil
+	}
+	return time.Time{}, usageErr(fmt.Sprintf("%s line %d: --time-field %s: %q is not an ISO 8601 time", path, line, t.name, v),
+		"the column must hold times such as 2026-11-30T01:05:00Z on every record; or leave --time-field out")
 }
 
 // selected applies --include/--exclude (names, or prefix* patterns) to a
@@ -493,10 +562,34 @@ func replayHeadline(e alerts.Event) string {
 	return fmt.Sprintf("%s %s %s %s", at, eventType(e), e.Stream, e.DependencyText)
 }
 
+// replayEventJSON is the event's JSON; an event of records without time (a
+// file replayed without --time-field) leaves out the times rather than
+// stating year 1, its keys then in sorted order.
+func replayEventJSON(e alerts.Event) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil || !e.Time.IsZero() {
+		return b, err
+	}
+	var m, w map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "time")
+	if err := json.Unmarshal(m["window"], &w); err != nil {
+		return nil, err
+	}
+	delete(w, "start_time")
+	delete(w, "end_time")
+	if m["window"], err = json.Marshal(w); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
 func (p *eventPrinter) print(evs []alerts.Event) error {
 	for _, e := range evs {
 		if p.json {
-			b, err := json.Marshal(e)
+			b, err := replayEventJSON(e)
 			if err != nil {
 				return err
 			}

@@ -43,14 +43,29 @@ func payrollCSV(n, errFrom, errTo int) string {
 	return b.String()
 }
 
+// withTime adds a ts column to the CSV: row i at replayEpoch + i seconds.
+func withTime(csv string) string {
+	var b strings.Builder
+	for i, line := range strings.Split(strings.TrimSuffix(csv, "\n"), "\n") {
+		if i == 0 {
+			b.WriteString(line + ",ts\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%s,%s\n", line, replayEpoch.Add(time.Duration(i-1)*time.Second).Format(time.RFC3339))
+	}
+	return b.String()
+}
+
+var replayEpoch = time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+
 // TestReplayCommand: replay prints the events of a file as JSON Lines
 // (each one an event of the published schema), the same ones on a second
 // run, with the violated and restored story of the injected errors, and a
 // summary on standard error.
 func TestReplayCommand(t *testing.T) {
 	t.Parallel()
-	path := writeTemp(t, "payroll.csv", payrollCSV(4000, 1500, 2500))
-	args := []string{"replay", path, "--window", "500", "--every", "250", "--epsilon", "0.01", "--format", "json"}
+	path := writeTemp(t, "payroll.csv", withTime(payrollCSV(4000, 1500, 2500)))
+	args := []string{"replay", path, "--window", "500", "--every", "250", "--epsilon", "0.01", "--time-field", "ts", "--exclude", "ts", "--format", "json"}
 	var out, errOut bytes.Buffer
 	if code := run(args, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut.String())
@@ -75,6 +90,10 @@ func TestReplayCommand(t *testing.T) {
 		if e.Type == alerts.EventViolated && (e.Explanation == nil || len(e.Samples) == 0 || e.Samples[0].Expected == nil) {
 			t.Errorf("violated event %s without its explanation or expected values: %s", e.DependencyText, line)
 		}
+		// The window of records 0..end_seq ends at the time of record end_seq.
+		if want := replayEpoch.Add(time.Duration(e.Window.EndSeq) * time.Second); !e.Time.Equal(want) || !e.Window.EndTime.Equal(want) {
+			t.Errorf("event time %v, window end %v; want the --time-field time of its last record, %v", e.Time, e.Window.EndTime, want)
+		}
 		if e.Stream != "payroll" || e.Window.Topic != "payroll" {
 			t.Errorf("event of stream %q topic %q, want payroll", e.Stream, e.Window.Topic)
 		}
@@ -93,6 +112,33 @@ func TestReplayCommand(t *testing.T) {
 	if code := run(args[:len(args)-2], &text, &errText); code != 0 || !strings.Contains(text.String(), " VIOLATED payroll ") ||
 		!strings.Contains(text.String(), "violating records in the window") || !strings.Contains(text.String(), "events: violated ") {
 		t.Errorf("text output (exit %d):\n%s", code, text.String())
+	}
+}
+
+// TestReplayFileTimes: without --time-field a file's events carry no time
+// (no year 1); a --time-field value that is no time is an error naming the
+// line; a window larger than the input says so, and how to fix it.
+func TestReplayFileTimes(t *testing.T) {
+	t.Parallel()
+	path := writeTemp(t, "payroll.csv", payrollCSV(2000, 500, 2000))
+	var out, errOut bytes.Buffer
+	if code := run([]string{"replay", path, "--window", "500", "--every", "250", "--format", "json"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut.String())
+	}
+	if out.Len() == 0 || strings.Contains(out.String(), "0001-01-01") || strings.Contains(out.String(), `"time"`) || strings.Contains(out.String(), `"end_time"`) {
+		t.Errorf("events of a file without times:\n%s", out.String())
+	}
+	bad := writeTemp(t, "bad.csv", "a,ts\n1,2026-11-30T01:00:00Z\n2,yesterday\n")
+	var b, errB bytes.Buffer
+	if code := run([]string{"replay", bad, "--window", "2", "--time-field", "ts"}, &b, &errB); code != exitUsage ||
+		!strings.Contains(errB.String(), "line 3: --time-field ts: \"yesterday\" is not an ISO 8601 time") {
+		t.Errorf("bad time: exit %d\n%s", code, errB.String())
+	}
+	var s, errS bytes.Buffer
+	code := run([]string{"replay", path, "--window", "5000"}, &s, &errS)
+	if code != exitUsage || !strings.Contains(errS.String(), "2000 records, fewer than --window 5000: no window was evaluated") ||
+		!strings.Contains(errS.String(), "lower --window to at most 2000") || !strings.Contains(s.String(), "replay: 2000 records, 0 evaluations") {
+		t.Errorf("window larger than the file: exit %d\nstdout %s\nstderr %s", code, s.String(), errS.String())
 	}
 }
 

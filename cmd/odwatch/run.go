@@ -19,7 +19,14 @@ import (
 const runHelp = `Watches Kafka topics for approximate order and functional dependencies and
 emits an event when one is discovered, violated, restored or retired. Every
 flag can also be set in a YAML file given with --config (keys are the flag
-names; flags win over the file). Runs until interrupted.
+names; flags win over the file): the README's Configuration table says which
+keys are global and which per stream, deploy/examples has files to start
+from. Required: --brokers and --topic (or a --config file naming them), and
+--state-dir. Runs until interrupted.
+
+Example (odwatch dev-broker runs a broker to try it on):
+  odwatch run --brokers 127.0.0.1:9092 --topic payroll --state-dir /tmp/odwatch --events-topic odwatch-events
+  odwatch run --config deploy/examples/odwatch-json.yaml
 
 Exit status: 0 stopped by a signal, 1 failure, 2 usage or configuration error.`
 
@@ -41,9 +48,15 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	for _, w := range s.warnings {
+		logger.Warn(w)
+	}
 	cfg, err := s.monitorConfig()
 	if err != nil {
 		return configErr(err)
+	}
+	if err := ensureStateDir(logger, cfg.StateDir); err != nil {
+		return err
 	}
 	reg := newRegistry()
 	m, err := stream.NewMonitor(cfg, stream.Options{Logger: logger, Registerer: reg})
@@ -57,6 +70,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer stopServing()
+	if err := waitForKafka(ctx, logger, cfg, s.ConnectTimeout); err != nil {
+		if ctx.Err() != nil {
+			logger.Info("odwatch stopped before kafka answered")
+			return nil
+		}
+		return err
+	}
 	logger.Info("odwatch running", "brokers", strings.Join(cfg.Brokers, ","), "streams", len(cfg.Streams), "state_dir", cfg.StateDir, "metrics_addr", webAddr)
 	err = m.Run(ctx)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {

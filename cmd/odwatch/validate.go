@@ -25,6 +25,9 @@ sample of violating rows. DEP is one of
 (quote DEP for the shell; quote column names holding {},:~[] with double
 quotes). FILE may be - for standard input.
 
+Example:
+  odwatch validate data.csv '{zip}: [] -> city' --epsilon 0.01
+
 Exit status: 0 the dependency holds at --epsilon, 1 it does not, 2 usage or
 input error (or any other failure).`
 

@@ -1,11 +1,14 @@
 package demo
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/odwatch/odwatch/stream/kafkaread"
@@ -233,4 +236,53 @@ func writeRetrying(ctx context.Context, w *kafka.Writer, msgs []kafka.Message) e
 		case <-t.C:
 		}
 	}
+}
+
+// WritePayroll writes o.Count records of the payroll stream (as
+// ProducePayroll produces them, errors included) to w as JSON Lines, for a
+// file to produce with another client (kcat -l FILE).
+func WritePayroll(w io.Writer, o PayrollOptions) error {
+	if o.Count <= 0 {
+		return errors.New("payroll: a file needs a record count")
+	}
+	bw := bufio.NewWriter(w)
+	g := NewPayrollGen(o.Seed)
+	errRng := rand.New(rand.NewSource(o.Seed + 1))
+	for i := range o.Count {
+		bw.Write(g.Next(o.Faulty(i, errRng)))
+		if err := bw.WriteByte('\n'); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
+}
+
+// Topics is the repeatable -topic flag of dev-broker and scripts/kfake:
+// topics to create, name → partitions, each NAME or NAME:PARTITIONS.
+type Topics map[string]int
+
+func (t Topics) String() string { return "" }
+
+func (t Topics) Set(v string) error {
+	name, n, err := parseTopic(v)
+	if err != nil {
+		return err
+	}
+	t[name] = n
+	return nil
+}
+
+// parseTopic reads one topic of Topics.
+func parseTopic(v string) (name string, partitions int, err error) {
+	name, parts, ok := strings.Cut(v, ":")
+	partitions = 1
+	if ok {
+		if partitions, err = strconv.Atoi(parts); err != nil || partitions < 1 {
+			return "", 0, fmt.Errorf("topic %q: want NAME or NAME:PARTITIONS with PARTITIONS >= 1", v)
+		}
+	}
+	if name == "" {
+		return "", 0, fmt.Errorf("topic %q: empty name", v)
+	}
+	return name, partitions, nil
 }

@@ -14,35 +14,13 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/odwatch/odwatch/internal/demo"
 )
 
-type topicsFlag map[string]int
-
-func (t topicsFlag) String() string { return fmt.Sprint(map[string]int(t)) }
-
-func (t topicsFlag) Set(v string) error {
-	name, parts, ok := strings.Cut(v, ":")
-	n := 1
-	if ok {
-		var err error
-		if n, err = strconv.Atoi(parts); err != nil || n < 1 {
-			return fmt.Errorf("topic %q: want NAME or NAME:PARTITIONS with PARTITIONS >= 1", v)
-		}
-	}
-	if name == "" {
-		return fmt.Errorf("topic %q: empty name", v)
-	}
-	t[name] = n
-	return nil
-}
-
 func main() {
-	topics := topicsFlag{}
+	topics := demo.Topics{}
 	flag.Var(topics, "topic", "topic to create, NAME[:PARTITIONS] (repeatable)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

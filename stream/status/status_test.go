@@ -436,3 +436,23 @@ func TestRuleExplained(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoMarginJSON: an automatic margin is reported as "auto" with its
+// value, and the band uses the value, not AutoMargin's -1.
+func TestAutoMarginJSON(t *testing.T) {
+	st := stream.StreamStatus{Name: "p", Epsilon: 0.01, Margin: 0.005, MarginAuto: true, Window: 2000}
+	b, err := json.Marshal(toStreamJSON(st))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"margin":"auto","margin_value":0.005`) {
+		t.Errorf("stream JSON %s, want margin auto and its value", b)
+	}
+	if got := bandOf(st); got.Low != 0.005 || got.High != 0.015 {
+		t.Errorf("band %+v, want 0.005..0.015", got)
+	}
+	st.MarginAuto = false
+	if b, _ := json.Marshal(toStreamJSON(st)); !strings.Contains(string(b), `"margin":0.005,"margin_value":0.005`) {
+		t.Errorf("fixed margin: %s", b)
+	}
+}

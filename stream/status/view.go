@@ -39,10 +39,13 @@ type streamsView struct {
 }
 
 type streamJSON struct {
-	Name             string     `json:"name"`
-	Topic            string     `json:"topic"`
-	Epsilon          float64    `json:"epsilon"`
-	Margin           float64    `json:"margin"`
+	Name    string  `json:"name"`
+	Topic   string  `json:"topic"`
+	Epsilon float64 `json:"epsilon"`
+	// Margin is "auto" or the configured share; MarginValue the band's
+	// half-width in use (the automatic margin's value for the last window).
+	Margin           any        `json:"margin"`
+	MarginValue      float64    `json:"margin_value"`
 	Window           int        `json:"window"`
 	IntervalSeconds  float64    `json:"interval_seconds,omitempty"`
 	LastEvaluation   *time.Time `json:"last_evaluation"`
@@ -196,12 +199,15 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func toStreamJSON(s stream.StreamStatus) streamJSON {
-	j := streamJSON{Name: s.Name, Topic: s.Topic, Epsilon: s.Epsilon, Margin: s.Margin, Window: s.Window,
+	j := streamJSON{Name: s.Name, Topic: s.Topic, Epsilon: s.Epsilon, Margin: s.Margin, MarginValue: s.Margin, Window: s.Window,
 		IntervalSeconds: s.Interval.Seconds(), LastEvaluation: timePtr(s.LastEvaluation),
 		WindowRecords: s.WindowRecords, WindowStart: timePtr(s.WindowStart), WindowEnd: timePtr(s.WindowEnd),
 		RecordsPerSecond: s.RecordsPerSecond, Holding: s.Holding, Violated: s.Violated}
 	if span := s.WindowEnd.Sub(s.WindowStart); span > 0 {
 		j.WindowSpanSecond = span.Seconds()
+	}
+	if s.MarginAuto {
+		j.Margin = "auto"
 	}
 	return j
 }

@@ -2,7 +2,6 @@ package validate
 
 import (
 	"math"
-	"slices"
 
 	"github.com/odwatch/odwatch/discovery/table"
 )
@@ -107,6 +106,12 @@ func (v *Validator) OFDStrength(p *StrippedPartition, a *table.Column, pdepA flo
 	return fdStrength(sum/float64(n), pdepA, n, domX)
 }
 
+// OFDStrengthBound is an upper bound of OFDStrength(p, a, pdepA) for any
+// A: the strength with no observed impurity, in O(1).
+func OFDStrengthBound(p *StrippedPartition, pdepA float64) float64 {
+	return fdStrength(1, pdepA, p.N, p.NumClasses()+p.N-p.Covered())
+}
+
 // ocStrength is the strength of an OC with the given removals, expected
 // being the removals when B is shuffled within each class. When chance
 // expects no removal (every class constant in A or in B) the OC says
@@ -151,15 +156,26 @@ func (r *shuffleRand) next() uint64 {
 // the longest non-decreasing run of B; B reversed for desc). One
 // deterministic shuffle is an unbiased estimate of the expectation; summed
 // over the classes, its relative spread is small wherever the expectation
-// is large enough to matter. Cost: O(|c|) for the shuffle and a radix sort
-// per class.
+// is large enough to matter. Cost: O(|c|) for the shuffle, and the exact
+// count of OCRemovals on the shuffled column, with its paths for small
+// classes, few values and large classes.
 func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column, pol Polarity) int {
-	maxB := uint32(max(b.Cardinality-1, 0))
-	bitsB := rankBits(b)
-	width := rankBits(a) + bitsB
-	removals := 0
+	if len(v.shuffled) < len(b.Ranks) {
+		v.shuffled = make([]uint32, len(b.Ranks))
+	}
+	sb := v.shuffled
 	for i := 0; i < p.NumClasses(); i++ {
 		cls := p.Class(i)
+		// A class constant in A or in B loses nothing whatever the
+		// shuffle (the count skips it); each class seeds its own
+		// generator, so not shuffling one leaves the others' shuffles as
+		// they were.
+		if constantIn(cls, a.Ranks) || constantIn(cls, b.Ranks) {
+			for _, r := range cls {
+				sb[r] = b.Ranks[r]
+			}
+			continue
+		}
 		bs := v.shuffleTails[:0]
 		for _, r := range cls {
 			bs = append(bs, b.Ranks[r])
@@ -169,38 +185,63 @@ func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column,
 			j := rng.next() % uint64(k+1)
 			bs[k], bs[j] = bs[j], bs[k]
 		}
-		v.tick(len(cls))
-		keys := v.shuffleKeys[:0]
 		for k, r := range cls {
-			bRank := bs[k]
-			if pol == Desc {
-				bRank = maxB - bRank
-			}
-			keys = append(keys, uint64(a.Ranks[r])<<bitsB|uint64(bRank))
+			sb[r] = bs[k]
 		}
-		tmp := slices.Grow(v.shufflePerm[:0], len(keys))[:len(keys)]
-		sorted := sortKeys(keys, tmp, width)
-		// sortKeys leaves the result in either buffer; keep both.
-		if &sorted[0] == &tmp[0] {
-			keys, tmp = tmp, keys
-		}
-		v.shufflePerm = tmp[:0]
-		v.tick(len(cls))
-		mask := uint64(1)<<bitsB - 1
-		tails := bs[:0] // the B values are in keys now
-		for _, k := range keys {
-			x := uint32(k & mask)
-			if j := upperBound(tails, x); j == len(tails) {
-				tails = append(tails, x)
-			} else {
-				tails[j] = x
-			}
-		}
-		removals += len(cls) - len(tails)
-		v.shuffleKeys, v.shuffleTails = keys[:0], tails[:0]
+		v.shuffleTails = bs[:0]
 		v.tick(len(cls))
 	}
-	return removals
+	shuffled := table.Column{Ranks: sb, Cardinality: b.Cardinality}
+	asc, desc := v.ocRemovals(p, a, &shuffled, pol == Asc, pol == Desc, -1)
+	if pol == Desc {
+		return desc
+	}
+	return asc
+}
+
+// OCShuffleBound is an upper bound of OCShuffledRemovals(p, a, b, pol)
+// in either polarity: whatever the shuffle, within a class the rows of
+// one A value (sorted by B) and the rows of one B value each keep a
+// non-decreasing run, so the class loses at most its size less the larger
+// of its largest A group and its largest B group. Strength grows with the
+// expected removals (OCStrengthOf), so OCStrengthOf(n, removals, bound)
+// bounds the OC's strength from above. Cost: O(|c|) per class, no sort.
+func (v *Validator) OCShuffleBound(p *StrippedPartition, a, b *table.Column) int {
+	ca := v.zeroedCounts(&v.counts, a.Cardinality)
+	cb := v.zeroedCounts(&v.boundCounts, b.Cardinality)
+	bound := 0
+	for i := 0; i < p.NumClasses(); i++ {
+		cls := p.Class(i)
+		var top uint32
+		for _, r := range cls {
+			x, y := a.Ranks[r], b.Ranks[r]
+			ca[x]++
+			cb[y]++
+			top = max(top, ca[x], cb[y])
+		}
+		for _, r := range cls {
+			ca[a.Ranks[r]], cb[b.Ranks[r]] = 0, 0
+		}
+		bound += len(cls) - int(top)
+		v.tick(len(cls))
+	}
+	return bound
+}
+
+// OCStrengthOf is the strength of an OC over n rows with the given
+// removals when chance expects expected (OCStrength's formula); it does
+// not fall as expected grows.
+func OCStrengthOf(n, removals int, expected float64) float64 {
+	return ocStrength(n, removals, expected)
+}
+
+// zeroedCounts returns *buf grown to n zeroed counters; its callers leave
+// every counter at zero when done.
+func (v *Validator) zeroedCounts(buf *[]uint32, n int) []uint32 {
+	if len(*buf) < n {
+		*buf = make([]uint32, n)
+	}
+	return *buf
 }
 
 // KeyStrength is the strength of a key (docs/DESIGN.md, "Keys, equivalences

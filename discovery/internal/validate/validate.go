@@ -26,6 +26,8 @@ type Validator struct {
 	keys   []uint64
 	tmp    []uint64
 	counts []uint32
+	// boundCounts are OCStrengthBound's B counters, zero between calls.
+	boundCounts []uint32
 	// countsA are the zeroed bucket counters of lazyClass.
 	countsA []uint32
 	// The LNDS of each polarity of the class being validated.
@@ -37,9 +39,10 @@ type Validator struct {
 	// classOrder lists orderPart's classes largest first.
 	classOrder []uint32
 	orderPart  *StrippedPartition
-	// Buffers of OCShuffledRemovals.
-	shufflePerm, shuffleKeys []uint64
-	shuffleTails             []uint32
+	// Buffers of OCShuffledRemovals: one class's B ranks, and the
+	// shuffled B column (indexed by row).
+	shuffleTails []uint32
+	shuffled     []uint32
 	// Pause, when set, is called between pieces of about PauseEvery rows
 	// of one validation (tick), so that its caller (the lattice's worker:
 	// discovery's Options.Pause) can take the CPU back in the middle of a

@@ -40,7 +40,7 @@ func TestEndToEndAvro(t *testing.T) {
 		msgs = append(msgs, kafka.Message{Value: bin})
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(c.Bootstrap()), Topic: "avro", RequiredAcks: kafka.RequireAll, Compression: kafka.Zstd, BatchSize: 500}
-	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "avro", "--format", "avro",
+	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "avro", "--record-format", "avro",
 		"--schema", schemaFile, "--events-topic", "events",
 		"--group", "avro", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")

@@ -51,7 +51,7 @@ func TestConfluentRegistry(t *testing.T) {
 		c.CreateTopic(t, topic, 1, nil)
 	}
 	files := framed(t, uint32(id), payrollAvro(t, c, codec))
-	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "avro", "--format", "avro-confluent",
+	p := startOdwatch(t, "odwatch", "--brokers", c.Bootstrap(), "--topic", "avro", "--record-format", "avro-confluent",
 		"--registry", reg.URL, "--events-topic", "events", "--events-registry", reg.URL,
 		"--group", "avro", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")

@@ -296,3 +296,18 @@ func (o *Outbox) Prune(now time.Time) {
 		o.log.Warn("prune delivery markers", "err", err)
 	}
 }
+
+// Evaluation is what an evaluation of stream saves in one synced batch:
+// the tracker's state after it (tracker) and its events, in the outbox
+// form Deliver reads back.
+func Evaluation(stream string, windowEnd uint64, tracker []byte, events []alerts.Event) (*state.Evaluation, error) {
+	ev := &state.Evaluation{Stream: stream, WindowEnd: windowEnd, TrackerState: tracker}
+	for _, e := range events {
+		payload, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("stream %s: encode event %s: %w", stream, e.ID, err)
+		}
+		ev.Events = append(ev.Events, state.OutboxEvent{ID: e.ID, Payload: payload})
+	}
+	return ev, nil
+}

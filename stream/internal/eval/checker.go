@@ -17,7 +17,7 @@ import (
 
 // Checker is the evaluator's state for two cadences: the incremental
 // window and the metadata of its rows (oldest first). It is the evaluator
-// goroutine's (or a replay's) alone; a check's CheckSampler reads its rows
+// goroutine's (or a replay's) alone; a check's checkSampler reads its rows
 // until the next Apply.
 type Checker struct {
 	// typing is the stream's: the checks order columns as discovery does.
@@ -341,18 +341,18 @@ func (e Env) count(c *Checker, deps, prepare []discovery.Dependency) (res []incr
 	return c.eng.Check(e.removalCuts(c.eng.Len())), prepared, nil
 }
 
-// CheckSampler is a check's window to take removal samples on: its
+// checkSampler is a check's window to take removal samples on: its
 // checker's rows, which stay the check's until the evaluator applies the
 // next check (after record). It keeps the columns it copied from the
 // checker and encoded, so that the related rules' samples copy and encode
 // only the columns the events' own did not mention (related rules share
 // columns with the event's: see alerts.Tracker). Once detached from the
-// checker (c nil: takeRelated, on the evaluator) it reads only what it
+// checker (c nil: TakeRelated, on the evaluator) it reads only what it
 // copied and metas, and can go on off the evaluator.
-type CheckSampler struct {
+type checkSampler struct {
 	c *Checker
 	// metas are the check's rows' metadata: a view of the checker's, whose
-	// elements it never overwrites (checker.apply).
+	// elements it never overwrites (Checker.Apply).
 	metas []window.RowMeta
 	// cols are the columns copied so far, the first encoded of them encoded
 	// in table (the same columns, in the same order; nil before the first).
@@ -362,20 +362,20 @@ type CheckSampler struct {
 }
 
 // newCheckSampler is a sampler of c's window as it is now.
-func newCheckSampler(c *Checker) *CheckSampler {
+func newCheckSampler(c *Checker) *checkSampler {
 	n := len(c.metas)
-	return &CheckSampler{c: c, metas: c.metas[c.head:n:n]}
+	return &checkSampler{c: c, metas: c.metas[c.head:n:n]}
 }
 
 // attached reports whether s (possibly nil) still reads its checker,
 // which then holds a checked window.
-func (s *CheckSampler) attached() bool {
+func (s *checkSampler) attached() bool {
 	return s != nil && s.c != nil && s.c.eng != nil
 }
 
 // take copies from the checker the named columns (those it knows) that s
 // does not hold yet; a detached sampler takes nothing.
-func (s *CheckSampler) take(names []string) {
+func (s *checkSampler) take(names []string) {
 	if !s.attached() {
 		return
 	}
@@ -391,7 +391,7 @@ func (s *CheckSampler) take(names []string) {
 }
 
 // encode encodes the columns s copied and has not encoded yet.
-func (s *CheckSampler) encode(typingFor func([]table.DictColumn) table.Typing) error {
+func (s *checkSampler) encode(typingFor func([]table.DictColumn) table.Typing) error {
 	if s.encoded < len(s.cols) {
 		cols := s.cols[s.encoded:]
 		t, err := table.EncodeTyped(cols, typingFor(cols))
@@ -413,12 +413,12 @@ func (s *CheckSampler) encode(typingFor func([]table.DictColumn) table.Typing) e
 
 // checkerSamples takes a sample of a minimal removal set of each of deps
 // on a check's window: only deps' columns are copied from the checker and
-// encoded (sampledColumns; once per check, CheckSampler), and one
+// encoded (sampledColumns; once per check, checkSampler), and one
 // validation measures them all, so that the partitions of shared contexts
 // are built once. samples[i] is deps[i]'s (nil when it could not be
 // validated, logged); the result is nil when the window could not be
 // encoded or ctx is done.
-func (e Env) checkerSamples(ctx context.Context, s *CheckSampler, deps []discovery.Dependency) [][]alerts.Sample {
+func (e Env) checkerSamples(ctx context.Context, s *checkSampler, deps []discovery.Dependency) [][]alerts.Sample {
 	s.take(sampledColumns(deps))
 	if err := s.encode(e.Cfg.typingFor); err != nil {
 		e.Log.Warn("removal sample: encode", "err", err)
@@ -464,7 +464,7 @@ func (e Env) checkerSamples(ctx context.Context, s *CheckSampler, deps []discove
 }
 
 // ownDependencies are the dependencies of the events that carry a sample
-// (carriesSample), each once, and the index of each one's id in them.
+// (CarriesSample), each once, and the index of each one's id in them.
 func ownDependencies(events []alerts.Event) ([]discovery.Dependency, map[string]int) {
 	var ds depSet
 	for i := range events {
@@ -476,7 +476,7 @@ func ownDependencies(events []alerts.Event) ([]discovery.Dependency, map[string]
 }
 
 // RelatedDependencies are the related dependencies with removals of the
-// events that carry a sample (carriesSample), each once, and the index of
+// events that carry a sample (CarriesSample), each once, and the index of
 // each one's id in them: the ones the status history keeps samples of.
 func RelatedDependencies(events []alerts.Event) ([]discovery.Dependency, map[string]int) {
 	var ds depSet
@@ -514,10 +514,10 @@ func (s *depSet) add(d discovery.Dependency) {
 }
 
 // sampledColumns are the names of the columns deps (ownDependencies or
-// relatedDependencies) mention: only those are copied from the checker and
-// encoded for the samples, since copying and encoding every column of the
-// window (a timestamp column's parse above all) cost more than the check
-// itself.
+// RelatedDependencies) mention: only those are copied from the checker and
+// encoded for the samples: copying and encoding the window's other
+// columns (a timestamp column's parse above all) is work no sample needs,
+// on the evaluator between two checks.
 func sampledColumns(deps []discovery.Dependency) []string {
 	var names []string
 	for _, d := range deps {

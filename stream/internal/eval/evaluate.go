@@ -67,7 +67,7 @@ type Outcome struct {
 	// of the events' related dependencies are taken on the columns it
 	// copies after delivery, off the evaluator (TakeRelated; a full
 	// evaluation takes them on Table).
-	chk *CheckSampler
+	chk *checkSampler
 	// Step durations, for the debug log and benchmarks.
 	EncodeTime, DiscoverTime, CheckTime time.Duration
 	// Delivered: when the evaluator's record of the outcome ended its
@@ -326,13 +326,12 @@ func CarriesSample(ev *alerts.Event) bool {
 // attachSamples gives the events that carry violating records (violated,
 // discovered) a sample of a minimal removal set. It runs after the tracker,
 // for the few dependencies that raise an event: a removal set costs a sort
-// of the dependency's classes, and computing one for every observation made
-// it a third of an evaluation's time. The samples are taken on the
-// outcome's window (windowSamples) before the events are saved and
-// delivered; their related dependencies' samples, which only the status
-// history keeps, are taken after delivery, off the evaluator
-// (recordStatus, relatedSamples). Then the violated events get their
-// explanations (explainEvents).
+// of the dependency's classes, which no observation without an event
+// needs. The samples are taken on the outcome's window (windowSamples)
+// before the events are saved and delivered; their related dependencies'
+// samples, which only the status history keeps, are taken after delivery,
+// off the evaluator (TakeRelated, RelatedSamples). Then the violated
+// events get their explanations (explainEvents).
 func (e Env) attachSamples(ctx context.Context, out *Outcome, snap *window.Snapshot) {
 	deps, at := ownDependencies(out.Events)
 	if len(deps) == 0 {

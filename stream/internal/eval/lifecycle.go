@@ -141,7 +141,7 @@ func (e Env) validate(ctx context.Context, t *table.Table, deps []discovery.Depe
 // columns of deps (every column with all) copied from the checker and
 // encoded (s keeps them for the events' samples), or nil when they could
 // not be encoded (logged).
-func (e Env) samplerTable(s *CheckSampler) tableFor {
+func (e Env) samplerTable(s *checkSampler) tableFor {
 	return func(deps []discovery.Dependency, all bool) *table.Table {
 		names := sampledColumns(deps)
 		if all && s.attached() {
@@ -163,7 +163,7 @@ func (e Env) samplerTable(s *CheckSampler) tableFor {
 // are few; one mentioning a column the window does not have is not
 // observed. Their removals need only their columns; a strength the
 // tracker needs is measured on the whole window (measureNeeds).
-func (e Env) uncounted(ctx context.Context, s *CheckSampler, deps []discovery.Dependency) []alerts.Observation {
+func (e Env) uncounted(ctx context.Context, s *checkSampler, deps []discovery.Dependency) []alerts.Observation {
 	if len(deps) == 0 {
 		return nil
 	}

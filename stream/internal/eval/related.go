@@ -12,19 +12,19 @@ import (
 // Related is what the samples of an evaluation's related rules need
 // from its window, taken on the evaluator so that the historian reads
 // nothing the evaluator changes: a check's sampler, detached from the
-// checker once it copied the columns the rules mention (CheckSampler.take),
+// checker once it copied the columns the rules mention (checkSampler.take),
 // or a full evaluation's encoded window and its immutable snapshot.
 type Related struct {
 	deps []discovery.Dependency
 	At   map[string]int
-	chk  *CheckSampler
+	chk  *checkSampler
 	// a full evaluation's
 	table *table.Table
 	snap  *window.Snapshot
 }
 
 // TakeRelated takes from an evaluation's window, on the evaluator, what
-// the samples of deps (relatedDependencies, indexed by at) need: for a
+// the samples of deps (RelatedDependencies, indexed by at) need: for a
 // check, its sampler with the columns they mention copied from the
 // checker (the checker moves on with the next check), detached; for a
 // full evaluation, its encoded window and snapshot, which nothing changes.
@@ -47,8 +47,8 @@ func TakeRelated(out *Outcome, snap *window.Snapshot, deps []discovery.Dependenc
 // RelatedSamples takes a sample of violating records for each related
 // dependency (with removals) of an evaluation's events, computed the way
 // the events' own are (a minimal removal set on the window, as
-// windowSamples does) on what takeRelated took of the window.
-// samples[w.at[id]] is the dependency id's (samples is nil when none could
+// windowSamples does) on what TakeRelated took of the window.
+// samples[w.At[id]] is the dependency id's (samples is nil when none could
 // be taken). Only the status history keeps them, so the historian takes
 // them, off the evaluator.
 func (e Env) RelatedSamples(ctx context.Context, w *Related) [][]alerts.Sample {
