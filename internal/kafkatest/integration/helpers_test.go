@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -214,7 +215,7 @@ func (p *proc) Status(name string) (s streamStatus, ok bool) {
 	return s, true
 }
 
-// Tracked lists the tracked rules as "TEXT STATE", in the page's order.
+// Tracked lists the tracked rules as "TEXT STATE", sorted.
 func (s streamStatus) Tracked() []string {
 	var out []string
 	for _, r := range s.Rules {
@@ -222,6 +223,9 @@ func (s streamStatus) Tracked() []string {
 			out = append(out, r.Text+" "+r.State)
 		}
 	}
+	// The page lists violated rules by their current error, which moves
+	// with every window: the set is what a comparison means.
+	slices.Sort(out)
 	return out
 }
 
