@@ -220,7 +220,7 @@ func TestTrackerChangedEvent(t *testing.T) {
 		c.Examples[0].Class["zip"] != "z1" || c.Examples[0].Before != "2475" || c.Examples[0].After != "3982" {
 		t.Fatalf("change %+v", c)
 	}
-	want := "city changed for 20% of the records (2 of 2 zip classes compared): z1 2475 -> 3982; z2 606 -> 975"
+	want := "city changed in 2 of the 2 zip classes compared (20% of the window's records): z1 2475 -> 3982; z2 606 -> 975"
 	if got := c.Text(b); got != want {
 		t.Fatalf("text %q, want %q", got, want)
 	}

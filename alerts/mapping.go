@@ -190,13 +190,15 @@ func compareMappings(d discovery.Dependency, before, now *Mapping) Change {
 	return ch
 }
 
-// Text says what moved in plain words: "distance changed for 100% of the
-// records (12 of 12 origin,destination classes compared): ATL,ORD 606 ->
-// 975; ...".
+// Text says what moved in plain words: "distance changed in 12 of the 12
+// origin,destination classes compared (100% of the window's records):
+// ATL,ORD 606 -> 975; ...". Only the largest classes are compared, so the
+// share is of the records in the classes that moved, a lower bound of the
+// records the change touched; the classes counted say how far it reached.
 func (c Change) Text(d discovery.Dependency) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s changed for %.0f%% of the records (%d of %d %s classes compared)",
-		d.RHS, 100*c.Share, c.Moved, c.Compared, strings.Join(d.Context, ","))
+	fmt.Fprintf(&b, "%s changed in %d of the %d %s classes compared (%.0f%% of the window's records)",
+		d.RHS, c.Moved, c.Compared, strings.Join(d.Context, ","), 100*c.Share)
 	for i, x := range c.Examples {
 		sep := "; "
 		if i == 0 {

@@ -307,7 +307,7 @@ func TestChangedEvent(t *testing.T) {
 	src.events["payroll"] = append(src.events["payroll"], stream.StatusEvent{Event: ch}, stream.StatusEvent{Event: ret})
 	for _, values := range []bool{true, false} {
 		_, body, _ := get(t, Handler(src, Options{Values: values}), streamHref("payroll"))
-		for _, want := range []string{"perc changed for 100% of the records (2 of 2 tax_group classes compared)", "replaced by <code>{}: [] -&gt; perc</code>", `class="type changed"`} {
+		for _, want := range []string{"perc changed in 2 of the 2 tax_group classes compared (100% of the window&#39;s records)", "replaced by <code>{}: [] -&gt; perc</code>", `class="type changed"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("values %v: the stream page lacks %q", values, want)
 			}
