@@ -1,16 +1,15 @@
 package state
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // fifoRecords is the FIFO churn of TestWindowChurnBounded: a window of
@@ -23,25 +22,6 @@ const (
 	fifoBatch    = 500
 	fifoMemTable = 1 << 20
 )
-
-// lockedBuffer is a log destination that Pebble's goroutines write to
-// while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // storeFiles returns the bytes of the store's sstables and of all its files.
 func storeFiles(t testing.TB, dir string) (tables, all int64) {
@@ -71,7 +51,7 @@ func storeFiles(t testing.TB, dir string) (tables, all int64) {
 func TestWindowChurnBounded(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	var log lockedBuffer
+	var log testkit.SyncBuffer
 	s, err := Open(dir, Options{memTableSize: fifoMemTable,
 		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
