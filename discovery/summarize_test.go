@@ -18,7 +18,8 @@ import (
 // within the budget on all records, minimal when no proper subset is; its
 // strength compares, on the distinct records, the records beyond the first
 // of each class of X with, for the column C of X that earns least, the
-// sum over the classes of X\{C} of min(m-1, m(m-1)/2 pdep(C)).
+// sum over the classes of X\{C} of min(m-1, m(m-1)/2 pdep(C)), and is 0
+// when that sum is within the eps budget of the distinct records.
 func oracleKeys(cols [][]int, n int, eps float64, maxCols int) []string {
 	m := len(cols)
 	budget := RemovalBudget(eps, n)
@@ -78,6 +79,9 @@ func oracleKeys(cols [][]int, n int, eps float64, maxCols int) []string {
 			expected = math.Min(expected, e)
 		}
 		s := math.Max(0, math.Min(1, 1-(observed+10)/(expected+10)))
+		if b := RemovalBudget(eps, nd); b > 0 && expected <= float64(b) {
+			s = 0 // chance alone would pass the key's eps test
+		}
 		out = append(out, fmt.Sprintf("key(%s) r=%d s=%.6f", strings.Join(names, ","), n-len(classes(x, nil)), s))
 	}
 	slices.Sort(out)

@@ -42,8 +42,8 @@ var ErrBadDependency = errors.New("malformed dependency")
 // context, and up to opts.RemovalSample removal rows (all of them when
 // opts.RemovalSample < 0), its Strength and whether it is Reliable at
 // opts.MinStrength. An empty table measures 0 removals, error 0 and
-// NoStrength. opts.Epsilon plays no part: the caller compares Error with its
-// eps.
+// NoStrength. opts.Epsilon plays no part in the verdict (the caller
+// compares Error with its eps), only in a key's strength (keyStrength).
 func Validate(ctx context.Context, t *table.Table, d Dependency, opts Options) (Result, error) {
 	rs, err := ValidateAll(ctx, t, []Dependency{d}, opts)
 	if err != nil {
@@ -83,6 +83,7 @@ func ValidateEach(ctx context.Context, t *table.Table, deps []Dependency, opts O
 		parts: map[uint64]*validate.StrippedPartition{},
 		v:     validate.NewValidator(),
 		tune:  opts.listing(),
+		eps:   opts.Epsilon,
 	}
 	for i := len(t.Columns) - 1; i >= 0; i-- {
 		vs.index[t.Columns[i].Name] = i // the first of duplicate names wins
@@ -111,6 +112,7 @@ type depValidator struct {
 	v     *validate.Validator
 	ev    *evidence // the distinct records, found when first needed
 	tune  listingTuning
+	eps   float64 // a key's chance budget (keyStrength)
 }
 
 func (vs *depValidator) column(name string) (*table.Column, error) {

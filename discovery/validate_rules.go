@@ -12,7 +12,7 @@ import (
 
 // measureKey measures the key d: the rows to remove for its columns to
 // identify every record (all but the first of each class of its
-// partition), and its strength (validate.KeyStrength) on the distinct records.
+// partition), and its strength (keyStrength) on the distinct records.
 func (vs *depValidator) measureKey(d Dependency, wantRows bool) (measure, error) {
 	var m measure
 	if len(d.Set) == 0 {
@@ -42,7 +42,7 @@ func (vs *depValidator) measureKey(d Dependency, wantRows bool) (measure, error)
 		c, _ := vs.column(name)
 		rests, pdeps = append(rests, ev.of(rest)), append(pdeps, ev.pdep(c))
 	}
-	m.strength = validate.KeyStrength(ev.of(p), rests, pdeps)
+	m.strength = keyStrength(ev.of(p), rests, pdeps, vs.eps)
 	return m, nil
 }
 

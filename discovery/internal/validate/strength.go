@@ -246,20 +246,27 @@ func (v *Validator) zeroedCounts(buf *[]uint32, n int) []uint32 {
 
 // KeyStrength is the strength of a key (docs/DESIGN.md, "Keys, equivalences
 // and implied rules"), evp being its partition over the distinct records
-// and, for each of its columns C, rests the partition of the rest of the
-// key there and pdeps C's pdep: the records the key fails to tell apart
-// against those chance would leave together, chance being the values of one
-// of its columns drawn at random from the column's distribution within each
-// class of the rest of the key (the column that earns the least decides).
-func KeyStrength(evp *StrippedPartition, rests []*StrippedPartition, pdeps []float64) float64 {
+// and expected KeyExpected's: the records the key fails to tell apart
+// against those chance would leave together.
+func KeyStrength(evp *StrippedPartition, expected float64) float64 {
 	if evp.N == 0 {
 		return NoStrength
 	}
+	return chanceCorrected(float64(evp.Covered()-evp.NumClasses()), expected)
+}
+
+// KeyExpected is the number of distinct records chance would leave
+// together under a key: for each of its columns C, rests holding the
+// partition of the rest of the key over the distinct records and pdeps C's
+// pdep there, C's values drawn at random from the column's distribution
+// within each class of the rest of the key; the column that earns the
+// least decides.
+func KeyExpected(rests []*StrippedPartition, pdeps []float64) float64 {
 	expected := math.Inf(1)
 	for i, rest := range rests {
 		expected = min(expected, chanceCollisions(rest, pdeps[i]))
 	}
-	return chanceCorrected(float64(evp.Covered()-evp.NumClasses()), expected)
+	return expected
 }
 
 // chanceCollisions is the number of records expected to share their class
