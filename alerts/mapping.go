@@ -213,7 +213,7 @@ func (c Change) Text(d discovery.Dependency) string {
 	return b.String()
 }
 
-// ReplacedBy names (its text) the first reliable result of results that is
+// ReplacedBy names (its text) the first reliable result of results (Stated) that is
 // more general than d and holds where d does: for an FD X -> A, an FD
 // Y -> A with Y a proper subset of X, or a key within X; for an OC
 // X: A ~ B, the same OC in a proper subset of X, or an FD Y -> A or Y -> B
@@ -221,7 +221,7 @@ func (c Change) Text(d discovery.Dependency) string {
 // rule its discovery did not find (Observation.ReplacedBy).
 func ReplacedBy(d discovery.Dependency, results []discovery.Result) string {
 	for _, r := range results {
-		if r.Reliable && generalizes(r.Dependency, d) {
+		if r.Stated() && generalizes(r.Dependency, d) {
 			return r.Dependency.String()
 		}
 	}

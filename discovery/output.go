@@ -129,6 +129,8 @@ type resultMetrics struct {
 	RemovalSample []int    `json:"removal_sample,omitempty"`
 	Equivalents   []string `json:"equivalents,omitempty"`
 	ImpliedBy     []string `json:"implied_by,omitempty"`
+	With          []string `json:"with,omitempty"`
+	StatedIn      string   `json:"stated_in,omitempty"`
 }
 
 // jsonStrength is the JSON value of a Strength: null for NoStrength.
@@ -149,7 +151,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	}
 	m, err := json.Marshal(resultMetrics{Error: r.Error, Removals: r.Removals, Score: r.Score,
 		Strength: jsonStrength(r.Strength), Reliable: r.Reliable, RemovalSample: r.RemovalSample,
-		Equivalents: r.Equivalents, ImpliedBy: r.ImpliedBy})
+		Equivalents: r.Equivalents, ImpliedBy: r.ImpliedBy, With: r.With, StatedIn: r.StatedIn})
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +178,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	}
 	*r = Result{Dependency: dep, Removals: m.Removals, Error: m.Error, Score: m.Score,
 		Strength: strength, Reliable: m.Reliable, RemovalSample: m.RemovalSample,
-		Equivalents: m.Equivalents, ImpliedBy: m.ImpliedBy}
+		Equivalents: m.Equivalents, ImpliedBy: m.ImpliedBy, With: m.With, StatedIn: m.StatedIn}
 	return nil
 }
 

@@ -149,11 +149,17 @@ func writeRuleNotes(w *bufio.Writer, r *Result) {
 	if r.Kind == KindKey || r.Kind == KindEquivalence {
 		w.WriteString("  (" + describeRule(r.Dependency) + ")")
 	}
+	if len(r.With) > 0 {
+		w.WriteString("  (" + describeTogether(r) + ")  with=[" + strings.Join(r.With, "; ") + "]")
+	}
 	if len(r.Equivalents) > 0 {
 		w.WriteString("  equivalents=[" + formatNames(r.Equivalents) + "]")
 	}
 	if len(r.ImpliedBy) > 0 {
 		w.WriteString("  implied_by=[" + strings.Join(r.ImpliedBy, "; ") + "]")
+	}
+	if r.StatedIn != "" {
+		w.WriteString("  stated_in=[" + r.StatedIn + "]")
 	}
 }
 
@@ -170,13 +176,19 @@ func ruleCounts(counts map[Kind]int) string {
 // dependencies not listed as reliable with how many of them step back for
 // an entry that is (implied_by), when any does.
 func writeImpliedCount(w *bufio.Writer, rs []Result) {
-	n := 0
+	n, with := 0, 0
 	for _, r := range rs {
-		if !r.Reliable && len(r.ImpliedBy) > 0 {
+		switch {
+		case !r.Reliable && len(r.ImpliedBy) > 0:
 			n++
+		case !r.Reliable && r.StatedIn != "":
+			with++
 		}
 	}
 	if n > 0 {
 		fmt.Fprintf(w, " or follow from those listed (%d: implied_by)", n)
+	}
+	if with > 0 {
+		fmt.Fprintf(w, " or are stated with those listed (%d: stated_in)", with)
 	}
 }

@@ -29,7 +29,11 @@ import (
 //   - mirrors: of X,A -> B and X,B -> A, both reliable with X not empty,
 //     the weaker names the stronger;
 //   - implied: a reliable X -> B that follows from reliable X -> A and Y ->
-//     B with A in Y and Y within X and A names them.
+//     B with A in Y and Y within X and A names them;
+//   - together (summarize_merge.go): the reliable FDs of one left-hand
+//     side, with the OCs that make them order dependencies, are stated as
+//     the strongest of them, which names the others in With; they name it
+//     in StatedIn and are not reliable on their own.
 //
 // The entries that step back keep their measures, so --all still lists
 // every minimal dependency. With MinStrength 0 (every dependency reliable:
@@ -60,6 +64,7 @@ func Summarize(ctx context.Context, t *table.Table, d *Discovery, opts Options) 
 	}
 	s.stepBackMirrors()
 	s.stepBackImplied()
+	s.stateTogether()
 	sortResults(d.Dependencies)
 	return nil
 }

@@ -130,9 +130,10 @@ func TestKeysMatchBruteForce(t *testing.T) {
 }
 
 // TestSummarize: on a table with an id, two copies of a code, a code that
-// determines a group and a city that the group determines, Summarize lists
-// the key, the equivalence and the rules once, and what steps back names
-// what it follows from.
+// determines a group and a city that the group determines and sorts with
+// it, Summarize lists the key, the equivalence and the rules once (the
+// group's FD and order as one order dependency), and what steps back
+// names what it follows from.
 func TestSummarize(t *testing.T) {
 	var id, code, copyOf, group, city []int
 	for r := range 400 {
@@ -146,28 +147,31 @@ func TestSummarize(t *testing.T) {
 	stepped := map[string][]string{}
 	for _, r := range summarize(t, tableFromInts([][]int{id, code, copyOf, group, city}), defaultListing) {
 		if r.Reliable {
-			reliable = append(reliable, r.String()+" eq="+strings.Join(r.Equivalents, ","))
+			reliable = append(reliable, r.String()+" eq="+strings.Join(r.Equivalents, ",")+" with="+strings.Join(r.With, ","))
 		}
 		if len(r.ImpliedBy) > 0 {
 			stepped[r.String()] = r.ImpliedBy
 		}
+		if r.StatedIn != "" {
+			stepped[r.String()] = []string{"in " + r.StatedIn}
+		}
 	}
 	slices.Sort(reliable)
 	want := []string{
-		"key(c0) eq=",
-		"{c1}: [] -> c3 eq=c2",
-		"{c3}: [] -> c4 eq=",
-		"{}: c1 <-> c2 eq=",
-		"{}: c3 ~ c4 (asc) eq=",
+		"key(c0) eq= with=",
+		"{c1}: [] -> c3 eq=c2 with=",
+		"{c3}: [] -> c4 eq= with={}: c3 ~ c4 (asc)",
+		"{}: c1 <-> c2 eq= with=",
 	}
 	if !slices.Equal(reliable, want) {
 		t.Errorf("reliable %q, want %q", reliable, want)
 	}
 	for dep, by := range map[string][]string{
-		"{c2}: [] -> c1": {"{}: c1 <-> c2"},
-		"{c2}: [] -> c3": {"{c1}: [] -> c3"},
-		"{c1}: [] -> c4": {"{c1}: [] -> c3", "{c3}: [] -> c4"},
-		"{c0}: [] -> c1": {"key(c0)"},
+		"{c2}: [] -> c1":    {"{}: c1 <-> c2"},
+		"{c2}: [] -> c3":    {"{c1}: [] -> c3"},
+		"{c1}: [] -> c4":    {"{c1}: [] -> c3", "{c3}: [] -> c4"},
+		"{c0}: [] -> c1":    {"key(c0)"},
+		"{}: c3 ~ c4 (asc)": {"in {c3}: [] -> c4"},
 	} {
 		if got := stepped[dep]; !slices.Equal(got, by) {
 			t.Errorf("%s implied_by %q, want %q", dep, got, by)
@@ -326,6 +330,57 @@ func TestSummarizeStepsBack(t *testing.T) {
 	} {
 		if slices.Contains(reliable, dep) || !slices.Contains(by[dep], want) {
 			t.Errorf("%s: reliable %v, implied by %q, want it stepping back for %s (reliable %q)", dep, slices.Contains(reliable, dep), by[dep], want, reliable)
+		}
+	}
+}
+
+// TestStateTogether: the reliable FDs of one left side are one entry, and
+// an FD with the OC that makes it an order dependency is one entry; the
+// parts name it (stated_in), are not reliable on their own, are stated in
+// its words and survive JSON.
+func TestStateTogether(t *testing.T) {
+	const n = 400
+	var label, a, b, sorted, coarse []int
+	for r := range n {
+		label, a, b = append(label, r%50), append(a, r%50%3), append(b, r%50/10)
+		sorted, coarse = append(sorted, r%40), append(coarse, r%40/10)
+	}
+	tab := tableFromInts([][]int{label, a, b, sorted, coarse})
+	for _, c := range []int{0, 1, 2} {
+		tab.Columns[c].Type = table.Nominal
+	}
+	words := map[string]string{}
+	in := map[string]string{}
+	for _, r := range summarize(t, tab, defaultListing) {
+		if r.Reliable && len(r.With) > 0 {
+			words[r.String()] = describeTogether(&r)
+		}
+		if r.StatedIn != "" {
+			if r.Reliable {
+				t.Errorf("%s is stated in %s and reliable", r, r.StatedIn)
+			}
+			in[r.String()] = r.StatedIn
+			data, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Result
+			if err := json.Unmarshal(data, &back); err != nil || back.StatedIn != r.StatedIn {
+				t.Errorf("%s: stated_in decoded as %q (%v)", data, back.StatedIn, err)
+			}
+		}
+	}
+	for head, want := range map[string]string{
+		"{c0}: [] -> c2": "c0 determines c2 and c1",
+		"{c3}: [] -> c4": "sorting by c3 sorts c4",
+	} {
+		if words[head] != want {
+			t.Errorf("%s: words %q, want %q (all %q)", head, words[head], want, words)
+		}
+	}
+	for part, head := range map[string]string{"{c0}: [] -> c1": "{c0}: [] -> c2", "{}: c3 ~ c4 (asc)": "{c3}: [] -> c4"} {
+		if in[part] != head {
+			t.Errorf("%s stated in %q, want %q", part, in[part], head)
 		}
 	}
 }

@@ -140,7 +140,19 @@ type Result struct {
 	// listed as reliable on its own follows from (Summarize): a key, an
 	// equivalence, two reliable FDs, or the stronger side of a mirror.
 	ImpliedBy []string
+	// With names, as dependency texts, the rules an entry states together
+	// with its own (Summarize): the other reliable FDs of its left-hand
+	// side and the OCs that make them order dependencies.
+	With []string
+	// StatedIn is, for a rule stated together with another entry, that
+	// entry's text; the rule is then not listed as reliable on its own.
+	StatedIn string
 }
+
+// Stated reports whether r is a reliable rule: listed as reliable on its
+// own, or stated together with a reliable entry (StatedIn), which the
+// stream checks as a rule of its own all the same.
+func (r Result) Stated() bool { return r.Reliable || r.StatedIn != "" }
 
 // ValidatorKind selects the AOC validator.
 type ValidatorKind int

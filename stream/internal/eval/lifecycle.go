@@ -184,12 +184,14 @@ func (e Env) uncounted(ctx context.Context, s *checkSampler, deps []discovery.De
 
 // tracks reports whether a rule discovery found is one the stream tracks:
 // reliable (after Summarize: keys and equivalences stated once, implied
-// rules stepping back) or an order within equivalences (orderOfEquals),
+// rules stepping back), stated together with a reliable entry (Stated: an
+// FD of the same left side, an order dependency's OC) or an order within
+// equivalences (orderOfEquals),
 // and unless its context is too close to a key (score below minScore); a
 // key's score is its own columns' partition's, a key's by definition, so
 // the bound does not apply to it.
 func tracks(r discovery.Result, minScore float64) bool {
-	return (r.Reliable || orderOfEquals(r)) && (r.Score >= minScore || r.Kind == discovery.KindKey)
+	return (r.Stated() || orderOfEquals(r)) && (r.Score >= minScore || r.Kind == discovery.KindKey)
 }
 
 // orderOfEquals reports whether r is an OC that stepped back only for
