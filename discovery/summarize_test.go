@@ -384,3 +384,45 @@ func TestStateTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyByChance: a near-unique column with a small one is a key that
+// chance would have made (its strength is 0 and it is not listed), while
+// a grid of two columns, every combination once, is listed: chance would
+// have repeated its combinations far beyond eps.
+func TestKeyByChance(t *testing.T) {
+	const n = 1000
+	var near, small, day, place []int
+	for r := range n {
+		// near: 940 values, its 60 repeats (over the budget of 50) told
+		// apart by small, of 3 values: chance would leave 20 together.
+		near, small = append(near, r%940), append(small, r/2%3)
+		day, place = append(day, r/2), append(place, r%2)
+	}
+	tab := tableFromInts([][]int{near, small, day, place})
+	for _, c := range []int{1, 3} {
+		tab.Columns[c].Type = table.Nominal
+	}
+	opts := Options{Epsilon: 0.05, MinStrength: DefaultMinStrength}
+	for key, reliable := range map[string]bool{"key(c0,c1)": false, "key(c2,c3)": true} {
+		d, err := ParseDependency(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Validate(context.Background(), tab, d, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Removals != 0 || r.Reliable != reliable || !reliable && r.Strength != 0 {
+			t.Errorf("%s: removals %d, strength %.3f, reliable %v; want 0 removals, reliable %v", key, r.Removals, r.Strength, r.Reliable, reliable)
+		}
+	}
+	var listed []string
+	for _, r := range summarize(t, tab, defaultListing) {
+		if r.Reliable && r.Kind == KindKey {
+			listed = append(listed, r.String())
+		}
+	}
+	if !slices.Equal(listed, []string{"key(c2,c3)"}) {
+		t.Errorf("keys listed %q, want [key(c2,c3)]", listed)
+	}
+}

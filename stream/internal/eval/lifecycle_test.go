@@ -44,6 +44,7 @@ func TestTracksAndDiscoveryFacts(t *testing.T) {
 		res("key(id)", true, 0.001),                                          // a key: whatever its score
 		res("{id}: [] -> tax", false, 0.001),
 		res("{a}: [] -> b", true, 0.5),
+		{Dependency: mustDep(t, "{a}: [] -> c"), Score: 0.5, Strength: 0.8, StatedIn: "{a}: [] -> b"}, // said with {a} -> b: tracked
 	})
 	var tracked []string
 	for _, r := range disc.Results {
@@ -51,7 +52,7 @@ func TestTracksAndDiscoveryFacts(t *testing.T) {
 			tracked = append(tracked, r.Dependency.String())
 		}
 	}
-	if want := []string{"{}: salary ~ tax (asc)", "{}: salary <-> tax", "key(id)", "{a}: [] -> b"}; !slices.Equal(tracked, want) {
+	if want := []string{"{}: salary ~ tax (asc)", "{}: salary <-> tax", "key(id)", "{a}: [] -> b", "{a}: [] -> c"}; !slices.Equal(tracked, want) {
 		t.Errorf("tracked %v, want %v", tracked, want)
 	}
 	for _, tc := range []struct {
@@ -63,6 +64,7 @@ func TestTracksAndDiscoveryFacts(t *testing.T) {
 		{"{}: salary ~ tax (asc)", true, false, ""},
 		{"{perc}: [] -> tax_group", true, true, "{}: tax_group <-> perc"},
 		{"{a,c}: [] -> b", false, false, "{a}: [] -> b"},
+		{"{a,d}: [] -> c", false, false, "{a}: [] -> c"}, // a rule stated with another replaces too
 		{"{x}: [] -> y", false, false, ""},
 	} {
 		o := alerts.Observation{Dependency: mustDep(t, tc.dep)}
