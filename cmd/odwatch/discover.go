@@ -128,15 +128,19 @@ func writeLegend(w io.Writer, d *discovery.Discovery, sample bool) error {
 	return err
 }
 
-// ruleLegend explains the notation of keys and equivalences when the
-// listing has any.
+// ruleLegend explains the notation of keys and equivalences, and of
+// entries that state other rules with theirs, when the listing has any.
 func ruleLegend(d *discovery.Discovery) string {
+	var rules, with string
 	for _, r := range d.Dependencies {
 		if r.Kind == discovery.KindKey || r.Kind == discovery.KindEquivalence {
-			return "; key(A) = A identifies a record; A <-> B = A and B determine each other"
+			rules = "; key(A) = A identifies a record; A <-> B = A and B determine each other"
+		}
+		if r.Reliable && len(r.With) > 0 {
+			with = "; with=[...] = rules the line states too"
 		}
 	}
-	return ""
+	return rules + with
 }
 
 // inputFlags are the flags that say how to read the input file.
