@@ -33,6 +33,10 @@ type slot struct {
 // New returns an empty index with its own hash seed.
 func New() Index { return Index{seed: maphash.MakeSeed()} }
 
+// Reset empties the index, keeping its seed: hashes taken before stay the
+// values' hashes.
+func (x *Index) Reset() { x.slots, x.n = nil, 0 }
+
 // Len is the number of codes in the index.
 func (x *Index) Len() int { return x.n }
 
