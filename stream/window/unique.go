@@ -18,10 +18,14 @@ type Tuning struct {
 	// becomes near-unique at the next decision.
 	UniqueRatio   float64
 	UniqueMinRows int
-	// DictRatio: a near-unique column whose distinct values, as a
-	// Snapshot counts them, fall below DictRatio of its non-NULL rows goes
-	// back to a dictionary (below UniqueRatio, so that a column near the
-	// bound does not switch at every decision).
+	// DictRatio: a near-unique column whose distinct values fall below
+	// DictRatio of its non-NULL rows goes back to a dictionary (below
+	// UniqueRatio, so that a column near the bound does not switch at every
+	// decision). A Snapshot counts them, and so does a decision once the
+	// column has had as many values put as it held at its last count (at
+	// least UniqueMinRows): a column that looked unique over the window's
+	// first rows is counted again as the window fills, at an amortized
+	// cost of one hash-table probe per value.
 	DictRatio float64
 	// DecideEvery is the number of rows appended between two decisions
 	// (each reads every dictionary column's two counts).
@@ -42,16 +46,58 @@ func (w *Window) SetTuning(t Tuning) {
 }
 
 // decideUnique makes the dictionary columns that Tuning calls near-unique
-// so (see Tuning); Append calls it every DecideEvery rows.
+// so, and the near-unique ones due for a count that repeat their values
+// dictionary columns again (see Tuning); Append calls it every DecideEvery
+// rows.
 func (w *Window) decideUnique() {
+	minRows := max(w.tune.UniqueMinRows, 1)
 	for _, c := range w.cols {
-		if c.unique || c.nonNull < max(w.tune.UniqueMinRows, 1) {
-			continue
-		}
-		if float64(len(c.dict)-len(c.free)) >= w.tune.UniqueRatio*float64(c.nonNull) {
-			w.toUnique(c)
+		switch {
+		case c.unique:
+			if c.appended >= max(c.counted, minRows) {
+				if d := w.countUnique(c); float64(d) < w.tune.DictRatio*float64(c.nonNull) {
+					w.toDict(c)
+				}
+			}
+		case c.nonNull >= minRows:
+			if float64(len(c.dict)-len(c.free)) >= w.tune.UniqueRatio*float64(c.nonNull) {
+				w.toUnique(c)
+			}
 		}
 	}
+}
+
+// countUnique counts near-unique column c's distinct values, by the hashes
+// its rows kept and their bytes, in a table of ring positions (made for
+// the count: a window's worth of rows comes between two counts).
+func (w *Window) countUnique(c *winColumn) int {
+	size := 16
+	for size < 2*c.nonNull {
+		size <<= 1
+	}
+	slots := make([]uint32, size)
+	mask := uint32(size - 1)
+	d := 0
+	for i := range w.n {
+		pos := w.ring(i)
+		if c.codes[pos] == 0 {
+			continue
+		}
+		r := c.vals[pos]
+		for j := r.hash & mask; ; j = (j + 1) & mask {
+			s := slots[j]
+			if s == 0 {
+				slots[j] = uint32(pos) + 1
+				d++
+				break
+			}
+			if o := c.vals[s-1]; o.hash == r.hash && string(c.arena.bytes(o)) == string(c.arena.bytes(r)) {
+				break
+			}
+		}
+	}
+	c.counted, c.appended = c.nonNull, 0
+	return d
 }
 
 // valRef is where a near-unique column's row keeps its value: n bytes at
@@ -131,6 +177,7 @@ func (c *winColumn) putUnique(pos int, value []byte, h uint32) {
 	}
 	c.vals[pos] = putValue(&c.arena, value, h)
 	c.codes[pos] = uniqueCode
+	c.appended++
 }
 
 // uniqueCode is a near-unique column's code of a non-NULL row.
@@ -158,6 +205,7 @@ func (w *Window) toUnique(c *winColumn) {
 	c.dict, c.refs, c.free = nil, nil, nil
 	c.index.Reset()
 	c.unique = true
+	c.counted, c.appended = c.nonNull, 0
 }
 
 // toDict turns near-unique column c back into a dictionary column: each

@@ -113,6 +113,10 @@ type winColumn struct {
 	unique bool
 	vals   []valRef
 	arena  arena
+	// counted is the non-NULL rows of a near-unique column at its last
+	// count of distinct values, appended the values put since (see
+	// Tuning.DictRatio).
+	counted, appended int
 }
 
 // codeRef is what the window keeps per code beside its dictionary string:
