@@ -2,6 +2,8 @@ package window
 
 import (
 	"unsafe"
+
+	"github.com/odwatch/odwatch/internal/codeindex"
 )
 
 // Tuning holds the knobs that decide when a column is near-unique: ids,
@@ -180,6 +182,9 @@ func (c *winColumn) putUnique(pos int, value []byte, h uint32) {
 	c.appended++
 }
 
+// snapshotAhead is how many rows ahead uniqueSnapshot loads a slot.
+const snapshotAhead = 16
+
 // uniqueCode is a near-unique column's code of a non-NULL row.
 const uniqueCode = 1
 
@@ -233,11 +238,14 @@ func (w *Window) uniqueSnapshot(c *winColumn, codes []uint32) []string {
 	for size < 2*c.nonNull {
 		size <<= 1
 	}
-	slots := make([]uint32, size) // dictionary code; 0 empty
+	slots := make([]uint64, size) // hash<<32 | dictionary code; code 0 empty
 	mask := uint32(size - 1)
 	dict := make([]string, 0, c.nonNull)
-	hashes := make([]uint32, 0, c.nonNull)
 	for i := range w.n {
+		// The slots are read at random: start loading a later row's.
+		if i+snapshotAhead < w.n {
+			codeindex.TouchAt(&slots[c.vals[w.ring(i+snapshotAhead)].hash&mask])
+		}
 		pos := w.ring(i)
 		if c.codes[pos] == 0 {
 			continue
@@ -246,14 +254,15 @@ func (w *Window) uniqueSnapshot(c *winColumn, codes []uint32) []string {
 		v := c.arena.str(r)
 		for j := r.hash & mask; ; j = (j + 1) & mask {
 			s := slots[j]
-			if s == 0 {
-				dict, hashes = append(dict, v), append(hashes, r.hash)
-				slots[j] = uint32(len(dict))
-				codes[i] = slots[j]
+			code := uint32(s)
+			if code == 0 {
+				dict = append(dict, v)
+				codes[i] = uint32(len(dict))
+				slots[j] = uint64(r.hash)<<32 | uint64(codes[i])
 				break
 			}
-			if hashes[s-1] == r.hash && dict[s-1] == v {
-				codes[i] = s
+			if uint32(s>>32) == r.hash && dict[code-1] == v {
+				codes[i] = code
 				break
 			}
 		}
