@@ -846,16 +846,12 @@ func (e *Engine) orderColumns() {
 }
 
 // internColumn interns column i's values of the batched rows and writes
-// their codes into its ring. Rows that left since the last flush keep
+// their codes into its ring (dict.Column.InternCodedRun, which loads
+// ahead what the interns read). Rows that left since the last flush keep
 // their slots (and codes) until the flush releases them.
 func (e *Engine) internColumn(i int) {
-	c, first, w := e.cols[i], e.batchFirst, e.batchWidth
-	for r := 0; r < e.batchRows; r++ {
-		code := e.batchCodes[r*w+i]
-		if code != 0 {
-			code = c.InternCoded(code, e.batchVals[r*w+i])
-		}
-		c.Codes[(first+uint32(r))&e.mask] = code
+	if e.batchRows > 0 {
+		e.cols[i].InternCodedRun(e.batchCodes[i:], e.batchVals[i:], e.batchWidth, e.batchRows, e.batchFirst, e.mask)
 	}
 }
 

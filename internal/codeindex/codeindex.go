@@ -33,6 +33,10 @@ type slot struct {
 // New returns an empty index with its own hash seed.
 func New() Index { return Index{seed: maphash.MakeSeed()} }
 
+// Reset empties the index, keeping its seed: hashes taken before stay the
+// values' hashes.
+func (x *Index) Reset() { x.slots, x.n = nil, 0 }
+
 // Len is the number of codes in the index.
 func (x *Index) Len() int { return x.n }
 
@@ -93,6 +97,28 @@ func (x *Index) LookupHashed(h uint32, same func(code uint32) bool) uint32 {
 			return 0
 		}
 		if s.hash == h && same(s.code) {
+			return s.code
+		}
+	}
+}
+
+// HashString is the hash Lookup takes of v, for a caller that hashes
+// values ahead of their lookups (LookupHash) to Touch their slots.
+func (x *Index) HashString(v string) uint32 { return uint32(maphash.String(x.seed, v)) }
+
+// LookupHash is Lookup for a value whose hash h (HashString) the caller
+// took.
+func (x *Index) LookupHash(dict []string, v string, h uint32) uint32 {
+	if x.n == 0 {
+		return 0
+	}
+	mask := uint32(len(x.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := x.slots[i]
+		if s.code == 0 {
+			return 0
+		}
+		if s.hash == h && dict[s.code-1] == v {
 			return s.code
 		}
 	}

@@ -60,6 +60,10 @@ type Window struct {
 	// written, so that TimeRange reads whole blocks instead of rows.
 	times     []timeSpan
 	timeBlock int
+	// tune says when a column is near-unique; sinceDecide counts the rows
+	// appended since the last decision (see Tuning).
+	tune        Tuning
+	sinceDecide int
 }
 
 // pendingField is a non-NULL field of the record Append is adding: its
@@ -102,6 +106,17 @@ type winColumn struct {
 	seed    uint64 // hashValue's seed for short values
 	free    []uint32
 	nonNull int
+	// unique: the column is near-unique (see Tuning). Its rows keep their
+	// values in vals (a ring aligned with codes) and arena, and codes holds
+	// uniqueCode for a value, 0 for NULL; dict, refs, free and index are
+	// empty.
+	unique bool
+	vals   []valRef
+	arena  arena
+	// counted is the non-NULL rows of a near-unique column at its last
+	// count of distinct values, appended the values put since (see
+	// Tuning.DictRatio).
+	counted, appended int
 }
 
 // codeRef is what the window keeps per code beside its dictionary string:
@@ -177,6 +192,7 @@ func NewWindow(size int, interval time.Duration) *Window {
 		parts:     map[int32]*partState{},
 		newest:    noTime,
 		timeBlock: defaultTimeBlock,
+		tune:      DefaultTuning(),
 	}
 }
 
@@ -233,9 +249,9 @@ func (w *Window) NumColumns() int { return len(w.cols) }
 // Reset empties the window (e.g. when partitions are reassigned), keeping
 // its configuration.
 func (w *Window) Reset() {
-	maxCols, block := w.maxCols, w.timeBlock
+	maxCols, block, tune := w.maxCols, w.timeBlock, w.tune
 	*w = *NewWindow(w.size, w.interval)
-	w.maxCols, w.timeBlock = maxCols, block
+	w.maxCols, w.timeBlock, w.tune = maxCols, block, tune
 }
 
 // Len is the number of rows.
@@ -265,7 +281,8 @@ func (w *Window) LastOffset(p int32) (int64, bool) {
 // above the last one appended for its partition is a redelivery of a record
 // already in (or already evicted from) the window, and Append ignores it and
 // returns false. In steady state Append allocates only for values not in
-// the column's dictionary.
+// the column's dictionary, and a near-unique column once per arena chunk
+// (see Tuning).
 func (w *Window) Append(meta RowMeta, rec *decode.FlatRecord) bool {
 	ps := w.parts[meta.Partition]
 	if ps == nil {
@@ -302,6 +319,10 @@ func (w *Window) Append(meta RowMeta, rec *decode.FlatRecord) bool {
 	for _, f := range w.fields {
 		c := w.cols[f.col]
 		_, value, _ := rec.Field(f.field)
+		if c.unique {
+			c.putUnique(pos, value, f.hash)
+			continue
+		}
 		code := c.intern(value, f.hash, f.word)
 		if old := c.codes[pos]; old != 0 {
 			// The record named the field twice: the last non-NULL
@@ -321,6 +342,10 @@ func (w *Window) Append(meta RowMeta, rec *decode.FlatRecord) bool {
 		}
 	}
 	w.dropDeadColumns()
+	if w.sinceDecide++; w.sinceDecide >= w.tune.DecideEvery {
+		w.sinceDecide = 0
+		w.decideUnique()
+	}
 	return true
 }
 
@@ -387,6 +412,12 @@ func (w *Window) grow() {
 		k := copy(codes, col.codes[w.head:])
 		copy(codes[k:], col.codes[:w.head])
 		col.codes = codes
+		if col.unique {
+			vals := make([]valRef, c)
+			k := copy(vals, col.vals[w.head:])
+			copy(vals[k:], col.vals[:w.head])
+			col.vals = vals
+		}
 	}
 	w.meta = meta
 	w.head = 0
@@ -447,11 +478,19 @@ func (w *Window) NewerThan(seq uint64) int {
 // NewestValues fills codes and vals with column ci's codes and values in
 // the newest len(codes) rows, oldest first (NULL stays 0 and ""), and
 // returns the column's name. The values are the dictionary's strings, so
-// the caller gets them without hashing.
+// the caller gets them without hashing. A near-unique column has no
+// dictionary: its codes are its rows' ring positions + 1 (codes that
+// stand for one value only until the row leaves) and its strings are over
+// its arena's bytes.
 func (w *Window) NewestValues(ci int, codes []uint32, vals []string) string {
 	c, k := w.cols[ci], len(codes)
 	for i := range k {
-		if code := c.codes[w.ring(w.n-k+i)]; code != 0 {
+		pos := w.ring(w.n - k + i)
+		if code := c.codes[pos]; code != 0 {
+			if c.unique {
+				vals[i], codes[i] = c.arena.str(c.vals[pos]), uint32(pos)+1
+				continue
+			}
 			vals[i], codes[i] = c.dict[code-1], code
 		}
 	}
@@ -499,17 +538,21 @@ func (w *Window) evictOldest() {
 	// The codes' counts, then the index slots of the values whose last row
 	// this is, start loading first, side by side (see Append).
 	for _, c := range w.cols {
-		if code := c.codes[pos]; code != 0 {
+		if code := c.codes[pos]; code != 0 && !c.unique {
 			codeindex.TouchAt(&c.refs[code-1])
 		}
 	}
 	for _, c := range w.cols {
-		if code := c.codes[pos]; code != 0 && c.refs[code-1].n == 1 {
+		if code := c.codes[pos]; code != 0 && !c.unique && c.refs[code-1].n == 1 {
 			c.index.Touch(c.refs[code-1].hash)
 		}
 	}
 	for _, c := range w.cols {
 		if code := c.codes[pos]; code != 0 {
+			if c.unique {
+				c.evictUnique(pos)
+				continue
+			}
 			c.release(code)
 			c.codes[pos] = 0
 			c.nonNull--
@@ -630,7 +673,9 @@ type Snapshot struct {
 // Snapshot copies the window. Codes are copied (4 bytes per cell);
 // dictionary strings are shared, the dictionary slices are not (the window
 // reuses codes). Free codes are squeezed out so each Dict holds every value
-// in the window exactly once.
+// in the window exactly once. A near-unique column's Dict is found here
+// (uniqueSnapshot), its strings over the column's arena; a near-unique
+// column found to repeat its values goes back to a dictionary (Tuning).
 func (w *Window) Snapshot() *Snapshot {
 	s := &Snapshot{
 		meta:   make([]rowMeta, w.n),
@@ -642,28 +687,41 @@ func (w *Window) Snapshot() *Snapshot {
 			continue
 		}
 		codes := make([]uint32, w.n)
-		copyRing(w, codes, c.codes)
 		var dict []string
-		if len(c.free) == 0 {
-			dict = make([]string, len(c.dict))
-			copy(dict, c.dict)
+		if c.unique {
+			dict = w.uniqueSnapshot(c, codes)
+			if float64(len(dict)) < w.tune.DictRatio*float64(c.nonNull) {
+				w.toDict(c)
+			}
 		} else {
-			remap := make([]uint32, len(c.dict)+1)
-			dict = make([]string, 0, len(c.dict)-len(c.free))
-			for i, v := range c.dict {
-				if c.refs[i].n > 0 {
-					dict = append(dict, v)
-					remap[i+1] = uint32(len(dict))
-				}
-			}
-			for i, code := range codes {
-				codes[i] = remap[code]
-			}
+			dict = w.dictSnapshot(c, codes)
 		}
 		s.byName[c.name] = len(s.cols)
 		s.cols = append(s.cols, table.DictColumn{Name: c.name, Dict: dict, Codes: codes})
 	}
 	return s
+}
+
+// dictSnapshot fills codes (one per window row, oldest first) with
+// dictionary column c's codes, free codes squeezed out, and returns the
+// dictionary they index.
+func (w *Window) dictSnapshot(c *winColumn, codes []uint32) []string {
+	copyRing(w, codes, c.codes)
+	if len(c.free) == 0 {
+		return append([]string(nil), c.dict...)
+	}
+	remap := make([]uint32, len(c.dict)+1)
+	dict := make([]string, 0, len(c.dict)-len(c.free))
+	for i, v := range c.dict {
+		if c.refs[i].n > 0 {
+			dict = append(dict, v)
+			remap[i+1] = uint32(len(dict))
+		}
+	}
+	for i, code := range codes {
+		codes[i] = remap[code]
+	}
+	return dict
 }
 
 // copyRing copies the window's rows of ring src, oldest first, into dst.

@@ -314,62 +314,86 @@ func (m *modelWindow) append(meta RowMeta, fields []testField) bool {
 	return true
 }
 
+// testTunings are the near-unique knobs the model tests run with: the
+// default (which small windows never reach), every column near-unique
+// from its first row, columns switching both ways all the time (to
+// near-unique every 5 rows, back at every snapshot) and low bounds.
+var testTunings = []struct {
+	name string
+	t    Tuning
+}{
+	{"default", DefaultTuning()},
+	{"unique", Tuning{UniqueRatio: 0, UniqueMinRows: 1, DictRatio: 0, DecideEvery: 1}},
+	{"flip", Tuning{UniqueRatio: 0, UniqueMinRows: 1, DictRatio: 2, DecideEvery: 5}},
+	{"low", Tuning{UniqueRatio: 0.5, UniqueMinRows: 8, DictRatio: 0.25, DecideEvery: 16}},
+}
+
 func TestWindowMatchesNaiveModel(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, cfg := range []struct {
 		size     int
 		interval time.Duration
 	}{{1, 0}, {7, 0}, {64, 0}, {2000, 0}, {0, 30 * time.Second}, {20, 15 * time.Second}} {
-		t.Run(fmt.Sprintf("size=%d,interval=%v", cfg.size, cfg.interval), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(uint64(cfg.size), 1))
-			w := NewWindow(cfg.size, cfg.interval)
-			w.timeBlock = 3 // TimeRange's blocks: partial ones at both ends and at the ring's end
-			m := &modelWindow{size: cfg.size, interval: cfg.interval, last: map[int32]int64{}}
-			offsets := map[int32]int64{}
-			names := []string{"a", "b", "c", "d.e", "f", "rare", "s"}
-			for step := range 3000 {
-				p := int32(rng.IntN(3))
-				off := offsets[p] + 1
-				if rng.IntN(20) == 0 {
-					off -= int64(rng.IntN(3)) // redelivery
-				}
-				offsets[p] = max(offsets[p], off)
-				meta := RowMeta{Partition: p, Offset: off, Seq: uint64(step), Time: t0.Add(time.Duration(step+rng.IntN(5)) * time.Second)}
-				if rng.IntN(10) == 0 {
-					meta.Time = time.Time{} // a record without a time
-				}
-				var fields []testField
-				for _, n := range names {
-					if n == "rare" && rng.IntN(50) != 0 || rng.IntN(6) == 0 {
-						continue
-					}
-					card := 1 + rng.IntN(40)
-					if n == "b" {
-						card = 1 << 30 // mostly unique
-					}
-					v := strconv.Itoa(rng.IntN(card))
-					if n == "s" {
-						// Values either side of maxInlineValue, and ones
-						// that differ only by trailing zero bytes.
-						v = trickyValues[rng.IntN(len(trickyValues))]
-					}
-					fields = append(fields, testField{n, v, rng.IntN(10) == 0})
-				}
-				if rng.IntN(30) == 0 && len(fields) > 0 {
-					fields = append(fields, testField{fields[0].name, "dup", false})
-				}
-				r := &decode.FlatRecord{}
-				for _, f := range fields {
-					r.Add([]byte(f.name), []byte(f.value), f.null)
-				}
-				if got, want := w.Append(meta, r), m.append(meta, fields); got != want {
-					t.Fatalf("step %d: Append returned %v, model %v", step, got, want)
-				}
-				if step%97 == 0 || step == 2999 {
-					checkAgainstModel(t, step, w, m)
-				}
+		for _, tu := range testTunings {
+			t.Run(fmt.Sprintf("size=%d,interval=%v,%s", cfg.size, cfg.interval, tu.name), func(t *testing.T) {
+				t.Parallel()
+				matchNaiveModel(t, cfg.size, cfg.interval, tu.t, t0)
+			})
+		}
+	}
+}
+
+// matchNaiveModel is one run of TestWindowMatchesNaiveModel.
+func matchNaiveModel(t *testing.T, size int, interval time.Duration, tune Tuning, t0 time.Time) {
+	rng := rand.New(rand.NewPCG(uint64(size), 1))
+	w := NewWindow(size, interval)
+	w.SetTuning(tune)
+	w.timeBlock = 3 // TimeRange's blocks: partial ones at both ends and at the ring's end
+	m := &modelWindow{size: size, interval: interval, last: map[int32]int64{}}
+	offsets := map[int32]int64{}
+	names := []string{"a", "b", "c", "d.e", "f", "rare", "s"}
+	for step := range 3000 {
+		p := int32(rng.IntN(3))
+		off := offsets[p] + 1
+		if rng.IntN(20) == 0 {
+			off -= int64(rng.IntN(3)) // redelivery
+		}
+		offsets[p] = max(offsets[p], off)
+		meta := RowMeta{Partition: p, Offset: off, Seq: uint64(step), Time: t0.Add(time.Duration(step+rng.IntN(5)) * time.Second)}
+		if rng.IntN(10) == 0 {
+			meta.Time = time.Time{} // a record without a time
+		}
+		var fields []testField
+		for _, n := range names {
+			if n == "rare" && rng.IntN(50) != 0 || rng.IntN(6) == 0 {
+				continue
 			}
-		})
+			card := 1 + rng.IntN(40)
+			if n == "b" {
+				card = 1 << 30 // mostly unique
+			}
+			v := strconv.Itoa(rng.IntN(card))
+			if n == "s" {
+				// Values either side of maxInlineValue, and ones
+				// that differ only by trailing zero bytes.
+				v = trickyValues[rng.IntN(len(trickyValues))]
+			}
+			fields = append(fields, testField{n, v, rng.IntN(10) == 0})
+		}
+		if rng.IntN(30) == 0 && len(fields) > 0 {
+			fields = append(fields, testField{fields[0].name, "dup", false})
+		}
+		r := &decode.FlatRecord{}
+		for _, f := range fields {
+			r.Add([]byte(f.name), []byte(f.value), f.null)
+		}
+		if got, want := w.Append(meta, r), m.append(meta, fields); got != want {
+			t.Fatalf("step %d: Append returned %v, model %v", step, got, want)
+		}
+		if step%97 == 0 || step == 2999 {
+			checkAgainstModel(t, step, w, m)
+		}
 	}
 }
 
@@ -442,6 +466,7 @@ func checkAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
 			t.Fatalf("step %d row %d: %v, model %v", step, r, got, mr.vals)
 		}
 	}
+	checkNewestAgainstModel(t, step, w, m)
 	want := map[int32]int64{}
 	for p, last := range m.last {
 		want[p] = last + 1
@@ -453,6 +478,22 @@ func checkAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
 		t.Fatalf("step %d: bounds %v, model %v", step, got, want)
 	}
 	checkInfoAgainstModel(t, step, w, m)
+}
+
+// checkNewestAgainstModel compares what check jobs read (NewestValues
+// over every row) with the model's rows.
+func checkNewestAgainstModel(t *testing.T, step int, w *Window, m *modelWindow) {
+	t.Helper()
+	for ci := range w.NumColumns() {
+		codes, vals := make([]uint32, w.Len()), make([]string, w.Len())
+		name := w.NewestValues(ci, codes, vals)
+		for r, mr := range m.rows {
+			v, ok := mr.vals[name]
+			if ok != (codes[r] != 0) || vals[r] != v {
+				t.Fatalf("step %d row %d: column %s newest value %q (code %d), model %q (%v)", step, r, name, vals[r], codes[r], v, ok)
+			}
+		}
+	}
 }
 
 // checkInfoAgainstModel compares the window's TimeRange and Window.Info
@@ -547,6 +588,27 @@ func BenchmarkWindowSnapshot(b *testing.B) {
 	}
 }
 
+// BenchmarkWindowSnapshotUnique snapshots a 100k-row window whose id and
+// ts are new at every row and whose group repeats: what a discovery's
+// snapshot costs when columns are near-unique (their dictionaries found
+// at the snapshot) against dictionary columns.
+func BenchmarkWindowSnapshotUnique(b *testing.B) {
+	const rows = 100_000
+	w := NewWindow(rows, 0)
+	var r decode.FlatRecord
+	for i := range rows + rows/10 {
+		r.Reset()
+		r.AddString("id", fmt.Sprintf("%08x-71a5-448f-2510-90451bdd5b95", i))
+		r.AddString("ts", time.Unix(int64(i), 0).UTC().Format(time.RFC3339))
+		r.AddString("group", strconv.Itoa(i%10))
+		w.Append(RowMeta{Offset: int64(i)}, &r)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = w.Snapshot()
+	}
+}
+
 // BenchmarkWindowFill1M fills a 1M-row, 6-column window and reports the live
 // heap it holds: payroll-like columns (low and medium cardinality) and the
 // worst case of 6 columns of values unique to each row.
@@ -621,6 +683,7 @@ func FuzzWindowAppend(f *testing.F) {
 			interval = time.Duration(in[1]%8+1) * time.Second
 		}
 		w := NewWindow(size, interval)
+		w.SetTuning(testTunings[int(in[1]>>1)%len(testTunings)].t)
 		w.timeBlock = 2
 		m := &modelWindow{size: size, interval: interval, last: map[int32]int64{}}
 		offsets := map[int32]int64{}
@@ -676,5 +739,86 @@ func TestHashValueSpreads(t *testing.T) {
 	want := slots * (1 - math.Exp(-float64(n)/slots))
 	if math.Abs(float64(used)-want) > 0.02*want {
 		t.Fatalf("%d of %d home slots used, a random hash uses about %.0f", used, slots, want)
+	}
+}
+
+// TestWindowNearUnique fills a window with a unique id, a repeated
+// group and, later, ids that repeat: the id column becomes near-unique
+// at the default tuning, its snapshot still holds each value once (a
+// repeated id is one dictionary entry that both rows' codes name), and it
+// goes back to a dictionary once a count finds its values repeating.
+func TestWindowNearUnique(t *testing.T) {
+	t.Parallel()
+	const size = 20_000
+	w := NewWindow(size, 0)
+	for i := range size {
+		id := "ev-" + strconv.Itoa(i)
+		if i == size-1 {
+			id = "ev-7" // a duplicated record's id
+		}
+		w.Append(RowMeta{Offset: int64(i)}, rec("id", id, "group", strconv.Itoa(i%10)))
+	}
+	id, group := w.cols[w.colIndex["id"]], w.cols[w.colIndex["group"]]
+	if !id.unique || group.unique {
+		t.Fatalf("near-unique: id %v, group %v; want true, false", id.unique, group.unique)
+	}
+	if len(id.dict) != 0 || id.index.Len() != 0 {
+		t.Fatalf("near-unique id keeps a dictionary of %d values, index %d", len(id.dict), id.index.Len())
+	}
+	s := w.Snapshot()
+	dc := s.Columns()[s.byName["id"]]
+	if len(dc.Dict) != size-1 || dc.Codes[7] != dc.Codes[size-1] || dc.Dict[dc.Codes[7]-1] != "ev-7" {
+		t.Fatalf("snapshot of the near-unique id: %d values, codes of ev-7 %d and %d", len(dc.Dict), dc.Codes[7], dc.Codes[size-1])
+	}
+	// Ids that repeat, 10 values: counted once a window's worth of them
+	// came (no snapshot taken).
+	for i := size; i < 3*size; i++ {
+		if i == 2*size {
+			if chunks := len(id.arena.chunks); chunks > 1+size*8/arenaChunkBytes+1 {
+				t.Fatalf("%d arena chunks held for %d rows", chunks, size)
+			}
+		}
+		w.Append(RowMeta{Offset: int64(i)}, rec("id", "ev-"+strconv.Itoa(i%10), "group", "g"))
+	}
+	if id.unique {
+		t.Fatal("id still near-unique after a window of 10 values")
+	}
+	s = w.Snapshot()
+	if got := len(s.Columns()[s.byName["id"]].Dict); got != 10 {
+		t.Fatalf("id has %d values after going back to a dictionary, want 10", got)
+	}
+}
+
+// TestWindowAppendNearUniqueAllocs: appending rows whose id is new at
+// every row to a near-unique column allocates only the arena's chunks
+// (one per arenaChunkBytes of values) and the table of a count of its
+// values once a window's worth of rows came, not per row.
+func TestWindowAppendNearUniqueAllocs(t *testing.T) {
+	w := NewWindow(1000, 0)
+	w.SetTuning(Tuning{UniqueRatio: 0.5, UniqueMinRows: 100, DictRatio: 0.25, DecideEvery: 100})
+	recs := make([]*decode.FlatRecord, 4096)
+	for i := range recs {
+		recs[i] = rec("id", fmt.Sprintf("%016d", i), "group", strconv.Itoa(i%10))
+	}
+	off := int64(0)
+	for range 2000 {
+		off++
+		w.Append(RowMeta{Offset: off}, recs[off%4096])
+	}
+	if !w.cols[w.colIndex["id"]].unique {
+		t.Fatal("id is not near-unique")
+	}
+	const rows = 4096
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range rows {
+		off++
+		w.Append(RowMeta{Offset: off}, recs[off%4096])
+	}
+	runtime.ReadMemStats(&after)
+	// 16-byte ids: a chunk every 4,096 rows, the chunks slice's growth
+	// and a count every 1,000 rows.
+	if n := after.Mallocs - before.Mallocs; n > 2+rows/1000+rows*16/arenaChunkBytes {
+		t.Fatalf("%d allocations for %d appends of new ids", n, rows)
 	}
 }

@@ -22,8 +22,29 @@ import (
 // window code that the window has since freed and reused for another value
 // while the checker's engine still holds rows with the old one. Jobs made
 // over several slides and applied only then give every dependency the
-// removals a full validation of the window gives.
+// removals a full validation of the window gives, whether the window
+// keeps columns in dictionaries or near-unique (codes that are row
+// positions, strings over its arena; forced), or switches between the two.
 func TestCheckerBehindWindow(t *testing.T) {
+	t.Parallel()
+	for _, tu := range []struct {
+		name string
+		t    window.Tuning
+	}{
+		{"default", window.DefaultTuning()},
+		{"unique", window.Tuning{UniqueRatio: 0, UniqueMinRows: 1, DecideEvery: 1}},
+		{"flip", window.Tuning{UniqueRatio: 0, UniqueMinRows: 1, DictRatio: 2, DecideEvery: 7}},
+	} {
+		t.Run(tu.name, func(t *testing.T) {
+			t.Parallel()
+			checkerBehindWindow(t, tu.t)
+		})
+	}
+}
+
+// checkerBehindWindow is one run of TestCheckerBehindWindow, the window
+// tuned by tune.
+func checkerBehindWindow(t *testing.T, tune window.Tuning) {
 	const size, every, lag = 40, 5, 6 // jobs applied lag at a time
 	deps := []discovery.Dependency{
 		mustDep(t, "{}: [] -> a"), mustDep(t, "{k}: [] -> a"), mustDep(t, "{a}: [] -> k"),
@@ -31,6 +52,7 @@ func TestCheckerBehindWindow(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(11, 12))
 	w := window.NewWindow(size, 0)
+	w.SetTuning(tune)
 	var feed Cursor
 	c := &Checker{}
 	var jobs []*Delta

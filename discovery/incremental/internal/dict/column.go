@@ -313,10 +313,19 @@ func numberBits(v string) uint64 {
 const floatLetters = "+-._abcdefABCDEFpPxXiInNtTyY"
 
 // mayBeNumber is false when v has a byte no number has (a timestamp's
-// colon, a word's letters), so that ParseFloat cannot accept it.
+// colon, a word's letters) or a sign where no number has one (only first
+// or after an exponent's e or p: not in a date, a UUID or a phone number),
+// so that ParseFloat cannot accept it.
 func mayBeNumber(v string) bool {
 	for i := 0; i < len(v); i++ {
-		if b := v[i]; (b < '0' || b > '9') && strings.IndexByte(floatLetters, b) < 0 {
+		b := v[i]
+		if b >= '0' && b <= '9' {
+			continue
+		}
+		if strings.IndexByte(floatLetters, b) < 0 {
+			return false
+		}
+		if (b == '-' || b == '+') && i > 0 && strings.IndexByte("eEpP", v[i-1]) < 0 {
 			return false
 		}
 	}
@@ -324,12 +333,37 @@ func mayBeNumber(v string) bool {
 }
 
 // Intern returns the code of v, taking a reference.
-func (c *Column) Intern(v string) uint32 {
-	code, h := c.index.Lookup(c.Vals, v)
-	if code != 0 {
+func (c *Column) Intern(v string) uint32 { return c.intern(v, prepared{}) }
+
+// prepared is what InternCodedRun works out ahead for a value its hint
+// misses: its index hash and its number's order bits (numberBits).
+type prepared struct {
+	h  uint32
+	b  uint64
+	ok bool
+}
+
+// intern is Intern with v's hash and bits when p has them.
+func (c *Column) intern(v string, p prepared) uint32 {
+	h := p.h
+	if !p.ok {
+		h = c.index.HashString(v)
+	}
+	if code := c.index.LookupHash(c.Vals, v, h); code != 0 {
 		c.Ref(code)
 		return code
 	}
+	b := p.b
+	if !p.ok {
+		b = numberBits(v)
+	}
+	return c.add(v, h, b)
+}
+
+// add makes v, not in the dictionary, a code (with index hash h and
+// number bits b), taking a reference.
+func (c *Column) add(v string, h uint32, b uint64) uint32 {
+	var code uint32
 	if k := len(c.free); k > 0 {
 		code = c.free[k-1]
 		c.free = c.free[:k-1]
@@ -343,7 +377,6 @@ func (c *Column) Intern(v string) uint32 {
 		c.tgrp = append(c.tgrp, 0)
 		code = uint32(len(c.Vals))
 	}
-	b := numberBits(v)
 	c.bits[code-1], c.ngrp[code-1], c.tgrp[code-1] = b, 0, 0
 	if b != 0 {
 		c.ngrp[code-1] = c.nums.ref(b)
@@ -366,9 +399,12 @@ const NoHint = ^uint32(0)
 // (AppendCoded; NoHint = none): the code k last stood for is taken again when
 // it still holds v itself (Holds), without hashing v; otherwise v is
 // interned by hash and k hinted to its code.
-func (c *Column) InternCoded(k uint32, v string) uint32 {
+func (c *Column) InternCoded(k uint32, v string) uint32 { return c.internCoded(k, v, prepared{}) }
+
+// internCoded is InternCoded with what p prepared of v.
+func (c *Column) internCoded(k uint32, v string, p prepared) uint32 {
 	if k == NoHint || k > c.tune.HintMax {
-		return c.Intern(v)
+		return c.intern(v, p)
 	}
 	if int(k) <= len(c.hint) {
 		if code := c.hint[k-1]; code != 0 && c.Holds(code, v) {
@@ -379,7 +415,7 @@ func (c *Column) InternCoded(k uint32, v string) uint32 {
 		// hint never shrinks, so what lies past its length is zero.
 		c.hint = slices.Grow(c.hint, int(k)-len(c.hint))[:k]
 	}
-	code := c.Intern(v)
+	code := c.intern(v, p)
 	c.hint[k-1] = code
 	// v may be a value the column holds in another string (it left the
 	// caller's dictionary, whose new string for it is v, while the engine

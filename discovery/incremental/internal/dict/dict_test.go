@@ -11,9 +11,10 @@ import (
 // string it rules out never parses.
 func TestMayBeNumber(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	alphabet := "0123456789" + floatLetters + " :TZz/gG,%"
+	alphabet := "0123456789" + floatLetters + "--++eEpP :TZz/gG,%"
 	fixed := []string{"1", "-0", "1e400", "0x1.8p3", "0x_1p0", "+Inf", "infinity", "NaN", ".5", "1_000",
-		"2024-01-01", "2024-01-01T10:00:00Z", "", " 1", "1,5", "abc"}
+		"2024-01-01", "2024-01-01T10:00:00Z", "", " 1", "1,5", "abc", "1e-5", "1E+5", "0x1p-2", "-Inf", "+1e-0",
+		"00000000-71a5-448f-2510-90451bdd5b95", "1-2", "1e5-2"}
 	for i := 0; i < 20000; i++ {
 		v := ""
 		if i < len(fixed) {
@@ -93,5 +94,57 @@ func TestU64MapMatchesMap(t *testing.T) {
 				t.Fatalf("step %d: a key never put is found", i)
 			}
 		}
+	}
+}
+
+// TestInternCodedRunMatchesOneByOne: a run interned with InternCodedRun
+// gives every value the code InternCoded one by one gives it, with caller
+// codes hinted, reused for other values, above HintMax, NULL, and values
+// given in other strings, releases and settles between runs.
+func TestInternCodedRunMatchesOneByOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	tune := DefaultTuning()
+	tune.HintMax = 40
+	run := NewColumn("x", 64, true, tune)
+	one := NewColumn("x", 64, true, tune)
+	pool := []string{"1", "1.0", "2", "a", "2024-01-01", "2024-01-01T00:00:00Z", "-3", "1e-2", "x-1", ""}
+	callerVals := map[uint32]string{}
+	for step := range 200 {
+		n := 1 + r.IntN(60)
+		const stride = 3
+		ks := make([]uint32, n*stride)
+		vs := make([]string, n*stride)
+		for j := range n {
+			k := uint32(r.IntN(50))
+			v := pool[r.IntN(len(pool))] + strconv.Itoa(r.IntN(3))
+			if old, ok := callerVals[k]; ok && r.IntN(3) > 0 {
+				v = old // the caller's own string again: the hint may hit
+			}
+			callerVals[k] = v
+			ks[j*stride], vs[j*stride] = k, v
+		}
+		first := uint32(r.IntN(64))
+		run.InternCodedRun(ks, vs, stride, n, first, 63)
+		for j := range n {
+			slot := (first + uint32(j)) & 63
+			want := uint32(0)
+			if k := ks[j*stride]; k != 0 {
+				want = one.InternCoded(k, vs[j*stride])
+			}
+			if got := run.Codes[slot]; got != want {
+				t.Fatalf("step %d value %d (%q, caller code %d): code %d, one by one %d", step, j, vs[j*stride], ks[j*stride], got, want)
+			}
+			one.Codes[slot] = want
+		}
+		// Release some of the codes and settle, on both alike.
+		for slot := range 64 {
+			if code := run.Codes[slot]; code != 0 && r.IntN(3) == 0 {
+				run.Release(code)
+				one.Release(one.Codes[slot])
+				run.Codes[slot], one.Codes[slot] = 0, 0
+			}
+		}
+		run.Settle()
+		one.Settle()
 	}
 }
