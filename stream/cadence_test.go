@@ -250,10 +250,11 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 		if !due {
 			continue
 		}
-		if d, ok := eval.MergedAt(end, cadWindow, cadEvery, cadDiscoverEvery); mode != sequential && ok && d+1 != cadWindow {
+		if d, ok := eval.MergedAt(end, cadWindow, cadEvery, cadDiscoverEvery); mode != sequential && ok {
 			// Discovery has until its merge point: the check of window
-			// end + DiscoverEvery (the first full window's, merged into
-			// the next check, is waited for there by the pacer).
+			// end + DiscoverEvery (the next check for the first full
+			// window's), which the consumer holds until it ends
+			// (awaitDiscovery).
 			testkit.Eventually(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
 		}
 		pausing := mode == paused && end >= cadWindow-1+cadEvery && isDiscoveryEnd(end-cadEvery) && end-cadEvery+1 != cadWindow
