@@ -102,12 +102,7 @@ func (c *cadenceRun) next() (uint64, bool) {
 func (c *cadenceRun) discoveryDone(end uint64) bool {
 	c.s.mb.mu.Lock()
 	defer c.s.mb.mu.Unlock()
-	for _, d := range c.s.mb.feed.done {
-		if d.endSeq == end {
-			return true
-		}
-	}
-	return false
+	return c.s.mb.feed.done.Has(end)
 }
 
 // waitChecked waits until the check of the window ending at end is saved.
