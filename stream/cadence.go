@@ -26,7 +26,7 @@ import (
 // Window + DiscoverEvery records besides the batches not yet checked), and
 // a restart (restoreCadence) dispatches again what a crash lost (the
 // package doc, "Delivery guarantees", says with which events; with auto,
-// the pacer starts over). Starting the checker over at fixed points would
+// a discovery of the saved check's window). Starting the checker over at fixed points would
 // make a restart's errors equal to the uninterrupted run's too, at the
 // cost of a full count every DiscoverEvery records on the check path.
 

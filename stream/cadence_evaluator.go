@@ -131,7 +131,7 @@ func (s *evaluator) mergeFound(ctx context.Context) error {
 		return err
 	}
 	s.log.Debug("discovery merged on the last check's window", "window_end", job.endSeq, "events", len(out.Events))
-	return s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, gen: job.gen}, out)
+	return s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay, gen: job.gen}, out)
 }
 
 // dueDiscovery takes the discovery results due at window endSeq (finished,
