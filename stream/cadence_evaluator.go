@@ -92,7 +92,8 @@ func (s *evaluator) runCheck(ctx context.Context, c *eval.Checker, job *checkJob
 	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay, gen: job.gen}, out); err != nil {
 		return err
 	}
-	s.last = job
+	last := *job
+	last.delta, s.last = nil, &last // its rows are the checker's now
 	d := time.Since(start)
 	s.observeEval(d, out.Result)
 	s.m.metrics.LastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
@@ -119,7 +120,8 @@ func (s *evaluator) mergeFound(ctx context.Context) error {
 	s.mb.mu.Lock()
 	if len(s.mb.feed.checks) == 0 {
 		if f := s.mb.feed.done.Overdue(job.endSeq); f != nil {
-			merge = &f.Outcome
+			o := f.Outcome // f points into the list, which changes under mb.mu
+			merge = &o
 		}
 	}
 	s.mb.mu.Unlock()
