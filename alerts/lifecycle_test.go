@@ -205,6 +205,39 @@ func TestTrackerDiscoveredIsItsWindows(t *testing.T) {
 	}
 }
 
+// TestTrackerObserveFound: a discovery merged on the window observed last
+// (it ended after that window's check) proposes its new rules there and
+// discovers them when due; the tracked rules and the other candidates,
+// observed on that window already, do not move, and any other window is
+// ignored.
+func TestTrackerObserveFound(t *testing.T) {
+	tr := NewTracker(Config{Epsilon: 0.1, K: 1, DiscoverAfter: 2, MinStrength: 0.5})
+	a, b, c := testDeps["A"], testDeps["B"], testDeps["C"]
+	tr.Observe(testWindow(1), []Observation{ob{e: 0, min: true, s: 0.9}.observation(a), ob{e: 0.01, min: true, s: 0.9}.observation(c)})
+	evs := tr.ObserveCheck(testWindow(2), []Observation{ob{e: 0.3}.observation(a), ob{e: 0.01, s: 0.3, rated: true}.observation(c)})
+	if got := summary(evs); len(got) != 0 {
+		t.Fatalf("window 2: %v, want none (A broke, C weak)", got)
+	}
+	if got := summary(tr.ObserveFound(testWindow(3), []Observation{ob{e: 0, min: true, s: 0.9, rated: true}.observation(b)})); len(got) != 0 {
+		t.Fatalf("a window not observed: %v, want it ignored", got)
+	}
+	// Window 2 again: B is new, rated reliable there, so discovered (the
+	// discovery's window and this one); A and C, dropped there, are
+	// proposed again and fail on the same measures.
+	found := []Observation{ob{e: 0.3, min: true, s: 0.9}.observation(a), ob{e: 0, min: true, s: 0.9, rated: true}.observation(b),
+		ob{e: 0.01, min: true, s: 0.3, rated: true}.observation(c)} // window 2's measures
+	if got := summary(tr.ObserveFound(testWindow(2), found)); !slices.Equal(got, []string{"discovered:B"}) {
+		t.Fatalf("found on window 2: %v, want discovered:B", got)
+	}
+	if tracked := tr.Tracked(); len(tracked) != 1 || DependencyID(tracked[0]) != DependencyID(b) {
+		t.Fatalf("tracked %v, want B only (A and C candidates dropped at window 2)", tracked)
+	}
+	// Found again: B is tracked now, nothing happens.
+	if got := summary(tr.ObserveFound(testWindow(2), found)); len(got) != 0 {
+		t.Fatalf("found twice: %v, want none", got)
+	}
+}
+
 // TestTrackerChangedEvent: the changed event's Change, its JSON and text.
 func TestTrackerChangedEvent(t *testing.T) {
 	tr := NewTracker(Config{Stream: "flights", Epsilon: 0.05, K: 1})

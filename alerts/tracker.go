@@ -210,7 +210,8 @@ type candidate struct {
 // check that merges the discovery of an earlier window (Minimal, and the
 // strengths of the rules it found, are that discovery's; an observation the
 // caller rated says so, Observation.Rated); ObserveCheck, a check without
-// discovery. Before observing a check, the caller asks Needs what to
+// discovery. ObserveFound adds to the window observed last the new rules
+// of a discovery that ended after its check (see it). Before observing a check, the caller asks Needs what to
 // measure besides the counts: the strength of candidates and of tracked
 // rules a merged discovery did not find, the mapping of FDs that may come
 // back. Watched lists what to count: the tracked rules and the candidates.
@@ -485,6 +486,37 @@ func (t *Tracker) ObserveCheck(w WindowInfo, obs []Observation) []Event {
 	return t.observe(w, obs, Checked)
 }
 
+// ObserveFound feeds, for the window observed last (w.EndSeq is its),
+// the rules a discovery newly proposes when that discovery ended after
+// the check that was to merge it and no check came since: the rules
+// neither tracked nor candidates, counted on that window, with Minimal and
+// strengths as for ObserveMerge. They become candidates as at a merge
+// (the discovery's window and this one held) and are discovered here when
+// due, so a finished discovery's rules are tracked without waiting for
+// the next record. Nothing else changes: the tracked rules and the other
+// candidates were observed on this window already (nothing counts twice),
+// and the next check merges the discovery as usual (ObserveMerge: what it
+// says of the tracked rules). Any other window, and every other
+// observation, is ignored.
+func (t *Tracker) ObserveFound(w WindowInfo, obs []Observation) []Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.init()
+	if !t.observed || w.EndSeq != t.lastSeq {
+		return nil
+	}
+	fresh := make([]Observation, 0, len(obs))
+	for _, o := range obs {
+		id := DependencyID(o.Dependency)
+		if t.entries[id] == nil && t.pending[id] == nil {
+			fresh = append(fresh, o)
+		}
+	}
+	ids, byID := indexObservations(fresh)
+	events, _ := t.advanceAll(w, t.lastMargin, fresh, ids, byID, Merged)
+	return events
+}
+
 // Need is what the tracker asks the caller to measure on a window besides
 // a watched dependency's count (see Needs).
 type Need struct {
@@ -747,6 +779,22 @@ func (t *Tracker) crossed(e *entry, beyond bool, prev float64) bool {
 // reliable in this one is tracked (evicting one when MaxTracked is
 // reached) with a discovered event; one that fails a window is dropped.
 func (t *Tracker) admit(w WindowInfo, m float64, obs []Observation, ids []string, byID map[string]int, src Source) []Event {
+	events, seen := t.advanceAll(w, m, obs, ids, byID, src)
+	if src == Checked {
+		return events // a check that did not count a candidate leaves it
+	}
+	for id := range t.pending {
+		if !seen[id] {
+			delete(t.pending, id)
+		}
+	}
+	return events
+}
+
+// advanceAll is admit's part per observation: it moves each observed
+// candidate on (a new one when a discovery found it), and returns the
+// events and the candidates kept.
+func (t *Tracker) advanceAll(w WindowInfo, m float64, obs []Observation, ids []string, byID map[string]int, src Source) ([]Event, map[string]bool) {
 	var events []Event
 	seen := make(map[string]bool, len(obs))
 	for i, o := range obs {
@@ -779,15 +827,7 @@ func (t *Tracker) admit(w WindowInfo, m float64, obs []Observation, ids []string
 		delete(t.pending, id)
 		events = append(events, t.track(id, c, o, w, m))
 	}
-	if src == Checked {
-		return events // a check that did not count a candidate leaves it
-	}
-	for id := range t.pending {
-		if !seen[id] {
-			delete(t.pending, id)
-		}
-	}
-	return events
+	return events, seen
 }
 
 // candidateFor is id's candidate: the pending one, or a new one when a

@@ -2,7 +2,6 @@ package stream
 
 import (
 	"context"
-	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/stream/internal/eval"
@@ -27,7 +26,7 @@ import (
 // Window + DiscoverEvery records besides the batches not yet checked), and
 // a restart (restoreCadence) dispatches again what a crash lost (the
 // package doc, "Delivery guarantees", says with which events; with auto,
-// the pacer starts over). Starting the checker over at fixed points would
+// a discovery of the saved check's window). Starting the checker over at fixed points would
 // make a restart's errors equal to the uninterrupted run's too, at the
 // cost of a full count every DiscoverEvery records on the check path.
 
@@ -64,16 +63,6 @@ type discoveryJob struct {
 	mergeAt uint64 // merged into the first check at or past it (pace.Pacer.MergeAt)
 }
 
-// discoveryDone is a discovery's result, to be merged into the check of
-// window mergeAt (or the first after it).
-type discoveryDone struct {
-	endSeq, mergeAt uint64
-	outcome         eval.DiscoveryOutcome
-	took            time.Duration
-	// held is the part of took its workers waited at the check gate.
-	held time.Duration
-}
-
 // cadenceFeed is the two-cadence part of the mailbox: the queues between
 // the consumer (which fills checks and discs), the evaluator (which takes
 // checks, asks for a resync and merges done) and the discoverer (which
@@ -89,7 +78,7 @@ type cadenceFeed struct {
 	// discs are the discoveries waiting to run, oldest first: at most one
 	// live one (a newer one replaces it) after the re-runs.
 	discs []*discoveryJob
-	done  []discoveryDone
+	done  eval.FinishedList
 	// rerun are the window ends of discoveries the check at end +
 	// DiscoverEvery waits for: the re-run ones (and with inOrder all),
 	// until they are merged.

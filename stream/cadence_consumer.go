@@ -128,7 +128,9 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
 // after the last saved one (replayed, none coalesced), and every discovery
 // whose result is not merged yet (the last one started at or before the
 // saved check (saved, the evaluation the store holds), and any started
-// after it), each merged at its own point.
+// after it), each merged at its own point. With auto, whose starts depend
+// on time, a discovery of the saved check's window is run instead (the
+// pacer's first start), merged into the first check after it ends.
 // The events and ids are then those of an uninterrupted run; the first
 // replayed check counts every dependency exactly, where the uninterrupted
 // run may have kept a skipped one's last exact count (the errors an event
@@ -141,7 +143,13 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 		s.dispatchCheck(endSeq, true)
 		return
 	}
-	if s.cfg.autoDiscover || !s.cfg.discoveryPoint(endSeq) {
+	if s.cfg.autoDiscover {
+		if endSeq == saved.end { // the one a crash may have lost, on the saved check's window
+			s.dispatchDiscovery(endSeq, false, 0)
+		}
+		return
+	}
+	if !s.cfg.discoveryPoint(endSeq) {
 		return
 	}
 	s.mb.mu.Lock()

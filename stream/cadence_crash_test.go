@@ -3,9 +3,12 @@ package stream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +16,9 @@ import (
 	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/state"
+	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/odwatch/odwatch/stream/internal/eval"
+	"github.com/odwatch/odwatch/stream/window"
 )
 
 // Two-cadence crash test parameters: one partition (the same window in
@@ -240,4 +245,85 @@ func topicEvents(t *testing.T, addr, topic string) []alerts.Event {
 		out = append(out, e)
 	}
 	return out
+}
+
+// TestAutoRestartRerunsDiscovery: with discover-every auto, a restart runs
+// at once a discovery of the saved check's window, the one a crash may have
+// lost (the pacer's starts depend on time, so which one it was is not
+// known), merged into the first check after it ends, rather than starting
+// the pacer over at the first check after the restart (a check, and a
+// discovery's run, later). The store holds 25 records and the check of
+// window 19 (window 10, every 5); the check of 24, lost, is replayed.
+func TestAutoRestartRerunsDiscovery(t *testing.T) {
+	t.Parallel()
+	m := offlineMonitorWith(t, StreamConfig{Topic: "ar", Window: 10, Every: 5, DiscoverEvery: AutoDiscoverEvery, Epsilon: 0.01},
+		Options{Sinks: []alerts.Sink{&collectSink{}}})
+	c := &state.Commit{Stream: "ar", NextOffset: map[int32]int64{0: 25}, NextSeq: 25}
+	var rec decode.FlatRecord
+	for o := int64(0); o < 25; o++ {
+		rec.Reset()
+		rec.AddString("a", strconv.FormatInt(o%3, 10))
+		rec.AddString("b", strconv.FormatInt(2*(o%3), 10))
+		rec.AddString("c", strconv.FormatInt(o, 10))
+		c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
+	}
+	if err := m.store.Apply(c); err != nil {
+		t.Fatal(err)
+	}
+	tracker, err := alerts.NewTracker(alerts.Config{Stream: "ar", Epsilon: 0.01}).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.store.SaveEvaluation(&state.Evaluation{Stream: "ar", WindowEnd: 19, TrackerState: tracker}); err != nil {
+		t.Fatal(err)
+	}
+	s := m.streams[0]
+	if err := s.restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.mb.mu.Lock()
+	var queued []string
+	for _, j := range s.mb.feed.discs {
+		queued = append(queued, fmt.Sprintf("%d merged at %d", j.endSeq, j.mergeAt))
+	}
+	s.mb.mu.Unlock()
+	if !slices.Equal(queued, []string{"19 merged at 24"}) {
+		t.Fatalf("discoveries queued by the restart: %v, want the saved check's window's, merged at the next check", queued)
+	}
+	var mu sync.Mutex
+	merged := map[uint64]bool{}
+	m.testHooks().afterCheck = func(end uint64, out *eval.Outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		merged[end] = out.Merged
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.eval.run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	testkit.Eventually(t, 30*time.Second, "the replayed check saved and the discovery ended", func() bool {
+		s.mb.mu.Lock()
+		defer s.mb.mu.Unlock()
+		return s.evaluated.Load() == 25 && (s.mb.feed.done.Has(19) || merged[24])
+	})
+	// The first check after it merges it (no new discovery started meanwhile).
+	for seq := uint64(25); seq < 30; seq++ {
+		rec.Reset()
+		rec.AddString("a", strconv.FormatUint(seq%3, 10))
+		rec.AddString("b", strconv.FormatUint(2*(seq%3), 10))
+		rec.AddString("c", strconv.FormatUint(seq, 10))
+		s.win.Append(window.RowMeta{Partition: 0, Offset: int64(seq), Seq: seq, Time: time.Unix(int64(seq), 0)}, &rec)
+	}
+	s.dispatch(29)
+	testkit.Eventually(t, 30*time.Second, "check of window 29 saved", func() bool { return s.evaluated.Load() == 30 })
+	mu.Lock()
+	defer mu.Unlock()
+	if !merged[24] && !merged[29] {
+		t.Fatalf("merged at 24 %v, at 29 %v: want the discovery of window 19 merged at one of them", merged[24], merged[29])
+	}
 }

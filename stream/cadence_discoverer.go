@@ -88,11 +88,11 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	}()
 	s.m.hooks.discoveryStarts(dctx, job.endSeq)
 	start, waited := time.Now(), s.mb.feed.gate.Waited()
-	done := discoveryDone{endSeq: job.endSeq, mergeAt: job.mergeAt}
+	done := eval.Finished{EndSeq: job.endSeq, MergeAt: job.mergeAt}
 	workers := eval.DiscoveryWorkers()
 	env := eval.Env{Name: s.name, Cfg: s.cfg.evalConfig(), Log: s.log, Pause: s.pauseDiscovery, Workers: workers}
 	var err error
-	done.outcome, err = env.DiscoverSnapshot(dctx, job.snap, job.endSeq)
+	done.Outcome, err = env.DiscoverSnapshot(dctx, job.snap, job.endSeq)
 	switch {
 	case ctx.Err() != nil:
 		return false
@@ -107,20 +107,21 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 		s.mb.mu.Unlock()
 		return true
 	}
-	done.took = time.Since(start)
-	s.m.metrics.DiscDuration.WithLabelValues(s.name).Observe(done.took.Seconds())
+	done.Took = time.Since(start)
+	s.m.metrics.DiscDuration.WithLabelValues(s.name).Observe(done.Took.Seconds())
 	s.m.metrics.Discoveries.WithLabelValues(s.name, "ok").Inc()
-	done.held = time.Duration(s.mb.feed.gate.Waited() - waited)
+	done.Held = time.Duration(s.mb.feed.gate.Waited() - waited)
 	// The worker time not spent waiting at the gate: at most the CPU it used.
-	cost := max(0, done.took*time.Duration(workers)-done.held)
-	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.took.Seconds(), "held_s", done.held.Seconds(),
-		"cost_s", cost.Seconds(), "found", len(done.outcome.Results), "merged_at", job.mergeAt, "rerun", job.rerun)
+	cost := max(0, done.Took*time.Duration(workers)-done.Held)
+	s.log.Debug("discovery done", "window_end", job.endSeq, "seconds", done.Took.Seconds(), "held_s", done.Held.Seconds(),
+		"cost_s", cost.Seconds(), "found", len(done.Outcome.Results), "merged_at", job.mergeAt, "rerun", job.rerun)
 	s.mb.mu.Lock()
 	if job.gen == s.mb.gen.Load() {
 		s.mb.feed.done = append(s.mb.feed.done, done)
 		s.ended(job, cost, true)
 	}
 	s.mb.mu.Unlock()
+	s.mb.notify() // the evaluator merges it now when it is overdue (mergeFound)
 	return true
 }
 

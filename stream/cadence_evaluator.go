@@ -1,9 +1,7 @@
 package stream
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/odwatch/odwatch/stream/internal/eval"
@@ -21,10 +19,7 @@ func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
 	f := &s.mb.feed
 	for {
 		s.mb.mu.Lock()
-		wait := f.rerun[start]
-		if wait && slices.ContainsFunc(f.done, func(d discoveryDone) bool { return d.endSeq == start }) {
-			wait = false
-		}
+		wait := f.rerun[start] && !f.done.Has(start)
 		if !wait {
 			delete(f.rerun, start)
 		}
@@ -97,6 +92,8 @@ func (s *evaluator) runCheck(ctx context.Context, c *eval.Checker, job *checkJob
 	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay, gen: job.gen}, out); err != nil {
 		return err
 	}
+	last := *job
+	last.delta, s.last = nil, &last // its rows are the checker's now
 	d := time.Since(start)
 	s.observeEval(d, out.Result)
 	s.m.metrics.LastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)
@@ -109,33 +106,58 @@ func (s *evaluator) runCheck(ctx context.Context, c *eval.Checker, job *checkJob
 	return nil
 }
 
+// mergeFound merges on the last check's window the new rules of a
+// discovery that ended after that check passed its merge point, when no
+// check is queued (eval.Env.MergeFound), so that a finished discovery's
+// rules are tracked without waiting for the next record; the next check
+// merges it as usual. The checker still holds that window.
+func (s *evaluator) mergeFound(ctx context.Context) error {
+	job := s.last
+	if job == nil || job.gen != s.mb.gen.Load() {
+		return nil
+	}
+	var merge *eval.DiscoveryOutcome
+	s.mb.mu.Lock()
+	if len(s.mb.feed.checks) == 0 {
+		if f := s.mb.feed.done.Overdue(job.endSeq); f != nil {
+			o := f.Outcome // f points into the list, which changes under mb.mu
+			merge = &o
+		}
+	}
+	s.mb.mu.Unlock()
+	if merge == nil {
+		return nil
+	}
+	out, err := s.env().MergeFound(ctx, &s.chk, job.info, merge)
+	if err != nil || out.Checked == 0 {
+		return err
+	}
+	s.log.Debug("discovery merged on the last check's window", "window_end", job.endSeq, "events", len(out.Events))
+	return s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay, gen: job.gen}, out)
+}
+
 // dueDiscovery takes the discovery results due at window endSeq (finished,
-// their merge point at or before it: discoveryDone.mergeAt) and returns
+// their merge point at or before it: eval.FinishedList.Due) and returns
 // the newest; older due ones are dropped unmerged. One merged past the
 // latest point (DiscoverEvery records after its window: after a restart)
 // is counted late.
-func (s *evaluator) dueDiscovery(endSeq uint64) (discoveryDone, bool) {
+func (s *evaluator) dueDiscovery(endSeq uint64) (eval.Finished, bool) {
 	s.mb.mu.Lock()
-	defer s.mb.mu.Unlock()
-	var due discoveryDone
-	found := false
-	kept := s.mb.feed.done[:0]
-	for _, d := range s.mb.feed.done {
-		if d.mergeAt <= endSeq {
-			delete(s.mb.feed.rerun, d.endSeq)
-			if found {
-				s.log.Warn("discovery result superseded before it was merged", "window_end", due.endSeq)
-			}
-			due, found = d, true
-			continue
-		}
-		kept = append(kept, d)
+	due, superseded, found := s.mb.feed.done.Due(endSeq)
+	for _, end := range superseded {
+		delete(s.mb.feed.rerun, end)
 	}
-	s.mb.feed.done = kept
-	if found && due.endSeq+uint64(s.cfg.DiscoverEvery) < endSeq {
+	if found {
+		delete(s.mb.feed.rerun, due.EndSeq)
+	}
+	s.mb.mu.Unlock()
+	if len(superseded) > 0 {
+		s.log.Warn("discovery result superseded before it was merged", "window_end", superseded)
+	}
+	if found && due.EndSeq+uint64(s.cfg.DiscoverEvery) < endSeq {
 		s.m.metrics.Discoveries.WithLabelValues(s.name, "late").Inc()
 		s.log.Warn("discovery merged late: it took longer than discover-every records",
-			"window_end", due.endSeq, "merged_at", endSeq, "seconds", due.took.Seconds(), "held_s", due.held.Seconds())
+			"window_end", due.EndSeq, "merged_at", endSeq, "seconds", due.Took.Seconds(), "held_s", due.Held.Seconds())
 	}
 	return due, found
 }
@@ -147,29 +169,17 @@ func (s *evaluator) check(ctx context.Context, c *eval.Checker, job *checkJob) (
 	done, merging := s.dueDiscovery(job.endSeq)
 	var merge *eval.DiscoveryOutcome
 	if merging {
-		merge = &done.outcome
+		merge = &done.Outcome
 	}
 	var pending []eval.Pending
 	if !s.m.hooks.unprepared() {
-		pending = s.pendingDiscoveries()
+		s.mb.mu.Lock()
+		pending = s.mb.feed.done.Pending()
+		s.mb.mu.Unlock()
 	}
 	out, err := s.env().CheckWindow(ctx, c, job.info, merge, pending)
 	if err == nil {
 		s.m.hooks.checkDone(job.endSeq, out)
 	}
 	return out, err
-}
-
-// pendingDiscoveries are the discovery results finished and not merged
-// yet, oldest first (after dueDiscovery took the due one: none is due).
-func (s *evaluator) pendingDiscoveries() []eval.Pending {
-	s.mb.mu.Lock()
-	defer s.mb.mu.Unlock()
-	done := slices.Clone(s.mb.feed.done)
-	slices.SortFunc(done, func(x, y discoveryDone) int { return cmp.Compare(x.endSeq, y.endSeq) })
-	out := make([]eval.Pending, len(done))
-	for i := range done {
-		out[i] = eval.Pending{EndSeq: done[i].endSeq, MergeAt: done[i].mergeAt, Outcome: &done[i].outcome}
-	}
-	return out
 }

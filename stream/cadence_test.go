@@ -102,12 +102,7 @@ func (c *cadenceRun) next() (uint64, bool) {
 func (c *cadenceRun) discoveryDone(end uint64) bool {
 	c.s.mb.mu.Lock()
 	defer c.s.mb.mu.Unlock()
-	for _, d := range c.s.mb.feed.done {
-		if d.endSeq == end {
-			return true
-		}
-	}
-	return false
+	return c.s.mb.feed.done.Has(end)
 }
 
 // waitChecked waits until the check of the window ending at end is saved.
@@ -250,10 +245,11 @@ func cadenceEventsWith(t *testing.T, mode int, set func(*hooks)) ([]alerts.Event
 		if !due {
 			continue
 		}
-		if d, ok := eval.MergedAt(end, cadWindow, cadEvery, cadDiscoverEvery); mode != sequential && ok && d+1 != cadWindow {
+		if d, ok := eval.MergedAt(end, cadWindow, cadEvery, cadDiscoverEvery); mode != sequential && ok {
 			// Discovery has until its merge point: the check of window
-			// end + DiscoverEvery (the first full window's, merged into
-			// the next check, is waited for there by the pacer).
+			// end + DiscoverEvery (the next check for the first full
+			// window's), which the consumer holds until it ends
+			// (awaitDiscovery).
 			testkit.Eventually(t, 60*time.Second, "discovery of "+strconv.FormatUint(d, 10), func() bool { return c.discoveryDone(d) })
 		}
 		pausing := mode == paused && end >= cadWindow-1+cadEvery && isDiscoveryEnd(end-cadEvery) && end-cadEvery+1 != cadWindow

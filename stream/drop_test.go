@@ -189,7 +189,7 @@ func (d *dropRun) checkDiscoveriesForgotten(t *testing.T) {
 	f := &c.s.mb.feed
 	var left []string
 	for _, r := range f.done {
-		left = append(left, fmt.Sprintf("discovery result %d", r.endSeq))
+		left = append(left, fmt.Sprintf("discovery result %d", r.EndSeq))
 	}
 	for _, j := range f.discs {
 		if j.endSeq < dropRetakeAt {

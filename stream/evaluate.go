@@ -167,8 +167,10 @@ type evaluator struct {
 	trackerEnd  uint64
 	hasTracker  bool
 	evaluations int
-	// chk is the checker of two cadences (runChecks).
-	chk eval.Checker
+	// chk is the checker of two cadences (runChecks), last the last check
+	// it recorded (mergeFound).
+	chk  eval.Checker
+	last *checkJob
 	// del is the stream's outbox delivery, a unit of its own on this
 	// goroutine (built at its first use: outbox).
 	del  *deliver.Outbox
@@ -301,18 +303,17 @@ func (e *evaluator) step(ctx context.Context, w work) error {
 			return err
 		}
 	}
-	if len(w.checks) == 0 {
-		return nil
+	if len(w.checks) > 0 {
+		if err := e.runChecks(ctx, &e.chk, w.checks); err != nil {
+			return err
+		}
+		e.mb.mu.Lock()
+		if len(e.mb.feed.checks) == 0 {
+			e.mb.feed.gate.SetChecks(false) // discovery may go on
+		}
+		e.mb.mu.Unlock()
 	}
-	if err := e.runChecks(ctx, &e.chk, w.checks); err != nil {
-		return err
-	}
-	e.mb.mu.Lock()
-	if len(e.mb.feed.checks) == 0 {
-		e.mb.feed.gate.SetChecks(false) // discovery may go on
-	}
-	e.mb.mu.Unlock()
-	return nil
+	return e.mergeFound(ctx)
 }
 
 func (s *evaluator) env() eval.Env {

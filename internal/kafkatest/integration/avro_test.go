@@ -46,12 +46,11 @@ func TestEndToEndAvro(t *testing.T) {
 		"--epsilon", "0.01")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	produceByWindow(t, p, "avro", len(msgs), 500, func(lo, hi int) {
-		if err := w.WriteMessages(ctx, msgs[lo:hi]...); err != nil {
-			t.Fatal(err)
-		}
-	})
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
 	w.Close()
+	waitEvaluated(t, p, "avro", len(msgs), 500)
 	checkPayrollEvents(t, c, p, "avro", func(recs []kcatRecord) []kcatRecord { return recs })
 }
 

@@ -55,9 +55,8 @@ func TestConfluentRegistry(t *testing.T) {
 		"--registry", reg.URL, "--events-topic", "events", "--events-registry", reg.URL,
 		"--group", "avro", "--state-dir", t.TempDir(), "--window", "500", "--every", "500", "--discover-every", "500",
 		"--epsilon", "0.01")
-	produceByWindow(t, p, "avro", len(files), 500, func(lo, hi int) {
-		kcatProduceFiles(t, c.Bootstrap(), "avro", "lz4", files[lo:hi])
-	})
+	kcatProduceFiles(t, c.Bootstrap(), "avro", "lz4", files)
+	waitEvaluated(t, p, "avro", len(files), 500)
 	eventsID := -1
 	checkPayrollEvents(t, c, p, "avro", func(recs []kcatRecord) []kcatRecord {
 		for i, r := range recs {

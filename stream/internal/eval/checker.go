@@ -296,6 +296,53 @@ func (e Env) CheckWindow(ctx context.Context, c *Checker, info alerts.WindowInfo
 	return out, nil
 }
 
+// MergeFound merges merge, a discovery that ended after the check that
+// was to merge it with no check since, into the checker's window (that
+// check's, info's) again: the rules it newly proposes are counted there
+// and observed as alerts.Tracker.ObserveFound says (the watched ones are
+// counted with them, so that the engine keeps their state, but not
+// observed again). The next check merges it as usual (CheckWindow). It
+// does nothing before the checker's first window.
+func (e Env) MergeFound(ctx context.Context, c *Checker, info alerts.WindowInfo, merge *DiscoveryOutcome) (*Outcome, error) {
+	watched := e.Tracker.Watched()
+	out := &Outcome{Info: info, Result: "ok", Tracked: len(watched), Found: len(merge.Found), Merged: true}
+	if c.eng == nil {
+		return out, nil
+	}
+	inDeps := make(map[string]bool, len(watched))
+	for _, d := range watched {
+		inDeps[alerts.DependencyID(d)] = true
+	}
+	fresh, ids := newlyMinimal(merge, e.Cfg.minScore(c.eng.Len()), inDeps)
+	if len(fresh) == 0 {
+		return out, nil
+	}
+	counted, _ := checkable(append(slices.Clip(watched), fresh...))
+	_, others := checkable(fresh)
+	res, _, err := e.count(c, counted, nil)
+	if err != nil {
+		return nil, err
+	}
+	isFresh := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		isFresh[id] = true
+	}
+	out.chk, out.Builds = newCheckSampler(c), c.eng.LastBuilds()
+	for _, o := range countedObservations(res, c.eng.Len()) {
+		if isFresh[alerts.DependencyID(o.Dependency)] {
+			out.Obs = append(out.Obs, o)
+		}
+	}
+	out.Obs = append(out.Obs, e.uncounted(ctx, out.chk, others)...)
+	for i := range out.Obs {
+		discoveryFacts(&out.Obs[i], merge)
+	}
+	e.measureNeeds(ctx, info, out.Obs, alerts.Merged, e.samplerTable(out.chk))
+	out.Events, out.Checked = e.Tracker.ObserveFound(info, out.Obs), len(out.Obs)
+	e.attachSamples(ctx, out, nil)
+	return out, nil
+}
+
 // countedObservations are the engine's counts res on a window of n
 // records as observations; a dependency a column of which left the
 // stream is not observed.

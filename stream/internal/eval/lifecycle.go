@@ -29,13 +29,18 @@ func MergeAt(end uint64, window, every, discoverEvery int) uint64 {
 
 // MergedAt is the window end of the discovery the check of the window
 // ending at endSeq merges (ok false when none can be): the inverse of
-// MergeAt.
+// MergeAt. The first full window's discovery is merged at the next check
+// only, not discoverEvery records after it too.
 func MergedAt(endSeq uint64, window, every, discoverEvery int) (start uint64, ok bool) {
 	if first := uint64(window - 1); MergeAt(first, window, every, discoverEvery) == endSeq {
 		return first, true
 	}
 	d := uint64(discoverEvery)
-	return endSeq - d, endSeq >= d && DiscoveryPoint(endSeq-d, window, discoverEvery)
+	if endSeq < d || !DiscoveryPoint(endSeq-d, window, discoverEvery) {
+		return 0, false
+	}
+	start = endSeq - d
+	return start, MergeAt(start, window, every, discoverEvery) == endSeq
 }
 
 // discoveryFacts sets on o what disc, the discovery of this window or a

@@ -13,8 +13,12 @@ import (
 )
 
 func TestMergeAt(t *testing.T) {
-	if _, ok := MergedAt(1499, 1000, 250, 1000); ok {
-		t.Error("MergedAt(1499): the check merges no discovery, want none")
+	// 1999: a discover-every after the first full window, whose discovery
+	// was merged at 1249.
+	for _, end := range []uint64{1499, 1999, 500} {
+		if start, ok := MergedAt(end, 1000, 250, 1000); ok {
+			t.Errorf("MergedAt(%d) = %d: the check merges no discovery, want none", end, start)
+		}
 	}
 	for _, tc := range []struct {
 		end, want uint64
