@@ -52,8 +52,14 @@ type latNode struct {
 	part    *validate.StrippedPartition
 	// evid is part restricted to the distinct records (part itself when
 	// every row is distinct): the evidence strengths and scores count.
-	evid  *validate.StrippedPartition
-	score float64
+	// It is built on first use (lattice.evidOf), under evidOnce: only the
+	// nodes whose dependencies are measured or listed need it.
+	evid     *validate.StrippedPartition
+	evidOnce sync.Once
+	// score is evid's Score, set with scored when a dependency of the
+	// node is recorded (serially, after the level's validations).
+	score  float64
+	scored bool
 	// ofdValid holds the A not in X with X: [] -> A valid; ofdExact those
 	// known to hold with e = 0 (only these may drive exact-only pruning).
 	ofdValid uint64
@@ -377,9 +383,6 @@ func (l *lattice) run(ctx context.Context) error {
 // newNode returns the context cols, with its OC bit sets allocated.
 func (l *lattice) newNode(cols []int, part *validate.StrippedPartition) *latNode {
 	n := &latNode{cols: cols, part: part, ocValid: make([]uint64, l.ocWords), ocRel: make([]uint64, l.ocWords)}
-	if part != nil {
-		n.evid = l.ev.of(part)
-	}
 	for _, c := range cols {
 		n.set |= 1 << c
 	}
@@ -423,7 +426,6 @@ func (l *lattice) buildPartitions(ctx context.Context, level []*latNode, k int) 
 			n.part = v.Product(p.part, q.part)
 		}
 		n.part.SortBySize()
-		n.evid = l.ev.of(n.part)
 	})
 }
 
@@ -454,9 +456,6 @@ func dropExactlyDetermined(level []*latNode) []*latNode {
 func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]found, error) {
 	l.level = k + 1
 	l.validated.Store(0)
-	for _, n := range level {
-		n.score = n.evid.Score()
-	}
 	// Tasks are generated node by node, the nodes with the most covered
 	// rows first, so that no worker is left with a big task at the end
 	// of the level while the others idle.
@@ -565,6 +564,7 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 			n.ofdRel |= 1 << task.a
 		}
 		if !task.inherited || reliable {
+			l.setScore(n)
 			levelFound = append(levelFound, found{node: n, kind: KindOFD, a: task.a, paper: !task.inherited,
 				removals: task.removals, strength: task.strength, sample: task.sample})
 		}
@@ -680,7 +680,7 @@ func (l *lattice) listingHopeless(n *latNode) bool {
 	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
 		return false
 	}
-	ev := n.evid
+	ev := l.evidOf(n)
 	return !l.ev.supported(ev) || validate.OCStrengthOf(ev.N, 0, float64(ev.Covered()-ev.NumClasses())) < l.opts.MinStrength
 }
 
@@ -827,12 +827,28 @@ func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
 			}
 			paper := task.paper && !task.inherited[pol]
 			if paper || reliable {
+				l.setScore(task.node)
 				levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, paper: paper,
 					removals: task.removals[pol], strength: task.strengths[pol], sample: task.samples[pol]})
 			}
 		}
 	}
 	return levelFound
+}
+
+// evidOf returns n's evidence partition, built on its first use; the
+// workers may call it concurrently, until n is retired.
+func (l *lattice) evidOf(n *latNode) *validate.StrippedPartition {
+	n.evidOnce.Do(func() { n.evid = l.ev.of(n.part) })
+	return n.evid
+}
+
+// setScore sets n's score from its evidence once one of its dependencies
+// is a result; recordOFDs and recordOCs call it, one at a time.
+func (l *lattice) setScore(n *latNode) {
+	if !n.scored {
+		n.score, n.scored = l.evidOf(n).Score(), true
+	}
 }
 
 // retire lets go what the previous level held once the current one is
@@ -884,14 +900,8 @@ func (l *lattice) ocMeasure(v *validate.Validator, n *latNode, a, b int, pol Pol
 	if m, ok := n.measures.Load(key); ok {
 		return m.(float64)
 	}
-	colA, colB := &l.t.Columns[a], &l.t.Columns[b]
 	ev, part, _ := l.evidenceFor(n, 1<<a|1<<b)
-	m := ev.ocMeasure(v, part, colA, colB, pol, removals, func(p *validate.StrippedPartition) int {
-		if l.opts.Validator == ValidatorIterative {
-			return v.OCRemovalsIterative(p, colA, colB, pol, -1)
-		}
-		return v.OCRemovals(p, colA, colB, pol, -1)
-	})
+	m := ev.ocMeasure(part, removals, ocCounts(v, &l.t.Columns[a], &l.t.Columns[b], pol, l.opts.Validator))
 	n.measures.Store(key, m)
 	return m
 }

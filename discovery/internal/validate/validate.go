@@ -174,28 +174,17 @@ const lazyMin = 256
 // bucket sorted just before the LNDS reads it, so the part of a class after
 // the budget runs out is never sorted.
 func (v *Validator) ocRemovals(p *StrippedPartition, a, b *table.Column, wantAsc, wantDesc bool, budget int) (asc, desc int) {
-	if b.Cardinality > a.Cardinality {
-		a, b = b, a
-	}
-	bitsA, bitsB := rankBits(a), rankBits(b)
-	mask := uint64(1)<<bitsB - 1
-	maxB := uint32(max(b.Cardinality-1, 0))
-	ar, br := a.Ranks, b.Ranks
-	order := v.largestFirst(p)
-	for _, i := range order {
+	oc := newOCColumns(a, b)
+	for _, i := range v.largestFirst(p) {
 		if !wantAsc && !wantDesc {
 			break
 		}
 		cls := p.Class(int(i))
-		if cap(v.keys) < len(cls) {
-			v.keys = make([]uint64, len(cls))
-			v.tmp = make([]uint64, len(cls))
-		}
 		remAsc, remDesc := -1, -1
 		if budget > 0 {
 			remAsc, remDesc = budget-asc, budget-desc
 		}
-		if constantIn(cls, ar) || constantIn(cls, br) {
+		if constantIn(cls, oc.ar) || constantIn(cls, oc.br) {
 			// No swap without two values of each: 0 removals for both
 			// polarities. Deep in the lattice many classes are like this,
 			// and a class that is not usually shows it at its second row.
@@ -203,46 +192,83 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *table.Column, wantAsc
 			continue
 		}
 		if budget != 0 && len(cls) <= smallClass {
-			da, dd := smallClassRemovals(cls, ar, br, bitsB, maxB)
+			da, dd := smallClassRemovals(cls, oc.ar, oc.br, oc.bitsB, oc.maxB)
 			asc += da
 			desc += dd
 			v.tick(len(cls))
-		} else if budget != 0 && (len(cls) >= lazyMin || bitsB <= 6) {
-			// lazyClass ticks bucket by bucket.
-			da, dd := v.lazyClass(cls, ar, br, a.Cardinality, bitsB, maxB, wantAsc, wantDesc, remAsc, remDesc)
-			asc += da
-			desc += dd
 		} else {
-			v.tick(len(cls))
-			keys := v.keys[:len(cls)]
-			for j, r := range cls {
-				keys[j] = uint64(ar[r])<<bitsB | uint64(br[r])
-			}
-			keys = sortKeys(keys, v.tmp[:len(cls)], bitsA+bitsB)
-			if wantAsc {
-				if budget == 0 {
-					asc += firstDecrease(keys, mask)
-				} else {
-					v.ascState.reset()
-					v.ascState.feedAsc(keys, mask, remAsc)
-					asc += v.ascState.removals()
-				}
-			}
-			if wantDesc {
-				if budget == 0 {
-					desc += firstIncreaseDesc(keys, bitsB, mask)
-				} else {
-					v.descState.reset()
-					v.descState.feedDesc(keys, bitsB, mask, maxB, remDesc)
-					desc += v.descState.removals()
-				}
-			}
+			da, dd := v.classRemovals(cls, &oc, wantAsc, wantDesc, remAsc, remDesc, budget == 0)
+			asc += da
+			desc += dd
 		}
 		if budget >= 0 && asc > budget {
 			wantAsc = false
 		}
 		if budget >= 0 && desc > budget {
 			wantDesc = false
+		}
+	}
+	return asc, desc
+}
+
+// ocColumns are the two columns of an OC as ocRemovals reads them: the
+// one with more ranks as the outer key a, with the widths of both.
+type ocColumns struct {
+	ar, br       []uint32
+	cardA        int
+	bitsA, bitsB uint
+	mask         uint64 // of B's bits in a key
+	maxB         uint32
+}
+
+// newOCColumns returns the ocColumns of A ~ B, swapped when B has more
+// ranks (the removals are the same: see ocRemovals).
+func newOCColumns(a, b *table.Column) ocColumns {
+	if b.Cardinality > a.Cardinality {
+		a, b = b, a
+	}
+	bitsB := rankBits(b)
+	return ocColumns{ar: a.Ranks, br: b.Ranks, cardA: a.Cardinality, bitsA: rankBits(a), bitsB: bitsB,
+		mask: uint64(1)<<bitsB - 1, maxB: uint32(max(b.Cardinality-1, 0))}
+}
+
+// classRemovals returns the removals of one class in the wanted
+// polarities (0 in the others) on ocRemovals' paths for classes above
+// smallClass (any class when first, the linear check for a first swap of
+// budget 0): lazyClass for large classes and for B of at most 64 ranks,
+// a sort of the keys otherwise. remAsc and remDesc >= 0 let it stop once
+// the removals exceed them.
+func (v *Validator) classRemovals(cls []uint32, oc *ocColumns, wantAsc, wantDesc bool, remAsc, remDesc int, first bool) (asc, desc int) {
+	if cap(v.keys) < len(cls) {
+		v.keys = make([]uint64, len(cls))
+		v.tmp = make([]uint64, len(cls))
+	}
+	if !first && (len(cls) >= lazyMin || oc.bitsB <= 6) {
+		// lazyClass ticks bucket by bucket.
+		return v.lazyClass(cls, oc.ar, oc.br, oc.cardA, oc.bitsB, oc.maxB, wantAsc, wantDesc, remAsc, remDesc)
+	}
+	v.tick(len(cls))
+	keys := v.keys[:len(cls)]
+	for j, r := range cls {
+		keys[j] = uint64(oc.ar[r])<<oc.bitsB | uint64(oc.br[r])
+	}
+	keys = sortKeys(keys, v.tmp[:len(cls)], oc.bitsA+oc.bitsB)
+	if wantAsc {
+		if first {
+			asc = firstDecrease(keys, oc.mask)
+		} else {
+			v.ascState.reset()
+			v.ascState.feedAsc(keys, oc.mask, remAsc)
+			asc = v.ascState.removals()
+		}
+	}
+	if wantDesc {
+		if first {
+			desc = firstIncreaseDesc(keys, oc.bitsB, oc.mask)
+		} else {
+			v.descState.reset()
+			v.descState.feedDesc(keys, oc.bitsB, oc.mask, oc.maxB, remDesc)
+			desc = v.descState.removals()
 		}
 	}
 	return asc, desc
