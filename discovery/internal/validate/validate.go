@@ -35,7 +35,11 @@ type Validator struct {
 	ascSmall, descSmall smallLNDS
 	// bvals holds a class's B ranks bucketed by A for smallBClass.
 	bvals []uint8
-	it    iterScratch
+	// pairHist and pairOcc are pairHistClass's counters of (A, B) pairs
+	// and bit sets of the B values of each A, zero between calls.
+	pairHist []uint32
+	pairOcc  []uint64
+	it       iterScratch
 	// classOrder lists orderPart's classes largest first.
 	classOrder []uint32
 	orderPart  *StrippedPartition
@@ -371,6 +375,9 @@ func (v *Validator) lazyClass(cls, ar, br []uint32, cardA int, bitsB uint, maxB 
 		shift++
 	}
 	buckets := (span-1)>>shift + 1
+	if shift == 0 && bitsB <= 6 && pairHistFits(buckets, maxB, len(cls)) {
+		return v.pairHistClass(cls, ar, br, loA, buckets, maxB, wantAsc, wantDesc, remAsc, remDesc)
+	}
 	if cap(v.countsA) < buckets+1 {
 		v.countsA = make([]uint32, buckets+1)
 	}
@@ -487,6 +494,79 @@ func (v *Validator) smallBClass(cls, ar, br []uint32, cnt []uint32, loA, maxB ui
 		v.tick(len(run))
 	}
 	clear(cnt)
+	return v.ascSmall.removals(), v.descSmall.removals()
+}
+
+// pairHistMax is the number of (A, B) counters up to which lazyClass
+// counts a class with one bucket per A value and B of at most 64 ranks
+// as a histogram of its pairs (pairHistClass), and pairHistRows the most
+// counters per row of the class: within both the counters stay in the
+// cache, and one pass over the rows replaces smallBClass's three.
+const (
+	pairHistMax  = 1 << 14
+	pairHistRows = 4
+)
+
+// pairHistFits reports whether pairHistClass takes a class of the given
+// rows with buckets A values and B ranks up to maxB.
+func pairHistFits(buckets int, maxB uint32, rows int) bool {
+	n := buckets * (int(maxB) + 1)
+	return n <= pairHistMax && n <= pairHistRows*rows
+}
+
+// pairHistClass is smallBClass counting the class's (A - loA, B) pairs
+// in one pass: a bucket's histogram of B is then its row of counters,
+// fed to the LNDS as smallBClass feeds its own, bucket by bucket, with the
+// same stops once above remAsc/remDesc (so it returns what smallBClass
+// returns). It leaves its counters zeroed.
+func (v *Validator) pairHistClass(cls, ar, br []uint32, loA uint32, buckets int, maxB uint32, wantAsc, wantDesc bool, remAsc, remDesc int) (asc, desc int) {
+	w := int(maxB) + 1
+	if len(v.pairHist) < buckets*w {
+		v.pairHist = make([]uint32, buckets*w)
+	}
+	if len(v.pairOcc) < buckets {
+		v.pairOcc = make([]uint64, buckets)
+	}
+	h, occ := v.pairHist[:buckets*w], v.pairOcc[:buckets]
+	for start := 0; start < len(cls); start += PauseRows {
+		for _, r := range cls[start:min(start+PauseRows, len(cls))] {
+			d, x := int(ar[r]-loA), br[r]
+			h[d*w+int(x)]++
+			occ[d] |= 1 << x
+		}
+		v.tick(min(PauseRows, len(cls)-start))
+	}
+	v.ascSmall.reset()
+	v.descSmall.reset()
+	for d, m := range occ {
+		if m == 0 {
+			continue
+		}
+		row := h[d*w : d*w+w]
+		if wantAsc {
+			for b := m; b != 0; b &= b - 1 {
+				x := uint32(bits.TrailingZeros64(b))
+				v.ascSmall.feed(x, row[x])
+			}
+			if remAsc >= 0 && v.ascSmall.removals() > remAsc {
+				wantAsc = false
+			}
+		}
+		if wantDesc {
+			for b := m; b != 0; {
+				x := uint32(63 - bits.LeadingZeros64(b))
+				b &^= 1 << x
+				v.descSmall.feed(maxB-x, row[x])
+			}
+			if remDesc >= 0 && v.descSmall.removals() > remDesc {
+				wantDesc = false
+			}
+		}
+		for b := m; b != 0; b &= b - 1 {
+			row[bits.TrailingZeros64(b)] = 0
+		}
+		occ[d] = 0
+	}
 	return v.ascSmall.removals(), v.descSmall.removals()
 }
 
