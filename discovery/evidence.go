@@ -116,19 +116,44 @@ func (e *evidence) ofdMeasure(v *validate.Validator, ev *validate.StrippedPartit
 // ocMeasure is the chance-corrected measure of X: A ~ B (pol) on the
 // distinct records, ev being X's evidence partition and removals those of
 // all records, which are the distinct records' when every row is
-// distinct; count, when called, counts removals in ev. It is 0 without
+// distinct (removals < 0: not known); counts counts in ev the shuffled
+// removals and, when asked (exact), the removals. It is 0 without
 // repeated support.
-func (e *evidence) ocMeasure(v *validate.Validator, ev *validate.StrippedPartition, a, b *table.Column, pol Polarity, removals int, count func(*validate.StrippedPartition) int) float64 {
+func (e *evidence) ocMeasure(ev *validate.StrippedPartition, removals int, counts ocCounter) float64 {
 	if ev.N == 0 {
 		return NoStrength
 	}
 	if !e.supported(ev) {
 		return 0
 	}
-	if e.first != nil || removals < 0 {
-		removals = count(ev)
+	exact := e.first != nil || removals < 0
+	r, shuffled := counts(ev, exact)
+	if exact {
+		removals = r
 	}
-	return v.OCStrength(ev, a, b, pol, removals)
+	return validate.OCStrengthOf(ev.N, removals, float64(shuffled))
+}
+
+// ocCounter counts in a partition what an OC's measure reads: its
+// removals when exact (0 otherwise) and its shuffled removals
+// (validate.OCShuffledRemovals).
+type ocCounter func(p *validate.StrippedPartition, exact bool) (removals, shuffled int)
+
+// ocCounts is the ocCounter of A ~ B (pol) with the given validator's
+// removals: both counts in one pass for the exact one, the iterative
+// baseline's removals next to the shuffle otherwise.
+func ocCounts(v *validate.Validator, a, b *table.Column, pol Polarity, validator ValidatorKind) ocCounter {
+	if validator == ValidatorIterative {
+		return func(p *validate.StrippedPartition, exact bool) (removals, shuffled int) {
+			if exact {
+				removals = v.OCRemovalsIterative(p, a, b, pol, -1)
+			}
+			return removals, v.OCShuffledRemovals(p, a, b, pol)
+		}
+	}
+	return func(p *validate.StrippedPartition, exact bool) (int, int) {
+		return v.OCMeasureCounts(p, a, b, pol, exact)
+	}
 }
 
 // evidence returns the distinct records of the validator's table, found
@@ -162,7 +187,7 @@ func (r *rowEvidence) pdepOf(distinct *evidence, pdep float64, c *table.Column) 
 // distinct records otherwise.
 func (l *lattice) evidenceFor(n *latNode, cols uint64) (*evidence, *validate.StrippedPartition, []float64) {
 	if n.set|cols != l.all {
-		return l.ev, n.evid, l.pdep
+		return l.ev, l.evidOf(n), l.pdep
 	}
 	return &l.rows.ev, n.part, l.rows.pdep
 }

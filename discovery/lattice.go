@@ -52,8 +52,14 @@ type latNode struct {
 	part    *validate.StrippedPartition
 	// evid is part restricted to the distinct records (part itself when
 	// every row is distinct): the evidence strengths and scores count.
-	evid  *validate.StrippedPartition
-	score float64
+	// It is built on first use (lattice.evidOf), under evidOnce: only the
+	// nodes whose dependencies are measured or listed need it.
+	evid     *validate.StrippedPartition
+	evidOnce sync.Once
+	// score is evid's Score, set with scored when a dependency of the
+	// node is recorded (serially, after the level's validations).
+	score  float64
+	scored bool
 	// ofdValid holds the A not in X with X: [] -> A valid; ofdExact those
 	// known to hold with e = 0 (only these may drive exact-only pruning).
 	ofdValid uint64
@@ -71,7 +77,34 @@ type latNode struct {
 	// measures caches the chance-corrected measures computed at X (key
 	// measureKey), for X's own results and for the strength gains of its
 	// supersets, which share their parents; workers fill it concurrently.
-	measures sync.Map
+	measures measureCache
+}
+
+// measureCache maps measure keys to the measures computed at one node.
+// The workers of a level and of the next read and write it concurrently,
+// under mu; the map, allocated on the first store, holds the values
+// themselves (a sync.Map boxed each one and allocated an entry per key).
+type measureCache struct {
+	mu sync.Mutex
+	m  map[int32]float64
+}
+
+// load returns the measure stored under key, if any.
+func (c *measureCache) load(key int) (float64, bool) {
+	c.mu.Lock()
+	m, ok := c.m[int32(key)]
+	c.mu.Unlock()
+	return m, ok
+}
+
+// store sets the measure under key.
+func (c *measureCache) store(key int, m float64) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[int32]float64)
+	}
+	c.m[int32(key)] = m
+	c.mu.Unlock()
 }
 
 // measureKey is the key of an OFD's measure in latNode.measures; an OC's
@@ -101,30 +134,35 @@ type found struct {
 	sample   []int
 }
 
+// The tasks of a level are its candidates, millions on a wide table:
+// they keep their columns in a byte (at most 64 columns) and their
+// removal samples, when asked for, behind a pointer, so that a level's
+// slice is half the size to grow and to scan.
+
 type ofdTask struct {
-	node *latNode
-	a    int
+	node     *latNode
+	sample   *[]int // nil unless a sample is taken
+	removals int
+	strength float64
+	a        uint8
 	// inherited: a direct subset holds it, unreliably; only its strength
 	// can make it a result.
 	inherited bool
-	removals  int
-	strength  float64
-	sample    []int
 }
 
 type ocTask struct {
-	node *latNode
-	a, b int
+	node      *latNode
+	samples   *[2][]int // nil unless a sample is taken
+	removals  [2]int
+	strengths [2]float64
+	// shuffleBound is validate.OCShuffleBound at the node's evidence,
+	// -1 until dropHopeless computes it.
+	shuffleBound int
+	a, b         uint8
 	// paper: both OFDs are invalid, as the paper's minimal set wants.
 	paper     bool
 	want      [2]bool // per polarity
 	inherited [2]bool // a direct subset holds it, unreliably
-	removals  [2]int
-	strengths [2]float64
-	samples   [2][]int
-	// shuffleBound is validate.OCShuffleBound at the node's evidence,
-	// -1 until dropHopeless computes it.
-	shuffleBound int
 }
 
 // lattice is the state of one Discover run.
@@ -377,9 +415,6 @@ func (l *lattice) run(ctx context.Context) error {
 // newNode returns the context cols, with its OC bit sets allocated.
 func (l *lattice) newNode(cols []int, part *validate.StrippedPartition) *latNode {
 	n := &latNode{cols: cols, part: part, ocValid: make([]uint64, l.ocWords), ocRel: make([]uint64, l.ocWords)}
-	if part != nil {
-		n.evid = l.ev.of(part)
-	}
 	for _, c := range cols {
 		n.set |= 1 << c
 	}
@@ -423,7 +458,6 @@ func (l *lattice) buildPartitions(ctx context.Context, level []*latNode, k int) 
 			n.part = v.Product(p.part, q.part)
 		}
 		n.part.SortBySize()
-		n.evid = l.ev.of(n.part)
 	})
 }
 
@@ -454,9 +488,6 @@ func dropExactlyDetermined(level []*latNode) []*latNode {
 func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]found, error) {
 	l.level = k + 1
 	l.validated.Store(0)
-	for _, n := range level {
-		n.score = n.evid.Score()
-	}
 	// Tasks are generated node by node, the nodes with the most covered
 	// rows first, so that no worker is left with a big task at the end
 	// of the level while the others idle.
@@ -494,7 +525,7 @@ func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
 			}
 			l.stats.Candidates++
 			if n.ofdRel&(1<<a) == 0 {
-				ofds = append(ofds, ofdTask{node: n, a: a, inherited: n.ofdValid&(1<<a) != 0})
+				ofds = append(ofds, ofdTask{node: n, a: uint8(a), inherited: n.ofdValid&(1<<a) != 0})
 			}
 		}
 	}
@@ -528,9 +559,10 @@ func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	if task.removals > l.budget {
 		return
 	}
-	task.strength = l.ofdStrength(v, task.node, task.a, task.inherited)
+	task.strength = l.ofdStrength(v, task.node, int(task.a), task.inherited)
 	if l.opts.RemovalSample != 0 && l.wanted(task.inherited, task.strength) {
-		task.sample = sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
+		sample := sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
+		task.sample = &sample
 	}
 }
 
@@ -565,8 +597,12 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 			n.ofdRel |= 1 << task.a
 		}
 		if !task.inherited || reliable {
-			levelFound = append(levelFound, found{node: n, kind: KindOFD, a: task.a, paper: !task.inherited,
-				removals: task.removals, strength: task.strength, sample: task.sample})
+			l.setScore(n)
+			f := found{node: n, kind: KindOFD, a: int(task.a), paper: !task.inherited, removals: task.removals, strength: task.strength}
+			if task.sample != nil {
+				f.sample = *task.sample
+			}
+			levelFound = append(levelFound, f)
 		}
 	}
 	return levelFound
@@ -612,7 +648,7 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 // without validation. It reads n's OC bits (the parents' ORed by inherit), writes them and
 // counts both polarities in Stats.Candidates.
 func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
-	task := ocTask{node: n, a: a, b: b, paper: n.ofdValid&(1<<a|1<<b) == 0, shuffleBound: -1}
+	task := ocTask{node: n, a: uint8(a), b: uint8(b), paper: n.ofdValid&(1<<a|1<<b) == 0, shuffleBound: -1}
 	for pol := Asc; pol <= Desc; pol++ {
 		l.stats.Candidates++
 		bit := ocBit(l.m, a, b, pol)
@@ -650,7 +686,7 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	l.ocRemovals(v, task)
 	for pol := Asc; pol <= Desc; pol++ {
 		if task.want[pol] && task.removals[pol] <= l.budget && !l.belowBound(task, pol) {
-			task.strengths[pol] = l.ocStrength(v, task.node, task.a, task.b, pol, task.removals[pol], task.inherited[pol] || !task.paper)
+			task.strengths[pol] = l.ocStrength(v, task.node, int(task.a), int(task.b), pol, task.removals[pol], task.inherited[pol] || !task.paper)
 		}
 	}
 	if l.opts.RemovalSample == 0 {
@@ -664,6 +700,9 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 				rows = validate.OCIterativeRemovalRows(p, a, b, pol)
 			} else {
 				rows = validate.OCRemovalRows(p, a, b, pol)
+			}
+			if task.samples == nil {
+				task.samples = new([2][]int)
 			}
 			task.samples[pol] = sampleOf(rows, l.opts.RemovalSample)
 		}
@@ -680,7 +719,7 @@ func (l *lattice) listingHopeless(n *latNode) bool {
 	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
 		return false
 	}
-	ev := n.evid
+	ev := l.evidOf(n)
 	return !l.ev.supported(ev) || validate.OCStrengthOf(ev.N, 0, float64(ev.Covered()-ev.NumClasses())) < l.opts.MinStrength
 }
 
@@ -819,7 +858,7 @@ func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
 			if task.removals[pol] > l.budget {
 				continue
 			}
-			bit := ocBit(l.m, task.a, task.b, pol)
+			bit := ocBit(l.m, int(task.a), int(task.b), pol)
 			task.node.setOC(bit)
 			reliable := task.strengths[pol] >= l.opts.MinStrength
 			if reliable {
@@ -827,12 +866,32 @@ func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
 			}
 			paper := task.paper && !task.inherited[pol]
 			if paper || reliable {
-				levelFound = append(levelFound, found{node: task.node, kind: KindOC, a: task.a, b: task.b, pol: pol, paper: paper,
-					removals: task.removals[pol], strength: task.strengths[pol], sample: task.samples[pol]})
+				l.setScore(task.node)
+				f := found{node: task.node, kind: KindOC, a: int(task.a), b: int(task.b), pol: pol, paper: paper,
+					removals: task.removals[pol], strength: task.strengths[pol]}
+				if task.samples != nil {
+					f.sample = task.samples[pol]
+				}
+				levelFound = append(levelFound, f)
 			}
 		}
 	}
 	return levelFound
+}
+
+// evidOf returns n's evidence partition, built on its first use; the
+// workers may call it concurrently, until n is retired.
+func (l *lattice) evidOf(n *latNode) *validate.StrippedPartition {
+	n.evidOnce.Do(func() { n.evid = l.ev.of(n.part) })
+	return n.evid
+}
+
+// setScore sets n's score from its evidence once one of its dependencies
+// is a result; recordOFDs and recordOCs call it, one at a time.
+func (l *lattice) setScore(n *latNode) {
+	if !n.scored {
+		n.score, n.scored = l.evidOf(n).Score(), true
+	}
 }
 
 // retire lets go what the previous level held once the current one is
@@ -867,12 +926,12 @@ func (l *lattice) prune(level []*latNode, k int) []*latNode {
 // ofdMeasure is the chance-corrected measure of X: [] -> A, X being n,
 // computed once per node.
 func (l *lattice) ofdMeasure(v *validate.Validator, n *latNode, a int) float64 {
-	if m, ok := n.measures.Load(measureKey(a)); ok {
-		return m.(float64)
+	if m, ok := n.measures.load(measureKey(a)); ok {
+		return m
 	}
 	ev, part, pdep := l.evidenceFor(n, 1<<a)
 	m := ev.ofdMeasure(v, part, &l.t.Columns[a], pdep[a])
-	n.measures.Store(measureKey(a), m)
+	n.measures.store(measureKey(a), m)
 	return m
 }
 
@@ -881,18 +940,12 @@ func (l *lattice) ofdMeasure(v *validate.Validator, n *latNode, a int) float64 {
 // are counted exactly.
 func (l *lattice) ocMeasure(v *validate.Validator, n *latNode, a, b int, pol Polarity, removals int) float64 {
 	key := ocBit(l.m, a, b, pol)
-	if m, ok := n.measures.Load(key); ok {
-		return m.(float64)
+	if m, ok := n.measures.load(key); ok {
+		return m
 	}
-	colA, colB := &l.t.Columns[a], &l.t.Columns[b]
 	ev, part, _ := l.evidenceFor(n, 1<<a|1<<b)
-	m := ev.ocMeasure(v, part, colA, colB, pol, removals, func(p *validate.StrippedPartition) int {
-		if l.opts.Validator == ValidatorIterative {
-			return v.OCRemovalsIterative(p, colA, colB, pol, -1)
-		}
-		return v.OCRemovals(p, colA, colB, pol, -1)
-	})
-	n.measures.Store(key, m)
+	m := ev.ocMeasure(part, removals, ocCounts(v, &l.t.Columns[a], &l.t.Columns[b], pol, l.opts.Validator))
+	n.measures.store(key, m)
 	return m
 }
 
@@ -928,9 +981,9 @@ func gainOver(n *latNode, s float64, key int, measure func(p *latNode) float64) 
 	gain := s
 	var held uint64 // the parents read in the first pass (at most 64)
 	for i, p := range n.parents {
-		if m, ok := p.measures.Load(key); ok {
+		if m, ok := p.measures.load(key); ok {
 			held |= 1 << i
-			if gain = min(gain, s-m.(float64)); gain <= 0 {
+			if gain = min(gain, s-m); gain <= 0 {
 				return 0
 			}
 		}

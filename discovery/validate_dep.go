@@ -296,14 +296,9 @@ func (vs *depValidator) measureOC(p *validate.StrippedPartition, d Dependency, v
 		}
 	}
 	ev, sub := vs.evidenceOf(d.Context, []string{d.Left, d.Right}), vs.evidence()
-	count := func(q *validate.StrippedPartition) int {
-		if validator == ValidatorIterative {
-			return vs.v.OCRemovalsIterative(q, a, b, d.Polarity, -1)
-		}
-		return vs.v.OCRemovals(q, a, b, d.Polarity, -1)
-	}
-	m.strength, err = vs.gain(d.Context, ev.ocMeasure(vs.v, ev.of(p), a, b, d.Polarity, m.removals, count), func(q *validate.StrippedPartition) float64 {
-		return sub.ocMeasure(vs.v, sub.of(q), a, b, d.Polarity, -1, count)
+	counts := ocCounts(vs.v, a, b, d.Polarity, validator)
+	m.strength, err = vs.gain(d.Context, ev.ocMeasure(ev.of(p), m.removals, counts), func(q *validate.StrippedPartition) float64 {
+		return sub.ocMeasure(sub.of(q), -1, counts)
 	})
 	return m, err
 }

@@ -319,8 +319,9 @@ func TestLargeClassesAgree(t *testing.T) {
 	}
 }
 
-// TestSmallBClassesAgree runs the histogram path of the LNDS validator
-// (large and medium classes, one bucket per A value, B below 64 ranks) against the
+// TestSmallBClassesAgree runs the histogram paths of the LNDS validator
+// (large and medium classes, one bucket per A value, B below 64 ranks;
+// pairHistClass where its counters fit, smallBClass elsewhere) against the
 // comparison-sort removal rows, and the budgeted validator against the
 // exact one.
 func TestSmallBClassesAgree(t *testing.T) {

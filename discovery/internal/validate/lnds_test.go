@@ -49,3 +49,44 @@ func TestSortKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPairHistMatchesSmallB checks that pairHistClass returns what
+// smallBClass returns for the same class, with and without stops at
+// remAsc and remDesc, in either polarity or both.
+func TestPairHistMatchesSmallB(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(25, 2))
+	v := NewValidator()
+	for trial := range 500 {
+		n := 2 + rng.IntN(600)
+		cardA, cardB := 1+rng.IntN(n), 2+rng.IntN(63)
+		ar, br := make([]uint32, n), make([]uint32, n)
+		for r := range ar {
+			ar[r] = uint32(rng.IntN(cardA))
+			br[r] = min(ar[r]*uint32(cardB)/uint32(cardA), uint32(cardB-1))
+			if rng.IntN(4) == 0 {
+				br[r] = uint32(rng.IntN(cardB))
+			}
+		}
+		cls := make([]uint32, n)
+		for i := range cls {
+			cls[i] = uint32(i)
+		}
+		maxB := uint32(cardB - 1)
+		for _, want := range [][2]bool{{true, true}, {true, false}, {false, true}} {
+			rem := []int{-1, 0, rng.IntN(n), n}[rng.IntN(4)]
+			cnt := make([]uint32, cardA+1)
+			for _, r := range cls {
+				cnt[ar[r]+1]++
+			}
+			for d := 1; d <= cardA; d++ {
+				cnt[d] += cnt[d-1]
+			}
+			wa, wd := v.smallBClass(cls, ar, br, cnt, 0, maxB, want[0], want[1], rem, rem)
+			ga, gd := v.pairHistClass(cls, ar, br, 0, cardA, maxB, want[0], want[1], rem, rem)
+			if ga != wa || gd != wd {
+				t.Fatalf("trial %d (n=%d, |A|=%d, |B|=%d, want %v, rem %d): pairHistClass (%d, %d), smallBClass (%d, %d)", trial, n, cardA, cardB, want, rem, ga, gd, wa, wd)
+			}
+		}
+	}
+}

@@ -156,47 +156,149 @@ func (r *shuffleRand) next() uint64 {
 // the longest non-decreasing run of B; B reversed for desc). One
 // deterministic shuffle is an unbiased estimate of the expectation; summed
 // over the classes, its relative spread is small wherever the expectation
-// is large enough to matter. Cost: O(|c|) for the shuffle, and the exact
-// count of OCRemovals on the shuffled column, with its paths for small
-// classes, few values and large classes.
+// is large enough to matter. Cost: that of OCMeasureCounts without the
+// exact count.
 func (v *Validator) OCShuffledRemovals(p *StrippedPartition, a, b *table.Column, pol Polarity) int {
+	_, shuffled := v.OCMeasureCounts(p, a, b, pol, false)
+	return shuffled
+}
+
+// OCMeasureCounts returns what the strength of X: A ~ B (pol) reads, p
+// being X's partition: its exact removals (OCRemovals with no budget;
+// 0 unless exact) and OCShuffledRemovals, both counted in one pass over
+// the classes. A class constant in A or in B loses nothing in either (and
+// is not shuffled: each class seeds its own generator, so the others'
+// shuffles stay as they were); a class of two rows is decided by one draw
+// of the generator; a class of at most smallClass rows is shuffled and
+// counted in place, one polarity only; larger ones take OCRemovals' paths
+// with the shuffled B written to a row-indexed column. Cost: O(|c|) for
+// the shuffle and the exact count's per class, twice when exact.
+func (v *Validator) OCMeasureCounts(p *StrippedPartition, a, b *table.Column, pol Polarity, exact bool) (removals, shuffled int) {
 	if len(v.shuffled) < len(b.Ranks) {
 		v.shuffled = make([]uint32, len(b.Ranks))
 	}
-	sb := v.shuffled
+	orig := newOCColumns(a, b)
+	shuf := newOCColumns(a, &table.Column{Ranks: v.shuffled, Cardinality: b.Cardinality})
+	desc := pol == Desc
 	for i := 0; i < p.NumClasses(); i++ {
 		cls := p.Class(i)
-		// A class constant in A or in B loses nothing whatever the
-		// shuffle (the count skips it); each class seeds its own
-		// generator, so not shuffling one leaves the others' shuffles as
-		// they were.
+		v.tick(len(cls))
 		if constantIn(cls, a.Ranks) || constantIn(cls, b.Ranks) {
-			for _, r := range cls {
-				sb[r] = b.Ranks[r]
-			}
 			continue
 		}
-		bs := v.shuffleTails[:0]
-		for _, r := range cls {
-			bs = append(bs, b.Ranks[r])
+		switch {
+		case len(cls) == 2:
+			r, s := pairRemovals(cls, a.Ranks, b.Ranks, desc)
+			shuffled += s
+			if exact {
+				removals += r
+			}
+		case len(cls) <= smallClass:
+			r, s := smallShuffleRemovals(cls, a.Ranks, b.Ranks, rankBits(b), uint32(max(b.Cardinality-1, 0)), desc, exact)
+			removals += r
+			shuffled += s
+		default:
+			// One polarity is wanted, and the other counts 0.
+			v.shuffleClass(cls, b.Ranks)
+			sa, sd := v.classRemovals(cls, &shuf, !desc, desc, -1, -1, false)
+			shuffled += sa + sd
+			if exact {
+				ra, rd := v.classRemovals(cls, &orig, !desc, desc, -1, -1, false)
+				removals += ra + rd
+			}
 		}
-		rng := shuffleRand(cls[0])
-		for k := len(bs) - 1; k > 0; k-- {
-			j := rng.next() % uint64(k+1)
-			bs[k], bs[j] = bs[j], bs[k]
-		}
-		for k, r := range cls {
-			sb[r] = bs[k]
-		}
-		v.shuffleTails = bs[:0]
-		v.tick(len(cls))
 	}
-	shuffled := table.Column{Ranks: sb, Cardinality: b.Cardinality}
-	asc, desc := v.ocRemovals(p, a, &shuffled, pol == Asc, pol == Desc, -1)
-	if pol == Desc {
-		return desc
+	return removals, shuffled
+}
+
+// pairRemovals is OCMeasureCounts of a class of two rows with two values
+// of A and two of B: one polarity loses one row and the other none,
+// and the shuffle swaps the two B values when its one draw is even.
+func pairRemovals(cls, ar, br []uint32, desc bool) (removals, shuffled int) {
+	concordant := (ar[cls[0]] < ar[cls[1]]) == (br[cls[0]] < br[cls[1]])
+	rng := shuffleRand(cls[0])
+	swapped := rng.next()%2 == 0
+	lost := func(concordant bool) int {
+		if concordant == desc {
+			return 1
+		}
+		return 0
 	}
-	return asc
+	return lost(concordant), lost(concordant != swapped)
+}
+
+// smallShuffleRemovals is OCMeasureCounts of a class of at most
+// smallClass rows: the B values shuffled on the stack, and the removals
+// of one polarity (smallRemovals) with the shuffled B and, when exact,
+// with B itself (0 otherwise).
+func smallShuffleRemovals(cls, ar, br []uint32, bitsB uint, maxB uint32, desc, exact bool) (removals, shuffled int) {
+	var ab, bb [smallClass]uint32
+	av, bs := ab[:len(cls)], bb[:len(cls)]
+	for k, r := range cls {
+		av[k], bs[k] = ar[r], br[r]
+	}
+	if exact {
+		removals = smallRemovals(av, bs, bitsB, maxB, desc)
+	}
+	rng := shuffleRand(cls[0])
+	for k := len(bs) - 1; k > 0; k-- {
+		j := rng.next() % uint64(k+1)
+		bs[k], bs[j] = bs[j], bs[k]
+	}
+	return removals, smallRemovals(av, bs, bitsB, maxB, desc)
+}
+
+// smallRemovals is smallClassRemovals of one polarity for a class given
+// as its A and B ranks, row by row (at most smallClass of them).
+func smallRemovals(av, bv []uint32, bitsB uint, maxB uint32, desc bool) int {
+	var kb [smallClass]uint64
+	keys := kb[:len(av)]
+	for j := range av {
+		k := uint64(av[j])<<bitsB | uint64(bv[j])
+		y := j
+		for ; y > 0 && keys[y-1] > k; y-- {
+			keys[y] = keys[y-1]
+		}
+		keys[y] = k
+	}
+	mask := uint64(1)<<bitsB - 1
+	var tb [smallClass]uint32
+	tails := tb[:0]
+	if !desc {
+		for _, k := range keys {
+			tails = pushSmall(tails, uint32(k&mask))
+		}
+		return len(keys) - len(tails)
+	}
+	for i := 0; i < len(keys); {
+		e := i + 1
+		for e < len(keys) && keys[e]>>bitsB == keys[i]>>bitsB {
+			e++
+		}
+		for j := e - 1; j >= i; j-- {
+			tails = pushSmall(tails, maxB-uint32(keys[j]&mask))
+		}
+		i = e
+	}
+	return len(keys) - len(tails)
+}
+
+// shuffleClass writes the class's B values, shuffled (see
+// OCShuffledRemovals), to v.shuffled at the class's rows.
+func (v *Validator) shuffleClass(cls, br []uint32) {
+	bs := v.shuffleTails[:0]
+	for _, r := range cls {
+		bs = append(bs, br[r])
+	}
+	rng := shuffleRand(cls[0])
+	for k := len(bs) - 1; k > 0; k-- {
+		j := rng.next() % uint64(k+1)
+		bs[k], bs[j] = bs[j], bs[k]
+	}
+	for k, r := range cls {
+		v.shuffled[r] = bs[k]
+	}
+	v.shuffleTails = bs[:0]
 }
 
 // OCShuffleBound is an upper bound of OCShuffledRemovals(p, a, b, pol)

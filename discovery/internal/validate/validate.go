@@ -35,7 +35,11 @@ type Validator struct {
 	ascSmall, descSmall smallLNDS
 	// bvals holds a class's B ranks bucketed by A for smallBClass.
 	bvals []uint8
-	it    iterScratch
+	// pairHist and pairOcc are pairHistClass's counters of (A, B) pairs
+	// and bit sets of the B values of each A, zero between calls.
+	pairHist []uint32
+	pairOcc  []uint64
+	it       iterScratch
 	// classOrder lists orderPart's classes largest first.
 	classOrder []uint32
 	orderPart  *StrippedPartition
@@ -174,28 +178,17 @@ const lazyMin = 256
 // bucket sorted just before the LNDS reads it, so the part of a class after
 // the budget runs out is never sorted.
 func (v *Validator) ocRemovals(p *StrippedPartition, a, b *table.Column, wantAsc, wantDesc bool, budget int) (asc, desc int) {
-	if b.Cardinality > a.Cardinality {
-		a, b = b, a
-	}
-	bitsA, bitsB := rankBits(a), rankBits(b)
-	mask := uint64(1)<<bitsB - 1
-	maxB := uint32(max(b.Cardinality-1, 0))
-	ar, br := a.Ranks, b.Ranks
-	order := v.largestFirst(p)
-	for _, i := range order {
+	oc := newOCColumns(a, b)
+	for _, i := range v.largestFirst(p) {
 		if !wantAsc && !wantDesc {
 			break
 		}
 		cls := p.Class(int(i))
-		if cap(v.keys) < len(cls) {
-			v.keys = make([]uint64, len(cls))
-			v.tmp = make([]uint64, len(cls))
-		}
 		remAsc, remDesc := -1, -1
 		if budget > 0 {
 			remAsc, remDesc = budget-asc, budget-desc
 		}
-		if constantIn(cls, ar) || constantIn(cls, br) {
+		if constantIn(cls, oc.ar) || constantIn(cls, oc.br) {
 			// No swap without two values of each: 0 removals for both
 			// polarities. Deep in the lattice many classes are like this,
 			// and a class that is not usually shows it at its second row.
@@ -203,46 +196,83 @@ func (v *Validator) ocRemovals(p *StrippedPartition, a, b *table.Column, wantAsc
 			continue
 		}
 		if budget != 0 && len(cls) <= smallClass {
-			da, dd := smallClassRemovals(cls, ar, br, bitsB, maxB)
+			da, dd := smallClassRemovals(cls, oc.ar, oc.br, oc.bitsB, oc.maxB)
 			asc += da
 			desc += dd
 			v.tick(len(cls))
-		} else if budget != 0 && (len(cls) >= lazyMin || bitsB <= 6) {
-			// lazyClass ticks bucket by bucket.
-			da, dd := v.lazyClass(cls, ar, br, a.Cardinality, bitsB, maxB, wantAsc, wantDesc, remAsc, remDesc)
-			asc += da
-			desc += dd
 		} else {
-			v.tick(len(cls))
-			keys := v.keys[:len(cls)]
-			for j, r := range cls {
-				keys[j] = uint64(ar[r])<<bitsB | uint64(br[r])
-			}
-			keys = sortKeys(keys, v.tmp[:len(cls)], bitsA+bitsB)
-			if wantAsc {
-				if budget == 0 {
-					asc += firstDecrease(keys, mask)
-				} else {
-					v.ascState.reset()
-					v.ascState.feedAsc(keys, mask, remAsc)
-					asc += v.ascState.removals()
-				}
-			}
-			if wantDesc {
-				if budget == 0 {
-					desc += firstIncreaseDesc(keys, bitsB, mask)
-				} else {
-					v.descState.reset()
-					v.descState.feedDesc(keys, bitsB, mask, maxB, remDesc)
-					desc += v.descState.removals()
-				}
-			}
+			da, dd := v.classRemovals(cls, &oc, wantAsc, wantDesc, remAsc, remDesc, budget == 0)
+			asc += da
+			desc += dd
 		}
 		if budget >= 0 && asc > budget {
 			wantAsc = false
 		}
 		if budget >= 0 && desc > budget {
 			wantDesc = false
+		}
+	}
+	return asc, desc
+}
+
+// ocColumns are the two columns of an OC as ocRemovals reads them: the
+// one with more ranks as the outer key a, with the widths of both.
+type ocColumns struct {
+	ar, br       []uint32
+	cardA        int
+	bitsA, bitsB uint
+	mask         uint64 // of B's bits in a key
+	maxB         uint32
+}
+
+// newOCColumns returns the ocColumns of A ~ B, swapped when B has more
+// ranks (the removals are the same: see ocRemovals).
+func newOCColumns(a, b *table.Column) ocColumns {
+	if b.Cardinality > a.Cardinality {
+		a, b = b, a
+	}
+	bitsB := rankBits(b)
+	return ocColumns{ar: a.Ranks, br: b.Ranks, cardA: a.Cardinality, bitsA: rankBits(a), bitsB: bitsB,
+		mask: uint64(1)<<bitsB - 1, maxB: uint32(max(b.Cardinality-1, 0))}
+}
+
+// classRemovals returns the removals of one class in the wanted
+// polarities (0 in the others) on ocRemovals' paths for classes above
+// smallClass (any class when first, the linear check for a first swap of
+// budget 0): lazyClass for large classes and for B of at most 64 ranks,
+// a sort of the keys otherwise. remAsc and remDesc >= 0 let it stop once
+// the removals exceed them.
+func (v *Validator) classRemovals(cls []uint32, oc *ocColumns, wantAsc, wantDesc bool, remAsc, remDesc int, first bool) (asc, desc int) {
+	if cap(v.keys) < len(cls) {
+		v.keys = make([]uint64, len(cls))
+		v.tmp = make([]uint64, len(cls))
+	}
+	if !first && (len(cls) >= lazyMin || oc.bitsB <= 6) {
+		// lazyClass ticks bucket by bucket.
+		return v.lazyClass(cls, oc.ar, oc.br, oc.cardA, oc.bitsB, oc.maxB, wantAsc, wantDesc, remAsc, remDesc)
+	}
+	v.tick(len(cls))
+	keys := v.keys[:len(cls)]
+	for j, r := range cls {
+		keys[j] = uint64(oc.ar[r])<<oc.bitsB | uint64(oc.br[r])
+	}
+	keys = sortKeys(keys, v.tmp[:len(cls)], oc.bitsA+oc.bitsB)
+	if wantAsc {
+		if first {
+			asc = firstDecrease(keys, oc.mask)
+		} else {
+			v.ascState.reset()
+			v.ascState.feedAsc(keys, oc.mask, remAsc)
+			asc = v.ascState.removals()
+		}
+	}
+	if wantDesc {
+		if first {
+			desc = firstIncreaseDesc(keys, oc.bitsB, oc.mask)
+		} else {
+			v.descState.reset()
+			v.descState.feedDesc(keys, oc.bitsB, oc.mask, oc.maxB, remDesc)
+			desc = v.descState.removals()
 		}
 	}
 	return asc, desc
@@ -345,6 +375,9 @@ func (v *Validator) lazyClass(cls, ar, br []uint32, cardA int, bitsB uint, maxB 
 		shift++
 	}
 	buckets := (span-1)>>shift + 1
+	if shift == 0 && bitsB <= 6 && pairHistFits(buckets, maxB, len(cls)) {
+		return v.pairHistClass(cls, ar, br, loA, buckets, maxB, wantAsc, wantDesc, remAsc, remDesc)
+	}
 	if cap(v.countsA) < buckets+1 {
 		v.countsA = make([]uint32, buckets+1)
 	}
@@ -461,6 +494,79 @@ func (v *Validator) smallBClass(cls, ar, br []uint32, cnt []uint32, loA, maxB ui
 		v.tick(len(run))
 	}
 	clear(cnt)
+	return v.ascSmall.removals(), v.descSmall.removals()
+}
+
+// pairHistMax is the number of (A, B) counters up to which lazyClass
+// counts a class with one bucket per A value and B of at most 64 ranks
+// as a histogram of its pairs (pairHistClass), and pairHistRows the most
+// counters per row of the class: within both the counters stay in the
+// cache, and one pass over the rows replaces smallBClass's three.
+const (
+	pairHistMax  = 1 << 14
+	pairHistRows = 4
+)
+
+// pairHistFits reports whether pairHistClass takes a class of the given
+// rows with buckets A values and B ranks up to maxB.
+func pairHistFits(buckets int, maxB uint32, rows int) bool {
+	n := buckets * (int(maxB) + 1)
+	return n <= pairHistMax && n <= pairHistRows*rows
+}
+
+// pairHistClass is smallBClass counting the class's (A - loA, B) pairs
+// in one pass: a bucket's histogram of B is then its row of counters,
+// fed to the LNDS as smallBClass feeds its own, bucket by bucket, with the
+// same stops once above remAsc/remDesc (so it returns what smallBClass
+// returns). It leaves its counters zeroed.
+func (v *Validator) pairHistClass(cls, ar, br []uint32, loA uint32, buckets int, maxB uint32, wantAsc, wantDesc bool, remAsc, remDesc int) (asc, desc int) {
+	w := int(maxB) + 1
+	if len(v.pairHist) < buckets*w {
+		v.pairHist = make([]uint32, buckets*w)
+	}
+	if len(v.pairOcc) < buckets {
+		v.pairOcc = make([]uint64, buckets)
+	}
+	h, occ := v.pairHist[:buckets*w], v.pairOcc[:buckets]
+	for start := 0; start < len(cls); start += PauseRows {
+		for _, r := range cls[start:min(start+PauseRows, len(cls))] {
+			d, x := int(ar[r]-loA), br[r]
+			h[d*w+int(x)]++
+			occ[d] |= 1 << x
+		}
+		v.tick(min(PauseRows, len(cls)-start))
+	}
+	v.ascSmall.reset()
+	v.descSmall.reset()
+	for d, m := range occ {
+		if m == 0 {
+			continue
+		}
+		row := h[d*w : d*w+w]
+		if wantAsc {
+			for b := m; b != 0; b &= b - 1 {
+				x := uint32(bits.TrailingZeros64(b))
+				v.ascSmall.feed(x, row[x])
+			}
+			if remAsc >= 0 && v.ascSmall.removals() > remAsc {
+				wantAsc = false
+			}
+		}
+		if wantDesc {
+			for b := m; b != 0; {
+				x := uint32(63 - bits.LeadingZeros64(b))
+				b &^= 1 << x
+				v.descSmall.feed(maxB-x, row[x])
+			}
+			if remDesc >= 0 && v.descSmall.removals() > remDesc {
+				wantDesc = false
+			}
+		}
+		for b := m; b != 0; b &= b - 1 {
+			row[bits.TrailingZeros64(b)] = 0
+		}
+		occ[d] = 0
+	}
 	return v.ascSmall.removals(), v.descSmall.removals()
 }
 

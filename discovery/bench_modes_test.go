@@ -1,0 +1,46 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
+)
+
+// BenchmarkDiscoverModes runs what `odwatch discover --epsilon 0.1` runs
+// (Discover and Summarize) on the literature's tables in the two modes
+// issue 25 compares: the paper's (every column ordered as text, no
+// MinStrength) and the default (typed, DefaultMinStrength, the reliable
+// listing). Profile one with -cpuprofile and -run '^$' -bench
+// 'DiscoverModes/hepatitis.csv/paper'.
+func BenchmarkDiscoverModes(b *testing.B) {
+	for _, bc := range []struct {
+		file     string
+		maxLevel int
+	}{{"bench/abalone.csv", 0}, {"bench/ncvoter-1k.csv", 0}, {"bench/hepatitis.csv", 0}, {"bench/adult.csv", 4}} {
+		for _, mode := range []struct {
+			name        string
+			typing      table.Typing
+			minStrength float64
+		}{{"paper", table.Typing{OrderText: true}, 0}, {"default", table.Typing{}, DefaultMinStrength}} {
+			b.Run(fmt.Sprintf("%s/%s", filepath.Base(bc.file), mode.name), func(b *testing.B) {
+				tab := readShared(b, bc.file, tableio.CSVOptions{Typing: mode.typing})
+				opts := Options{Epsilon: 0.1, MaxLevel: bc.maxLevel, MinStrength: mode.minStrength}
+				cpu0 := cpuSeconds()
+				for b.Loop() {
+					d, err := Discover(context.Background(), tab, opts)
+					if err == nil {
+						err = Summarize(context.Background(), tab, d, opts)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/discovery")
+			})
+		}
+	}
+}
