@@ -78,6 +78,27 @@ type latNode struct {
 	// measureKey), for X's own results and for the strength gains of its
 	// supersets, which share their parents; workers fill it concurrently.
 	measures measureCache
+	// g3 holds, when the listing's bounds are on, an upper bound of the
+	// g3 removals of X: [] -> A for each column A (g3Unknown when there
+	// is none): the removals of a valid one at X, else the least of its
+	// parents' (g3 only falls as the context grows).
+	g3 []uint32
+	// groups caches dropHopeless's ClassGroupMax of evid, per column,
+	// for the OC validations of X's level.
+	groups nodeGroups
+}
+
+// g3Unknown is a latNode.g3 bound not known.
+const g3Unknown = ^uint32(0)
+
+// nodeGroups is a node's cache of validate.ClassGroupMax on its evidence
+// partition, by column: each OC candidate of the node reads two of them,
+// so a column's is computed once for all of its pairs. The level's
+// workers fill it concurrently, under mu; computeODs drops it after the
+// level's OC validations.
+type nodeGroups struct {
+	mu   sync.Mutex
+	cols [][]uint32
 }
 
 // measureCache maps measure keys to the measures computed at one node.
@@ -415,6 +436,12 @@ func (l *lattice) run(ctx context.Context) error {
 // newNode returns the context cols, with its OC bit sets allocated.
 func (l *lattice) newNode(cols []int, part *validate.StrippedPartition) *latNode {
 	n := &latNode{cols: cols, part: part, ocValid: make([]uint64, l.ocWords), ocRel: make([]uint64, l.ocWords)}
+	if l.bounded() {
+		n.g3 = make([]uint32, l.m)
+		for a := range n.g3 {
+			n.g3[a] = g3Unknown
+		}
+	}
 	for _, c := range cols {
 		n.set |= 1 << c
 	}
@@ -438,6 +465,9 @@ func (l *lattice) inherit(level []*latNode) []*latNode {
 			for w := range n.ocValid {
 				n.ocValid[w] |= p.ocValid[w]
 				n.ocRel[w] |= p.ocRel[w]
+			}
+			for a, g := range p.g3 {
+				n.g3[a] = min(n.g3[a], g)
 			}
 		}
 	}
@@ -505,7 +535,11 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 		ocs = l.ocCandidates(byWork)
 	}
 	l.levelCands += int64(len(ocs))
-	if err := l.validateOCs(ctx, ocs); err != nil {
+	err := l.validateOCs(ctx, ocs)
+	for _, n := range level {
+		n.groups.cols = nil
+	}
+	if err != nil {
 		return nil, err
 	}
 	return l.recordOCs(ocs, levelFound), nil
@@ -589,6 +623,9 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 		}
 		n := task.node
 		n.ofdValid |= 1 << task.a
+		if n.g3 != nil {
+			n.g3[task.a] = min(n.g3[task.a], uint32(task.removals))
+		}
 		if task.removals == 0 {
 			n.ofdExact |= 1 << task.a
 		}
@@ -629,7 +666,9 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 					l.stats.Candidates += 2 // of the listing alone, none reliable (dropHopeless)
 					continue
 				}
-				if task := l.ocCandidate(n, a, b); task.want[Asc] || task.want[Desc] {
+				task := l.ocCandidate(n, a, b)
+				l.dropBeyondG3(&task)
+				if task.want[Asc] || task.want[Desc] {
 					ocs = append(ocs, task)
 				}
 			}
@@ -748,7 +787,7 @@ func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 	// Each class keeps at least one row of a shuffle: a bound in O(1)
 	// before the one that reads the classes.
 	if ev.supported(part) && validate.OCStrengthOf(part.N, 0, float64(part.Covered()-part.NumClasses())) >= l.opts.MinStrength {
-		task.shuffleBound = v.OCShuffleBound(part, &l.t.Columns[task.a], &l.t.Columns[task.b])
+		task.shuffleBound = l.shuffleBound(v, task, part)
 		if validate.OCStrengthOf(part.N, 0, float64(task.shuffleBound)) >= l.opts.MinStrength {
 			return
 		}
@@ -758,6 +797,76 @@ func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 			task.want[pol] = false
 		}
 	}
+}
+
+// bounded reports whether the bounds that skip the candidates of the
+// listing alone that cannot be reliable are on.
+func (l *lattice) bounded() bool {
+	return l.opts.MinStrength > 0 && !l.opts.listing().unbounded
+}
+
+// dropBeyondG3 stops wanting the polarities of task that are candidates
+// of the listing alone and cannot be reliable by a bound in O(1): within
+// a class a shuffle keeps at least the largest group of one A value, so
+// OCShuffleBound is at most the g3 removals of X: [] -> A and of
+// X: [] -> B on the evidence, which are at most those on all records,
+// bounded by the node's g3. It drops what dropHopeless would (see there),
+// before a task is made of it.
+func (l *lattice) dropBeyondG3(task *ocTask) {
+	if !l.bounded() || l.opts.listing().noG3Bound {
+		return
+	}
+	n := task.node
+	ub := min(n.g3[task.a], n.g3[task.b])
+	if ub == g3Unknown {
+		return
+	}
+	rows := l.ev.n
+	if n.set|1<<task.a|1<<task.b == l.all {
+		rows = l.t.Rows
+	}
+	if validate.OCStrengthOf(rows, 0, float64(ub)) >= l.opts.MinStrength {
+		return
+	}
+	for pol := Asc; pol <= Desc; pol++ {
+		if task.inherited[pol] || !task.paper {
+			task.want[pol] = false
+		}
+	}
+}
+
+// shuffleBound is validate.OCShuffleBound of task's columns in part, its
+// evidence: from the node's cached ClassGroupMax of each column when part
+// is the node's evidence partition, in O(classes).
+func (l *lattice) shuffleBound(v *validate.Validator, task *ocTask, part *validate.StrippedPartition) int {
+	n := task.node
+	a, b := &l.t.Columns[task.a], &l.t.Columns[task.b]
+	if part != l.evidOf(n) {
+		return v.OCShuffleBound(part, a, b)
+	}
+	return validate.OCShuffleBoundOf(part, l.groupMax(v, n, int(task.a)), l.groupMax(v, n, int(task.b)))
+}
+
+// groupMax returns validate.ClassGroupMax of column c in n's evidence
+// partition, computed on its first use at n's level. It computes outside
+// the lock, which a worker passing its pause must not hold; two workers
+// may then both compute it, to the same result.
+func (l *lattice) groupMax(v *validate.Validator, n *latNode, c int) []uint32 {
+	g := &n.groups
+	g.mu.Lock()
+	if g.cols == nil {
+		g.cols = make([][]uint32, l.m)
+	}
+	groups := g.cols[c]
+	g.mu.Unlock()
+	if groups != nil {
+		return groups
+	}
+	groups = v.ClassGroupMax(l.evidOf(n), &l.t.Columns[c], nil)
+	g.mu.Lock()
+	g.cols[c] = groups
+	g.mu.Unlock()
+	return groups
 }
 
 // belowBound reports whether the valid candidate of the listing alone in

@@ -398,8 +398,29 @@ func TestLatticeTypedReliableMatchesBruteForce(t *testing.T) {
 					}
 				}
 				checkListingOrder(t, d)
+				if !tune.unbounded {
+					checkG3BoundDropsAsHopeless(t, tab, Options{Epsilon: eps, MinStrength: minStrength, tune: &tune}, d)
+				}
 			}
 		}
+	}
+}
+
+// checkG3BoundDropsAsHopeless checks that the O(1) bound from the g3
+// removals (dropBeyondG3; it drops candidates on most of these tables)
+// drops only what dropHopeless drops without it: the same dependencies
+// and the same validation count.
+func checkG3BoundDropsAsHopeless(t *testing.T, tab *table.Table, opts Options, d *Discovery) {
+	t.Helper()
+	tune := *opts.tune
+	tune.noG3Bound = true
+	opts.tune = &tune
+	without, err := Discover(context.Background(), tab, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listingLines(d), listingLines(without); !slices.Equal(got, want) || d.Stats.Validations != without.Stats.Validations {
+		t.Fatalf("with the g3 bound %d validations\n%q\nwithout %d\n%q", d.Stats.Validations, got, without.Stats.Validations, want)
 	}
 }
 

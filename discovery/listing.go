@@ -32,6 +32,10 @@ type listingTuning struct {
 	// the bounds that skip those that cannot be reliable (dropHopeless,
 	// belowBound): a fast path off, for the tests that compare.
 	unbounded bool
+	// noG3Bound turns off the O(1) bound from the g3 removals that drops
+	// such candidates before any is made a task (dropBeyondG3), leaving
+	// them to dropHopeless: for the test that checks the same are dropped.
+	noG3Bound bool
 }
 
 // defaultListing is the tuning of every caller outside the tests.

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"math"
+	"slices"
 
 	"github.com/odwatch/odwatch/discovery/table"
 )
@@ -326,6 +327,40 @@ func (v *Validator) OCShuffleBound(p *StrippedPartition, a, b *table.Column) int
 		}
 		bound += len(cls) - int(top)
 		v.tick(len(cls))
+	}
+	return bound
+}
+
+// ClassGroupMax returns, for each class of p, the size of its largest
+// group of rows with one value of c (out reused when large enough): what
+// OCShuffleBoundOf reads of a column, so that a context computes it once
+// per column for all of its pairs. Cost: O(|c|) per class.
+func (v *Validator) ClassGroupMax(p *StrippedPartition, c *table.Column, out []uint32) []uint32 {
+	counts := v.zeroedCounts(&v.counts, c.Cardinality)
+	out = slices.Grow(out[:0], p.NumClasses())
+	for i := 0; i < p.NumClasses(); i++ {
+		cls := p.Class(i)
+		var top uint32
+		for _, r := range cls {
+			x := c.Ranks[r]
+			counts[x]++
+			top = max(top, counts[x])
+		}
+		for _, r := range cls {
+			counts[c.Ranks[r]] = 0
+		}
+		out = append(out, top)
+		v.tick(len(cls))
+	}
+	return out
+}
+
+// OCShuffleBoundOf is OCShuffleBound(p, a, b) from the ClassGroupMax of
+// A and of B in p, in O(classes).
+func OCShuffleBoundOf(p *StrippedPartition, groupsA, groupsB []uint32) int {
+	bound := 0
+	for i := 0; i < p.NumClasses(); i++ {
+		bound += int(p.Starts[i+1]-p.Starts[i]) - int(max(groupsA[i], groupsB[i]))
 	}
 	return bound
 }

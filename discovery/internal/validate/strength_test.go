@@ -81,3 +81,23 @@ func TestOCMeasureCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestOCShuffleBoundOf checks the bound from each column's largest groups
+// against OCShuffleBound, which counts both columns class by class.
+func TestOCShuffleBoundOf(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(25, 3))
+	v := NewValidator()
+	var ga, gb []uint32
+	for trial := range 300 {
+		n := 1 + rng.IntN(800)
+		p := ColumnPartition(randomColumn(rng, n, 1+rng.IntN(n)))
+		a := randomColumn(rng, n, 1+rng.IntN(50))
+		b := randomColumn(rng, n, 1+rng.IntN(500))
+		ga = v.ClassGroupMax(p, a, ga)
+		gb = v.ClassGroupMax(p, b, gb)
+		if got, want := OCShuffleBoundOf(p, ga, gb), v.OCShuffleBound(p, a, b); got != want {
+			t.Fatalf("trial %d: OCShuffleBoundOf %d, OCShuffleBound %d", trial, got, want)
+		}
+	}
+}
