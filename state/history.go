@@ -47,6 +47,9 @@ type HistoryAppend struct {
 	Drop []string
 	// RuleRing and EventRing are the ring sizes (> 0).
 	RuleRing, EventRing int
+	// Again: more events of the window appended last (a discovery merged
+	// on it after its check): Events are added, Rules ignored.
+	Again bool
 }
 
 // ringHead is the q/<stream> value: appends so far (the rule rings' next
@@ -66,7 +69,8 @@ func ruleRingPrefix(stream, dep string) []byte {
 
 // AppendHistory adds one evaluation to the stream's status history, in one
 // batch. An evaluation at or below a window end already appended (a replay
-// after a crash) is skipped and reported false. The batch is not synced: a
+// after a crash) is skipped and reported false, but the events of one
+// marked Again at the last window end appended. The batch is not synced: a
 // crash of the machine may lose the last appends, which only costs chart
 // points; a crash of the process loses nothing (Pebble's WAL is written).
 func (s *Store) AppendHistory(h *HistoryAppend) (bool, error) {
@@ -94,7 +98,8 @@ func (s *Store) AppendHistory(h *HistoryAppend) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if head.nextEnd > h.WindowEnd {
+	again := h.Again && head.nextEnd == h.WindowEnd+1
+	if head.nextEnd > h.WindowEnd && !again {
 		return false, nil
 	}
 	b := s.db.NewBatch()
@@ -108,6 +113,9 @@ func (s *Store) AppendHistory(h *HistoryAppend) (bool, error) {
 	slot := uint32(head.appends % uint64(h.RuleRing))
 	var v []byte
 	for i := range h.Rules {
+		if again {
+			break
+		}
 		p := &h.Rules[i]
 		v = encodeRulePoint(v[:0], p)
 		if err := b.Set(binary.BigEndian.AppendUint32(ruleRingPrefix(h.Stream, p.DependencyID), slot), v, nil); err != nil {
@@ -123,8 +131,10 @@ func (s *Store) AppendHistory(h *HistoryAppend) (bool, error) {
 		}
 		head.events++
 	}
-	head.appends++
-	head.nextEnd = h.WindowEnd + 1
+	if !again {
+		head.appends++
+		head.nextEnd = h.WindowEnd + 1
+	}
 	hv := binary.BigEndian.AppendUint64(nil, head.appends)
 	hv = binary.BigEndian.AppendUint64(hv, head.events)
 	hv = binary.BigEndian.AppendUint64(hv, head.nextEnd)

@@ -72,6 +72,21 @@ func TestHistoryRings(t *testing.T) {
 	if a2, _ := s.RuleHistory("s", "a"); a2[len(a2)-1].Error == 9 {
 		t.Error("a replayed window overwrote the history")
 	}
+	// More events of the last window (Again) are added, its rules left;
+	// of an earlier window, skipped.
+	for _, end := range []uint64{1100, 1200} {
+		ok, err = s.AppendHistory(&HistoryAppend{Stream: "s", WindowEnd: end, RuleRing: ruleRing, EventRing: eventRing, Again: true,
+			Rules: []RulePoint{{DependencyID: "a", WindowEnd: end, Error: 9}}, Events: [][]byte{[]byte(fmt.Sprintf("again%d", end))}})
+		if err != nil || ok != (end == 1200) {
+			t.Fatalf("append again at %d: %v, %v; want it only at the last window end", end, ok, err)
+		}
+	}
+	if ev, _ := s.EventHistory("s"); fmt.Sprintf("%s", ev) != "[e10 e11 again1200]" {
+		t.Errorf("events after again = %s, want [e10 e11 again1200]", ev)
+	}
+	if a2, _ := s.RuleHistory("s", "a"); len(a2) != ruleRing || a2[len(a2)-1].Error == 9 {
+		t.Errorf("an append again changed the rules' history: %+v", a2)
+	}
 
 	// Dropping a rule deletes its ring, and only its.
 	if _, err := s.AppendHistory(&HistoryAppend{Stream: "s", WindowEnd: 1300, RuleRing: ruleRing, EventRing: eventRing, Drop: []string{"b"}}); err != nil {

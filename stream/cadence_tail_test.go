@@ -1,8 +1,10 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -111,6 +113,16 @@ func TestDiscoveryEndingAfterTheLastCheckIsMerged(t *testing.T) {
 	}
 	found := discoveredAt(last)
 	t.Logf("discovery of window %d merged on window %d: discovered %v", d, last, found)
+	// The status page's event list has them too (appended to its window's).
+	testkit.Eventually(t, time.Minute, "the discovered event in the status history", func() bool {
+		evs, err := r.m.store.EventHistory(topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(evs, func(p []byte) bool {
+			return bytes.Contains(p, []byte(`"discovered"`)) && bytes.Contains(p, []byte(found[0]))
+		})
+	})
 	// The next check merges the same discovery as usual: nothing again.
 	produce(cfg.Every)
 	counts := map[string]int{}

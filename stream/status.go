@@ -103,6 +103,7 @@ func (s *evaluator) recordStatus(snap *window.Snapshot, out *eval.Outcome) {
 	info, obs, events := out.Info, out.Obs, out.Events
 	s.m.status.Set(s.name, history.Last{At: time.Now(), Window: info})
 	h := history.NewAppend(s.name, info, obs, events, s.tracker.Errors(), statusRuleRing, statusEventRing)
+	h.Again = out.Again // more events of the window appended last
 	job, reserved := &historyJob{h: h, events: events}, false
 	if deps, at := eval.RelatedDependencies(events); len(deps) > 0 {
 		if reserved = s.hist.Reserve(); reserved {

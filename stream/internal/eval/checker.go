@@ -305,7 +305,7 @@ func (e Env) CheckWindow(ctx context.Context, c *Checker, info alerts.WindowInfo
 // does nothing before the checker's first window.
 func (e Env) MergeFound(ctx context.Context, c *Checker, info alerts.WindowInfo, merge *DiscoveryOutcome) (*Outcome, error) {
 	watched := e.Tracker.Watched()
-	out := &Outcome{Info: info, Result: "ok", Tracked: len(watched), Found: len(merge.Found), Merged: true}
+	out := &Outcome{Info: info, Result: "ok", Tracked: len(watched), Found: len(merge.Found), Merged: true, Again: true}
 	if c.eng == nil {
 		return out, nil
 	}

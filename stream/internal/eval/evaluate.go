@@ -56,8 +56,9 @@ type Outcome struct {
 	// Tracked, Found, Checked count the tracked dependencies, the minimal
 	// ones discovery found and the tracked ones the check path validated.
 	Tracked, Found, Checked int
-	// Merged: a check (two cadences) that took in a discovery's result.
-	Merged bool
+	// Merged: a check (two cadences) that took in a discovery's result;
+	// Again: on a window recorded before (MergeFound).
+	Merged, Again bool
 	// Prepared: the dependencies a check's engine kept ahead of their
 	// merge; Builds: what it built from the whole window (debug log, tests).
 	Prepared int
