@@ -258,29 +258,11 @@ func TestAutoRestartRerunsDiscovery(t *testing.T) {
 	t.Parallel()
 	m := offlineMonitorWith(t, StreamConfig{Topic: "ar", Window: 10, Every: 5, DiscoverEvery: AutoDiscoverEvery, Epsilon: 0.01},
 		Options{Sinks: []alerts.Sink{&collectSink{}}})
-	c := &state.Commit{Stream: "ar", NextOffset: map[int32]int64{0: 25}, NextSeq: 25}
-	var rec decode.FlatRecord
-	for o := int64(0); o < 25; o++ {
-		rec.Reset()
+	s := restoreSaved(t, m, "ar", 25, 19, func(o int64, rec *decode.FlatRecord) {
 		rec.AddString("a", strconv.FormatInt(o%3, 10))
 		rec.AddString("b", strconv.FormatInt(2*(o%3), 10))
 		rec.AddString("c", strconv.FormatInt(o, 10))
-		c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
-	}
-	if err := m.store.Apply(c); err != nil {
-		t.Fatal(err)
-	}
-	tracker, err := alerts.NewTracker(alerts.Config{Stream: "ar", Epsilon: 0.01}).MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.store.SaveEvaluation(&state.Evaluation{Stream: "ar", WindowEnd: 19, TrackerState: tracker}); err != nil {
-		t.Fatal(err)
-	}
-	s := m.streams[0]
-	if err := s.restore(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	})
 	s.mb.mu.Lock()
 	var queued []string
 	for _, j := range s.mb.feed.discs {
@@ -312,6 +294,7 @@ func TestAutoRestartRerunsDiscovery(t *testing.T) {
 		return s.evaluated.Load() == 25 && (s.mb.feed.done.Has(19) || merged[24])
 	})
 	// The first check after it merges it (no new discovery started meanwhile).
+	var rec decode.FlatRecord
 	for seq := uint64(25); seq < 30; seq++ {
 		rec.Reset()
 		rec.AddString("a", strconv.FormatUint(seq%3, 10))

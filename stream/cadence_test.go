@@ -378,28 +378,10 @@ func TestTwoCadenceReplayIsACheck(t *testing.T) {
 	sink := &collectSink{}
 	m := offlineMonitorWith(t, StreamConfig{Topic: "rp", Window: 10, Every: 5, DiscoverEvery: 10, Epsilon: 0.01},
 		Options{Sinks: []alerts.Sink{sink}})
-	c := &state.Commit{Stream: "rp", NextOffset: map[int32]int64{0: 17}, NextSeq: 17}
-	var rec decode.FlatRecord
-	for o := int64(0); o < 17; o++ {
-		rec.Reset()
+	s := restoreSaved(t, m, "rp", 17, 9, func(o int64, rec *decode.FlatRecord) {
 		rec.AddString("a", strconv.FormatInt(o%3, 10))
 		rec.AddString("b", "const")
-		c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
-	}
-	if err := m.store.Apply(c); err != nil {
-		t.Fatal(err)
-	}
-	tracker, err := alerts.NewTracker(alerts.Config{Stream: "rp", Epsilon: 0.01}).MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := m.store.SaveEvaluation(&state.Evaluation{Stream: "rp", WindowEnd: 9, TrackerState: tracker}); err != nil {
-		t.Fatal(err)
-	}
-	s := m.streams[0]
-	if err := s.restore(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	})
 	var mu sync.Mutex
 	merged := map[uint64]bool{}
 	m.testHooks().afterCheck = func(end uint64, out *eval.Outcome) {
@@ -649,4 +631,34 @@ func TestPreparedMergeBuildsNothing(t *testing.T) {
 	if !built || !restarted || prepared == 0 {
 		t.Fatalf("the runs do not show rules built ahead (built without preparing %v, OCs restarted %v, %d kept ahead)", built, restarted, prepared)
 	}
+}
+
+// restoreSaved seeds m's store with n records of its first stream (row
+// fills record o), committed together, and a saved evaluation of window
+// end windowEnd with an empty tracker, then restores the stream from it,
+// as a restart after a crash between a commit and a save finds it.
+func restoreSaved(t *testing.T, m *Monitor, stream string, n int64, windowEnd uint64, row func(o int64, rec *decode.FlatRecord)) *streamRun {
+	t.Helper()
+	c := &state.Commit{Stream: stream, NextOffset: map[int32]int64{0: n}, NextSeq: uint64(n)}
+	var rec decode.FlatRecord
+	for o := int64(0); o < n; o++ {
+		rec.Reset()
+		row(o, &rec)
+		c.Records = append(c.Records, state.Record{Offset: o, Seq: uint64(o), Value: rec.AppendBinary(nil)})
+	}
+	if err := m.store.Apply(c); err != nil {
+		t.Fatal(err)
+	}
+	tracker, err := alerts.NewTracker(alerts.Config{Stream: stream, Epsilon: 0.01}).MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.store.SaveEvaluation(&state.Evaluation{Stream: stream, WindowEnd: windowEnd, TrackerState: tracker}); err != nil {
+		t.Fatal(err)
+	}
+	s := m.streams[0]
+	if err := s.restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
