@@ -255,12 +255,7 @@ func smallRemovals(av, bv []uint32, bitsB uint, maxB uint32, desc bool) int {
 	var kb [smallClass]uint64
 	keys := kb[:len(av)]
 	for j := range av {
-		k := uint64(av[j])<<bitsB | uint64(bv[j])
-		y := j
-		for ; y > 0 && keys[y-1] > k; y-- {
-			keys[y] = keys[y-1]
-		}
-		keys[y] = k
+		insertKey(keys, j, uint64(av[j])<<bitsB|uint64(bv[j]))
 	}
 	mask := uint64(1)<<bitsB - 1
 	var tb [smallClass]uint32

@@ -312,12 +312,7 @@ func smallClassRemovals(cls, ar, br []uint32, bitsB uint, maxB uint32) (asc, des
 	var kb [smallClass]uint64
 	keys := kb[:len(cls)]
 	for j, r := range cls {
-		k := uint64(ar[r])<<bitsB | uint64(br[r])
-		y := j
-		for ; y > 0 && keys[y-1] > k; y-- {
-			keys[y] = keys[y-1]
-		}
-		keys[y] = k
+		insertKey(keys, j, uint64(ar[r])<<bitsB|uint64(br[r]))
 	}
 	mask := uint64(1)<<bitsB - 1
 	var tb [smallClass]uint32
@@ -1056,4 +1051,14 @@ func tupleRanks(cols []*table.Column, n int) ([]uint32, int) {
 		out[row] = rank
 	}
 	return out, int(rank) + 1
+}
+
+// insertKey places k among keys[:j], kept sorted, by insertion: the sort of
+// a class of at most smallClass rows.
+func insertKey(keys []uint64, j int, k uint64) {
+	y := j
+	for ; y > 0 && keys[y-1] > k; y-- {
+		keys[y] = keys[y-1]
+	}
+	keys[y] = k
 }
