@@ -43,20 +43,8 @@ func (x *Index) Len() int { return x.n }
 // Lookup returns the code of v in dict (0 if absent) and v's hash, to be
 // passed to Insert when v is absent.
 func (x *Index) Lookup(dict []string, v string) (code, h uint32) {
-	h = uint32(maphash.String(x.seed, v))
-	if x.n == 0 {
-		return 0, h
-	}
-	mask := uint32(len(x.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		s := x.slots[i]
-		if s.code == 0 {
-			return 0, h
-		}
-		if s.hash == h && dict[s.code-1] == v {
-			return s.code, h
-		}
-	}
+	h = x.HashString(v)
+	return x.LookupHash(dict, v, h), h
 }
 
 // LookupBytes is Lookup for a value held as bytes; it does not allocate.
