@@ -464,32 +464,43 @@ func (v *Validator) smallBClass(cls, ar, br []uint32, cnt []uint32, loA, maxB ui
 			hist[x]++
 			occ |= 1 << x
 		}
-		if wantAsc {
-			for m := occ; m != 0; m &= m - 1 {
-				x := uint32(bits.TrailingZeros64(m))
-				v.ascSmall.feed(x, hist[x])
-			}
-			if remAsc >= 0 && v.ascSmall.removals() > remAsc {
-				wantAsc = false
-			}
-		}
-		if wantDesc {
-			for m := occ; m != 0; {
-				x := uint32(63 - bits.LeadingZeros64(m))
-				m &^= 1 << x
-				v.descSmall.feed(maxB-x, hist[x])
-			}
-			if remDesc >= 0 && v.descSmall.removals() > remDesc {
-				wantDesc = false
-			}
-		}
-		for m := occ; m != 0; m &= m - 1 {
-			hist[bits.TrailingZeros64(m)] = 0
-		}
+		wantAsc, wantDesc = v.feedSmallRun(hist[:], occ, maxB, wantAsc, wantDesc, remAsc, remDesc)
 		v.tick(len(run))
 	}
 	clear(cnt)
 	return v.ascSmall.removals(), v.descSmall.removals()
+}
+
+// feedSmallRun feeds one bucket's histogram of B (hist, with occ the bit
+// set of the values present) to the polarities still wanted, ascending
+// values to ascSmall and descending ones to descSmall, and zeroes hist's
+// counters again. It returns which polarities are still wanted: a
+// polarity stops once above its removal budget (remAsc/remDesc, negative
+// for none).
+func (v *Validator) feedSmallRun(hist []uint32, occ uint64, maxB uint32, wantAsc, wantDesc bool, remAsc, remDesc int) (bool, bool) {
+	if wantAsc {
+		for m := occ; m != 0; m &= m - 1 {
+			x := uint32(bits.TrailingZeros64(m))
+			v.ascSmall.feed(x, hist[x])
+		}
+		if remAsc >= 0 && v.ascSmall.removals() > remAsc {
+			wantAsc = false
+		}
+	}
+	if wantDesc {
+		for m := occ; m != 0; {
+			x := uint32(63 - bits.LeadingZeros64(m))
+			m &^= 1 << x
+			v.descSmall.feed(maxB-x, hist[x])
+		}
+		if remDesc >= 0 && v.descSmall.removals() > remDesc {
+			wantDesc = false
+		}
+	}
+	for m := occ; m != 0; m &= m - 1 {
+		hist[bits.TrailingZeros64(m)] = 0
+	}
+	return wantAsc, wantDesc
 }
 
 // pairHistMax is the number of (A, B) counters up to which lazyClass
@@ -538,28 +549,7 @@ func (v *Validator) pairHistClass(cls, ar, br []uint32, loA uint32, buckets int,
 			continue
 		}
 		row := h[d*w : d*w+w]
-		if wantAsc {
-			for b := m; b != 0; b &= b - 1 {
-				x := uint32(bits.TrailingZeros64(b))
-				v.ascSmall.feed(x, row[x])
-			}
-			if remAsc >= 0 && v.ascSmall.removals() > remAsc {
-				wantAsc = false
-			}
-		}
-		if wantDesc {
-			for b := m; b != 0; {
-				x := uint32(63 - bits.LeadingZeros64(b))
-				b &^= 1 << x
-				v.descSmall.feed(maxB-x, row[x])
-			}
-			if remDesc >= 0 && v.descSmall.removals() > remDesc {
-				wantDesc = false
-			}
-		}
-		for b := m; b != 0; b &= b - 1 {
-			row[bits.TrailingZeros64(b)] = 0
-		}
+		wantAsc, wantDesc = v.feedSmallRun(row, m, maxB, wantAsc, wantDesc, remAsc, remDesc)
 		occ[d] = 0
 	}
 	return v.ascSmall.removals(), v.descSmall.removals()
