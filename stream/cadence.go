@@ -61,6 +61,7 @@ type discoveryJob struct {
 	rerun   bool
 	gen     uint64 // the window's generation (mailbox.gen) at dispatch
 	mergeAt uint64 // merged into the first check at or past it (pace.Pacer.MergeAt)
+	early   bool   // or on its own window's when it ends after that check (eval.Finished.Early)
 }
 
 // cadenceFeed is the two-cadence part of the mailbox: the queues between
@@ -122,10 +123,7 @@ func (f *cadenceFeed) forget() {
 	f.gate.SetChecks(false)
 	f.gate.SetMerging(false)
 	f.resync = true
-	select {
-	case f.discDone <- struct{}{}:
-	default:
-	}
+	wake(f.discDone)
 }
 
 // discoveryPoint reports whether the check of the window ending at endSeq

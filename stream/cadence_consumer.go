@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -12,26 +13,30 @@ import (
 // checker and, when the pacer starts one there, a snapshot to discovery.
 // replay marks a check lost in a crash, dispatched by restore.
 func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
+	lag := s.totalLag()
+	s.queueCheck(endSeq, replay)
+	s.mb.mu.Lock()
+	start := s.paceLocked(endSeq, lag, replay) == pace.VerdictStart
+	s.mb.mu.Unlock()
+	if start {
+		s.dispatchDiscovery(endSeq, replay, false, lag)
+	}
+	s.mb.notify()
+}
+
+// queueCheck queues the check job of window end endSeq.
+func (s *streamRun) queueCheck(endSeq uint64, replay bool) {
 	s.evalSeq = max(s.evalSeq, endSeq+1)
 	job := s.checkDelta(endSeq)
 	job.replay, job.gen = replay, s.mb.gen.Load()
 	if s.m.stateWriter != nil {
-		job.next = make(map[int32]int64, len(s.next))
-		for p, o := range s.next {
-			job.next[p] = o
-		}
+		job.next = maps.Clone(s.next)
 	}
-	lag := s.totalLag()
 	s.mb.mu.Lock()
+	defer s.mb.mu.Unlock()
 	job.merging = s.pacerLocked().Merging(endSeq)
 	s.mb.feed.checks = append(s.mb.feed.checks, job)
 	s.mb.feed.gate.SetChecks(true)
-	start := s.paceLocked(endSeq, lag, replay) == pace.VerdictStart
-	s.mb.mu.Unlock()
-	if start {
-		s.dispatchDiscovery(endSeq, replay, lag)
-	}
-	s.mb.notify()
 }
 
 // paceLocked is the pacer's verdict at the check of window end endSeq
@@ -100,9 +105,10 @@ func (s *streamRun) awaitDiscovery(ctx context.Context, endSeq uint64) error {
 // dispatchDiscovery hands the window (ending at endSeq, lag records behind
 // it) to discovery, started as the pacer says, and keeps its records in the
 // store until its latest merge (endSeq + DiscoverEvery) is saved, so that
-// a restart can run it again (rerun).
-func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
-	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun, gen: s.mb.gen.Load()}
+// a restart can run it again (rerun). early: merged on its own window's
+// check too (eval.Finished.Early).
+func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun, early bool, lag int64) {
+	dj := &discoveryJob{snap: s.win.Snapshot(), endSeq: endSeq, rerun: rerun, early: early, gen: s.mb.gen.Load()}
 	if len(s.holds) == maxHolds {
 		s.holds = slices.Delete(s.holds, 0, 1)
 	}
@@ -115,10 +121,7 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
 		f.rerun[endSeq] = true
 	}
 	s.mb.mu.Unlock()
-	select {
-	case f.discWake <- struct{}{}:
-	default:
-	}
+	wake(f.discWake)
 }
 
 // restoreCadence is restore's step for two cadences, called with the
@@ -130,7 +133,9 @@ func (s *streamRun) dispatchDiscovery(endSeq uint64, rerun bool, lag int64) {
 // saved check (saved, the evaluation the store holds), and any started
 // after it), each merged at its own point. With auto, whose starts depend
 // on time, a discovery of the saved check's window is run instead (the
-// pacer's first start), merged into the first check after it ends.
+// pacer's first start), merged into the first check after it ends, or on
+// the saved check's window when none follows: the checker takes that
+// window first (not checked again, runCheck).
 // The events and ids are then those of an uninterrupted run; the first
 // replayed check counts every dependency exactly, where the uninterrupted
 // run may have kept a skipped one's last exact count (the errors an event
@@ -145,7 +150,9 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 	}
 	if s.cfg.autoDiscover {
 		if endSeq == saved.end { // the one a crash may have lost, on the saved check's window
-			s.dispatchDiscovery(endSeq, false, 0)
+			s.queueCheck(endSeq, true) // not checked again (runCheck); its window is merged on (mergeFound)
+			s.dispatchDiscovery(endSeq, false, true, 0)
+			s.mb.notify()
 		}
 		return
 	}
@@ -156,7 +163,7 @@ func (s *streamRun) restoreCadence(endSeq uint64, saved savedTracker) {
 	mergeAt, _ := s.pacerLocked().MergeAt(endSeq, 0)
 	s.mb.mu.Unlock()
 	if mergeAt > saved.end {
-		s.dispatchDiscovery(endSeq, true, 0)
+		s.dispatchDiscovery(endSeq, true, false, 0)
 	}
 }
 

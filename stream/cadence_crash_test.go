@@ -310,3 +310,43 @@ func TestAutoRestartRerunsDiscovery(t *testing.T) {
 		t.Fatalf("merged at 24 %v, at 29 %v: want the discovery of window 19 merged at one of them", merged[24], merged[29])
 	}
 }
+
+// TestAutoRestartMergesWithoutNewRecords: with discover-every auto, a
+// restart whose store ends at the saved check's window (nothing was lost
+// but that window's discovery) merges the re-run discovery on that window
+// once it ends, without waiting for the records of the next check: the
+// checker takes the saved window (not checked again) and the discovery's
+// rules are counted there and watched. Before, they waited for the next
+// check, which needs records that may never come.
+func TestAutoRestartMergesWithoutNewRecords(t *testing.T) {
+	t.Parallel()
+	m := offlineMonitorWith(t, StreamConfig{Topic: "am", Window: 200, Every: 100, DiscoverEvery: AutoDiscoverEvery, Epsilon: 0.01},
+		Options{Sinks: []alerts.Sink{&collectSink{}}})
+	s := restoreSaved(t, m, "am", 300, 299, func(o int64, rec *decode.FlatRecord) {
+		rec.AddString("a", strconv.FormatInt(o%7, 10))
+		rec.AddString("b", strconv.FormatInt(2*(o%7), 10))
+		rec.AddString("c", strconv.FormatInt(o, 10))
+	})
+	if w := s.eval.tracker.Watched(); len(w) != 0 {
+		t.Fatalf("watched before the re-run discovery: %d, want none (the saved tracker is empty)", len(w))
+	}
+	checked := false
+	m.testHooks().afterCheck = func(uint64, *eval.Outcome) { checked = true }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.eval.run(ctx) }()
+	testkit.Eventually(t, 30*time.Second, "the re-run discovery's rules watched on the saved window", func() bool {
+		return len(s.eval.tracker.Watched()) > 0
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if checked {
+		t.Error("the saved window was checked again")
+	}
+	if n := s.evaluated.Load(); n != 300 {
+		t.Errorf("evaluated %d records, want 300 (no check ran)", n)
+	}
+	t.Logf("watched after the merge on window 299: %d rules", len(s.eval.tracker.Watched()))
+}

@@ -63,12 +63,8 @@ func (s *discoverer) run(ctx context.Context) {
 // succeeded) and a consumer waiting for it is woken.
 func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	defer func() {
-		for _, ch := range []chan struct{}{s.mb.feed.discDone, s.mb.feed.consumerWake} {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
-		}
+		wake(s.mb.feed.discDone)
+		wake(s.mb.feed.consumerWake)
 	}()
 	dctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -88,7 +84,7 @@ func (s *discoverer) discover(ctx context.Context, job *discoveryJob) bool {
 	}()
 	s.m.hooks.discoveryStarts(dctx, job.endSeq)
 	start, waited := time.Now(), s.mb.feed.gate.Waited()
-	done := eval.Finished{EndSeq: job.endSeq, MergeAt: job.mergeAt}
+	done := eval.Finished{EndSeq: job.endSeq, MergeAt: job.mergeAt, Early: job.early}
 	workers := eval.DiscoveryWorkers()
 	env := eval.Env{Name: s.name, Cfg: s.cfg.evalConfig(), Log: s.log, Pause: s.pauseDiscovery, Workers: workers}
 	var err error

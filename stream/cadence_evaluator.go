@@ -57,6 +57,8 @@ func (s *evaluator) runChecks(ctx context.Context, c *eval.Checker, jobs []*chec
 			s.log.Warn("check skipped: the window changed under the checker; resynchronizing", "window_end", job.endSeq)
 			return nil
 		}
+		last := *job
+		last.delta, s.last = nil, &last // the checker's window now (mergeFound)
 		switch {
 		case i < len(jobs)-1 && !job.replay && !job.merging && !s.m.hooks.ordered():
 			s.m.metrics.Evaluations.WithLabelValues(s.name, "skipped").Inc()
@@ -92,8 +94,6 @@ func (s *evaluator) runCheck(ctx context.Context, c *eval.Checker, job *checkJob
 	if err := s.record(ctx, &evalJob{endSeq: job.endSeq, next: job.next, replay: job.replay, gen: job.gen}, out); err != nil {
 		return err
 	}
-	last := *job
-	last.delta, s.last = nil, &last // its rows are the checker's now
 	d := time.Since(start)
 	s.observeEval(d, out.Result)
 	s.m.metrics.LastEval.WithLabelValues(s.name).Set(float64(time.Now().UnixNano()) / 1e9)

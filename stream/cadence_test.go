@@ -635,8 +635,9 @@ func TestPreparedMergeBuildsNothing(t *testing.T) {
 
 // restoreSaved seeds m's store with n records of its first stream (row
 // fills record o), committed together, and a saved evaluation of window
-// end windowEnd with an empty tracker, then restores the stream from it,
-// as a restart after a crash between a commit and a save finds it.
+// end windowEnd with an empty tracker that observed that window, then
+// restores the stream from it, as a restart after a crash between a
+// commit and a save finds it.
 func restoreSaved(t *testing.T, m *Monitor, stream string, n int64, windowEnd uint64, row func(o int64, rec *decode.FlatRecord)) *streamRun {
 	t.Helper()
 	c := &state.Commit{Stream: stream, NextOffset: map[int32]int64{0: n}, NextSeq: uint64(n)}
@@ -649,7 +650,9 @@ func restoreSaved(t *testing.T, m *Monitor, stream string, n int64, windowEnd ui
 	if err := m.store.Apply(c); err != nil {
 		t.Fatal(err)
 	}
-	tracker, err := alerts.NewTracker(alerts.Config{Stream: stream, Epsilon: 0.01}).MarshalJSON()
+	tr := alerts.NewTracker(alerts.Config{Stream: stream, Epsilon: 0.01})
+	tr.ObserveCheck(alerts.WindowInfo{Stream: stream, EndSeq: windowEnd}, nil) // as saved by that window's check
+	tracker, err := tr.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,11 +67,14 @@ func newMailbox() *mailbox {
 	return &mailbox{wake: make(chan struct{}, 1), feed: newCadenceFeed()}
 }
 
-// notify wakes the evaluator (it looks at the whole mailbox when it wakes,
-// so one pending wake is enough).
-func (mb *mailbox) notify() {
+// notify wakes the evaluator, which then looks at the whole mailbox.
+func (mb *mailbox) notify() { wake(mb.wake) }
+
+// wake signals ch without blocking: its receiver looks at the state behind
+// it when it wakes, so one pending signal is enough.
+func wake(ch chan<- struct{}) {
 	select {
-	case mb.wake <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -167,8 +170,8 @@ type evaluator struct {
 	trackerEnd  uint64
 	hasTracker  bool
 	evaluations int
-	// chk is the checker of two cadences (runChecks), last the last check
-	// it recorded (mergeFound).
+	// chk is the checker of two cadences (runChecks), last the job whose
+	// window it holds (mergeFound).
 	chk  eval.Checker
 	last *checkJob
 	// del is the stream's outbox delivery, a unit of its own on this
@@ -283,10 +286,7 @@ func (e *evaluator) take() work {
 	w := work{replay: e.mb.replay, pending: e.mb.pending, restore: e.mb.restore, checks: e.mb.feed.checks}
 	e.mb.replay, e.mb.pending, e.mb.restore, e.mb.feed.checks = nil, nil, nil, nil
 	if w.pending != nil {
-		select { // a consumer waiting to hand over the next window (awaitDiscovery)
-		case e.mb.feed.consumerWake <- struct{}{}:
-		default:
-		}
+		wake(e.mb.feed.consumerWake) // a consumer waiting to hand over the next window (awaitDiscovery)
 	}
 	return w
 }

@@ -15,9 +15,15 @@ type Finished struct {
 	// Took is how long it ran, Held the part of it its workers waited at
 	// the check gate.
 	Took, Held time.Duration
+	// Early: the window of the last check will do once that check's
+	// window is EndSeq's or later (Overdue), not only past MergeAt: a
+	// restart's re-run of auto on the saved check's window, which stands
+	// for a lost discovery that an uninterrupted run may have merged on
+	// that window (MergeFound) without another record.
+	Early bool
 	// Found: its new rules were merged already, on the window of the last
-	// check (Env.MergeFound), which had passed MergeAt when it ended; the
-	// next check merges it as usual.
+	// check (Env.MergeFound), which had passed MergeAt (or, Early, EndSeq)
+	// when it ended; the next check merges it as usual.
 	Found bool
 }
 
@@ -52,12 +58,16 @@ func (l *FinishedList) Due(endSeq uint64) (due Finished, superseded []uint64, ok
 }
 
 // Overdue is the newest discovery of l whose merge point the check of
-// window end last passed and whose new rules were not merged yet
-// (Env.MergeFound): it is marked Found and returned, or nil.
+// window end last passed (an Early one's own window) and whose new rules
+// were not merged yet (Env.MergeFound): it is marked Found and returned,
+// or nil. So a discovery that ends with no check queued is merged without
+// waiting for the records of the next check.
 func (l FinishedList) Overdue(last uint64) *Finished {
 	var out *Finished
 	for i := range l {
-		if f := &l[i]; f.MergeAt <= last && !f.Found && (out == nil || f.EndSeq > out.EndSeq) {
+		f := &l[i]
+		due := f.MergeAt <= last || f.Early && f.EndSeq <= last
+		if due && !f.Found && (out == nil || f.EndSeq > out.EndSeq) {
 			out = f
 		}
 	}

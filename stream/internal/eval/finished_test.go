@@ -6,7 +6,8 @@ import (
 )
 
 // TestFinishedList: the due discovery is the newest at or before the
-// check, older due ones superseded; an overdue one is handed out once.
+// check, older due ones superseded; an overdue one (an early one on its
+// own window) is handed out once.
 func TestFinishedList(t *testing.T) {
 	l := FinishedList{{EndSeq: 999, MergeAt: 1099}, {EndSeq: 1199, MergeAt: 1299}, {EndSeq: 1099, MergeAt: 1199}}
 	if !l.Has(1199) || l.Has(1299) {
@@ -23,6 +24,13 @@ func TestFinishedList(t *testing.T) {
 	}
 	if f := l.Overdue(1299); f == nil || f.EndSeq != 1199 {
 		t.Fatalf("overdue at 1299: %+v, want the newest, 1199", f)
+	}
+	early := FinishedList{{EndSeq: 1999, MergeAt: 2099, Early: true}, {EndSeq: 2099, MergeAt: 2199}}
+	if f := early.Overdue(1999); f == nil || f.EndSeq != 1999 {
+		t.Fatalf("early overdue at its own window 1999: %+v, want 1999", f)
+	}
+	if f := early.Overdue(2099); f != nil {
+		t.Fatalf("overdue at 2099: %+v, want none (2099 not early, 1999 handed out)", f)
 	}
 	due, superseded, ok := l.Due(1199)
 	if !ok || due.EndSeq != 1099 || !slices.Equal(superseded, []uint64{999}) || len(l) != 1 || l[0].EndSeq != 1199 {
