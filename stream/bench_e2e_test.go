@@ -165,11 +165,11 @@ func TestHelperE2EMonitor(t *testing.T) {
 	stopProfile()
 	stopProfile = e2eCPUProfile(t, profile, "")
 	fmt.Println("WARM")
-	first, cpu := time.Now(), cpuTime(t)
+	first, cpu := time.Now(), testkit.CPUTime(t)
 	w.waited, w.spent = discoveryWaits(t, h.reg, "e2e"), discoverySpent(h.s)
 	maxLag := h.consumeAll(&w)
 	took := time.Since(first)
-	cpu = cpuTime(t) - cpu
+	cpu = testkit.CPUTime(t) - cpu
 	h.waitDrained()
 	stopProfile()
 	b, _ := json.Marshal(h.result(w, took, cpu, maxLag))
@@ -536,13 +536,13 @@ func runEndToEnd(b *testing.B, rate int, discoverEvery string) (res e2eResult) {
 		b.Fatalf("produce the first window: %v", err)
 	}
 	p.wait("WARM")
-	start, harnessCPU := time.Now(), cpuTime(b)
+	start, harnessCPU := time.Now(), testkit.CPUTime(b)
 	faultAt, err := prod.produce(e2eRecords, rate)
 	if err != nil {
 		b.Fatalf("produce: %v", err)
 	}
 	prodSecs := time.Since(start).Seconds()
-	harnessCPU = cpuTime(b) - harnessCPU
+	harnessCPU = testkit.CPUTime(b) - harnessCPU
 	if err := json.Unmarshal([]byte(p.wait("E2E ")), &res); err != nil {
 		b.Fatalf("bad result line: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/decode"
 	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/window"
@@ -68,7 +69,7 @@ func ingestMeta(off int64) window.RowMeta {
 // cpu-ns/op), which a loaded machine disturbs less than ns/op: time spent
 // waiting for a core is not counted.
 func cpuPerOp(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(testkit.CPUTime(b)-start)/float64(b.N), "cpu-ns/op")
 }
 
 func BenchmarkIngest20(b *testing.B) {
@@ -79,7 +80,7 @@ func BenchmarkIngest20(b *testing.B) {
 		d := mustDecoder(b, decode.DecoderConfig{Format: decode.FormatJSON})
 		var rec decode.FlatRecord
 		b.ReportAllocs()
-		cpu := cpuTime(b)
+		cpu := testkit.CPUTime(b)
 		for i := 0; b.Loop(); i++ {
 			if err := d.Decode(ctx, inputs[i%ingestInputs], &rec); err != nil {
 				b.Fatal(err)
@@ -90,7 +91,7 @@ func BenchmarkIngest20(b *testing.B) {
 	b.Run("append", func(b *testing.B) {
 		w, off := ingestWindowFull(recs)
 		b.ReportAllocs()
-		cpu := cpuTime(b)
+		cpu := testkit.CPUTime(b)
 		for b.Loop() {
 			w.Append(ingestMeta(off), recs[off%ingestInputs])
 			off++
@@ -101,7 +102,7 @@ func BenchmarkIngest20(b *testing.B) {
 		// The store's record encoding (FlatRecord.AppendBinary).
 		var arena []byte
 		b.ReportAllocs()
-		cpu := cpuTime(b)
+		cpu := testkit.CPUTime(b)
 		for i := 0; b.Loop(); i++ {
 			arena = recs[i%ingestInputs].AppendBinary(arena[:0])
 		}
@@ -116,7 +117,7 @@ func BenchmarkIngest20(b *testing.B) {
 		var rec decode.FlatRecord
 		var arena []byte
 		b.ReportAllocs()
-		cpu := cpuTime(b)
+		cpu := testkit.CPUTime(b)
 		for b.Loop() {
 			if err := d.Decode(ctx, inputs[off%ingestInputs], &rec); err != nil {
 				b.Fatal(err)
@@ -149,9 +150,9 @@ func benchDispatch(b *testing.B, recs []*decode.FlatRecord) {
 				off++
 			}
 			b.StartTimer()
-			start := cpuTime(b)
+			start := testkit.CPUTime(b)
 			_, _ = f.Delta(w, false), w.Info("s", "t", uint64(off-1))
-			cpu += cpuTime(b) - start
+			cpu += testkit.CPUTime(b) - start
 		}
 	}
 	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -142,15 +141,6 @@ type replayOutcome struct {
 	cpu []time.Duration
 }
 
-// cpuTime is the process's CPU time so far.
-func cpuTime(b testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // cpuStats are the mean and max of ds in seconds.
 func cpuStats(ds []time.Duration) (mean, maxS float64) {
 	for _, d := range ds {
@@ -180,7 +170,7 @@ func replayRows(b *testing.B, name string, header []string, rows [][]string, f *
 		boundary := i+1 >= qualityWindow && (i+1-qualityWindow)%qualityEvery == 0
 		var c0 time.Duration
 		if boundary {
-			c0 = cpuTime(b)
+			c0 = testkit.CPUTime(b)
 		}
 		evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, &rec)
 		if err != nil {
@@ -190,7 +180,7 @@ func replayRows(b *testing.B, name string, header []string, rows [][]string, f *
 			b.Fatal(err)
 		}
 		if boundary {
-			out.cpu = append(out.cpu, cpuTime(b)-c0)
+			out.cpu = append(out.cpu, testkit.CPUTime(b)-c0)
 			out.events = append(out.events, evs)
 		}
 	}

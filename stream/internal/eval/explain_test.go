@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/alerts/schematest"
@@ -148,10 +146,7 @@ func BenchmarkExplainCheck(b *testing.B) {
 	}
 	env := Env{Name: "b", Cfg: &Config{Name: "b", Topic: "b", Epsilon: 0.01, Sample: 5}, Log: testkit.Logger(b)}
 	b.ResetTimer()
-	var ru0, ru1 syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru0); err != nil {
-		b.Fatal(err)
-	}
+	cpu := testkit.CPUTime(b)
 	for b.Loop() {
 		out := &Outcome{Events: []alerts.Event{{Type: alerts.EventViolated, Dependency: d, Removals: 5000}}, chk: newCheckSampler(c)}
 		env.attachSamples(context.Background(), out, nil)
@@ -159,10 +154,7 @@ func BenchmarkExplainCheck(b *testing.B) {
 			b.Fatal("no explanation")
 		}
 	}
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru1); err != nil {
-		b.Fatal(err)
-	}
-	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	cpu = testkit.CPUTime(b) - cpu
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/event")
 	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/event")
 }

@@ -1,13 +1,12 @@
 package explain
 
 import (
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/benchstream"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // benchWindow is a 100k-record window of benchstream's 20 fields, 5% of
@@ -52,7 +51,7 @@ func BenchmarkExplain(b *testing.B) {
 		b.Run(rule, func(b *testing.B) {
 			w, d := benchWindow(b, rule)
 			b.ResetTimer()
-			c0 := cpuTime(b)
+			c0 := testkit.CPUTime(b)
 			for b.Loop() {
 				r, err := Explain(w, d, DefaultOptions)
 				if err != nil || len(r.Violating) == 0 {
@@ -60,16 +59,7 @@ func BenchmarkExplain(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/explanation")
-			b.ReportMetric(float64((cpuTime(b)-c0).Milliseconds())/float64(b.N), "cpu-ms/explanation")
+			b.ReportMetric(float64((testkit.CPUTime(b)-c0).Milliseconds())/float64(b.N), "cpu-ms/explanation")
 		})
 	}
-}
-
-// cpuTime is the process's CPU time so far (user and system).
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
