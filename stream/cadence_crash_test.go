@@ -256,13 +256,7 @@ func topicEvents(t *testing.T, addr, topic string) []alerts.Event {
 // window 19 (window 10, every 5); the check of 24, lost, is replayed.
 func TestAutoRestartRerunsDiscovery(t *testing.T) {
 	t.Parallel()
-	m := offlineMonitorWith(t, StreamConfig{Topic: "ar", Window: 10, Every: 5, DiscoverEvery: AutoDiscoverEvery, Epsilon: 0.01},
-		Options{Sinks: []alerts.Sink{&collectSink{}}})
-	s := restoreSaved(t, m, "ar", 25, 19, func(o int64, rec *decode.FlatRecord) {
-		rec.AddString("a", strconv.FormatInt(o%3, 10))
-		rec.AddString("b", strconv.FormatInt(2*(o%3), 10))
-		rec.AddString("c", strconv.FormatInt(o, 10))
-	})
+	m, s := autoRestarted(t, "ar", 10, 5, 25, 19, 3)
 	s.mb.mu.Lock()
 	var queued []string
 	for _, j := range s.mb.feed.discs {
@@ -320,13 +314,7 @@ func TestAutoRestartRerunsDiscovery(t *testing.T) {
 // check, which needs records that may never come.
 func TestAutoRestartMergesWithoutNewRecords(t *testing.T) {
 	t.Parallel()
-	m := offlineMonitorWith(t, StreamConfig{Topic: "am", Window: 200, Every: 100, DiscoverEvery: AutoDiscoverEvery, Epsilon: 0.01},
-		Options{Sinks: []alerts.Sink{&collectSink{}}})
-	s := restoreSaved(t, m, "am", 300, 299, func(o int64, rec *decode.FlatRecord) {
-		rec.AddString("a", strconv.FormatInt(o%7, 10))
-		rec.AddString("b", strconv.FormatInt(2*(o%7), 10))
-		rec.AddString("c", strconv.FormatInt(o, 10))
-	})
+	m, s := autoRestarted(t, "am", 200, 100, 300, 299, 7)
 	if w := s.eval.tracker.Watched(); len(w) != 0 {
 		t.Fatalf("watched before the re-run discovery: %d, want none (the saved tracker is empty)", len(w))
 	}
@@ -349,4 +337,19 @@ func TestAutoRestartMergesWithoutNewRecords(t *testing.T) {
 		t.Errorf("evaluated %d records, want 300 (no check ran)", n)
 	}
 	t.Logf("watched after the merge on window 299: %d rules", len(s.eval.tracker.Watched()))
+}
+
+// autoRestarted is a monitor of one stream (window, every, discover-every
+// auto, eps 0.01) restarted from a store of n records and a saved check
+// of window end saved (restoreSaved); record o has a = o mod k, b = 2a
+// and c = o.
+func autoRestarted(t *testing.T, topic string, window, every int, n int64, saved uint64, k int64) (*Monitor, *streamRun) {
+	t.Helper()
+	m := offlineMonitorWith(t, StreamConfig{Topic: topic, Window: window, Every: every, DiscoverEvery: AutoDiscoverEvery, Epsilon: 0.01},
+		Options{Sinks: []alerts.Sink{&collectSink{}}})
+	return m, restoreSaved(t, m, topic, n, saved, func(o int64, rec *decode.FlatRecord) {
+		rec.AddString("a", strconv.FormatInt(o%k, 10))
+		rec.AddString("b", strconv.FormatInt(2*(o%k), 10))
+		rec.AddString("c", strconv.FormatInt(o, 10))
+	})
 }
