@@ -75,7 +75,7 @@ type latNode struct {
 	ocValid []uint64
 	ocRel   []uint64
 	// measures caches the chance-corrected measures computed at X (key
-	// measureKey), for X's own results and for the strength gains of its
+	// measureKey), for X's own results and for the OC strength gains of its
 	// supersets, which share their parents; workers fill it concurrently.
 	measures measureCache
 	// g3 holds, when the listing's bounds are on, an upper bound of the
@@ -1058,17 +1058,32 @@ func (l *lattice) ocMeasure(v *validate.Validator, n *latNode, a, b int, pol Pol
 	return m
 }
 
-// ofdStrength is the Strength of the valid X: [] -> A, X being n: its
-// measure less the largest of its direct subsets' (the strength gain of
-// docs/DESIGN.md), at least 0. A candidate of the reliable listing alone
-// whose measure is already below MinStrength is not a result whatever its
-// gain; the gain is then not computed.
+// ofdStrength is the Strength of the valid X: [] -> A, X being n: the
+// least of its measure and of its measures when chance permutes A within
+// the classes of each direct subset of X (validate.OFDStrengthWithin, on
+// the same records as the measure: docs/DESIGN.md, "Strength"). A
+// candidate of the reliable listing alone whose measure is already below
+// MinStrength is not a result whatever the rest; they are then not
+// computed.
 func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int, reliableOnly bool) float64 {
 	s := l.ofdMeasure(v, n, a)
 	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
 		return s
 	}
-	return gainOver(n, s, measureKey(a), func(p *latNode) float64 { return l.ofdMeasure(v, p, a) })
+	if len(n.cols) < 2 {
+		return s // the parent is {}, the model s already took
+	}
+	ev, part, _ := l.evidenceFor(n, 1<<a)
+	for _, p := range n.parents {
+		within := p.part
+		if ev == l.ev {
+			within = l.evidOf(p)
+		}
+		if s = min(s, v.OFDStrengthWithin(part, within, &l.t.Columns[a])); s <= 0 {
+			return 0
+		}
+	}
+	return s
 }
 
 // ocStrength is ofdStrength for the valid X: A ~ B (pol) with the given

@@ -3,6 +3,7 @@ package discovery
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -162,9 +163,12 @@ type oracleMeasures struct {
 	score map[uint64]float64
 	ofd   map[[2]uint64]int // (X, A)
 	oc    map[[4]uint64]int // (X, A, B, pol)
-	// Strengths, once addStrengths has run.
+	// Strengths, once addStrengths has run. ofdWithin holds, by (X, A,
+	// C), the measure of X: [] -> A when chance permutes A within the
+	// classes of X\{C} (C in X, X of two columns or more).
 	ofdStrength map[[2]uint64]float64
 	ocStrength  map[[4]uint64]float64
+	ofdWithin   map[[3]uint64]float64
 }
 
 func measureAll(cols [][]int, n int) *oracleMeasures {
@@ -406,6 +410,46 @@ func oracleOCStrength(classes [][]int, a, b []int, pol Polarity, n, removals int
 	return math.Max(0, math.Min(1, 1-float64(removals+10)/float64(expected+10)))
 }
 
+// oracleWithin is the measure of X: [] -> A, classes being X's and within
+// those of Y (Y a subset of X, over the same records, singletons
+// included), when chance permutes A's values among the rows of each class
+// of Y, counted by pairs: a class x of X is impure by the share of its
+// ordered pairs of rows that differ in A, times |x|, |x| - sum_a
+// |x,a|^2/|x| = sum over the ordered pairs (i, j), i != j, of [a_i !=
+// a_j] / |x|; under the permutation two rows of one class y of Y differ in
+// A with the chance that two of y's values drawn without replacement
+// differ, so x's expected impurity is (|x| - 1) times that chance. Ten
+// pseudo-rows, as every measure.
+func oracleWithin(classes, within [][]int, a []int) float64 {
+	differ := func(cls []int) float64 { // ordered pairs of rows of cls that differ in A
+		d := 0
+		for _, i := range cls {
+			for _, j := range cls {
+				if a[i] != a[j] {
+					d++
+				}
+			}
+		}
+		return float64(d)
+	}
+	classOf := map[int]int{}
+	chance := make([]float64, len(within))
+	for k, y := range within {
+		for _, r := range y {
+			classOf[r] = k
+		}
+		if m := float64(len(y)); m > 1 {
+			chance[k] = differ(y) / (m * (m - 1))
+		}
+	}
+	var observed, expected float64
+	for _, x := range classes {
+		observed += differ(x) / float64(len(x))
+		expected += float64(len(x)-1) * chance[classOf[x[0]]]
+	}
+	return math.Max(0, math.Min(1, 1-(observed+10)/(expected+10)))
+}
+
 // oracleDistinct marks the first of each set of identical rows (every
 // column equal) and counts them: the distinct records.
 func oracleDistinct(cols [][]int, n int) ([]bool, int) {
@@ -462,7 +506,17 @@ func oracleSupported(classes [][]int, nd int, support float64) bool {
 func (om *oracleMeasures) addStrengths(cols [][]int, support float64) {
 	om.ofdStrength = map[[2]uint64]float64{}
 	om.ocStrength = map[[4]uint64]float64{}
+	om.ofdWithin = map[[3]uint64]float64{}
 	keep, nd := oracleDistinct(cols, om.n)
+	classesOf := func(x uint64) [][]int {
+		var ctx []int
+		for c := 0; c < om.m; c++ {
+			if x&(1<<c) != 0 {
+				ctx = append(ctx, c)
+			}
+		}
+		return oracleClasses(cols, om.n, ctx)
+	}
 	all := uint64(1)<<om.m - 1
 	for x := uint64(0); x < 1<<om.m; x++ {
 		var ctx []int
@@ -486,6 +540,16 @@ func (om *oracleMeasures) addStrengths(cols [][]int, support float64) {
 			default:
 				om.ofdStrength[[2]uint64{x, uint64(a)}] = oracleMuPlus(distinct, cols[a], nd)
 			}
+			for c := 0; c < om.m && bits.OnesCount64(x) >= 2; c++ {
+				if x&(1<<c) == 0 {
+					continue
+				}
+				xs, ys := classes, classesOf(x&^(1<<c))
+				if x|1<<a != all {
+					xs, ys = distinct, oracleKeep(ys, keep)
+				}
+				om.ofdWithin[[3]uint64{x, uint64(a), uint64(c)}] = oracleWithin(xs, ys, cols[a])
+			}
 			for b := a + 1; b < om.m; b++ {
 				if x&(1<<b) != 0 {
 					continue
@@ -504,6 +568,19 @@ func (om *oracleMeasures) addStrengths(cols [][]int, support float64) {
 			}
 		}
 	}
+}
+
+// ofdStrengthAt is the Strength of X: [] -> A: the least of its measure
+// and of its measures when chance permutes A within the classes of each
+// direct subset of X (ofdWithin).
+func (om *oracleMeasures) ofdStrengthAt(x uint64, a int) float64 {
+	s := om.ofdStrength[[2]uint64{x, uint64(a)}]
+	for c := 0; c < om.m && s > 0; c++ {
+		if w, ok := om.ofdWithin[[3]uint64{x, uint64(a), uint64(c)}]; ok {
+			s = math.Min(s, w)
+		}
+	}
+	return s
 }
 
 // listing enumerates what Discover returns at eps and minStrength with
@@ -527,8 +604,11 @@ func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool) ([]s
 	ocValid := func(x uint64, a, b int, pol Polarity) bool {
 		return om.oc[[4]uint64{x, uint64(a), uint64(b), uint64(pol)}] <= budget
 	}
-	// The strength of a dependency is its measure less the largest measure
-	// of the same dependency in a direct subset of its context, at least 0.
+	// The strength of an OFD is the least of its measure and of its
+	// measures when chance permutes its right side within the classes of
+	// each direct subset of its context; that of an OC is its measure less
+	// the largest measure of the same OC in a direct subset of its
+	// context, at least 0.
 	gain := func(x uint64, s float64, sub func(uint64) float64) float64 {
 		if s <= 0 {
 			return s
@@ -541,9 +621,7 @@ func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool) ([]s
 		}
 		return math.Max(g, 0)
 	}
-	ofdStrength := func(x uint64, a int) float64 {
-		return gain(x, om.ofdStrength[[2]uint64{x, uint64(a)}], func(y uint64) float64 { return om.ofdStrength[[2]uint64{y, uint64(a)}] })
-	}
+	ofdStrength := om.ofdStrengthAt
 	ocStrength := func(x uint64, a, b int, pol Polarity) float64 {
 		key := func(y uint64) [4]uint64 { return [4]uint64{y, uint64(a), uint64(b), uint64(pol)} }
 		return gain(x, om.ocStrength[key(x)], func(y uint64) float64 { return om.ocStrength[key(y)] })

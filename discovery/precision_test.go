@@ -110,9 +110,12 @@ func statedByKey(text, key string) func([]Result) bool {
 }
 
 // listed returns whether the dependency with the given text is stated by
-// a reliable entry: reliable itself, or stated together with a reliable
+// a reliable entry: reliable itself, stated together with a reliable
 // entry that names it (With; cars' {}: Cylinders ~ Displacement (asc) in
-// the order dependency {Displacement}: [] -> Cylinders).
+// the order dependency {Displacement}: [] -> Cylinders), or half of a
+// reliable equivalence within a context that it names (zipcodes'
+// {city,state}: [] -> county in {city}: state <-> county, with its mirror
+// {city,county}: [] -> state).
 func listed(text string) func([]Result) bool {
 	return func(rs []Result) bool {
 		return slices.ContainsFunc(rs, func(r Result) bool {
@@ -121,6 +124,8 @@ func listed(text string) func([]Result) bool {
 			}
 			return r.Reliable || r.StatedIn != "" && slices.ContainsFunc(rs, func(head Result) bool {
 				return head.Reliable && head.String() == r.StatedIn && slices.Contains(head.With, text)
+			}) || slices.ContainsFunc(rs, func(eq Result) bool {
+				return eq.Reliable && eq.Kind == KindEquivalence && len(eq.Context) > 0 && slices.Contains(r.ImpliedBy, eq.String())
 			})
 		})
 	}

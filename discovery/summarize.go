@@ -26,8 +26,10 @@ import (
 //     the key; a reliable rule onto a column empty within eps names
 //     {}: [] -> A; a reliable rule whose context holds a measurement is
 //     not reliable;
-//   - mirrors: of X,A -> B and X,B -> A, both reliable with X not empty,
-//     the weaker names the stronger;
+//   - triangles: of X,A,B -> C, X,A,C -> B and X,B,C -> A, all reliable,
+//     the other two name the strongest;
+//   - mirrors: X,A -> B and X,B -> A, both reliable with X not empty, are
+//     one equivalence {X}: A <-> B, which both name;
 //   - implied: a reliable X -> B that follows from reliable X -> A and Y ->
 //     B with A in Y and Y within X and A names them;
 //   - together (summarize_merge.go): the reliable FDs of one left-hand
@@ -62,7 +64,10 @@ func Summarize(ctx context.Context, t *table.Table, d *Discovery, opts Options) 
 	if err := s.addEquivalences(); err != nil {
 		return err
 	}
-	s.stepBackMirrors()
+	s.stepBackTriangles()
+	if err := s.addMirrorEquivalences(); err != nil {
+		return err
+	}
 	s.stepBackImplied()
 	s.stateTogether()
 	sortResults(d.Dependencies)
@@ -364,9 +369,53 @@ func setColumns(x uint64) []int {
 	return out
 }
 
-// stepBackMirrors steps back the weaker of X,A -> B and X,B -> A, both
-// reliable with X not empty.
-func (s *summary) stepBackMirrors() {
+// stepBackTriangles lists, of three reliable FDs X,A,B: [] -> C,
+// X,A,C: [] -> B and X,B,C: [] -> A (within X, any two of A, B and C
+// determine the third), the strongest; the other two step back naming it,
+// its by-products (flights: {origin,destination}: [] -> distance, routes'
+// distances being unique, makes distance and either end name the other).
+// Pairs of them are mirrors, which addMirrorEquivalences would state twice
+// over, once for each end.
+func (s *summary) stepBackTriangles() {
+	for i := range s.d.Dependencies {
+		r := &s.d.Dependencies[i]
+		if r.Kind != KindOFD || !r.Reliable || len(r.Context) < 2 {
+			continue
+		}
+		ctx := s.set(r.Context...)
+		all := ctx | 1<<s.index[r.RHS]
+		cols := setColumns(ctx)
+	pairs:
+		for x, a := range cols {
+			for _, b := range cols[x+1:] {
+				j, k := s.reliableOFD(all&^(1<<b), b), s.reliableOFD(all&^(1<<a), a)
+				if j < 0 || k < 0 {
+					continue
+				}
+				fds := []int{i, j, k}
+				slices.SortFunc(fds, s.stronger)
+				head := s.d.Dependencies[fds[0]].String()
+				stepBack(&s.d.Dependencies[fds[1]], head)
+				stepBack(&s.d.Dependencies[fds[2]], head)
+				break pairs
+			}
+		}
+	}
+}
+
+// addMirrorEquivalences states X,A: [] -> B and X,B: [] -> A, both
+// reliable with X not empty, as one fact: the equivalence {X}: A <-> B,
+// "within each X, A and B determine each other", measured as Validate
+// measures it (the weaker FD's strength), which both FDs step back
+// naming. Should the entry not be reliable, the weaker FD steps back
+// naming the stronger instead.
+func (s *summary) addMirrorEquivalences() error {
+	type mirror struct {
+		ab, ba int    // the FDs X,A -> B and X,B -> A
+		ctx    uint64 // X
+		a, b   int
+	}
+	var mirrors []mirror
 	for i := range s.d.Dependencies {
 		r := &s.d.Dependencies[i]
 		if r.Kind != KindOFD || !r.Reliable || len(r.Context) < 2 {
@@ -375,17 +424,37 @@ func (s *summary) stepBackMirrors() {
 		b := s.index[r.RHS]
 		ctx := s.set(r.Context...)
 		for _, a := range setColumns(ctx) {
-			j := s.reliableOFD(ctx&^(1<<a)|1<<b, a)
-			if j < 0 {
-				continue
-			}
-			other := &s.d.Dependencies[j]
-			if other.Strength > r.Strength || other.Strength == r.Strength && other.String() < r.String() {
-				stepBack(r, other.String())
-				break
+			if a < b {
+				if j := s.reliableOFD(ctx&^(1<<a)|1<<b, a); j >= 0 {
+					mirrors = append(mirrors, mirror{i, j, ctx &^ (1 << a), a, b})
+				}
 			}
 		}
 	}
+	var added []Result
+	for _, m := range mirrors {
+		ab, ba := &s.d.Dependencies[m.ab], &s.d.Dependencies[m.ba]
+		if !ab.Reliable || !ba.Reliable {
+			continue // one of them is already stated by another pair's
+		}
+		eq, err := Validate(s.ctx, s.t, Dependency{Kind: KindEquivalence, Context: s.names(setColumns(m.ctx)), Set: s.names([]int{m.a, m.b})}, s.opts)
+		if err != nil {
+			return err
+		}
+		if !eq.Reliable {
+			if ba.Strength > ab.Strength || ba.Strength == ab.Strength && ba.String() < ab.String() {
+				ab, ba = ba, ab
+			}
+			stepBack(ba, ab.String())
+			continue
+		}
+		eq.RemovalSample = nil
+		stepBack(ab, eq.String())
+		stepBack(ba, eq.String())
+		added = append(added, eq)
+	}
+	s.d.Dependencies = append(s.d.Dependencies, added...)
+	return nil
 }
 
 // stepBackImplied steps back every reliable X -> B that follows from

@@ -426,3 +426,62 @@ func TestKeyByChance(t *testing.T) {
 		t.Errorf("keys listed %q, want [key(c2,c3)]", listed)
 	}
 }
+
+// TestMirrorsAndTriangles: X,A -> B with its mirror X,B -> A is one
+// equivalence {X}: A <-> B, which both FDs name; of three FDs any two of
+// whose columns determine the third, the strongest is listed and the
+// other two name it.
+func TestMirrorsAndTriangles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 9))
+	const n = 400
+	// Within each c0 (a city), c1 (a state) and c2 (a county) name each
+	// other; across cities they do not. c3 is noise that keeps the
+	// records distinct.
+	var city, state, county, noise []int
+	for range n {
+		c, s := rng.IntN(20), rng.IntN(5)
+		city, state, county, noise = append(city, c), append(state, s), append(county, (s+c)%5), append(noise, rng.IntN(50))
+	}
+	reliable, by := summarized(t, [][]int{city, state, county, noise}, []int{0, 1, 2, 3}, defaultListing)
+	eq := "{c0}: c1 <-> c2"
+	if !slices.Contains(reliable, eq) {
+		t.Errorf("%s not reliable (reliable %q)", eq, reliable)
+	}
+	for _, fd := range []string{"{c0,c1}: [] -> c2", "{c0,c2}: [] -> c1"} {
+		if !slices.Contains(by[fd], eq) {
+			t.Errorf("%s names %q, want %s (reliable %q)", fd, by[fd], eq, reliable)
+		}
+	}
+
+	// c0 and c1 are the ends of a route, c2 its distance, the same both
+	// ways: any two of them determine the third, and distance alone names
+	// neither end.
+	var from, to, dist []int
+	noise = noise[:0]
+	for range n {
+		a, b := rng.IntN(8), rng.IntN(7)
+		if b >= a {
+			b++
+		}
+		from, to, dist, noise = append(from, a), append(to, b), append(dist, min(a, b)*8+max(a, b)), append(noise, rng.IntN(50))
+	}
+	reliable, by = summarized(t, [][]int{from, to, dist, noise}, []int{0, 1, 3}, defaultListing)
+	fds := []string{"{c0,c1}: [] -> c2", "{c0,c2}: [] -> c1", "{c1,c2}: [] -> c0"}
+	var head []string
+	for _, fd := range fds {
+		if slices.Contains(reliable, fd) {
+			head = append(head, fd)
+		}
+	}
+	if len(head) != 1 {
+		t.Fatalf("reliable %q, want one of %q", reliable, fds)
+	}
+	for _, fd := range fds {
+		if fd != head[0] && !slices.Equal(by[fd], head) {
+			t.Errorf("%s names %q, want %q (reliable %q)", fd, by[fd], head, reliable)
+		}
+	}
+	if slices.ContainsFunc(reliable, func(s string) bool { return strings.Contains(s, "<->") }) {
+		t.Errorf("a triangle is stated as an equivalence: %q", reliable)
+	}
+}

@@ -138,7 +138,8 @@ type Result struct {
 	Equivalents []string
 	// ImpliedBy names, as dependency texts, what a dependency that is not
 	// listed as reliable on its own follows from (Summarize): a key, an
-	// equivalence, two reliable FDs, or the stronger side of a mirror.
+	// equivalence (a mirror pair's within its context), two reliable FDs,
+	// or the strongest FD of a triangle.
 	ImpliedBy []string
 	// With names, as dependency texts, the rules an entry states together
 	// with its own (Summarize): the other reliable FDs of its left-hand

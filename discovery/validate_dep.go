@@ -194,6 +194,25 @@ func (vs *depValidator) gain(context []string, s float64, measure func(*validate
 	return max(gain, 0), nil
 }
 
+// within turns the chance-corrected measure s of an OFD with the given
+// context into its Strength: the least of s and of its measure when chance
+// permutes the right side within the classes of each direct subset of the
+// context (measure(partition of the subset)); a context of one column has
+// {} for its subset, the model s took.
+func (vs *depValidator) within(context []string, s float64, measure func(*validate.StrippedPartition) float64) (float64, error) {
+	if s <= 0 || len(context) < 2 {
+		return s, nil
+	}
+	for i := range context {
+		q, err := vs.partition(append(slices.Clone(context[:i]), context[i+1:]...))
+		if err != nil {
+			return 0, err
+		}
+		s = min(s, measure(q))
+	}
+	return max(s, 0), nil
+}
+
 // validate measures d as Validate documents: the partition of its context,
 // the measure of its kind (measureOFD, measureOC, measureListOD), then what
 // they share: the error, reliability and removal sample.
@@ -258,10 +277,10 @@ func (vs *depValidator) measureOFD(p *validate.StrippedPartition, d Dependency, 
 		return m, err
 	}
 	m.removals = vs.v.OFDRemovals(p, a, -1)
-	ev, sub := vs.evidenceOf(d.Context, []string{d.RHS}), vs.evidence()
-	pdep := sub.pdep(a)
-	m.strength, err = vs.gain(d.Context, ev.ofdMeasure(vs.v, ev.of(p), a, ev.pdep(a)), func(q *validate.StrippedPartition) float64 {
-		return sub.ofdMeasure(vs.v, sub.of(q), a, pdep)
+	ev := vs.evidenceOf(d.Context, []string{d.RHS})
+	xp := ev.of(p)
+	m.strength, err = vs.within(d.Context, ev.ofdMeasure(vs.v, xp, a, ev.pdep(a)), func(q *validate.StrippedPartition) float64 {
+		return vs.v.OFDStrengthWithin(xp, ev.of(q), a)
 	})
 	if err != nil {
 		return m, err

@@ -391,8 +391,9 @@ func TestValidateMatchesOracle(t *testing.T) {
 			continue
 		}
 		om := measureAll(cols, n)
-		om.addStrengths(cols, 0.3)
-		// gain is the Strength of docs/DESIGN.md from the oracle's measures.
+		om.addStrengths(cols, defaultListing.minSupport)
+		// gain is an OC's Strength of docs/DESIGN.md from the oracle's
+		// measures (an OFD's is om.ofdStrengthAt).
 		gain := func(x uint64, measure func(y uint64) float64) float64 {
 			s := measure(x)
 			if s <= 0 {
@@ -435,8 +436,7 @@ func TestValidateMatchesOracle(t *testing.T) {
 					continue
 				}
 				name := func(c int) string { return tab.Columns[c].Name }
-				check(Dependency{Kind: KindOFD, Context: names, RHS: name(a)}, om.ofd[[2]uint64{x, uint64(a)}],
-					gain(x, func(y uint64) float64 { return om.ofdStrength[[2]uint64{y, uint64(a)}] }))
+				check(Dependency{Kind: KindOFD, Context: names, RHS: name(a)}, om.ofd[[2]uint64{x, uint64(a)}], om.ofdStrengthAt(x, a))
 				for b := a + 1; b < m; b++ {
 					if x&(1<<b) != 0 {
 						continue

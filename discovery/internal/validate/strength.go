@@ -107,6 +107,90 @@ func (v *Validator) OFDStrength(p *StrippedPartition, a *table.Column, pdepA flo
 	return fdStrength(sum/float64(n), pdepA, n, domX)
 }
 
+// OFDStrengthWithin is the chance-corrected measure of X: [] -> A when
+// chance permutes A within each class of Y rather than over the whole
+// table, x and y being the partitions of X and of a subset Y of X over the
+// same records (every class of x lies within one of y): the conditional
+// form of fdStrength. Observed is X's impurity n (1 - pdep(X -> A)) as
+// there; expected sums, over the classes c of Y,
+//
+//	|c| (1 - pdep_c(A)) (|c| - dom_c(X)) / (|c| - 1),
+//
+// pdep_c(A) being A's pdep within c and dom_c(X) the number of classes of
+// X in c (singletons included): the exact expectation of X's impurity in c
+// when c's A values are permuted among its rows. With Y empty (one class)
+// it is fdStrength. It asks whether X's extra columns tell A apart beyond
+// what Y already does: an X that splits Y's classes into pure pieces by
+// chance (small pieces, or Y nearly determining A) expects little error
+// and earns little. Cost: O(|covered rows of y| + |covered rows of x|).
+func (v *Validator) OFDStrengthWithin(x, y *StrippedPartition, a *table.Column) float64 {
+	if x.N == 0 {
+		return NoStrength
+	}
+	observed, expected := v.ofdWithinCounts(x, y, a)
+	return chanceCorrected(max(observed, 0), max(expected, 0))
+}
+
+// ofdWithinCounts returns OFDStrengthWithin's observed and expected
+// impurity.
+func (v *Validator) ofdWithinCounts(x, y *StrippedPartition, a *table.Column) (observed, expected float64) {
+	if len(v.counts) < a.Cardinality {
+		v.counts = make([]uint32, a.Cardinality)
+	}
+	if len(v.classOf) < len(a.Ranks) {
+		v.classOf = make([]uint32, len(a.Ranks))
+	}
+	counts, ranks, classOf := v.counts, a.Ranks, v.classOf
+	for i := 0; i < y.NumClasses(); i++ {
+		for _, r := range y.Class(i) {
+			classOf[r] = uint32(i) + 1
+		}
+	}
+	// pairs[i]: |c| - dom_c(X) for Y's class i, the rows of X's classes
+	// in c beyond the first of each.
+	pairs := v.zeroedCounts(&v.boundCounts, y.NumClasses())
+	for i := 0; i < x.NumClasses(); i++ {
+		cls := x.Class(i)
+		var sq uint64
+		for _, r := range cls {
+			k := ranks[r]
+			sq += 2*uint64(counts[k]) + 1
+			counts[k]++
+		}
+		for _, r := range cls {
+			counts[ranks[r]] = 0
+		}
+		observed += float64(len(cls)) - float64(sq)/float64(len(cls))
+		if c := classOf[cls[0]]; c > 0 {
+			pairs[c-1] += uint32(len(cls) - 1)
+		}
+		v.tick(len(cls))
+	}
+	for i := 0; i < y.NumClasses(); i++ {
+		cls := y.Class(i)
+		for _, r := range cls {
+			classOf[r] = 0
+		}
+		if pairs[i] == 0 {
+			continue
+		}
+		var sq uint64
+		for _, r := range cls {
+			k := ranks[r]
+			sq += 2*uint64(counts[k]) + 1
+			counts[k]++
+		}
+		for _, r := range cls {
+			counts[ranks[r]] = 0
+		}
+		m := float64(len(cls))
+		expected += (m - float64(sq)/m) * float64(pairs[i]) / (m - 1)
+		pairs[i] = 0
+		v.tick(len(cls))
+	}
+	return observed, expected
+}
+
 // OFDStrengthBound is an upper bound of OFDStrength(p, a, pdepA) for any
 // A: the strength with no observed impurity, in O(1).
 func OFDStrengthBound(p *StrippedPartition, pdepA float64) float64 {

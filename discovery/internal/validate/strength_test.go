@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -98,6 +99,71 @@ func TestOCShuffleBoundOf(t *testing.T) {
 		gb = v.ClassGroupMax(p, b, gb)
 		if got, want := OCShuffleBoundOf(p, ga, gb), v.OCShuffleBound(p, a, b); got != want {
 			t.Fatalf("trial %d: OCShuffleBoundOf %d, OCShuffleBound %d", trial, got, want)
+		}
+	}
+}
+
+// TestOFDStrengthWithin checks OFDStrengthWithin's chance model against
+// its definition: on small random tables, the expected impurity of X: [] ->
+// A is the average of X's impurity over every permutation of A within each
+// class of Y (Y = X less one column), enumerated; and with Y empty (one
+// class) the measure is OFDStrength's.
+func TestOFDStrengthWithin(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 7))
+	impurity := func(x *StrippedPartition, ranks []uint32) float64 {
+		var sum float64
+		for i := 0; i < x.NumClasses(); i++ {
+			cls := x.Class(i)
+			count := map[uint32]float64{}
+			for _, r := range cls {
+				count[ranks[r]]++
+			}
+			sq := 0.0
+			for _, k := range count {
+				sq += k * k
+			}
+			sum += float64(len(cls)) - sq/float64(len(cls))
+		}
+		return sum
+	}
+	// permutations calls f with every arrangement of ranks[rows] among
+	// rows, restoring ranks after.
+	var permutations func(ranks []uint32, rows []uint32, f func())
+	permutations = func(ranks []uint32, rows []uint32, f func()) {
+		if len(rows) <= 1 {
+			f()
+			return
+		}
+		for i := range rows {
+			ranks[rows[0]], ranks[rows[i]] = ranks[rows[i]], ranks[rows[0]]
+			permutations(ranks, rows[1:], f)
+			ranks[rows[0]], ranks[rows[i]] = ranks[rows[i]], ranks[rows[0]]
+		}
+	}
+	v := NewValidator()
+	for trial := range 40 {
+		n := 2 + rng.IntN(6)
+		tab := &table.Table{Rows: n, Columns: []table.Column{*randomColumn(rng, n, 2), *randomColumn(rng, n, 3), *randomColumn(rng, n, 3)}}
+		x, y, a := PartitionOf(tab, []int{0, 1}), PartitionOf(tab, []int{0}), &tab.Columns[2]
+		observed, expected := v.ofdWithinCounts(x, y, a)
+		ranks := append([]uint32(nil), a.Ranks...)
+		var sum, count float64
+		var each func(k int)
+		each = func(k int) {
+			if k == y.NumClasses() {
+				sum += impurity(x, ranks)
+				count++
+				return
+			}
+			permutations(ranks, y.Class(k), func() { each(k + 1) })
+		}
+		each(0)
+		if math.Abs(observed-impurity(x, a.Ranks)) > 1e-9 || math.Abs(expected-sum/count) > 1e-9 {
+			t.Fatalf("trial %d: observed %v expected %v, want %v and %v", trial, observed, expected, impurity(x, a.Ranks), sum/count)
+		}
+		full := FullPartition(n)
+		if got, want := v.OFDStrengthWithin(x, full, a), v.OFDStrength(x, a, ColumnPdep(a)); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("trial %d: within {} %v, want OFDStrength's %v", trial, got, want)
 		}
 	}
 }

@@ -47,6 +47,9 @@ type Validator struct {
 	// shuffled B column (indexed by row).
 	shuffleTails []uint32
 	shuffled     []uint32
+	// classOf maps a row to its class of the smaller context plus one in
+	// OFDStrengthWithin, zero between calls.
+	classOf []uint32
 	// Pause, when set, is called between pieces of about PauseEvery rows
 	// of one validation (tick), so that its caller (the lattice's worker:
 	// discovery's Options.Pause) can take the CPU back in the middle of a

@@ -49,6 +49,9 @@ func TestTracksAndDiscoveryFacts(t *testing.T) {
 		res("{id}: [] -> tax", false, 0.001),
 		res("{a}: [] -> b", true, 0.5),
 		{Dependency: mustDep(t, "{a}: [] -> c"), Score: 0.5, Strength: 0.8, StatedIn: "{a}: [] -> b"}, // said with {a} -> b: tracked
+		res("{city}: state <-> county", true, 0.5),                                                    // a mirror pair, said once
+		res("{city,state}: [] -> county", false, 0.5, "{city}: state <-> county"),
+		res("{city,county}: [] -> state", false, 0.5, "{city}: state <-> county"),
 	})
 	var tracked []string
 	for _, r := range disc.Results {
@@ -56,7 +59,7 @@ func TestTracksAndDiscoveryFacts(t *testing.T) {
 			tracked = append(tracked, r.Dependency.String())
 		}
 	}
-	if want := []string{"{}: salary ~ tax (asc)", "{}: salary <-> tax", "key(id)", "{a}: [] -> b", "{a}: [] -> c"}; !slices.Equal(tracked, want) {
+	if want := []string{"{}: salary ~ tax (asc)", "{}: salary <-> tax", "key(id)", "{a}: [] -> b", "{a}: [] -> c", "{city}: state <-> county"}; !slices.Equal(tracked, want) {
 		t.Errorf("tracked %v, want %v", tracked, want)
 	}
 	for _, tc := range []struct {
@@ -69,6 +72,7 @@ func TestTracksAndDiscoveryFacts(t *testing.T) {
 		{"{perc}: [] -> tax_group", true, true, "{}: tax_group <-> perc"},
 		{"{a,c}: [] -> b", false, false, "{a}: [] -> b"},
 		{"{a,d}: [] -> c", false, false, "{a}: [] -> c"}, // a rule stated with another replaces too
+		{"{city,state}: [] -> county", true, true, "{city}: state <-> county"},
 		{"{x}: [] -> y", false, false, ""},
 	} {
 		o := alerts.Observation{Dependency: mustDep(t, tc.dep)}
