@@ -581,7 +581,7 @@ func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 // when valid, its strength and, when it is a result, its removal sample.
 func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	col := &l.t.Columns[task.a]
-	if task.inherited && l.ofdHopeless(task) {
+	if task.inherited && (l.ofdHopeless(task) || l.ofdMeasuredUnreliable(v, task)) {
 		// Valid by inheritance and no result: only whether it holds
 		// exactly is read (pruning), and budget 0 answers that.
 		if task.removals = v.OFDRemovals(task.node.part, col, 0); task.removals > 0 {
@@ -609,6 +609,20 @@ func (l *lattice) ofdHopeless(task *ofdTask) bool {
 	}
 	ev, part, pdep := l.evidenceFor(task.node, 1<<task.a)
 	return !ev.supported(part) || validate.OFDStrengthBound(part, pdep[task.a]) < l.opts.MinStrength
+}
+
+// ofdMeasuredUnreliable reports whether the inherited OFD of task, a
+// candidate of the listing alone that passed ofdHopeless, has a measure
+// below MinStrength, which bounds its strength: it is then no result,
+// whatever its removals, and the measure (cached at the node for the
+// gains of its supersets, as validateOFD would) takes the place of a
+// validation with the eps budget. listingTuning.noMeasureFirst turns it
+// off.
+func (l *lattice) ofdMeasuredUnreliable(v *validate.Validator, task *ofdTask) bool {
+	if !l.bounded() || l.opts.listing().noMeasureFirst {
+		return false
+	}
+	return l.ofdMeasure(v, task.node, int(task.a)) < l.opts.MinStrength
 }
 
 // recordOFDs counts the validations of ofds, sets the ofd bits of the
@@ -893,6 +907,7 @@ func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 	for pol := Asc; pol <= Desc; pol++ {
 		task.removals[pol] = l.budget + 1
 	}
+	l.screenOnEvidence(v, task)
 	budget := l.reliableBudget(task)
 	defer func() {
 		for pol := Asc; pol <= Desc; pol++ {
@@ -920,31 +935,75 @@ func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 	}
 }
 
-// reliableBudget is the removal budget of the task's validation: the
-// eps budget, or, when every polarity it wants is a candidate of the
-// listing alone whose removals are those its strength is measured on (see
-// belowBound), the most removals with which the shuffle bound still lets
-// it be reliable, when that is fewer. Above it a polarity is no result,
-// and, as in dropHopeless, nothing reads its validity.
-func (l *lattice) reliableBudget(task *ocTask) int {
-	if task.shuffleBound < 0 {
-		return l.budget
-	}
-	for pol := Asc; pol <= Desc; pol++ {
-		if task.want[pol] && !(task.inherited[pol] || !task.paper) {
-			return l.budget
-		}
+// screenOnEvidence stops wanting the polarities of task, every wanted
+// one a candidate of the listing alone, that cannot be reliable by their
+// removals on the distinct records when those are not all records (the
+// case reliableBudget leaves to the eps budget): strength is measured on
+// the distinct records, whose removals are at most those of all records,
+// so a validation of the evidence partition with the most removals the
+// shuffle bound lets a reliable one have decides it, and only the
+// survivors are validated on all records for their removals. As in
+// dropHopeless, nothing reads a dropped one's validity.
+// listingTuning.noEvidenceScreen turns it off.
+func (l *lattice) screenOnEvidence(v *validate.Validator, task *ocTask) {
+	if task.shuffleBound < 0 || l.opts.listing().noEvidenceScreen || !l.listingOnlyWanted(task) {
+		return
 	}
 	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
-	if part != task.node.part {
-		return l.budget
+	if part == task.node.part {
+		return
 	}
+	budget := l.reliableRemovals(part.N, task.shuffleBound)
+	a, b := &l.t.Columns[task.a], &l.t.Columns[task.b]
+	var removals [2]int
+	switch {
+	case l.opts.Validator == ValidatorIterative:
+		for pol := Asc; pol <= Desc; pol++ {
+			if task.want[pol] {
+				removals[pol] = v.OCRemovalsIterative(part, a, b, pol, budget)
+			}
+		}
+	case task.want[Asc] && task.want[Desc]:
+		removals[Asc], removals[Desc] = v.OCRemovalsBoth(part, a, b, budget)
+	default:
+		pol := Asc
+		if task.want[Desc] {
+			pol = Desc
+		}
+		removals[pol] = v.OCRemovals(part, a, b, pol, budget)
+	}
+	for pol := Asc; pol <= Desc; pol++ {
+		if removals[pol] > budget {
+			task.want[pol] = false
+		}
+	}
+}
+
+// listingOnlyWanted reports whether task wants some polarity and every
+// one it wants is a candidate of the reliable listing alone.
+func (l *lattice) listingOnlyWanted(task *ocTask) bool {
+	some := false
+	for pol := Asc; pol <= Desc; pol++ {
+		if task.want[pol] {
+			if !(task.inherited[pol] || !task.paper) {
+				return false
+			}
+			some = true
+		}
+	}
+	return some
+}
+
+// reliableRemovals is the most removals, at most the eps budget, with
+// which an OC over n rows whose shuffle bound is bound can still be
+// reliable: its strength is 1 - (r + k) / (bound + k), so the search
+// starts near where that crosses MinStrength and steps to the exact
+// crossing.
+func (l *lattice) reliableRemovals(n, bound int) int {
 	reliable := func(r int) bool {
-		return validate.OCStrengthOf(part.N, r, float64(task.shuffleBound)) >= l.opts.MinStrength
+		return validate.OCStrengthOf(n, r, float64(bound)) >= l.opts.MinStrength
 	}
-	// The strength is 1 - (r + k) / (bound + k): start near where it
-	// crosses MinStrength and step to the exact crossing.
-	r := min(l.budget, max(int((1-l.opts.MinStrength)*float64(task.shuffleBound)), 0))
+	r := min(l.budget, max(int((1-l.opts.MinStrength)*float64(bound)), 0))
 	for r > 0 && !reliable(r) {
 		r--
 	}
@@ -952,6 +1011,23 @@ func (l *lattice) reliableBudget(task *ocTask) int {
 		r++
 	}
 	return r
+}
+
+// reliableBudget is the removal budget of the task's validation: the
+// eps budget, or, when every polarity it wants is a candidate of the
+// listing alone whose removals are those its strength is measured on (see
+// belowBound), the most removals with which the shuffle bound still lets
+// it be reliable, when that is fewer. Above it a polarity is no result,
+// and, as in dropHopeless, nothing reads its validity.
+func (l *lattice) reliableBudget(task *ocTask) int {
+	if task.shuffleBound < 0 || !l.listingOnlyWanted(task) {
+		return l.budget
+	}
+	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
+	if part != task.node.part {
+		return l.budget
+	}
+	return l.reliableRemovals(part.N, task.shuffleBound)
 }
 
 // recordOCs counts the validations of ocs, sets the OC bits of the valid

@@ -36,6 +36,16 @@ type listingTuning struct {
 	// such candidates before any is made a task (dropBeyondG3), leaving
 	// them to dropHopeless: for the test that checks the same are dropped.
 	noG3Bound bool
+	// noMeasureFirst validates an inherited OFD of the listing alone with
+	// the eps budget before measuring it, rather than measuring first and
+	// validating with budget 0 when the measure rules it out
+	// (ofdMeasuredUnreliable): for the test that compares.
+	noMeasureFirst bool
+	// noEvidenceScreen validates a candidate of the listing alone on all
+	// records with the eps budget when they hold repeated records, rather
+	// than screening it on the distinct ones first (screenOnEvidence):
+	// for the test that compares.
+	noEvidenceScreen bool
 }
 
 // defaultListing is the tuning of every caller outside the tests.
