@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -206,6 +207,8 @@ type lattice struct {
 	// next one: a wide level holds millions of tasks.
 	ofdBuf []ofdTask
 	ocBuf  []ocTask
+	// ocColsBuf keeps ocCandidates' ocColumns of each node of a level.
+	ocColsBuf []uint64
 
 	progressMu   sync.Mutex
 	lastProgress time.Time
@@ -581,15 +584,27 @@ func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 // when valid, its strength and, when it is a result, its removal sample.
 func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	col := &l.t.Columns[task.a]
-	if task.inherited && (l.ofdHopeless(task) || l.ofdMeasuredUnreliable(v, task)) {
-		// Valid by inheritance and no result: only whether it holds
-		// exactly is read (pruning), and budget 0 answers that.
-		if task.removals = v.OFDRemovals(task.node.part, col, 0); task.removals > 0 {
-			task.removals = l.budget + 1
-		}
+	if task.inherited && l.ofdHopeless(task) {
+		l.ofdExactOnly(v, task)
 		return
 	}
-	task.removals = v.OFDRemovals(task.node.part, col, l.budget)
+	counted := false
+	if task.inherited && l.bounded() && !l.opts.listing().noMeasureFirst {
+		// Measured first (ofdMeasureFirst): a measure below MinStrength
+		// bounds the strength, and the validation is then needed only
+		// for the removals the measure's pass did not count.
+		var s float64
+		s, task.removals, counted = l.ofdMeasureFirst(v, task)
+		if s < l.opts.MinStrength {
+			if !counted {
+				l.ofdExactOnly(v, task)
+			}
+			return
+		}
+	}
+	if !counted {
+		task.removals = v.OFDRemovals(task.node.part, col, l.budget)
+	}
 	if task.removals > l.budget {
 		return
 	}
@@ -598,6 +613,32 @@ func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 		sample := sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 		task.sample = &sample
 	}
+}
+
+// ofdExactOnly validates the OFD of task, valid by inheritance and no
+// result, with budget 0: only whether it holds exactly is read (pruning).
+func (l *lattice) ofdExactOnly(v *validate.Validator, task *ofdTask) {
+	if task.removals = v.OFDRemovals(task.node.part, &l.t.Columns[task.a], 0); task.removals > 0 {
+		task.removals = l.budget + 1
+	}
+}
+
+// ofdMeasureFirst returns the measure of the inherited OFD of task, a
+// candidate of the listing alone that passed ofdHopeless (cached at the
+// node for the gains of its supersets, as ofdMeasure does), and, when
+// counted, its removals: the measure's pass counts them too when the
+// evidence partition is the node's (no repeated records, or the OFD
+// mentions every column). listingTuning.noMeasureFirst turns it off.
+func (l *lattice) ofdMeasureFirst(v *validate.Validator, task *ofdTask) (measure float64, removals int, counted bool) {
+	n, a := task.node, int(task.a)
+	if _, cached := n.measures.load(measureKey(a)); !cached {
+		if ev, part, pdep := l.evidenceFor(n, 1<<a); part == n.part && ev.supported(part) && part.N > 0 {
+			measure, removals = v.OFDStrengthRemovals(part, &l.t.Columns[a], pdep[a])
+			n.measures.store(measureKey(a), measure)
+			return measure, removals, true
+		}
+	}
+	return l.ofdMeasure(v, n, a), 0, false
 }
 
 // ofdHopeless reports whether the OFD of task, a candidate of the listing
@@ -609,20 +650,6 @@ func (l *lattice) ofdHopeless(task *ofdTask) bool {
 	}
 	ev, part, pdep := l.evidenceFor(task.node, 1<<task.a)
 	return !ev.supported(part) || validate.OFDStrengthBound(part, pdep[task.a]) < l.opts.MinStrength
-}
-
-// ofdMeasuredUnreliable reports whether the inherited OFD of task, a
-// candidate of the listing alone that passed ofdHopeless, has a measure
-// below MinStrength, which bounds its strength: it is then no result,
-// whatever its removals, and the measure (cached at the node for the
-// gains of its supersets, as validateOFD would) takes the place of a
-// validation with the eps budget. listingTuning.noMeasureFirst turns it
-// off.
-func (l *lattice) ofdMeasuredUnreliable(v *validate.Validator, task *ofdTask) bool {
-	if !l.bounded() || l.opts.listing().noMeasureFirst {
-		return false
-	}
-	return l.ofdMeasure(v, task.node, int(task.a)) < l.opts.MinStrength
 }
 
 // recordOFDs counts the validations of ofds, sets the ofd bits of the
@@ -662,24 +689,24 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 // ocCandidates returns the OCs X: A ~ B of level to validate, between
 // ordered columns where no reliable OFD X: [] -> A or X: [] -> B makes them
 // trivial, one task per pair for both polarities (see ocCandidate). It
-// reads the nodes' OFD bits after recordOFDs.
+// reads the nodes' OFD bits after recordOFDs. The slice is grown once to
+// the pairs that may make a task: a wide level makes millions.
 func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 	ocs := l.ocBuf[:0]
+	colsOf := l.ocColsBuf[:0]
+	pairs := 0
 	for _, n := range level {
-		skip := n.set | n.ofdRel | l.unordered
-		hopeless := l.listingHopeless(n)
-		for a := 0; a < l.m; a++ {
-			if skip&(1<<a) != 0 {
-				continue
-			}
-			for b := a + 1; b < l.m; b++ {
-				if skip&(1<<b) != 0 {
-					continue
-				}
-				if hopeless && n.ofdValid&(1<<a|1<<b) != 0 && n.set|1<<a|1<<b != l.all {
-					l.stats.Candidates += 2 // of the listing alone, none reliable (dropHopeless)
-					continue
-				}
+		cols := l.ocColumns(n)
+		colsOf = append(colsOf, cols)
+		pairs += pairsOf(cols)
+	}
+	l.ocColsBuf = colsOf
+	ocs = slices.Grow(ocs, pairs)
+	for i, n := range level {
+		for rest := colsOf[i]; rest != 0; rest &= rest - 1 {
+			a := bits.TrailingZeros64(rest)
+			for more := rest &^ (1 << a); more != 0; more &= more - 1 {
+				b := bits.TrailingZeros64(more)
 				task := l.ocCandidate(n, a, b)
 				l.dropBeyondG3(&task)
 				if task.want[Asc] || task.want[Desc] {
@@ -690,6 +717,31 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 	}
 	l.ocBuf = ocs
 	return ocs
+}
+
+// ocColumns returns the columns of n's OC candidates that are worth a
+// task: the ordered columns outside X with no reliable OFD at X, less,
+// when no candidate of the listing alone at n can be reliable
+// (listingHopeless) and the pairs do not mention every column, those with
+// an OFD valid at X, whose candidates are all of the listing alone: it
+// counts both polarities of every pair of the ordered columns outside X
+// with no reliable OFD in Stats.Candidates, the skipped ones included.
+// A pair can mention every column only when X lacks two columns, and
+// then it is the node's only pair.
+func (l *lattice) ocColumns(n *latNode) uint64 {
+	cols := l.all &^ (n.set | n.ofdRel | l.unordered)
+	l.stats.Candidates += 2 * int64(pairsOf(cols))
+	if l.listingHopeless(n) && bits.OnesCount64(l.all&^n.set) > 2 {
+		cols &^= n.ofdValid
+	}
+	l.stats.Candidates -= 2 * int64(pairsOf(cols)) // ocCandidate counts these
+	return cols
+}
+
+// pairsOf is the number of pairs of columns in cols.
+func pairsOf(cols uint64) int {
+	k := bits.OnesCount64(cols)
+	return k * (k - 1) / 2
 }
 
 // ocCandidate decides by inheritance what it can of X: A ~ B, X being n,
