@@ -995,10 +995,12 @@ func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 // so a validation of the evidence partition with the most removals the
 // shuffle bound lets a reliable one have decides it, and only the
 // survivors are validated on all records for their removals. As in
-// dropHopeless, nothing reads a dropped one's validity.
-// listingTuning.noEvidenceScreen turns it off.
+// dropHopeless, nothing reads a dropped one's validity. The iterative
+// baseline is not screened: its removals need not be at most all
+// records' on a subset of them. listingTuning.noEvidenceScreen turns it
+// off.
 func (l *lattice) screenOnEvidence(v *validate.Validator, task *ocTask) {
-	if task.shuffleBound < 0 || l.opts.listing().noEvidenceScreen || !l.listingOnlyWanted(task) {
+	if task.shuffleBound < 0 || l.opts.Validator == ValidatorIterative || l.opts.listing().noEvidenceScreen || !l.listingOnlyWanted(task) {
 		return
 	}
 	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
@@ -1009,12 +1011,6 @@ func (l *lattice) screenOnEvidence(v *validate.Validator, task *ocTask) {
 	a, b := &l.t.Columns[task.a], &l.t.Columns[task.b]
 	var removals [2]int
 	switch {
-	case l.opts.Validator == ValidatorIterative:
-		for pol := Asc; pol <= Desc; pol++ {
-			if task.want[pol] {
-				removals[pol] = v.OCRemovalsIterative(part, a, b, pol, budget)
-			}
-		}
 	case task.want[Asc] && task.want[Desc]:
 		removals[Asc], removals[Desc] = v.OCRemovalsBoth(part, a, b, budget)
 	default:
