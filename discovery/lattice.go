@@ -689,8 +689,9 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 // ocCandidates returns the OCs X: A ~ B of level to validate, between
 // ordered columns where no reliable OFD X: [] -> A or X: [] -> B makes them
 // trivial, one task per pair for both polarities (see ocCandidate). It
-// reads the nodes' OFD bits after recordOFDs. The slice is grown once to
-// the pairs that may make a task: a wide level makes millions.
+// reads the nodes' OFD bits after recordOFDs. Without the listing the
+// slice is grown once to the pairs that may make a task: a wide level
+// makes millions.
 func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 	ocs := l.ocBuf[:0]
 	colsOf := l.ocColsBuf[:0]
@@ -701,7 +702,12 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 		pairs += pairsOf(cols)
 	}
 	l.ocColsBuf = colsOf
-	ocs = slices.Grow(ocs, pairs)
+	if l.opts.MinStrength <= 0 {
+		// Without the listing nearly every pair makes a task; with it
+		// most are decided by inheritance or dropped by a bound, and
+		// the slice grows by appending rather than to the pairs.
+		ocs = slices.Grow(ocs, pairs)
+	}
 	for i, n := range level {
 		for rest := colsOf[i]; rest != 0; rest &= rest - 1 {
 			a := bits.TrailingZeros64(rest)
