@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strings"
@@ -206,6 +207,8 @@ type lattice struct {
 	// next one: a wide level holds millions of tasks.
 	ofdBuf []ofdTask
 	ocBuf  []ocTask
+	// ocColsBuf keeps ocCandidates' ocColumns of each node of a level.
+	ocColsBuf []uint64
 
 	progressMu   sync.Mutex
 	lastProgress time.Time
@@ -582,14 +585,26 @@ func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	col := &l.t.Columns[task.a]
 	if task.inherited && l.ofdHopeless(task) {
-		// Valid by inheritance and no result: only whether it holds
-		// exactly is read (pruning), and budget 0 answers that.
-		if task.removals = v.OFDRemovals(task.node.part, col, 0); task.removals > 0 {
-			task.removals = l.budget + 1
-		}
+		l.ofdExactOnly(v, task)
 		return
 	}
-	task.removals = v.OFDRemovals(task.node.part, col, l.budget)
+	counted := false
+	if task.inherited && l.bounded() && !l.opts.listing().noMeasureFirst {
+		// Measured first (ofdMeasureFirst): a measure below MinStrength
+		// bounds the strength, and the validation is then needed only
+		// for the removals the measure's pass did not count.
+		var s float64
+		s, task.removals, counted = l.ofdMeasureFirst(v, task)
+		if s < l.opts.MinStrength {
+			if !counted {
+				l.ofdExactOnly(v, task)
+			}
+			return
+		}
+	}
+	if !counted {
+		task.removals = v.OFDRemovals(task.node.part, col, l.budget)
+	}
 	if task.removals > l.budget {
 		return
 	}
@@ -598,6 +613,32 @@ func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 		sample := sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 		task.sample = &sample
 	}
+}
+
+// ofdExactOnly validates the OFD of task, valid by inheritance and no
+// result, with budget 0: only whether it holds exactly is read (pruning).
+func (l *lattice) ofdExactOnly(v *validate.Validator, task *ofdTask) {
+	if task.removals = v.OFDRemovals(task.node.part, &l.t.Columns[task.a], 0); task.removals > 0 {
+		task.removals = l.budget + 1
+	}
+}
+
+// ofdMeasureFirst returns the measure of the inherited OFD of task, a
+// candidate of the listing alone that passed ofdHopeless (cached at the
+// node for the gains of its supersets, as ofdMeasure does), and, when
+// counted, its removals: the measure's pass counts them too when the
+// evidence partition is the node's (no repeated records, or the OFD
+// mentions every column). listingTuning.noMeasureFirst turns it off.
+func (l *lattice) ofdMeasureFirst(v *validate.Validator, task *ofdTask) (measure float64, removals int, counted bool) {
+	n, a := task.node, int(task.a)
+	if _, cached := n.measures.load(measureKey(a)); !cached {
+		if ev, part, pdep := l.evidenceFor(n, 1<<a); part == n.part && ev.supported(part) && part.N > 0 {
+			measure, removals = v.OFDStrengthRemovals(part, &l.t.Columns[a], pdep[a])
+			n.measures.store(measureKey(a), measure)
+			return measure, removals, true
+		}
+	}
+	return l.ofdMeasure(v, n, a), 0, false
 }
 
 // ofdHopeless reports whether the OFD of task, a candidate of the listing
@@ -648,24 +689,30 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 // ocCandidates returns the OCs X: A ~ B of level to validate, between
 // ordered columns where no reliable OFD X: [] -> A or X: [] -> B makes them
 // trivial, one task per pair for both polarities (see ocCandidate). It
-// reads the nodes' OFD bits after recordOFDs.
+// reads the nodes' OFD bits after recordOFDs. Without the listing the
+// slice is grown once to the pairs that may make a task: a wide level
+// makes millions.
 func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 	ocs := l.ocBuf[:0]
+	colsOf := l.ocColsBuf[:0]
+	pairs := 0
 	for _, n := range level {
-		skip := n.set | n.ofdRel | l.unordered
-		hopeless := l.listingHopeless(n)
-		for a := 0; a < l.m; a++ {
-			if skip&(1<<a) != 0 {
-				continue
-			}
-			for b := a + 1; b < l.m; b++ {
-				if skip&(1<<b) != 0 {
-					continue
-				}
-				if hopeless && n.ofdValid&(1<<a|1<<b) != 0 && n.set|1<<a|1<<b != l.all {
-					l.stats.Candidates += 2 // of the listing alone, none reliable (dropHopeless)
-					continue
-				}
+		cols := l.ocColumns(n)
+		colsOf = append(colsOf, cols)
+		pairs += pairsOf(cols)
+	}
+	l.ocColsBuf = colsOf
+	if l.opts.MinStrength <= 0 {
+		// Without the listing nearly every pair makes a task; with it
+		// most are decided by inheritance or dropped by a bound, and
+		// the slice grows by appending rather than to the pairs.
+		ocs = slices.Grow(ocs, pairs)
+	}
+	for i, n := range level {
+		for rest := colsOf[i]; rest != 0; rest &= rest - 1 {
+			a := bits.TrailingZeros64(rest)
+			for more := rest &^ (1 << a); more != 0; more &= more - 1 {
+				b := bits.TrailingZeros64(more)
 				task := l.ocCandidate(n, a, b)
 				l.dropBeyondG3(&task)
 				if task.want[Asc] || task.want[Desc] {
@@ -676,6 +723,31 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 	}
 	l.ocBuf = ocs
 	return ocs
+}
+
+// ocColumns returns the columns of n's OC candidates that are worth a
+// task: the ordered columns outside X with no reliable OFD at X, less,
+// when no candidate of the listing alone at n can be reliable
+// (listingHopeless) and the pairs do not mention every column, those with
+// an OFD valid at X, whose candidates are all of the listing alone: it
+// counts both polarities of every pair of the ordered columns outside X
+// with no reliable OFD in Stats.Candidates, the skipped ones included.
+// A pair can mention every column only when X lacks two columns, and
+// then it is the node's only pair.
+func (l *lattice) ocColumns(n *latNode) uint64 {
+	cols := l.all &^ (n.set | n.ofdRel | l.unordered)
+	l.stats.Candidates += 2 * int64(pairsOf(cols))
+	if l.listingHopeless(n) && bits.OnesCount64(l.all&^n.set) > 2 {
+		cols &^= n.ofdValid
+	}
+	l.stats.Candidates -= 2 * int64(pairsOf(cols)) // ocCandidate counts these
+	return cols
+}
+
+// pairsOf is the number of pairs of columns in cols.
+func pairsOf(cols uint64) int {
+	k := bits.OnesCount64(cols)
+	return k * (k - 1) / 2
 }
 
 // ocCandidate decides by inheritance what it can of X: A ~ B, X being n,
@@ -893,6 +965,7 @@ func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 	for pol := Asc; pol <= Desc; pol++ {
 		task.removals[pol] = l.budget + 1
 	}
+	l.screenOnEvidence(v, task)
 	budget := l.reliableBudget(task)
 	defer func() {
 		for pol := Asc; pol <= Desc; pol++ {
@@ -920,31 +993,71 @@ func (l *lattice) ocRemovals(v *validate.Validator, task *ocTask) {
 	}
 }
 
-// reliableBudget is the removal budget of the task's validation: the
-// eps budget, or, when every polarity it wants is a candidate of the
-// listing alone whose removals are those its strength is measured on (see
-// belowBound), the most removals with which the shuffle bound still lets
-// it be reliable, when that is fewer. Above it a polarity is no result,
-// and, as in dropHopeless, nothing reads its validity.
-func (l *lattice) reliableBudget(task *ocTask) int {
-	if task.shuffleBound < 0 {
-		return l.budget
-	}
-	for pol := Asc; pol <= Desc; pol++ {
-		if task.want[pol] && !(task.inherited[pol] || !task.paper) {
-			return l.budget
-		}
+// screenOnEvidence stops wanting the polarities of task, every wanted
+// one a candidate of the listing alone, that cannot be reliable by their
+// removals on the distinct records when those are not all records (the
+// case reliableBudget leaves to the eps budget): strength is measured on
+// the distinct records, whose removals are at most those of all records,
+// so a validation of the evidence partition with the most removals the
+// shuffle bound lets a reliable one have decides it, and only the
+// survivors are validated on all records for their removals. As in
+// dropHopeless, nothing reads a dropped one's validity. The iterative
+// baseline is not screened: its removals need not be at most all
+// records' on a subset of them. listingTuning.noEvidenceScreen turns it
+// off.
+func (l *lattice) screenOnEvidence(v *validate.Validator, task *ocTask) {
+	if task.shuffleBound < 0 || l.opts.Validator == ValidatorIterative || l.opts.listing().noEvidenceScreen || !l.listingOnlyWanted(task) {
+		return
 	}
 	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
-	if part != task.node.part {
-		return l.budget
+	if part == task.node.part {
+		return
 	}
+	budget := l.reliableRemovals(part.N, task.shuffleBound)
+	a, b := &l.t.Columns[task.a], &l.t.Columns[task.b]
+	var removals [2]int
+	switch {
+	case task.want[Asc] && task.want[Desc]:
+		removals[Asc], removals[Desc] = v.OCRemovalsBoth(part, a, b, budget)
+	default:
+		pol := Asc
+		if task.want[Desc] {
+			pol = Desc
+		}
+		removals[pol] = v.OCRemovals(part, a, b, pol, budget)
+	}
+	for pol := Asc; pol <= Desc; pol++ {
+		if removals[pol] > budget {
+			task.want[pol] = false
+		}
+	}
+}
+
+// listingOnlyWanted reports whether task wants some polarity and every
+// one it wants is a candidate of the reliable listing alone.
+func (l *lattice) listingOnlyWanted(task *ocTask) bool {
+	some := false
+	for pol := Asc; pol <= Desc; pol++ {
+		if task.want[pol] {
+			if !(task.inherited[pol] || !task.paper) {
+				return false
+			}
+			some = true
+		}
+	}
+	return some
+}
+
+// reliableRemovals is the most removals, at most the eps budget, with
+// which an OC over n rows whose shuffle bound is bound can still be
+// reliable: its strength is 1 - (r + k) / (bound + k), so the search
+// starts near where that crosses MinStrength and steps to the exact
+// crossing.
+func (l *lattice) reliableRemovals(n, bound int) int {
 	reliable := func(r int) bool {
-		return validate.OCStrengthOf(part.N, r, float64(task.shuffleBound)) >= l.opts.MinStrength
+		return validate.OCStrengthOf(n, r, float64(bound)) >= l.opts.MinStrength
 	}
-	// The strength is 1 - (r + k) / (bound + k): start near where it
-	// crosses MinStrength and step to the exact crossing.
-	r := min(l.budget, max(int((1-l.opts.MinStrength)*float64(task.shuffleBound)), 0))
+	r := min(l.budget, max(int((1-l.opts.MinStrength)*float64(bound)), 0))
 	for r > 0 && !reliable(r) {
 		r--
 	}
@@ -952,6 +1065,23 @@ func (l *lattice) reliableBudget(task *ocTask) int {
 		r++
 	}
 	return r
+}
+
+// reliableBudget is the removal budget of the task's validation: the
+// eps budget, or, when every polarity it wants is a candidate of the
+// listing alone whose removals are those its strength is measured on (see
+// belowBound), the most removals with which the shuffle bound still lets
+// it be reliable, when that is fewer. Above it a polarity is no result,
+// and, as in dropHopeless, nothing reads its validity.
+func (l *lattice) reliableBudget(task *ocTask) int {
+	if task.shuffleBound < 0 || !l.listingOnlyWanted(task) {
+		return l.budget
+	}
+	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
+	if part != task.node.part {
+		return l.budget
+	}
+	return l.reliableRemovals(part.N, task.shuffleBound)
 }
 
 // recordOCs counts the validations of ocs, sets the OC bits of the valid

@@ -79,9 +79,16 @@ func fdStrength(pdepXY, pdepA float64, n, domX int) float64 {
 // partition and pdepA A's ColumnPdep. pdep(X -> A) = sum over classes x of
 // X of sum_a |x, A=a|^2 / |x| / n; a singleton class adds 1/n.
 func (v *Validator) OFDStrength(p *StrippedPartition, a *table.Column, pdepA float64) float64 {
+	s, _ := v.OFDStrengthRemovals(p, a, pdepA)
+	return s
+}
+
+// OFDStrengthRemovals is OFDStrength with, from the same pass, the g3
+// removals of X: [] -> A in p (OFDRemovals with no budget).
+func (v *Validator) OFDStrengthRemovals(p *StrippedPartition, a *table.Column, pdepA float64) (strength float64, removals int) {
 	n := p.N
 	if n == 0 {
-		return NoStrength
+		return NoStrength, 0
 	}
 	if len(v.counts) < a.Cardinality {
 		v.counts = make([]uint32, a.Cardinality)
@@ -92,19 +99,22 @@ func (v *Validator) OFDStrength(p *StrippedPartition, a *table.Column, pdepA flo
 	for i := 0; i < p.NumClasses(); i++ {
 		cls := p.Class(i)
 		var sq uint64
+		var best uint32
 		for _, r := range cls {
 			x := ranks[r]
 			sq += 2*uint64(counts[x]) + 1 // (k+1)^2 - k^2
 			counts[x]++
+			best = max(best, counts[x])
 		}
 		for _, r := range cls {
 			counts[ranks[r]] = 0
 		}
 		sum += float64(sq) / float64(len(cls))
+		removals += len(cls) - int(best)
 		v.tick(len(cls))
 	}
 	domX := p.NumClasses() + n - p.Covered()
-	return fdStrength(sum/float64(n), pdepA, n, domX)
+	return fdStrength(sum/float64(n), pdepA, n, domX), removals
 }
 
 // OFDStrengthWithin is the chance-corrected measure of X: [] -> A when
