@@ -337,7 +337,7 @@ func (o *ocCheck) dirtyRows() int {
 			continue
 		}
 		if sc := o.big[c]; sc != nil && sc.cnt != nil && !sc.fresh {
-			rows += len(sc.cnt.ids) + len(sc.pending)
+			rows += sc.cnt.ids.len() + len(sc.pending)
 			continue
 		}
 		rows += int(o.x.size[c])
@@ -493,7 +493,7 @@ func (o *ocCheck) recountSorted(e *Engine, w *recountScratch, c uint32) (asc, de
 	if sc.cnt != nil {
 		o.fold(e, sc)
 		sc.cnt.settle(w)
-		if countedForm(size, len(sc.cnt.ids), e.tune.countedRatio) {
+		if countedForm(size, sc.cnt.ids.len(), e.tune.countedRatio) {
 			return o.countedRemovals(w, sc, c, size, rec)
 		}
 		sc.toSorted()
