@@ -31,8 +31,9 @@ import (
 // The end-to-end run of issue 9 (BenchmarkEndToEnd): the 20-field stream,
 // its first window produced at once and the rest at e2eRate records/s
 // (ODWATCH_E2E_RATE overrides it), window e2eWindow, checks every e2eEvery
-// records, discovery at its default cadence (every window;
-// ODWATCH_E2E_DISCOVER_EVERY overrides it), and a fault from record
+// records, discovery at `odwatch run`'s default cadence (auto: paced by
+// its cost, at most every window; ODWATCH_E2E_DISCOVER_EVERY=N sets a
+// count instead), and a fault from record
 // e2eFault on: every record's age_group is wrong, so the pinned e2eFaultDep
 // breaks.
 const (
@@ -198,9 +199,10 @@ func newE2EHelper(t *testing.T) *e2eHelper {
 		Topic: "e2e", Window: e2eWindow, Every: e2eEvery, Epsilon: 0.01, Margin: AutoMargin, MinScore: AutoMinScore,
 		K: 1, MaxLevel: DefaultMaxLevel, DiscoverAfter: DefaultDiscoverAfter, Sample: 5, Pinned: benchstream.Rules,
 	}
-	if d := os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"); d == "auto" {
+	// `odwatch run`'s default is auto (unset here means the default).
+	if d := os.Getenv("ODWATCH_E2E_DISCOVER_EVERY"); d == "auto" || d == "" {
 		sc.DiscoverEvery = AutoDiscoverEvery
-	} else if d != "" {
+	} else {
 		n, err := strconv.Atoi(d)
 		if err != nil {
 			t.Fatalf("ODWATCH_E2E_DISCOVER_EVERY: %v", err)
@@ -519,7 +521,8 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 // runEndToEnd is one run of BenchmarkEndToEnd at rate records/s, with
-// discover-every discoverEvery (a number, auto, or empty: the default).
+// discover-every discoverEvery (a number, auto, or empty: the default,
+// auto).
 func runEndToEnd(b *testing.B, rate int, discoverEvery string) (res e2eResult) {
 	b.StopTimer()
 	addr, stop, err := demo.StartBroker(context.Background(), map[string]int{"e2e": 1})

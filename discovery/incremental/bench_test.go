@@ -356,10 +356,13 @@ func (f *benchFeed) append1(vals []string, codes []uint32) {
 // benchIncremental is one BenchmarkCheck run of the incremental engine.
 // Besides the wall time's p99 (ns/op is its mean) it reports the mean and
 // p99 of each check's CPU time (user + system, both goroutines): a check
-// on a loaded machine waits for a core, which CPU time does not count.
+// on a loaded machine waits for a core, which CPU time does not count;
+// and the mean and p99 of the rows each check's recounts read, which
+// load does not change at all.
 func benchIncremental(b *testing.B, window, slide int, exact bool, cuts func(n int) []int) {
 	e, f := benchWindow(b, window, benchDeps(), Options{Exact: exact}, cuts)
 	var times, cpu []time.Duration
+	var recounted []int
 	skipped := 0
 	b.ResetTimer()
 	for b.Loop() {
@@ -373,6 +376,7 @@ func benchIncremental(b *testing.B, window, slide int, exact bool, cuts func(n i
 		res := e.Check(cuts(e.Len()))
 		times = append(times, time.Since(start))
 		cpu = append(cpu, testkit.CPUTime(b)-startCPU)
+		recounted = append(recounted, e.recounted)
 		for _, r := range res {
 			if !r.Exact {
 				skipped++
@@ -383,6 +387,13 @@ func benchIncremental(b *testing.B, window, slide int, exact bool, cuts func(n i
 	b.ReportMetric(float64(mean(cpu).Microseconds())/1000, "cpu-ms")
 	b.ReportMetric(float64(p99(cpu).Microseconds())/1000, "cpu-p99-ms")
 	b.ReportMetric(float64(skipped)/float64(len(times)), "skipped/check")
+	slices.Sort(recounted)
+	sum := 0
+	for _, r := range recounted {
+		sum += r
+	}
+	b.ReportMetric(float64(sum)/float64(len(recounted)), "recount-rows")
+	b.ReportMetric(float64(recounted[min(len(recounted)-1, int(math.Ceil(0.99*float64(len(recounted))))-1)]), "recount-rows-p99")
 }
 
 // BenchmarkLNDS measures ocCheck.lnds on one sorted class of 100k rows

@@ -48,9 +48,9 @@ func countedForm(rows, distinct, ratio int) bool {
 // to zero is dropped from the orders, and freed, at the next recount
 // (settle), so that an id in the orders always stands for one pair.
 type pairCounts struct {
-	ids   map[ocPair]uint32 // pair → id, of the pairs with rows
-	pairs []ocPair          // by id
-	n     []uint32          // rows by id
+	ids   pairMap  // pair → id, of the pairs with rows
+	pairs []ocPair // by id
+	n     []uint32 // rows by id
 	// chain is, by id, whether the pair is in the chain the last recount
 	// recorded: bit p for polarity p.
 	chain []uint8
@@ -65,7 +65,7 @@ type pairCounts struct {
 
 // add counts a row of pair p and returns its id.
 func (pc *pairCounts) add(p ocPair) uint32 {
-	id, ok := pc.ids[p]
+	id, ok := pc.ids.get(p, pc.pairs)
 	if !ok {
 		if k := len(pc.free); k > 0 {
 			id, pc.free = pc.free[k-1], pc.free[:k-1]
@@ -74,7 +74,7 @@ func (pc *pairCounts) add(p ocPair) uint32 {
 			id = uint32(len(pc.pairs))
 			pc.pairs, pc.n, pc.chain = append(pc.pairs, p), append(pc.n, 0), append(pc.chain, 0)
 		}
-		pc.ids[p] = id
+		pc.ids.put(id, pc.pairs)
 		pc.added = append(pc.added, id)
 	}
 	pc.n[id]++
@@ -83,12 +83,12 @@ func (pc *pairCounts) add(p ocPair) uint32 {
 
 // remove takes a row of pair p out.
 func (pc *pairCounts) remove(p ocPair) {
-	id, ok := pc.ids[p]
+	id, ok := pc.ids.get(p, pc.pairs)
 	if !ok {
 		panic("discovery: internal error: a row that left an OC class is not in its counts")
 	}
 	if pc.n[id]--; pc.n[id] == 0 {
-		delete(pc.ids, p)
+		pc.ids.del(id, pc.pairs)
 		pc.gone = append(pc.gone, id)
 	}
 }
@@ -159,13 +159,12 @@ func (o *ocCheck) fold(e *Engine, sc *sortedClass) (acc [2]int) {
 // toCounted turns sorted class sc (merged: its pairs are all its rows),
 // of d distinct pairs, into a counted one.
 func (sc *sortedClass) toCounted(d int) {
-	pc := &pairCounts{ids: make(map[ocPair]uint32, d), pairs: make([]ocPair, 0, d), n: make([]uint32, 0, d),
-		chain: make([]uint8, d)}
+	pc := &pairCounts{pairs: make([]ocPair, 0, d), n: make([]uint32, 0, d), chain: make([]uint8, d)}
 	for i := range sc.la {
 		p := ocPair{sc.la[i], sc.lb[i]}
 		if i == 0 || p != pc.pairs[len(pc.pairs)-1] {
-			pc.ids[p] = uint32(len(pc.pairs))
 			pc.pairs, pc.n = append(pc.pairs, p), append(pc.n, 0)
+			pc.ids.put(uint32(len(pc.pairs)-1), pc.pairs)
 		}
 		pc.n[len(pc.n)-1]++
 	}

@@ -50,6 +50,9 @@ import "slices"
 type classFloor struct {
 	ok bool
 	ps []floorPair
+	// costly is the rows of ps beyond their spares: those that cost one
+	// each when they leave.
+	costly int
 }
 
 type floorPair struct {
@@ -70,7 +73,7 @@ const floorHorizon = 16
 // scratch. It reports false, keeping nothing, when more than max pairs
 // would be kept.
 func (f *classFloor) build(la, lb []uint64, pos []uint32, piles, max int, count *[]uint32) bool {
-	f.ps = f.ps[:0]
+	f.ps, f.costly = f.ps[:0], 0
 	cnt := slices.Grow((*count)[:0], piles)[:piles]
 	clear(cnt)
 	for _, q := range pos {
@@ -88,6 +91,7 @@ func (f *classFloor) build(la, lb []uint64, pos []uint32, piles, max int, count 
 				return false
 			}
 			f.ps = append(f.ps, floorPair{p: ocPair{la: la[i], lb: lb[i]}, spare: uint32(j - i - shared)})
+			f.costly += shared
 		}
 		i = j
 	}

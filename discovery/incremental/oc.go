@@ -54,7 +54,8 @@ type fitBound struct {
 // polarity: spared counts the rows that left since the last recount
 // without lowering the bound (counted as they leave), and lostShare is
 // about the share of the rows that left that recent recount periods did
-// not spare (for scheduling only; 1 without floors).
+// not spare (for scheduling only; 1 without floors, and the share of the
+// rows the floors would not spare until a recount period measured it).
 type floorBound struct {
 	spared    [2]int
 	lostShare [2]float64
@@ -337,7 +338,7 @@ func (o *ocCheck) dirtyRows() int {
 			continue
 		}
 		if sc := o.big[c]; sc != nil && sc.cnt != nil && !sc.fresh {
-			rows += len(sc.cnt.ids) + len(sc.pending)
+			rows += sc.cnt.ids.len() + len(sc.pending)
 			continue
 		}
 		rows += int(o.x.size[c])
@@ -373,7 +374,12 @@ func (o *ocCheck) recount(e *Engine, w *recountScratch) {
 			o.lostShare[p] = (o.lostShare[p] + float64(o.lost(p))/float64(o.del)) / 2
 		}
 	}
+	wasFloored := o.floored
 	o.floored = [2]bool{}
+	// Per polarity, the rows of the classes recounted that would cost one
+	// each were they to leave (of a class with a floor, those of its kept
+	// pairs beyond their spares), and the rows of those classes.
+	var costly, read [2]int
 	for _, c := range o.dirty {
 		o.isDirty[c] = false
 		var ra, rd int
@@ -392,6 +398,14 @@ func (o *ocCheck) recount(e *Engine, w *recountScratch) {
 		default:
 			ra, rd = o.recountSmall(e, w, c)
 		}
+		for p := range 2 {
+			read[p] += size
+			if sc := o.big[c]; sc != nil && sc.cnt == nil && sc.floor[p].ok {
+				costly[p] += sc.floor[p].costly
+			} else {
+				costly[p] += size
+			}
+		}
 		o.totAsc += ra - int(o.remAsc[c])
 		o.totDesc += rd - int(o.remDesc[c])
 		o.remAsc[c], o.remDesc[c] = uint32(ra), uint32(rd)
@@ -403,8 +417,17 @@ func (o *ocCheck) recount(e *Engine, w *recountScratch) {
 	o.acc, o.fitCuts = [2]int{}, nil
 	o.spared = [2]int{}
 	for p := range 2 {
-		if !o.floored[p] {
+		switch {
+		case !o.floored[p]:
 			o.lostShare[p] = 1
+		case !wasFloored[p] && read[p] > 0:
+			// No floor test measured the share yet: until one does, it is
+			// the share of the rows the floors would not spare. Left at 1,
+			// an OC between the cuts looked due at every check after its
+			// first floored recount (and the early recounts it drew filled
+			// those checks) until a few recounts had averaged the measured
+			// share in.
+			o.lostShare[p] = float64(costly[p]) / float64(read[p])
 		}
 	}
 }
@@ -493,7 +516,7 @@ func (o *ocCheck) recountSorted(e *Engine, w *recountScratch, c uint32) (asc, de
 	if sc.cnt != nil {
 		o.fold(e, sc)
 		sc.cnt.settle(w)
-		if countedForm(size, len(sc.cnt.ids), e.tune.countedRatio) {
+		if countedForm(size, sc.cnt.ids.len(), e.tune.countedRatio) {
 			return o.countedRemovals(w, sc, c, size, rec)
 		}
 		sc.toSorted()

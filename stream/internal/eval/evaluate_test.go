@@ -15,7 +15,7 @@ import (
 	"github.com/odwatch/odwatch/discovery/table"
 )
 
-func mustDep(t *testing.T, s string) discovery.Dependency {
+func mustDep(t testing.TB, s string) discovery.Dependency {
 	t.Helper()
 	d, err := discovery.ParseDependency(s)
 	if err != nil {

@@ -1,0 +1,103 @@
+package incremental
+
+import "math/bits"
+
+// pairMap is a counted class's index from its pairs to their ids
+// (pairCounts): open addressing with linear probing and backward-shift
+// deletion, each slot holding an id+1 (0 = empty) whose pair is read from
+// pairs. A row that leaves or enters a counted class looks its pair up
+// once; Go's map hashed and compared the 16-byte keys out of line, and
+// took most of the time of the rows that left the benchmarks' counted
+// classes. The slots are 4 bytes each, so a class of a few thousand pairs
+// keeps its table in the cache.
+type pairMap struct {
+	slots []uint32
+	n     int
+	shift uint
+}
+
+func (m *pairMap) home(p ocPair) int {
+	return int(((p.la ^ bits.RotateLeft64(p.lb, 32)) * 0x9E3779B97F4A7C15) >> m.shift)
+}
+
+// len is the number of pairs in the map.
+func (m *pairMap) len() int { return m.n }
+
+// get returns p's id (pairs holds the pairs by id) and whether p is present.
+func (m *pairMap) get(p ocPair, pairs []ocPair) (uint32, bool) {
+	if m.n == 0 {
+		return 0, false
+	}
+	mask := len(m.slots) - 1
+	for i := m.home(p); ; i = (i + 1) & mask {
+		s := m.slots[i]
+		if s == 0 {
+			return 0, false
+		}
+		if pairs[s-1] == p {
+			return s - 1, true
+		}
+	}
+}
+
+// put adds id, whose pair pairs[id] is not present.
+func (m *pairMap) put(id uint32, pairs []ocPair) {
+	if 2*(m.n+1) > len(m.slots) {
+		m.grow(pairs)
+	}
+	mask := len(m.slots) - 1
+	i := m.home(pairs[id])
+	for m.slots[i] != 0 {
+		i = (i + 1) & mask
+	}
+	m.slots[i] = id + 1
+	m.n++
+}
+
+func (m *pairMap) grow(pairs []ocPair) {
+	old := m.slots
+	size := max(2*len(old), 16)
+	m.slots = make([]uint32, size)
+	m.shift = uint(64 - bits.TrailingZeros(uint(size)))
+	mask := size - 1
+	for _, s := range old {
+		if s == 0 {
+			continue
+		}
+		i := m.home(pairs[s-1])
+		for m.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		m.slots[i] = s
+	}
+}
+
+// del removes id, which must be present with its pair pairs[id].
+func (m *pairMap) del(id uint32, pairs []ocPair) {
+	mask := len(m.slots) - 1
+	i := m.home(pairs[id])
+	for m.slots[i] != id+1 {
+		i = (i + 1) & mask
+	}
+	m.n--
+	for j := i; ; {
+		j = (j + 1) & mask
+		s := m.slots[j]
+		if s == 0 {
+			break
+		}
+		// The entry at j may fill the hole at i unless its home lies
+		// cyclically in (i, j].
+		h := m.home(pairs[s-1])
+		if i <= j {
+			if i < h && h <= j {
+				continue
+			}
+		} else if i < h || h <= j {
+			continue
+		}
+		m.slots[i] = s
+		i = j
+	}
+	m.slots[i] = 0
+}
