@@ -98,17 +98,7 @@ func (v *Validator) OFDStrengthRemovals(p *StrippedPartition, a *table.Column, p
 	sum := float64(n - p.Covered()) // singletons
 	for i := 0; i < p.NumClasses(); i++ {
 		cls := p.Class(i)
-		var sq uint64
-		var best uint32
-		for _, r := range cls {
-			x := ranks[r]
-			sq += 2*uint64(counts[x]) + 1 // (k+1)^2 - k^2
-			counts[x]++
-			best = max(best, counts[x])
-		}
-		for _, r := range cls {
-			counts[ranks[r]] = 0
-		}
+		sq, best := valueSquares(cls, ranks, counts)
 		sum += float64(sq) / float64(len(cls))
 		removals += len(cls) - int(best)
 		v.tick(len(cls))
@@ -161,15 +151,7 @@ func (v *Validator) ofdWithinCounts(x, y *StrippedPartition, a *table.Column) (o
 	pairs := v.zeroedCounts(&v.boundCounts, y.NumClasses())
 	for i := 0; i < x.NumClasses(); i++ {
 		cls := x.Class(i)
-		var sq uint64
-		for _, r := range cls {
-			k := ranks[r]
-			sq += 2*uint64(counts[k]) + 1
-			counts[k]++
-		}
-		for _, r := range cls {
-			counts[ranks[r]] = 0
-		}
+		sq, _ := valueSquares(cls, ranks, counts)
 		observed += float64(len(cls)) - float64(sq)/float64(len(cls))
 		if c := classOf[cls[0]]; c > 0 {
 			pairs[c-1] += uint32(len(cls) - 1)
@@ -184,21 +166,30 @@ func (v *Validator) ofdWithinCounts(x, y *StrippedPartition, a *table.Column) (o
 		if pairs[i] == 0 {
 			continue
 		}
-		var sq uint64
-		for _, r := range cls {
-			k := ranks[r]
-			sq += 2*uint64(counts[k]) + 1
-			counts[k]++
-		}
-		for _, r := range cls {
-			counts[ranks[r]] = 0
-		}
+		sq, _ := valueSquares(cls, ranks, counts)
 		m := float64(len(cls))
 		expected += (m - float64(sq)/m) * float64(pairs[i]) / (m - 1)
 		pairs[i] = 0
 		v.tick(len(cls))
 	}
 	return observed, expected
+}
+
+// valueSquares counts the values (ranks) of the rows cls in counts (zero
+// at every rank, and left so): sq is the sum over the values of their
+// count squared, best the largest count. It is the per-class step of the
+// OFD measures (pdep and g3 in one pass).
+func valueSquares(cls, ranks, counts []uint32) (sq uint64, best uint32) {
+	for _, r := range cls {
+		x := ranks[r]
+		sq += 2*uint64(counts[x]) + 1 // (k+1)^2 - k^2
+		counts[x]++
+		best = max(best, counts[x])
+	}
+	for _, r := range cls {
+		counts[ranks[r]] = 0
+	}
+	return sq, best
 }
 
 // OFDStrengthBound is an upper bound of OFDStrength(p, a, pdepA) for any
