@@ -8,6 +8,7 @@ import (
 
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/discovery/tableio"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // BenchmarkDiscoverModes runs what `odwatch discover --epsilon 0.1` runs
@@ -29,7 +30,7 @@ func BenchmarkDiscoverModes(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%s", filepath.Base(bc.file), mode.name), func(b *testing.B) {
 				tab := readShared(b, bc.file, tableio.CSVOptions{Typing: mode.typing})
 				opts := Options{Epsilon: 0.1, MaxLevel: bc.maxLevel, MinStrength: mode.minStrength}
-				cpu0 := cpuSeconds()
+				cpu0 := testkit.CPUTime(b).Seconds()
 				for b.Loop() {
 					d, err := Discover(context.Background(), tab, opts)
 					if err == nil {
@@ -39,7 +40,7 @@ func BenchmarkDiscoverModes(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/discovery")
+				b.ReportMetric((testkit.CPUTime(b).Seconds()-cpu0)/float64(b.N), "cpu-s/discovery")
 			})
 		}
 	}

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/discovery/tableio"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // syntheticOC returns a two-column table where B follows A except for
@@ -54,7 +54,7 @@ func BenchmarkValidateOC(b *testing.B) {
 				colA, colB := &tab.Columns[0], &tab.Columns[1]
 				var removals int
 				b.ReportAllocs()
-				cpu0 := cpuSeconds()
+				cpu0 := testkit.CPUTime(b).Seconds()
 				for b.Loop() {
 					if validator == "lis" {
 						removals = v.OCRemovals(p, colA, colB, Asc, budget)
@@ -64,7 +64,7 @@ func BenchmarkValidateOC(b *testing.B) {
 				}
 				b.ReportMetric(float64(removals), "removals")
 				b.ReportMetric(b.Elapsed().Seconds()*1000/float64(b.N), "ms/validation")
-				b.ReportMetric((cpuSeconds()-cpu0)*1000/float64(b.N), "cpu-ms/validation")
+				b.ReportMetric((testkit.CPUTime(b).Seconds()-cpu0)*1000/float64(b.N), "cpu-ms/validation")
 			})
 		}
 	}
@@ -124,7 +124,7 @@ func BenchmarkDiscoverFlights(b *testing.B) {
 			for _, eps := range []float64{0, 0.1} {
 				b.Run(fmt.Sprintf("eps=%v", eps), func(b *testing.B) {
 					var d *Discovery
-					cpu0 := cpuSeconds()
+					cpu0 := testkit.CPUTime(b).Seconds()
 					for b.Loop() {
 						var err error
 						d, err = Discover(context.Background(), tab, Options{Epsilon: eps})
@@ -132,7 +132,7 @@ func BenchmarkDiscoverFlights(b *testing.B) {
 							b.Fatal(err)
 						}
 					}
-					b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/discovery")
+					b.ReportMetric((testkit.CPUTime(b).Seconds()-cpu0)/float64(b.N), "cpu-s/discovery")
 					ofd, oc := countKinds(d)
 					b.ReportMetric(float64(tab.Rows), "rows")
 					b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/discovery")
@@ -170,17 +170,6 @@ func BenchmarkDiscoverDatasets(b *testing.B) {
 	}
 }
 
-// cpuSeconds is the CPU time (user+system) the process has used: on a
-// shared machine it tells the work done apart from the wall time.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
-}
-
 func humanCount(n int) string {
 	switch {
 	case n >= 1_000_000 && n%1_000_000 == 0:
@@ -204,7 +193,7 @@ func BenchmarkDiscoverLiterature(b *testing.B) {
 		b.Run(fmt.Sprintf("%s/level=%d", filepath.Base(bc.file), bc.maxLevel), func(b *testing.B) {
 			tab := readShared(b, bc.file, tableio.CSVOptions{})
 			var d *Discovery
-			cpu0 := cpuSeconds()
+			cpu0 := testkit.CPUTime(b).Seconds()
 			for b.Loop() {
 				var err error
 				d, err = Discover(context.Background(), tab, Options{Epsilon: 0.05, MaxLevel: bc.maxLevel, MinStrength: DefaultMinStrength})
@@ -212,7 +201,7 @@ func BenchmarkDiscoverLiterature(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/discovery")
+			b.ReportMetric((testkit.CPUTime(b).Seconds()-cpu0)/float64(b.N), "cpu-s/discovery")
 			b.ReportMetric(float64(len(d.Dependencies)), "deps")
 			b.ReportMetric(float64(d.Stats.Validations), "validations")
 		})

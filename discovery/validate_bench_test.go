@@ -7,6 +7,7 @@ import (
 
 	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/tableio"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // BenchmarkOCValidate validates OCs X: A ~ B at eps 0.1, both polarities,
@@ -46,7 +47,7 @@ func BenchmarkOCValidate(b *testing.B) {
 			}
 			v := validate.NewValidator()
 			b.ReportAllocs()
-			cpu0 := cpuSeconds()
+			cpu0 := testkit.CPUTime(b).Seconds()
 			for b.Loop() {
 				valid := 0
 				for i, cols := range kept {
@@ -71,7 +72,7 @@ func BenchmarkOCValidate(b *testing.B) {
 				}
 				b.ReportMetric(float64(valid), "valid")
 			}
-			b.ReportMetric((cpuSeconds()-cpu0)*1000/float64(b.N), "cpu-ms/op")
+			b.ReportMetric((testkit.CPUTime(b).Seconds()-cpu0)*1000/float64(b.N), "cpu-ms/op")
 		})
 	}
 }
@@ -91,11 +92,11 @@ func BenchmarkValidateEach(b *testing.B) {
 	}
 	opts := Options{Epsilon: 0.05, MinStrength: DefaultMinStrength}
 	b.ReportAllocs()
-	cpu0 := cpuSeconds()
+	cpu0 := testkit.CPUTime(b).Seconds()
 	for b.Loop() {
 		if _, _, err := ValidateEach(context.Background(), tab, deps, opts); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric((cpuSeconds()-cpu0)*1000/float64(b.N), "cpu-ms/op")
+	b.ReportMetric((testkit.CPUTime(b).Seconds()-cpu0)*1000/float64(b.N), "cpu-ms/op")
 }
