@@ -1,6 +1,10 @@
 package incremental
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/odwatch/odwatch/internal/codeindex"
+)
 
 // pairMap is a counted class's index from its pairs to their ids
 // (pairCounts): open addressing with linear probing and backward-shift
@@ -86,14 +90,7 @@ func (m *pairMap) del(id uint32, pairs []ocPair) {
 		if s == 0 {
 			break
 		}
-		// The entry at j may fill the hole at i unless its home lies
-		// cyclically in (i, j].
-		h := m.home(pairs[s-1])
-		if i <= j {
-			if i < h && h <= j {
-				continue
-			}
-		} else if i < h || h <= j {
+		if codeindex.Stays(i, m.home(pairs[s-1]), j) {
 			continue
 		}
 		m.slots[i] = s

@@ -177,20 +177,25 @@ func (x *Index) RemoveHashed(code, h uint32) {
 		if s.code == 0 {
 			break
 		}
-		// s may move to the hole at i unless its home slot lies
-		// cyclically in (i, j].
-		k := s.hash & mask
-		if i <= j {
-			if i < k && k <= j {
-				continue
-			}
-		} else if i < k || k <= j {
+		if Stays(i, s.hash&mask, j) {
 			continue
 		}
 		x.slots[i] = s
 		i = j
 	}
 	x.slots[i] = slot{}
+}
+
+// Stays reports whether, in a table with linear probing whose hole at
+// slot i a backward-shift deletion is closing, the entry at slot j with
+// home slot home must stay: its home lies cyclically in (i, j], so that
+// moving it to i would put it before its home. Otherwise it moves to i
+// and j becomes the hole.
+func Stays[T ~int | ~uint32](i, home, j T) bool {
+	if i <= j {
+		return i < home && home <= j
+	}
+	return i < home || home <= j
 }
 
 // Touch starts loading the slot where a lookup or a removal of hash h

@@ -186,14 +186,7 @@ func (s *idSpace[K]) remove(id uint32, k K) {
 		if sl.id == 0 {
 			break
 		}
-		// sl may move to the hole at i unless its home slot lies
-		// cyclically in (i, j].
-		home := sl.hash & mask
-		if i <= j {
-			if i < home && home <= j {
-				continue
-			}
-		} else if i < home || home <= j {
+		if codeindex.Stays(i, sl.hash&mask, j) {
 			continue
 		}
 		s.slots[i] = sl
