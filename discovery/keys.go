@@ -31,8 +31,10 @@ type foundKey struct {
 }
 
 // findKeys returns the minimal keys of t of at most maxColumns columns, in
-// the order found (by size, then by columns).
-func findKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, tune listingTuning) ([]foundKey, error) {
+// the order found (by size, then by columns). It passes pause, when not
+// nil, before each candidate's partition (Options.Pause), and returns its
+// error as it is.
+func findKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, tune listingTuning, pause func(context.Context) error) ([]foundKey, error) {
 	ks := &keySearch{t: t, eps: eps, ev: newEvidence(t, tune), budget: RemovalBudget(eps, t.Rows), v: validate.NewValidator()}
 	for i := range t.Columns {
 		ks.pdep = append(ks.pdep, ks.ev.pdep(&t.Columns[i]))
@@ -46,6 +48,11 @@ func findKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, 
 			for c := len(t.Columns) - 1; c >= 0 && x&(1<<c) == 0; c-- {
 				if err := ctx.Err(); err != nil {
 					return nil, err
+				}
+				if pause != nil {
+					if err := pause(ctx); err != nil {
+						return nil, err
+					}
 				}
 				y := x | 1<<c
 				if !allSubsetsIn(y, prev) {

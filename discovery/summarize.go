@@ -49,7 +49,7 @@ func Summarize(ctx context.Context, t *table.Table, d *Discovery, opts Options) 
 	if opts.MaxLevel > 0 {
 		maxColumns = min(maxColumns, opts.MaxLevel)
 	}
-	keys, err := findKeys(ctx, t, opts.Epsilon, maxColumns, tune)
+	keys, err := findKeys(ctx, t, opts.Epsilon, maxColumns, tune, opts.Pause)
 	if err != nil {
 		return err
 	}
@@ -100,6 +100,17 @@ func (s *summary) set(names ...string) uint64 {
 		x |= 1 << s.index[n]
 	}
 	return x
+}
+
+// validate is Validate of d on the summary's table, after the pause
+// (Options.Pause) when there is one, whose error it returns as it is.
+func (s *summary) validate(d Dependency) (Result, error) {
+	if s.opts.Pause != nil {
+		if err := s.opts.Pause(s.ctx); err != nil {
+			return Result{}, err
+		}
+	}
+	return Validate(s.ctx, s.t, d, s.opts)
 }
 
 // stepBack marks r as not reliable on its own, following from by.
@@ -262,7 +273,7 @@ func (s *summary) equivalenceEntries() ([]Result, error) {
 		if len(members) < 2 {
 			continue
 		}
-		r, err := Validate(s.ctx, s.t, Dependency{Kind: KindEquivalence, Context: []string{}, Set: s.names(members)}, s.opts)
+		r, err := s.validate(Dependency{Kind: KindEquivalence, Context: []string{}, Set: s.names(members)})
 		if err != nil {
 			return nil, err
 		}
@@ -437,7 +448,7 @@ func (s *summary) addMirrorEquivalences() error {
 		if !ab.Reliable || !ba.Reliable {
 			continue // one of them is already stated by another pair's
 		}
-		eq, err := Validate(s.ctx, s.t, Dependency{Kind: KindEquivalence, Context: s.names(setColumns(m.ctx)), Set: s.names([]int{m.a, m.b})}, s.opts)
+		eq, err := s.validate(Dependency{Kind: KindEquivalence, Context: s.names(setColumns(m.ctx)), Set: s.names([]int{m.a, m.b})})
 		if err != nil {
 			return err
 		}

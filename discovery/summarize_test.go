@@ -3,13 +3,15 @@ package discovery
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"github.com/odwatch/odwatch/discovery/table"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // oracleKeys enumerates docs/DESIGN.md's minimal keys of at most maxCols
@@ -109,7 +111,7 @@ func TestKeysMatchBruteForce(t *testing.T) {
 		}
 		tab := tableFromInts(cols)
 		for _, eps := range []float64{0, 0.1} {
-			keys, err := findKeys(context.Background(), tab, eps, 3, defaultListing)
+			keys, err := findKeys(context.Background(), tab, eps, 3, defaultListing, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -483,5 +485,57 @@ func TestMirrorsAndTriangles(t *testing.T) {
 	}
 	if slices.ContainsFunc(reliable, func(s string) bool { return strings.Contains(s, "<->") }) {
 		t.Errorf("a triangle is stated as an equivalence: %q", reliable)
+	}
+}
+
+// TestSummarizePauses: Summarize passes Options.Pause before each
+// candidate key's partition and each validation (the monitor's check gate
+// holds it there), gives the listing it gives without one, and stops with
+// the pause's error at any of its calls.
+func TestSummarizePauses(t *testing.T) {
+	var id, code, copyOf, group, city []int
+	for r := range 400 {
+		c := r % 40
+		id, code, copyOf = append(id, r), append(code, c), append(copyOf, c+100)
+		group, city = append(group, c%8), append(city, c%8/2)
+	}
+	tab := tableFromInts([][]int{id, code, copyOf, group, city})
+	opts := Options{Epsilon: 0.05, MinStrength: DefaultMinStrength}
+	run := func(pause func(context.Context) error) ([]Result, error) {
+		d, err := Discover(context.Background(), tab, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := opts
+		o.Pause = pause
+		err = Summarize(context.Background(), tab, d, o)
+		return d.Dependencies, err
+	}
+	want, err := run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	got, err := run(func(context.Context) error { calls++; return nil })
+	if err != nil || !slices.EqualFunc(got, want, func(a, b Result) bool { return fmt.Sprint(a) == fmt.Sprint(b) }) {
+		t.Fatalf("with a pause: err %v, the same listing %v", err, slices.EqualFunc(got, want, func(a, b Result) bool { return fmt.Sprint(a) == fmt.Sprint(b) }))
+	}
+	// Five columns: 15 key candidates of up to 3 columns at least, and the
+	// validation of the equivalence c1 <-> c2.
+	if calls < 6 {
+		t.Fatalf("%d pauses, want one per candidate key and validation", calls)
+	}
+	stop := errors.New("stop")
+	for k := 1; k <= calls; k++ {
+		n := 0
+		_, err := run(func(context.Context) error {
+			if n++; n == k {
+				return stop
+			}
+			return nil
+		})
+		if err != stop || n != k {
+			t.Fatalf("pause %d of %d failing: err %v after %d pauses, want its error at once", k, calls, err, n)
+		}
 	}
 }

@@ -201,7 +201,9 @@ type Options struct {
 	// cancel does: the levels completed, Complete false, and an error
 	// wrapping Pause's. Waiting changes no result. It is called
 	// concurrently and once per candidate, so it must be cheap when there
-	// is nothing to wait for (an atomic load).
+	// is nothing to wait for (an atomic load). Summarize calls it too,
+	// before each candidate key's partition and each validation, and stops
+	// with its error.
 	Pause func(ctx context.Context) error
 	// tune, when set (by a test), replaces defaultListing.
 	tune *listingTuning

@@ -169,7 +169,8 @@ func (e Env) discover(ctx context.Context, table *table.Table, endSeq uint64) (D
 	}
 	out.Found = map[string]discovery.Result{}
 	if disc != nil && e.Cfg.MinStrength > 0 {
-		if err := discovery.Summarize(ctx, table, disc, discovery.Options{Epsilon: e.Cfg.Epsilon, MaxLevel: e.Cfg.MaxLevel, MinStrength: e.Cfg.MinStrength}); err != nil {
+		if err := discovery.Summarize(ctx, table, disc, discovery.Options{Epsilon: e.Cfg.Epsilon, MaxLevel: e.Cfg.MaxLevel,
+			MinStrength: e.Cfg.MinStrength, Pause: e.Pause}); err != nil {
 			if ctx.Err() != nil {
 				return out, ctx.Err()
 			}

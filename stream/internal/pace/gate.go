@@ -19,7 +19,8 @@ import (
 // snapshot (eval.Env.DiscoverSnapshot: before each column, and within one every few
 // thousand values typed and between its steps), and its workers
 // (discovery.Options.Pause) before each unit of work (one node's
-// partition, one candidate's validation) and within a long validation
+// partition, one candidate's validation, and in Summarize one candidate
+// key's partition or one validation) and within a long validation
 // every few thousand rows of work.
 //
 // Guarantee: while the gate is held no discovery worker goes on with its
