@@ -16,7 +16,7 @@ func (s *streamRun) dispatchCheck(endSeq uint64, replay bool) {
 	lag := s.totalLag()
 	s.queueCheck(endSeq, replay)
 	s.mb.mu.Lock()
-	start := s.paceLocked(endSeq, lag, replay) == pace.VerdictStart
+	start := s.paceLocked(endSeq, lag, int64(len(s.mb.feed.checks)-1)*int64(s.cfg.Every), replay) == pace.VerdictStart
 	s.mb.mu.Unlock()
 	if start {
 		s.dispatchDiscovery(endSeq, replay, false, lag)
@@ -40,13 +40,13 @@ func (s *streamRun) queueCheck(endSeq uint64, replay bool) {
 }
 
 // paceLocked is the pacer's verdict at the check of window end endSeq
-// with lag records behind it, under mb.mu; replay: a check restore
+// with lag records behind it and queued not checked, under mb.mu; replay: a check restore
 // dispatches (pace.Pacer.Restored).
-func (s *streamRun) paceLocked(endSeq uint64, lag int64, replay bool) pace.Verdict {
+func (s *streamRun) paceLocked(endSeq uint64, lag, queued int64, replay bool) pace.Verdict {
 	if replay {
 		return s.pacerLocked().Restored(endSeq)
 	}
-	return s.pacerLocked().Next(endSeq, time.Now(), lag)
+	return s.pacerLocked().Next(endSeq, time.Now(), lag, queued)
 }
 
 // pacerLocked is the stream's pacer, made at its first use; under mb.mu.
@@ -79,7 +79,7 @@ func (s *streamRun) mustAwait(endSeq uint64) bool {
 	if !s.cfg.twoCadence() {
 		return s.mb.pending != nil
 	}
-	return s.paceLocked(endSeq, lag, false) == pace.VerdictWait
+	return s.paceLocked(endSeq, lag, 0, false) == pace.VerdictWait
 }
 
 // awaitDiscovery holds the consumer while the evaluation of window end

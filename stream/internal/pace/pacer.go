@@ -18,12 +18,21 @@ type Options struct {
 	// schedule (every bound records from the first full window), merged
 	// bound records later, as replay runs it.
 	Behind float64
+	// Settle is the lag, in windows, from which a discovery the budget
+	// allows (caught up, before the window bound) waits for the stream to
+	// settle: it would take a core from the consumer and the checks
+	// draining a backlog (the one a cold start's wait leaves), so that the
+	// checks of the catch-up coalesce longer and its bound arrives sooner
+	// (a wait). 0 never waits.
+	Settle float64
 }
 
 // Default: half a core on average, leaving the other half of a
 // two-core machine's second core to ingest and the checks; the last two
-// measurements weigh three quarters; a lag of one window is a backlog.
-var Default = Options{Budget: 0.5, Weight: 0.5, Behind: 1}
+// measurements weigh three quarters; a lag of one window is a backlog; a
+// lag of five checks at the default window and cadence (100k, 1000) is
+// still settling.
+var Default = Options{Budget: 0.5, Weight: 0.5, Behind: 1, Settle: 0.05}
 
 // Pacer decides, at each check of a two-cadence stream, whether a
 // discovery starts there, and when consumption must wait for a running
@@ -46,8 +55,8 @@ var Default = Options{Budget: 0.5, Weight: 0.5, Behind: 1}
 //   - behind (lag of Behind windows or more): only at the fixed points of
 //     the bound, each merged bound records later (replay's schedule);
 //   - caught up: at the first check at which the time since the last start
-//     is at least the estimated cost over Budget, merged into the first
-//     check after it ends.
+//     is at least the estimated cost over Budget and the lag is under
+//     Settle windows, merged into the first check after it ends.
 //
 // At most one discovery of auto runs at a time (after a restart, the ones
 // run again may be several); transitions of next:
@@ -59,7 +68,8 @@ var Default = Options{Budget: 0.5, Weight: 0.5, Behind: 1}
 //	none open, auto, never started                           -> start
 //	none open, auto, bound records since the last start      -> start
 //	none open, auto, behind, at a fixed point                -> start
-//	none open, auto, caught up, cost known, budget allows    -> start
+//	none open, auto, caught up, cost known, budget allows,
+//	  lag under Settle                                        -> start
 //	otherwise                                                -> none
 //
 // A wait ends when the discovery ends (Ended), and Next is asked again.
@@ -120,7 +130,7 @@ func New(window, every, bound int, auto bool, opts Options) *Pacer {
 func (p *Pacer) Restored(endSeq uint64) Verdict {
 	switch {
 	case p.auto:
-		if v := p.Next(endSeq, time.Now(), 0); v == VerdictStart {
+		if v := p.Next(endSeq, time.Now(), 0, 0); v == VerdictStart {
 			return v
 		}
 	case p.Point(endSeq):
@@ -144,9 +154,17 @@ func (p *Pacer) behind(lag int64) bool {
 	return p.auto && float64(lag) >= p.opts.Behind*float64(p.window)
 }
 
+// settling reports whether a lag of lag records is a backlog still
+// draining, too large for a discovery the budget allows (Settle).
+func (p *Pacer) settling(lag int64) bool {
+	return p.opts.Settle > 0 && float64(lag) >= p.opts.Settle*float64(p.window)
+}
+
 // Next is the verdict at the check of window end endSeq, at now, with lag
-// records already in the topic past it.
-func (p *Pacer) Next(endSeq uint64, now time.Time, lag int64) Verdict {
+// records already in the topic past it and queued records consumed but
+// not checked yet (the checks queued before it): both are the backlog a
+// settling stream drains (Settle), the topic's alone a stream behind.
+func (p *Pacer) Next(endSeq uint64, now time.Time, lag, queued int64) Verdict {
 	behind := p.behind(lag)
 	if len(p.open) > 0 {
 		wait := behind && p.Point(endSeq)
@@ -165,7 +183,7 @@ func (p *Pacer) Next(endSeq uint64, now time.Time, lag int64) Verdict {
 		}
 	case !p.started, endSeq >= p.lastSeq+p.bound:
 		return VerdictStart
-	case p.measured && p.opts.Budget > 0 && now.Sub(p.lastAt).Seconds()*p.opts.Budget >= p.cost.Seconds():
+	case p.measured && p.opts.Budget > 0 && now.Sub(p.lastAt).Seconds()*p.opts.Budget >= p.cost.Seconds() && !p.settling(lag+queued):
 		return VerdictStart
 	}
 	return VerdictNone

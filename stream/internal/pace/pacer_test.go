@@ -19,6 +19,7 @@ func TestPacer(t *testing.T) {
 		seq       uint64
 		ms        int
 		lag       int64
+		queued    int64 // records consumed, not checked
 		want      Verdict
 		mergeAt   uint64
 		end       uint64 // a discovery ends (seq unused)
@@ -110,6 +111,15 @@ func TestPacer(t *testing.T) {
 			{seq: 1199, ms: 299, want: VerdictNone},
 			{seq: 1299, ms: 300, want: VerdictStart, mergeAt: 1399},
 		}},
+		{"auto: a settling lag defers the budget's start, never the bound's", auto, Options{Budget: 1, Weight: 1, Behind: 1, Settle: 0.1}, []step{
+			{seq: 999, want: VerdictStart, mergeAt: 1099},
+			ended(999, 10*time.Millisecond),
+			{seq: 1099, ms: 100, lag: 100, want: VerdictNone},            // settling
+			{seq: 1199, ms: 200, lag: 50, queued: 50, want: VerdictNone}, // the checks queued count
+			{seq: 1299, ms: 300, lag: 99, want: VerdictStart, mergeAt: 1399},
+			ended(1299, 10*time.Millisecond),
+			{seq: 2299, ms: 10_000, lag: 500, queued: 500, want: VerdictStart, mergeAt: 2399}, // the bound
+		}},
 		{"auto: budget 0 keeps the window bound only", auto, Options{Budget: 0, Weight: 1, Behind: 1}, []step{
 			{seq: 999, want: VerdictStart, mergeAt: 1099},
 			ended(999, 0),
@@ -124,7 +134,7 @@ func TestPacer(t *testing.T) {
 					p.Ended(s.end, s.cost, !s.unmeasure)
 					continue
 				}
-				got := p.Next(s.seq, at(s.ms), s.lag)
+				got := p.Next(s.seq, at(s.ms), s.lag, s.queued)
 				if got != s.want {
 					t.Fatalf("step %d (check %d at %d ms, lag %d): verdict %d, want %d", i, s.seq, s.ms, s.lag, got, s.want)
 				}
@@ -145,11 +155,11 @@ func TestPacerReset(t *testing.T) {
 	p := New(1000, 100, 1000, true, Default)
 	now := time.Now()
 	p.Start(1099, now, 0) // caught up: merged at 1199, waited for at 2099
-	if v := p.Next(2099, now, 0); v != VerdictWait {
+	if v := p.Next(2099, now, 0, 0); v != VerdictWait {
 		t.Fatalf("open at its bound: verdict %d, want wait", v)
 	}
 	p.Reset()
-	if v := p.Next(2199, now, 0); v != VerdictStart {
+	if v := p.Next(2199, now, 0, 0); v != VerdictStart {
 		t.Fatalf("after reset: verdict %d, want start", v)
 	}
 }
