@@ -409,12 +409,12 @@ func BenchmarkLNDS(b *testing.B) {
 		ps := make([]ocPair, n)
 		for i := range ps {
 			a := r.Uint64N(uint64(c.distinct))
-			ps[i] = ocPair{la: a, lb: a*3 + r.Uint64N(n/2)}
+			ps[i] = ocPair{LA: a, LB: a*3 + r.Uint64N(n/2)}
 		}
 		sortPairs(ps)
 		la, lb := make([]uint64, n), make([]uint64, n)
 		for i, p := range ps {
-			la[i], lb[i] = p.la, p.lb
+			la[i], lb[i] = p.LA, p.LB
 		}
 		o, w := &ocCheck{asc: true}, &recountScratch{}
 		b.Run(c.name, func(b *testing.B) {

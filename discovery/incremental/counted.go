@@ -3,6 +3,8 @@ package incremental
 import (
 	"cmp"
 	"slices"
+
+	"github.com/odwatch/odwatch/discovery/incremental/internal/pairs"
 )
 
 // Counted classes: a large OC class whose rows hold few distinct (A, B)
@@ -48,9 +50,9 @@ func countedForm(rows, distinct, ratio int) bool {
 // to zero is dropped from the orders, and freed, at the next recount
 // (settle), so that an id in the orders always stands for one pair.
 type pairCounts struct {
-	ids   pairMap  // pair → id, of the pairs with rows
-	pairs []ocPair // by id
-	n     []uint32 // rows by id
+	ids   pairs.Map // pair → id, of the pairs with rows
+	pairs []ocPair  // by id
+	n     []uint32  // rows by id
 	// chain is, by id, whether the pair is in the chain the last recount
 	// recorded: bit p for polarity p.
 	chain []uint8
@@ -65,7 +67,7 @@ type pairCounts struct {
 
 // add counts a row of pair p and returns its id.
 func (pc *pairCounts) add(p ocPair) uint32 {
-	id, ok := pc.ids.get(p, pc.pairs)
+	id, ok := pc.ids.Get(p, pc.pairs)
 	if !ok {
 		if k := len(pc.free); k > 0 {
 			id, pc.free = pc.free[k-1], pc.free[:k-1]
@@ -74,7 +76,7 @@ func (pc *pairCounts) add(p ocPair) uint32 {
 			id = uint32(len(pc.pairs))
 			pc.pairs, pc.n, pc.chain = append(pc.pairs, p), append(pc.n, 0), append(pc.chain, 0)
 		}
-		pc.ids.put(id, pc.pairs)
+		pc.ids.Put(id, pc.pairs)
 		pc.added = append(pc.added, id)
 	}
 	pc.n[id]++
@@ -83,12 +85,12 @@ func (pc *pairCounts) add(p ocPair) uint32 {
 
 // remove takes a row of pair p out.
 func (pc *pairCounts) remove(p ocPair) {
-	id, ok := pc.ids.get(p, pc.pairs)
+	id, ok := pc.ids.Get(p, pc.pairs)
 	if !ok {
 		panic("discovery: internal error: a row that left an OC class is not in its counts")
 	}
 	if pc.n[id]--; pc.n[id] == 0 {
-		pc.ids.del(id, pc.pairs)
+		pc.ids.Del(id, pc.pairs)
 		pc.gone = append(pc.gone, id)
 	}
 }
@@ -100,7 +102,7 @@ func (pc *pairCounts) settle(w *recountScratch) {
 		return
 	}
 	byPair := func(x, y uint32) int { return comparePairs(pc.pairs[x], pc.pairs[y]) }
-	byLB := func(x, y uint32) int { return cmp.Compare(pc.pairs[x].lb, pc.pairs[y].lb) }
+	byLB := func(x, y uint32) int { return cmp.Compare(pc.pairs[x].LB, pc.pairs[y].LB) }
 	live := func(id uint32) bool { return pc.n[id] > 0 }
 	added := slices.DeleteFunc(pc.added, func(id uint32) bool { return !live(id) })
 	slices.SortFunc(added, byPair)
@@ -161,10 +163,10 @@ func (o *ocCheck) fold(e *Engine, sc *sortedClass) (acc [2]int) {
 func (sc *sortedClass) toCounted(d int) {
 	pc := &pairCounts{pairs: make([]ocPair, 0, d), n: make([]uint32, 0, d), chain: make([]uint8, d)}
 	for i := range sc.la {
-		p := ocPair{sc.la[i], sc.lb[i]}
+		p := ocPair{LA: sc.la[i], LB: sc.lb[i]}
 		if i == 0 || p != pc.pairs[len(pc.pairs)-1] {
 			pc.pairs, pc.n = append(pc.pairs, p), append(pc.n, 0)
-			pc.ids.put(uint32(len(pc.pairs)-1), pc.pairs)
+			pc.ids.Put(uint32(len(pc.pairs)-1), pc.pairs)
 		}
 		pc.n[len(pc.n)-1]++
 	}
@@ -173,7 +175,7 @@ func (sc *sortedClass) toCounted(d int) {
 		pc.byPair[i] = uint32(i)
 	}
 	pc.byLB = slices.Clone(pc.byPair)
-	slices.SortStableFunc(pc.byLB, func(x, y uint32) int { return cmp.Compare(pc.pairs[x].lb, pc.pairs[y].lb) })
+	slices.SortStableFunc(pc.byLB, func(x, y uint32) int { return cmp.Compare(pc.pairs[x].LB, pc.pairs[y].LB) })
 	sc.cnt = pc
 	sc.la, sc.lb = nil, nil
 	sc.adds, sc.dead, sc.gone = pairLog{}, pairLog{}, nil
@@ -192,7 +194,7 @@ func (sc *sortedClass) toSorted() {
 	for _, id := range pc.byPair {
 		p := pc.pairs[id]
 		for range pc.n[id] {
-			la, lb = append(la, p.la), append(lb, p.lb)
+			la, lb = append(la, p.LA), append(lb, p.LB)
 		}
 	}
 	sc.la, sc.lb, sc.cnt = la, lb, nil
@@ -221,7 +223,7 @@ func (o *ocCheck) countedRemovals(w *recountScratch, sc *sortedClass, c uint32, 
 	w.ranks = slices.Grow(w.ranks[:0], len(pc.pairs))[:len(pc.pairs)]
 	ranks := 0
 	for i, id := range pc.byLB {
-		if i > 0 && pc.pairs[id].lb != pc.pairs[pc.byLB[i-1]].lb {
+		if i > 0 && pc.pairs[id].LB != pc.pairs[pc.byLB[i-1]].LB {
 			ranks++
 		}
 		w.ranks[id] = uint32(ranks)
@@ -254,7 +256,7 @@ func (w *recountScratch) chainOrder(pc *pairCounts, desc bool) []uint32 {
 	order := w.order[:0]
 	for i := 0; i < len(keys); {
 		j := i + 1
-		for j < len(keys) && pc.pairs[keys[j]].la == pc.pairs[keys[i]].la {
+		for j < len(keys) && pc.pairs[keys[j]].LA == pc.pairs[keys[i]].LA {
 			j++
 		}
 		for k := j - 1; k >= i; k-- {

@@ -290,13 +290,13 @@ func (sc *sortedClass) fitRun(run []ocPair, p, limit int, w *recountScratch) int
 		}
 	}
 	for i, x := range run {
-		if i == 0 || x.la != run[i-1].la {
+		if i == 0 || x.LA != run[i-1].LA {
 			running, group = max(running, group), 0
-			lo, hi = f.boundsS(sc.la, sc.lb, &from, x.la, desc)
-			alo, ahi := f.boundsA(w.aFrom, x.la, desc)
+			lo, hi = f.boundsS(sc.la, sc.lb, &from, x.LA, desc)
+			alo, ahi := f.boundsA(w.aFrom, x.LA, desc)
 			lo, hi = max(lo, alo, running), min(hi, ahi)
 		}
-		k := x.lb
+		k := x.LB
 		if desc {
 			k = ^k
 		}
@@ -356,18 +356,18 @@ func (f *classFit) boundsA(from []int, v uint64, desc bool) (lo, hi uint64) {
 			i := cut - 1
 			if desc {
 				// The largest ^lb below v: the first pair of run[i]'s la.
-				lo = max(lo, ^run[runStart(run, i, laOf)].lb)
+				lo = max(lo, ^run[runStart(run, i, laOf)].LB)
 			} else {
-				lo = max(lo, run[i].lb)
+				lo = max(lo, run[i].LB)
 			}
 		}
 		if above := firstAbove(run, cut, v, laOf); above < len(run) {
 			i := above
 			if desc {
 				// The smallest ^lb above v: the last pair of run[i]'s la.
-				hi = min(hi, ^run[firstAbove(run, i, run[i].la, laOf)-1].lb)
+				hi = min(hi, ^run[firstAbove(run, i, run[i].LA, laOf)-1].LB)
 			} else {
-				hi = min(hi, run[i].lb)
+				hi = min(hi, run[i].LB)
 			}
 		}
 	}
@@ -375,7 +375,7 @@ func (f *classFit) boundsA(from []int, v uint64, desc bool) (lo, hi uint64) {
 }
 
 // laOf is a pair's label of A, the key its searches go by.
-func laOf(p ocPair) uint64 { return p.la }
+func laOf(p ocPair) uint64 { return p.LA }
 
 // label is a label as its own key.
 func label(v uint64) uint64 { return v }

@@ -14,7 +14,7 @@ import (
 func consistentPairs(ps []ocPair, desc bool) bool {
 	for _, x := range ps {
 		for _, y := range ps {
-			if x.la < y.la && (!desc && x.lb > y.lb || desc && x.lb < y.lb) {
+			if x.LA < y.LA && (!desc && x.LB > y.LB || desc && x.LB < y.LB) {
 				return false
 			}
 		}
@@ -46,7 +46,7 @@ func randomClass(r *rand.Rand) []ocPair {
 	n, dom := 1+r.IntN(12), uint64(1+r.IntN(6))
 	ps := make([]ocPair, n)
 	for i := range ps {
-		ps[i] = ocPair{r.Uint64N(dom), r.Uint64N(dom)}
+		ps[i] = ocPair{LA: r.Uint64N(dom), LB: r.Uint64N(dom)}
 	}
 	slices.SortFunc(ps, comparePairs)
 	return ps
@@ -56,7 +56,7 @@ func randomClass(r *rand.Rand) []ocPair {
 func pairColumns(ps []ocPair) (la, lb []uint64) {
 	la, lb = make([]uint64, len(ps)), make([]uint64, len(ps))
 	for i, p := range ps {
-		la[i], lb[i] = p.la, p.lb
+		la[i], lb[i] = p.LA, p.LB
 	}
 	return la, lb
 }
@@ -287,7 +287,7 @@ func TestLabelSearches(t *testing.T) {
 		slices.Sort(la)
 		ps := make([]ocPair, n)
 		for i, v := range la {
-			ps[i] = ocPair{la: v, lb: r.Uint64()}
+			ps[i] = ocPair{LA: v, LB: r.Uint64()}
 		}
 		for i := range la {
 			want := i

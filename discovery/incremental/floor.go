@@ -90,7 +90,7 @@ func (f *classFloor) build(la, lb []uint64, pos []uint32, piles, max int, count 
 				f.ps = f.ps[:0]
 				return false
 			}
-			f.ps = append(f.ps, floorPair{p: ocPair{la: la[i], lb: lb[i]}, spare: uint32(j - i - shared)})
+			f.ps = append(f.ps, floorPair{p: ocPair{LA: la[i], LB: lb[i]}, spare: uint32(j - i - shared)})
 			f.costly += shared
 		}
 		i = j

@@ -18,7 +18,7 @@ func TestFloorBoundsRemovals(t *testing.T) {
 	for trial := 0; trial < 3000; trial++ {
 		n := 1 + r.IntN(11)
 		dom := uint64(1 + r.IntN(6))
-		pair := func() ocPair { return ocPair{r.Uint64N(dom), r.Uint64N(dom)} }
+		pair := func() ocPair { return ocPair{LA: r.Uint64N(dom), LB: r.Uint64N(dom)} }
 		ps := make([]ocPair, n)
 		for i := range ps {
 			ps[i] = pair()
@@ -26,7 +26,7 @@ func TestFloorBoundsRemovals(t *testing.T) {
 		slices.SortFunc(ps, comparePairs)
 		la, lb := make([]uint64, n), make([]uint64, n)
 		for i, p := range ps {
-			la[i], lb[i] = p.la, p.lb
+			la[i], lb[i] = p.LA, p.LB
 		}
 		o := &ocCheck{asc: true, desc: true}
 		asc, desc := o.lnds(&w, la, lb, true)
@@ -84,14 +84,14 @@ func TestFloorTake(t *testing.T) {
 		for a := uint64(0); a < dom; a++ {
 			for b := uint64(0); b < dom; b++ {
 				if r.IntN(2) == 0 {
-					f.ps = append(f.ps, floorPair{p: ocPair{a, b}, spare: uint32(r.IntN(3))})
+					f.ps = append(f.ps, floorPair{p: ocPair{LA: a, LB: b}, spare: uint32(r.IntN(3))})
 				}
 			}
 		}
 		spares := slices.Clone(f.ps)
 		dead := make([]ocPair, r.IntN(40))
 		for i := range dead {
-			dead[i] = ocPair{r.Uint64N(dom), r.Uint64N(dom)}
+			dead[i] = ocPair{LA: r.Uint64N(dom), LB: r.Uint64N(dom)}
 		}
 		want := 0
 		for _, fp := range spares {

@@ -553,7 +553,7 @@ func TestSortPairs(t *testing.T) {
 		for _, dom := range []int{1, 2, 5, 1000} {
 			ps := make([]ocPair, n)
 			for i := range ps {
-				ps[i] = ocPair{uint64(r.IntN(dom)), uint64(r.IntN(dom))}
+				ps[i] = ocPair{LA: uint64(r.IntN(dom)), LB: uint64(r.IntN(dom))}
 			}
 			if dom == 5 {
 				slices.SortFunc(ps, comparePairs) // already sorted

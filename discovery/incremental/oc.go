@@ -3,6 +3,8 @@ package incremental
 import (
 	"slices"
 	"time"
+
+	"github.com/odwatch/odwatch/discovery/incremental/internal/pairs"
 )
 
 // ocCheck keeps the removals of X: A ~ B, both polarities, over the classes
@@ -210,24 +212,24 @@ func subtractPairs(ps, gone []ocPair) []ocPair {
 }
 
 // ocPair is a row's labels of A and B.
-type ocPair struct{ la, lb uint64 }
+type ocPair = pairs.Pair
 
 func comparePairs(x, y ocPair) int {
 	switch {
-	case x.la != y.la:
-		if x.la < y.la {
+	case x.LA != y.LA:
+		if x.LA < y.LA {
 			return -1
 		}
 		return 1
-	case x.lb < y.lb:
+	case x.LB < y.LB:
 		return -1
-	case x.lb > y.lb:
+	case x.LB > y.LB:
 		return 1
 	}
 	return 0
 }
 
-func pairBelow(x, y ocPair) bool { return x.la < y.la || x.la == y.la && x.lb < y.lb }
+func pairBelow(x, y ocPair) bool { return x.LA < y.LA || x.LA == y.LA && x.LB < y.LB }
 
 func (o *ocCheck) touch(e *Engine, c, seq uint32, entered bool) {
 	o.touchClass(c)
@@ -338,7 +340,7 @@ func (o *ocCheck) dirtyRows() int {
 			continue
 		}
 		if sc := o.big[c]; sc != nil && sc.cnt != nil && !sc.fresh {
-			rows += sc.cnt.ids.len() + len(sc.pending)
+			rows += sc.cnt.ids.Len() + len(sc.pending)
 			continue
 		}
 		rows += int(o.x.size[c])
@@ -435,7 +437,7 @@ func (o *ocCheck) recount(e *Engine, w *recountScratch) {
 func (o *ocCheck) pair(e *Engine, seq uint32) ocPair {
 	slot := seq & e.mask
 	ca, cb := e.cols[o.a], e.cols[o.b]
-	return ocPair{la: ca.OrderOf(ca.Codes[slot]), lb: cb.OrderOf(cb.Codes[slot])}
+	return ocPair{LA: ca.OrderOf(ca.Codes[slot]), LB: cb.OrderOf(cb.Codes[slot])}
 }
 
 func (o *ocCheck) recountSmall(e *Engine, w *recountScratch, c uint32) (asc, desc int) {
@@ -447,8 +449,8 @@ func (o *ocCheck) recountSmall(e *Engine, w *recountScratch, c uint32) (asc, des
 	w.items = items
 	la, lb := w.la[:0], w.lb[:0]
 	for _, it := range items {
-		la = append(la, it.la)
-		lb = append(lb, it.lb)
+		la = append(la, it.LA)
+		lb = append(lb, it.LB)
 	}
 	w.la, w.lb = la, lb
 	return o.lnds(w, la, lb, false)
@@ -516,7 +518,7 @@ func (o *ocCheck) recountSorted(e *Engine, w *recountScratch, c uint32) (asc, de
 	if sc.cnt != nil {
 		o.fold(e, sc)
 		sc.cnt.settle(w)
-		if countedForm(size, sc.cnt.ids.len(), e.tune.countedRatio) {
+		if countedForm(size, sc.cnt.ids.Len(), e.tune.countedRatio) {
 			return o.countedRemovals(w, sc, c, size, rec)
 		}
 		sc.toSorted()
@@ -601,13 +603,13 @@ func (w *recountScratch) merge(sc *sortedClass, items, dead []ocPair, slack int)
 		la, lb = append(la, sc.la[from:j]...), append(lb, sc.lb[from:j]...)
 		from = j
 		if gone {
-			if j == len(sc.la) || sc.la[j] != p.la || sc.lb[j] != p.lb {
+			if j == len(sc.la) || sc.la[j] != p.LA || sc.lb[j] != p.LB {
 				panic("discovery: internal error: a row that left an OC class is not in its sorted pairs")
 			}
 			from++
 			d++
 		} else {
-			la, lb = append(la, p.la), append(lb, p.lb)
+			la, lb = append(la, p.LA), append(lb, p.LB)
 			i++
 		}
 	}
@@ -627,7 +629,7 @@ func (w *recountScratch) merge(sc *sortedClass, items, dead []ocPair, slack int)
 // gallopPairs returns the first index from from on whose pair is not
 // below p, galloping from from and then searching the last step.
 func gallopPairs(la, lb []uint64, from int, p ocPair) int {
-	below := func(j int) bool { return la[j] < p.la || la[j] == p.la && lb[j] < p.lb }
+	below := func(j int) bool { return la[j] < p.LA || la[j] == p.LA && lb[j] < p.LB }
 	if from == len(la) || !below(from) {
 		return from
 	}

@@ -1,4 +1,6 @@
-package incremental
+// Package pairs holds the (A, B) pairs of the incremental engine's OC
+// classes and the index from a counted class's pairs to their ids.
+package pairs
 
 import (
 	"math/bits"
@@ -6,29 +8,32 @@ import (
 	"github.com/odwatch/odwatch/internal/codeindex"
 )
 
-// pairMap is a counted class's index from its pairs to their ids
-// (pairCounts): open addressing with linear probing and backward-shift
+// Pair is one row's pair of order positions: of A (LA) and of B (LB).
+type Pair struct{ LA, LB uint64 }
+
+// Map is a counted class's index from its pairs to their ids
+// (incremental's pairCounts): open addressing with linear probing and backward-shift
 // deletion, each slot holding an id+1 (0 = empty) whose pair is read from
 // pairs. A row that leaves or enters a counted class looks its pair up
 // once; Go's map hashed and compared the 16-byte keys out of line, and
 // took most of the time of the rows that left the benchmarks' counted
 // classes. The slots are 4 bytes each, so a class of a few thousand pairs
 // keeps its table in the cache.
-type pairMap struct {
+type Map struct {
 	slots []uint32
 	n     int
 	shift uint
 }
 
-func (m *pairMap) home(p ocPair) int {
-	return int(((p.la ^ bits.RotateLeft64(p.lb, 32)) * 0x9E3779B97F4A7C15) >> m.shift)
+func (m *Map) home(p Pair) int {
+	return int(((p.LA ^ bits.RotateLeft64(p.LB, 32)) * 0x9E3779B97F4A7C15) >> m.shift)
 }
 
-// len is the number of pairs in the map.
-func (m *pairMap) len() int { return m.n }
+// Len is the number of pairs in the map.
+func (m *Map) Len() int { return m.n }
 
-// get returns p's id (pairs holds the pairs by id) and whether p is present.
-func (m *pairMap) get(p ocPair, pairs []ocPair) (uint32, bool) {
+// Get returns p's id (pairs holds the pairs by id) and whether p is present.
+func (m *Map) Get(p Pair, pairs []Pair) (uint32, bool) {
 	if m.n == 0 {
 		return 0, false
 	}
@@ -44,8 +49,8 @@ func (m *pairMap) get(p ocPair, pairs []ocPair) (uint32, bool) {
 	}
 }
 
-// put adds id, whose pair pairs[id] is not present.
-func (m *pairMap) put(id uint32, pairs []ocPair) {
+// Put adds id, whose pair pairs[id] is not present.
+func (m *Map) Put(id uint32, pairs []Pair) {
 	if 2*(m.n+1) > len(m.slots) {
 		m.grow(pairs)
 	}
@@ -58,7 +63,7 @@ func (m *pairMap) put(id uint32, pairs []ocPair) {
 	m.n++
 }
 
-func (m *pairMap) grow(pairs []ocPair) {
+func (m *Map) grow(pairs []Pair) {
 	old := m.slots
 	size := max(2*len(old), 16)
 	m.slots = make([]uint32, size)
@@ -76,8 +81,8 @@ func (m *pairMap) grow(pairs []ocPair) {
 	}
 }
 
-// del removes id, which must be present with its pair pairs[id].
-func (m *pairMap) del(id uint32, pairs []ocPair) {
+// Del removes id, which must be present with its pair pairs[id].
+func (m *Map) Del(id uint32, pairs []Pair) {
 	mask := len(m.slots) - 1
 	i := m.home(pairs[id])
 	for m.slots[i] != id+1 {
