@@ -37,9 +37,9 @@ type foundKey struct {
 func findKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, tune listingTuning, pause func(context.Context) error) ([]foundKey, error) {
 	ks := &keySearch{t: t, eps: eps, ev: newEvidence(t, tune), budget: RemovalBudget(eps, t.Rows), v: validate.NewValidator()}
 	for i := range t.Columns {
-		ks.pdep = append(ks.pdep, ks.ev.pdep(&t.Columns[i]))
+		ks.pdep = append(ks.pdep, ks.ev.Pdep(&t.Columns[i]))
 	}
-	ks.root = ks.ev.of(validate.FullPartition(t.Rows))
+	ks.root = ks.ev.Of(validate.FullPartition(t.Rows))
 	var keys []foundKey
 	prev := map[uint64]*validate.StrippedPartition{0: validate.FullPartition(t.Rows)}
 	for k := 1; k <= maxColumns && len(prev) > 0; k++ {
@@ -94,7 +94,7 @@ func allSubsetsIn(y uint64, m map[uint64]*validate.StrippedPartition) bool {
 
 // measure returns the key y, p being its partition, with its strength.
 func (ks *keySearch) measure(y uint64, p *validate.StrippedPartition, removals int, subsets map[uint64]*validate.StrippedPartition) foundKey {
-	evp := ks.ev.of(p)
+	evp := ks.ev.Of(p)
 	key := foundKey{removals: removals, score: evp.Score()}
 	var rests []*validate.StrippedPartition
 	var pdeps []float64
@@ -105,7 +105,7 @@ func (ks *keySearch) measure(y uint64, p *validate.StrippedPartition, removals i
 		key.cols = append(key.cols, c)
 		rest := ks.root
 		if y != 1<<c {
-			rest = ks.ev.of(subsets[y&^(1<<c)])
+			rest = ks.ev.Of(subsets[y&^(1<<c)])
 		}
 		rests, pdeps = append(rests, rest), append(pdeps, ks.pdep[c])
 	}

@@ -302,7 +302,7 @@ func newLattice(t *table.Table, opts Options) *lattice {
 		budget:  RemovalBudget(opts.Epsilon, t.Rows),
 		workers: workers,
 		ev:      newEvidence(t, opts.listing()),
-		rows:    rowEvidence{ev: evidence{n: t.Rows, spanning: true}},
+		rows:    rowEvidence{ev: evidence{N: t.Rows, Spanning: true}},
 	}
 	if m == 64 {
 		l.all = ^uint64(0)
@@ -311,7 +311,7 @@ func newLattice(t *table.Table, opts Options) *lattice {
 		l.validators = append(l.validators, validate.NewValidator())
 	}
 	for i := range t.Columns {
-		l.pdep = append(l.pdep, l.ev.pdep(&t.Columns[i]))
+		l.pdep = append(l.pdep, l.ev.Pdep(&t.Columns[i]))
 		l.rows.pdep = append(l.rows.pdep, l.rows.pdepOf(l.ev, l.pdep[i], &t.Columns[i]))
 		if !t.Columns[i].Type.Ordered() {
 			l.unordered |= 1 << i
@@ -632,7 +632,7 @@ func (l *lattice) ofdExactOnly(v *validate.Validator, task *ofdTask) {
 func (l *lattice) ofdMeasureFirst(v *validate.Validator, task *ofdTask) (measure float64, removals int, counted bool) {
 	n, a := task.node, int(task.a)
 	if _, cached := n.measures.load(measureKey(a)); !cached {
-		if ev, part, pdep := l.evidenceFor(n, 1<<a); part == n.part && ev.supported(part) && part.N > 0 {
+		if ev, part, pdep := l.evidenceFor(n, 1<<a); part == n.part && ev.Supported(part) && part.N > 0 {
 			measure, removals = v.OFDStrengthRemovals(part, &l.t.Columns[a], pdep[a])
 			n.measures.store(measureKey(a), measure)
 			return measure, removals, true
@@ -649,7 +649,7 @@ func (l *lattice) ofdHopeless(task *ofdTask) bool {
 		return false
 	}
 	ev, part, pdep := l.evidenceFor(task.node, 1<<task.a)
-	return !ev.supported(part) || validate.OFDStrengthBound(part, pdep[task.a]) < l.opts.MinStrength
+	return !ev.Supported(part) || validate.OFDStrengthBound(part, pdep[task.a]) < l.opts.MinStrength
 }
 
 // recordOFDs counts the validations of ofds, sets the ofd bits of the
@@ -831,7 +831,7 @@ func (l *lattice) listingHopeless(n *latNode) bool {
 		return false
 	}
 	ev := l.evidOf(n)
-	return !l.ev.supported(ev) || validate.OCStrengthOf(ev.N, 0, float64(ev.Covered()-ev.NumClasses())) < l.opts.MinStrength
+	return !l.ev.Supported(ev) || validate.OCStrengthOf(ev.N, 0, float64(ev.Covered()-ev.NumClasses())) < l.opts.MinStrength
 }
 
 // dropHopeless stops wanting the polarities of task that are candidates
@@ -858,7 +858,7 @@ func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 	ev, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
 	// Each class keeps at least one row of a shuffle: a bound in O(1)
 	// before the one that reads the classes.
-	if ev.supported(part) && validate.OCStrengthOf(part.N, 0, float64(part.Covered()-part.NumClasses())) >= l.opts.MinStrength {
+	if ev.Supported(part) && validate.OCStrengthOf(part.N, 0, float64(part.Covered()-part.NumClasses())) >= l.opts.MinStrength {
 		task.shuffleBound = l.shuffleBound(v, task, part)
 		if validate.OCStrengthOf(part.N, 0, float64(task.shuffleBound)) >= l.opts.MinStrength {
 			return
@@ -893,7 +893,7 @@ func (l *lattice) dropBeyondG3(task *ocTask) {
 	if ub == g3Unknown {
 		return
 	}
-	rows := l.ev.n
+	rows := l.ev.N
 	if n.set|1<<task.a|1<<task.b == l.all {
 		rows = l.t.Rows
 	}
@@ -1121,7 +1121,7 @@ func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
 // evidOf returns n's evidence partition, built on its first use; the
 // workers may call it concurrently, until n is retired.
 func (l *lattice) evidOf(n *latNode) *validate.StrippedPartition {
-	n.evidOnce.Do(func() { n.evid = l.ev.of(n.part) })
+	n.evidOnce.Do(func() { n.evid = l.ev.Of(n.part) })
 	return n.evid
 }
 
@@ -1169,7 +1169,7 @@ func (l *lattice) ofdMeasure(v *validate.Validator, n *latNode, a int) float64 {
 		return m
 	}
 	ev, part, pdep := l.evidenceFor(n, 1<<a)
-	m := ev.ofdMeasure(v, part, &l.t.Columns[a], pdep[a])
+	m := ev.OFDMeasure(v, part, &l.t.Columns[a], pdep[a])
 	n.measures.store(measureKey(a), m)
 	return m
 }
@@ -1183,7 +1183,7 @@ func (l *lattice) ocMeasure(v *validate.Validator, n *latNode, a, b int, pol Pol
 		return m
 	}
 	ev, part, _ := l.evidenceFor(n, 1<<a|1<<b)
-	m := ev.ocMeasure(part, removals, ocCounts(v, &l.t.Columns[a], &l.t.Columns[b], pol, l.opts.Validator))
+	m := ev.OCMeasure(part, removals, ocCounts(v, &l.t.Columns[a], &l.t.Columns[b], pol, l.opts.Validator))
 	n.measures.store(key, m)
 	return m
 }

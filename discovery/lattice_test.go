@@ -99,7 +99,7 @@ func checkValidatorsAgainstOracle(t *testing.T, i int, cols [][]int, tab *table.
 		}
 		p := validate.PartitionOf(tab, ctx)
 		classes := oracleClasses(cols, tab.Rows, ctx)
-		if got, want := ev.of(p).Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
+		if got, want := ev.Of(p).Score(), om.score[x]; fmt.Sprintf("%.9f", got) != fmt.Sprintf("%.9f", want) {
 			t.Fatalf("table %d ctx %v: score %v, want %v", i, ctx, got, want)
 		}
 		for a := 0; a < m; a++ {

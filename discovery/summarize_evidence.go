@@ -96,7 +96,7 @@ func (s *summary) stepBackMeasurements() {
 		}
 		// Every value of a row is in the first of its identical rows too:
 		// the distinct records hold all Cardinality values.
-		if float64(col.Cardinality) >= s.opts.listing().measurementShare*float64(ev.n) {
+		if float64(col.Cardinality) >= s.opts.listing().measurementShare*float64(ev.N) {
 			measured |= 1 << c
 		}
 	}

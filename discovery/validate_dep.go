@@ -228,7 +228,7 @@ func (vs *depValidator) validate(d Dependency, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	res := Result{Dependency: d, Score: vs.evidence().of(sp).Score()}
+	res := Result{Dependency: d, Score: vs.evidence().Of(sp).Score()}
 	wantRows := opts.RemovalSample != 0
 	var m measure
 	switch d.Kind {
@@ -278,9 +278,9 @@ func (vs *depValidator) measureOFD(p *validate.StrippedPartition, d Dependency, 
 	}
 	m.removals = vs.v.OFDRemovals(p, a, -1)
 	ev := vs.evidenceOf(d.Context, []string{d.RHS})
-	xp := ev.of(p)
-	m.strength, err = vs.within(d.Context, ev.ofdMeasure(vs.v, xp, a, ev.pdep(a)), func(q *validate.StrippedPartition) float64 {
-		return vs.v.OFDStrengthWithin(xp, ev.of(q), a)
+	xp := ev.Of(p)
+	m.strength, err = vs.within(d.Context, ev.OFDMeasure(vs.v, xp, a, ev.Pdep(a)), func(q *validate.StrippedPartition) float64 {
+		return vs.v.OFDStrengthWithin(xp, ev.Of(q), a)
 	})
 	if err != nil {
 		return m, err
@@ -316,8 +316,8 @@ func (vs *depValidator) measureOC(p *validate.StrippedPartition, d Dependency, v
 	}
 	ev, sub := vs.evidenceOf(d.Context, []string{d.Left, d.Right}), vs.evidence()
 	counts := ocCounts(vs.v, a, b, d.Polarity, validator)
-	m.strength, err = vs.gain(d.Context, ev.ocMeasure(ev.of(p), m.removals, counts), func(q *validate.StrippedPartition) float64 {
-		return sub.ocMeasure(sub.of(q), -1, counts)
+	m.strength, err = vs.gain(d.Context, ev.OCMeasure(ev.Of(p), m.removals, counts), func(q *validate.StrippedPartition) float64 {
+		return sub.OCMeasure(sub.Of(q), -1, counts)
 	})
 	return m, err
 }

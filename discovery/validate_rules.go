@@ -40,9 +40,9 @@ func (vs *depValidator) measureKey(d Dependency, wantRows bool) (measure, error)
 			return m, err
 		}
 		c, _ := vs.column(name)
-		rests, pdeps = append(rests, ev.of(rest)), append(pdeps, ev.pdep(c))
+		rests, pdeps = append(rests, ev.Of(rest)), append(pdeps, ev.Pdep(c))
 	}
-	m.strength = keyStrength(ev.of(p), rests, pdeps, vs.eps)
+	m.strength = keyStrength(ev.Of(p), rests, pdeps, vs.eps)
 	return m, nil
 }
 
