@@ -124,29 +124,29 @@ func stepBack(r *Result, by ...string) {
 func (s *summary) addKeys(keys []foundKey) {
 	// The exact keys first, so that one represents the one-column keys.
 	slices.SortStableFunc(keys, func(x, y foundKey) int {
-		if len(x.cols) != len(y.cols) {
-			return len(x.cols) - len(y.cols)
+		if len(x.Cols) != len(y.Cols) {
+			return len(x.Cols) - len(y.Cols)
 		}
-		if x.removals != y.removals {
-			return x.removals - y.removals
+		if x.Removals != y.Removals {
+			return x.Removals - y.Removals
 		}
-		return slices.Compare(x.cols, y.cols)
+		return slices.Compare(x.Cols, y.Cols)
 	})
 	var added []Result
 	var single *Result
 	for _, k := range keys {
-		if k.strength < s.opts.MinStrength {
+		if k.Strength < s.opts.MinStrength {
 			continue
 		}
-		r := Result{Dependency: Dependency{Kind: KindKey, Context: []string{}, Set: s.names(k.cols)},
-			Removals: k.removals, Error: float64(k.removals) / float64(s.t.Rows), Score: k.score,
-			Strength: k.strength, Reliable: true}
-		if len(k.cols) == 1 && single != nil {
+		r := Result{Dependency: Dependency{Kind: KindKey, Context: []string{}, Set: s.names(k.Cols)},
+			Removals: k.Removals, Error: float64(k.Removals) / float64(s.t.Rows), Score: k.Score,
+			Strength: k.Strength, Reliable: true}
+		if len(k.Cols) == 1 && single != nil {
 			single.Equivalents = append(single.Equivalents, r.Set...)
 			continue
 		}
 		added = append(added, r)
-		if len(k.cols) == 1 {
+		if len(k.Cols) == 1 {
 			single = &added[len(added)-1]
 		}
 	}

@@ -118,10 +118,10 @@ func TestKeysMatchBruteForce(t *testing.T) {
 			var got []string
 			for _, k := range keys {
 				var names []string
-				for _, c := range k.cols {
+				for _, c := range k.Cols {
 					names = append(names, "c"+fmt.Sprint(c))
 				}
-				got = append(got, fmt.Sprintf("key(%s) r=%d s=%.6f", strings.Join(names, ","), k.removals, k.strength))
+				got = append(got, fmt.Sprintf("key(%s) r=%d s=%.6f", strings.Join(names, ","), k.Removals, k.Strength))
 			}
 			slices.Sort(got)
 			if want := oracleKeys(cols, n, eps, 3); !slices.Equal(got, want) {

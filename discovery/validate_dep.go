@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,16 +17,7 @@ import (
 // RemovalBudget is the largest number of removals a dependency may need to
 // be valid at eps on n rows: floor(eps*n). A tiny slack absorbs the binary
 // rounding of products such as 0.29*100 = 28.999999999999996.
-func RemovalBudget(eps float64, n int) int {
-	if n <= 0 || !(eps > 0) {
-		return 0
-	}
-	if eps >= 1 {
-		return n
-	}
-	b := int(math.Floor(eps*float64(n) + 1e-9))
-	return min(b, n)
-}
+func RemovalBudget(eps float64, n int) int { return validate.RemovalBudget(eps, n) }
 
 var errUnknownColumn = errors.New("unknown column")
 

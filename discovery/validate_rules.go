@@ -42,7 +42,7 @@ func (vs *depValidator) measureKey(d Dependency, wantRows bool) (measure, error)
 		c, _ := vs.column(name)
 		rests, pdeps = append(rests, ev.Of(rest)), append(pdeps, ev.Pdep(c))
 	}
-	m.strength = keyStrength(ev.Of(p), rests, pdeps, vs.eps)
+	m.strength = validate.KeyStrengthAt(ev.Of(p), rests, pdeps, vs.eps)
 	return m, nil
 }
 
