@@ -9,7 +9,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/odwatch/odwatch/internal/backoff"
 	"github.com/odwatch/odwatch/state"
 	"github.com/odwatch/odwatch/stream/decode"
+	"github.com/odwatch/odwatch/stream/internal/deadletter"
 	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/internal/fetch"
 	"github.com/odwatch/odwatch/stream/kafkaread"
@@ -107,7 +107,7 @@ type streamRun struct {
 	// cursor is where the last check job left the window (two cadences).
 	cursor eval.Cursor
 
-	rejectLog logLimiter
+	rejectLog deadletter.Limiter
 	dropped   uint64 // DroppedFields already counted
 	consumerMetrics
 
@@ -807,26 +807,14 @@ func (s *streamRun) decode(ctx context.Context, msg *kafka.Message) error {
 // reject counts, logs and dead-letters an undecodable record.
 func (s *streamRun) reject(msg *kafka.Message, de *decode.DecodeError, dlq *[]kafka.Message) {
 	s.m.metrics.Rejected.WithLabelValues(s.name, de.Reason).Inc()
-	if s.rejectLog.allow(time.Now()) {
+	if s.rejectLog.Allow(time.Now()) {
 		s.log.Warn("record rejected", "partition", msg.Partition, "offset", msg.Offset,
-			"reason", de.Reason, "err", de.Err, "bytes", len(msg.Value), "suppressed_before", s.rejectLog.takeSuppressed())
+			"reason", de.Reason, "err", de.Err, "bytes", len(msg.Value), "suppressed_before", s.rejectLog.TakeSuppressed())
 	}
 	if s.m.dlq == nil {
 		return
 	}
-	errText := ""
-	if de.Err != nil {
-		errText = de.Err.Error()
-	}
-	headers := append(slices.Clone(msg.Headers),
-		kafka.Header{Key: "odwatch_reason", Value: []byte(de.Reason)},
-		kafka.Header{Key: "odwatch_error", Value: []byte(errText)},
-		kafka.Header{Key: "odwatch_stream", Value: []byte(s.name)},
-		kafka.Header{Key: "odwatch_topic", Value: []byte(msg.Topic)},
-		kafka.Header{Key: "odwatch_partition", Value: strconv.AppendInt(nil, int64(msg.Partition), 10)},
-		kafka.Header{Key: "odwatch_offset", Value: strconv.AppendInt(nil, msg.Offset, 10)},
-	)
-	*dlq = append(*dlq, kafka.Message{Key: msg.Key, Value: msg.Value, Headers: headers, Time: msg.Time})
+	*dlq = append(*dlq, deadletter.Of(msg, s.name, de.Reason, de.Err))
 }
 
 // flush closes the batch: the dead letters, then one store commit per
@@ -844,14 +832,14 @@ func (m *Monitor) flush(ctx context.Context, b *batch) error {
 		// Dead letters go out before the store records the positions past
 		// them, so none is lost: when the write fails the batch is not
 		// applied and the records come again after a restart.
-		if err := m.writeDeadLetters(ctx, b.dlq); err != nil {
+		if err := deadletter.Write(ctx, m.dlq, m.cfg.DLQTopic, m.log, b.dlq); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			return fmt.Errorf("write %d records to the dead-letter topic %s: %w", len(b.dlq), m.cfg.DLQTopic, err)
 		}
 		for _, msg := range b.dlq {
-			m.metrics.DLQ.WithLabelValues(headerValue(msg.Headers, "odwatch_stream")).Inc()
+			m.metrics.DLQ.WithLabelValues(deadletter.Header(msg.Headers, "odwatch_stream")).Inc()
 		}
 		clear(b.dlq)
 		b.dlq = b.dlq[:0]
@@ -939,69 +927,6 @@ func (m *Monitor) waitSyncs(b *batch) {
 	b.unsynced = nil
 }
 
-// writeDeadLetters writes the dead letters. When the dead-letter topic
-// refuses some for their size (its max.message.bytes below the source
-// topic's, or a batch of them over it), they are written one by one, and a
-// record still too large alone is written without its value (header
-// odwatch_value_dropped: its size in bytes); its coordinates lead to the
-// original. Failing instead would stop the pipeline on the same record at
-// every restart.
-func (m *Monitor) writeDeadLetters(ctx context.Context, msgs []kafka.Message) error {
-	err := m.dlq.WriteMessages(ctx, msgs...)
-	if err == nil || !sizeRefused(err) {
-		return err
-	}
-	redo := msgs // a client-side size check fails the call before any write
-	var we kafka.WriteErrors
-	if errors.As(err, &we) && len(we) == len(msgs) {
-		redo = nil
-		for i, e := range we {
-			switch {
-			case e == nil:
-			case errors.Is(e, kafka.MessageSizeTooLarge):
-				redo = append(redo, msgs[i])
-			default:
-				return err
-			}
-		}
-	}
-	for _, msg := range redo {
-		err := m.dlq.WriteMessages(ctx, msg)
-		if err != nil && sizeRefused(err) {
-			m.log.Warn("dead letter too large for the dead-letter topic; written without its value",
-				"topic", m.cfg.DLQTopic, "bytes", len(msg.Value), "source_topic", headerValue(msg.Headers, "odwatch_topic"),
-				"partition", headerValue(msg.Headers, "odwatch_partition"), "offset", headerValue(msg.Headers, "odwatch_offset"))
-			msg.Headers = append(slices.Clone(msg.Headers),
-				kafka.Header{Key: "odwatch_value_dropped", Value: strconv.AppendInt(nil, int64(len(msg.Value)), 10)})
-			msg.Value = nil
-			err = m.dlq.WriteMessages(ctx, msg)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// sizeRefused reports whether a write failed because a message or batch
-// was too large for the topic.
-func sizeRefused(err error) bool {
-	var we kafka.WriteErrors
-	if errors.As(err, &we) {
-		return slices.ContainsFunc(we, func(e error) bool { return e != nil && errors.Is(e, kafka.MessageSizeTooLarge) })
-	}
-	return errors.Is(err, kafka.MessageSizeTooLarge)
-}
-
-func headerValue(hs []kafka.Header, key string) string {
-	for _, h := range hs {
-		if h.Key == key {
-			return string(h.Value)
-		}
-	}
-	return ""
-}
-
 // commit writes the stream's open batch to the store (synced).
 func (s *streamRun) commit() error {
 	wait, err := s.apply()
@@ -1048,33 +973,4 @@ func (s *streamRun) apply() (wait func() error, err error) {
 		}
 		return nil
 	}, nil
-}
-
-// logLimiter lets through at most logBurst lines per second and counts the
-// lines it held back, so that a flood of bad records does not flood the log
-// (the rejected metric and the dead-letter topic still get every record).
-type logLimiter struct {
-	second     int64
-	lines      int
-	suppressed int
-}
-
-const logBurst = 10
-
-func (l *logLimiter) allow(now time.Time) bool {
-	if sec := now.Unix(); sec != l.second {
-		l.second, l.lines = sec, 0
-	}
-	if l.lines >= logBurst {
-		l.suppressed++
-		return false
-	}
-	l.lines++
-	return true
-}
-
-func (l *logLimiter) takeSuppressed() int {
-	n := l.suppressed
-	l.suppressed = 0
-	return n
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/odwatch/odwatch/alerts/schematest"
 	"github.com/odwatch/odwatch/internal/demo"
 	"github.com/odwatch/odwatch/internal/testkit"
+	"github.com/odwatch/odwatch/stream/internal/deadletter"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 )
@@ -559,23 +560,6 @@ func TestScaleOutOneOwner(t *testing.T) {
 	}
 }
 
-func TestLogLimiter(t *testing.T) {
-	var l logLimiter
-	t0 := time.Unix(1000, 0)
-	allowed := 0
-	for range 25 {
-		if l.allow(t0) {
-			allowed++
-		}
-	}
-	if allowed != logBurst || l.suppressed != 25-logBurst {
-		t.Fatalf("allowed %d suppressed %d in one second", allowed, l.suppressed)
-	}
-	if !l.allow(t0.Add(time.Second)) || l.takeSuppressed() != 25-logBurst || l.takeSuppressed() != 0 {
-		t.Fatal("next second not allowed or suppressed count wrong")
-	}
-}
-
 // TestBackfillOnTakeover starts a monitor with an empty state dir on a
 // group that already consumed the topic (another instance's, or a lost
 // state dir): it reads the window back from Kafka instead of waiting for
@@ -629,3 +613,6 @@ func (m *Monitor) testHooks() *hooks {
 	}
 	return m.hooks
 }
+
+// headerValue is the value of a Kafka header in the tests' messages.
+var headerValue = deadletter.Header
