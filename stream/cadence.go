@@ -17,8 +17,9 @@ import (
 // (pace.Pacer) says when discoveries start, which check merges each, and
 // when the consumer must wait for one (streamRun.awaitDiscovery), so that
 // discovery never starves (the pace package doc). The consumer hands each
-// check a delta of the window; the evaluator applies every delta in order,
-// and checks queued behind a slow one are checked once (counted as
+// check a delta of the window; the evaluator applies every delta in order
+// and checks a batch queued behind a slow check window by window for
+// pace.Options.CatchUp, then coalesces the rest into its last (counted as
 // skipped), except those at a merge point.
 //
 // Crashes: the records of a discovery's window stay in the store until

@@ -52,7 +52,7 @@ func (s *streamRun) paceLocked(endSeq uint64, lag, queued int64, replay bool) pa
 // pacerLocked is the stream's pacer, made at its first use; under mb.mu.
 func (s *streamRun) pacerLocked() *pace.Pacer {
 	if s.mb.feed.pace == nil {
-		s.mb.feed.pace = pace.New(s.cfg.Window, s.cfg.Every, s.cfg.DiscoverEvery, s.cfg.autoDiscover, pace.Default)
+		s.mb.feed.pace = pace.New(s.cfg.Window, s.cfg.Every, s.cfg.DiscoverEvery, s.cfg.autoDiscover, s.m.hooks.paceOptions())
 	}
 	return s.mb.feed.pace
 }

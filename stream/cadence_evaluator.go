@@ -39,13 +39,20 @@ func (s *evaluator) waitMerge(ctx context.Context, endSeq uint64) error {
 	}
 }
 
-// runChecks applies the queued check jobs in order and checks the last
-// window; the earlier ones are counted as skipped, except replayed ones
-// (and all with inOrder), which are checked each.
+// runChecks applies the queued check jobs in order and checks their
+// windows one by one for pace.Options.CatchUp, then the last; the others
+// are counted as skipped, except replayed ones and merge points (and all
+// with inOrder), which are checked each. While a job builds the checker
+// from a whole window the gate lets discovery go on (pace.Gate).
 func (s *evaluator) runChecks(ctx context.Context, c *eval.Checker, jobs []*checkJob) error {
+	start, opts := time.Now(), s.m.hooks.paceOptions()
+	defer s.building(false)
 	for i, job := range jobs {
 		if job.gen != s.mb.gen.Load() {
 			continue // a dropped window's: the next live job is a reset
+		}
+		if job.delta.Whole() {
+			s.building(true)
 		}
 		if !c.Apply(job.delta, s.m.hooks.exact()) {
 			s.mb.mu.Lock()
@@ -60,15 +67,24 @@ func (s *evaluator) runChecks(ctx context.Context, c *eval.Checker, jobs []*chec
 		last := *job
 		last.delta, s.last = nil, &last // the checker's window now (mergeFound)
 		switch {
-		case i < len(jobs)-1 && !job.replay && !job.merging && !s.m.hooks.ordered():
+		case i < len(jobs)-1 && !job.replay && !job.merging && !s.m.hooks.ordered() && opts.Coalesced(time.Since(start)):
 			s.m.metrics.Evaluations.WithLabelValues(s.name, "skipped").Inc()
 		default:
 			if err := s.runCheck(ctx, c, job); err != nil {
 				return err
 			}
+			s.building(false)
 		}
 	}
 	return nil
+}
+
+// building opens the gate while a check builds the checker (on), or
+// closes it again.
+func (s *evaluator) building(on bool) {
+	s.mb.mu.Lock()
+	s.mb.feed.gate.SetBuilding(on)
+	s.mb.mu.Unlock()
 }
 
 // runCheck checks the checker's window (job's), after the discovery it

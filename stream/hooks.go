@@ -7,6 +7,7 @@ import (
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/stream/internal/eval"
 	"github.com/odwatch/odwatch/stream/internal/fetch"
+	"github.com/odwatch/odwatch/stream/internal/pace"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -41,6 +42,8 @@ type hooks struct {
 	// discovery, so that a run's events do not depend on the machine's
 	// load.
 	inOrder bool
+	// pace replaces pace.Default (the pacer's and the catch-up's options).
+	pace *pace.Options
 	// retryBase is the first wait before delivering again events a sink
 	// failed to take (deliver.DefaultRetryBase when 0).
 	retryBase time.Duration
@@ -83,6 +86,14 @@ func (h *hooks) unprepared() bool { return h != nil && h.noPrepare }
 func (h *hooks) exact() bool { return h != nil && h.exactChecks }
 
 func (h *hooks) ordered() bool { return h != nil && h.inOrder }
+
+// paceOptions is pace.Default, or the test's.
+func (h *hooks) paceOptions() pace.Options {
+	if h == nil || h.pace == nil {
+		return pace.Default
+	}
+	return *h.pace
+}
 
 // retryBaseOr is retryBase, or def when unset.
 func (h *hooks) retryBaseOr(def time.Duration) time.Duration {

@@ -21,7 +21,11 @@ import (
 // (discovery.Options.Pause) before each unit of work (one node's
 // partition, one candidate's validation, and in Summarize one candidate
 // key's partition or one validation) and within a long validation
-// every few thousand rows of work.
+// every few thousand rows of work. The evaluator also opens it while a
+// check builds the checker from a whole window (SetBuilding: a cold
+// start's first check, a resync): that check is long (every rule's
+// partitions), and at a cold start the next check waits for the very
+// discovery it would hold back, so on two cores both go on at once.
 //
 // Guarantee: while the gate is held no discovery worker goes on with its
 // work, however long the checks run back to back. A check thus shares the
@@ -36,13 +40,13 @@ import (
 // opens, and the discovery ends. Waiting changes no discovery result, only
 // when it ends.
 type Gate struct {
-	held atomic.Bool // checks && !merging: the fast path of wait
+	held atomic.Bool // checks && !merging && !building: the fast path of wait
 
 	mu sync.Mutex
 	// checks: checks are queued or running; merging: the running check
-	// waits for a discovery.
-	checks, merging bool
-	opened          chan struct{} // closed when the gate opens; a new one when held
+	// waits for a discovery; building: it builds the checker.
+	checks, merging, building bool
+	opened                    chan struct{} // closed when the gate opens; a new one when held
 
 	waiting atomic.Int32 // workers blocked in wait (tests)
 	// waited is the time discovery's workers spent blocked in wait, in
@@ -72,9 +76,18 @@ func (g *Gate) SetMerging(on bool) {
 	g.update()
 }
 
-// update applies a change of checks or merging; under g.mu.
+// SetBuilding records whether the running check builds the checker from
+// a whole window.
+func (g *Gate) SetBuilding(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.building = on
+	g.update()
+}
+
+// update applies a change of checks, merging or building; under g.mu.
 func (g *Gate) update() {
-	held := g.checks && !g.merging
+	held := g.checks && !g.merging && !g.building
 	switch {
 	case held && !g.held.Load():
 		g.opened = make(chan struct{})

@@ -25,8 +25,8 @@ func startWait(ctx context.Context, g *Gate) <-chan error {
 
 // TestCheckGate: the gate's transitions. Open, a wait returns at once;
 // held by checks, it blocks (however many checks are queued meanwhile)
-// until the checks are done or a check waits for a discovery (merging), or
-// ctx is done.
+// until the checks are done, a check waits for a discovery (merging) or
+// builds the checker (building), or ctx is done.
 func TestCheckGate(t *testing.T) {
 	ctx := context.Background()
 	g := NewGate()
@@ -69,6 +69,22 @@ func TestCheckGate(t *testing.T) {
 	g.SetMerging(true)
 	g.SetChecks(false)
 	g.SetMerging(false)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// A check building the checker opens the gate too, until it is built.
+	g.SetChecks(true)
+	done = startWait(ctx, g)
+	waitBlocked(t, g, 1)
+	g.SetBuilding(true)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	g.SetBuilding(false)
+	done = startWait(ctx, g)
+	waitBlocked(t, g, 1)
+	g.SetChecks(false)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

@@ -25,14 +25,29 @@ type Options struct {
 	// checks of the catch-up coalesce longer and its bound arrives sooner
 	// (a wait). 0 never waits.
 	Settle float64
+	// CatchUp is how long the evaluator checks a batch of queued checks
+	// window by window (a backlog: a cold start's wait, a stall) before it
+	// coalesces the rest of the batch into its last check (Coalesced).
+	// Checking each window keeps every window's events and costs a few
+	// milliseconds a window; coalescing bounds how far the checks fall
+	// behind when they cannot keep up. 0 coalesces every batch at once.
+	CatchUp time.Duration
 }
 
 // Default: half a core on average, leaving the other half of a
 // two-core machine's second core to ingest and the checks; the last two
 // measurements weigh three quarters; a lag of one window is a backlog; a
 // lag of five checks at the default window and cadence (100k, 1000) is
-// still settling.
-var Default = Options{Budget: 0.5, Weight: 0.5, Behind: 1, Settle: 0.05}
+// still settling; a batch is checked window by window for a quarter of a
+// second, a quarter of the second within which a fault is to be reported.
+var Default = Options{Budget: 0.5, Weight: 0.5, Behind: 1, Settle: 0.05, CatchUp: 250 * time.Millisecond}
+
+// Coalesced reports whether a queued check that is not the last of its
+// batch is coalesced into a later one (its delta applied, its window not
+// checked) once checking the batch has taken elapsed: past CatchUp. The
+// first windows of a backlog are thus checked one by one, and a batch
+// never takes much longer than CatchUp and its last check.
+func (o Options) Coalesced(elapsed time.Duration) bool { return elapsed >= o.CatchUp }
 
 // Pacer decides, at each check of a two-cadence stream, whether a
 // discovery starts there, and when consumption must wait for a running
