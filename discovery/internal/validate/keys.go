@@ -20,6 +20,11 @@ type keySearch struct {
 	v      *Validator
 	pdep   []float64 // of each column over the distinct records
 	root   *StrippedPartition
+	// cols are the columns' partitions, each made once (colPartition);
+	// seen and mark count a column's values within a class (within).
+	cols []*StrippedPartition
+	seen []uint32
+	mark uint32
 }
 
 // FoundKey is one minimal key with its measures.
@@ -34,9 +39,10 @@ type FoundKey struct {
 // the order found (by size, then by columns), their strengths judged on
 // ev, t's distinct records. It passes pause, when not nil, before each
 // candidate's partition (discovery.Options.Pause), and returns its error
-// as it is.
+// as it is. A candidate of the last level is a key or not by its removals
+// alone (within), which need no partition: only a key's is made there.
 func FindKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, ev *Evidence, pause func(context.Context) error) ([]FoundKey, error) {
-	ks := &keySearch{t: t, eps: eps, ev: ev, budget: RemovalBudget(eps, t.Rows), v: NewValidator()}
+	ks := &keySearch{t: t, eps: eps, ev: ev, budget: RemovalBudget(eps, t.Rows), v: NewValidator(), cols: make([]*StrippedPartition, len(t.Columns))}
 	for i := range t.Columns {
 		ks.pdep = append(ks.pdep, ks.ev.Pdep(&t.Columns[i]))
 	}
@@ -59,7 +65,10 @@ func FindKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, 
 				if !allSubsetsIn(y, prev) {
 					continue
 				}
-				p := ks.v.Product(prev[x], ColumnPartition(&t.Columns[c]))
+				if k == maxColumns && !ks.within(prev[x], &t.Columns[c]) {
+					continue // not a key, and no level follows
+				}
+				p := ks.v.Product(prev[x], ks.colPartition(c))
 				if removals := p.Covered() - p.NumClasses(); removals <= ks.budget {
 					keys = append(keys, ks.measure(y, p, removals, prev))
 				} else {
@@ -70,6 +79,50 @@ func FindKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, 
 		prev = next
 	}
 	return keys, nil
+}
+
+// colPartition is column c's partition, made on first use (a column is
+// multiplied into many candidates).
+func (ks *keySearch) colPartition(c int) *StrippedPartition {
+	if ks.cols[c] == nil {
+		ks.cols[c] = ColumnPartition(&ks.t.Columns[c])
+	}
+	return ks.cols[c]
+}
+
+// within reports whether p's context with column c is a key: its removals
+// (per class of p, its records beyond the first of each value of c) within
+// the budget. It reads p's classes until the removals pass the budget.
+func (ks *keySearch) within(p *StrippedPartition, c *table.Column) bool {
+	removals := 0
+	for i := 0; i < p.NumClasses(); i++ {
+		ks.nextMark()
+		cls := p.Class(i)
+		values := 0
+		for _, r := range cls {
+			v := c.Ranks[r]
+			if int(v) >= len(ks.seen) {
+				ks.seen = append(ks.seen, make([]uint32, int(v)+1-len(ks.seen))...)
+			}
+			if ks.seen[v] != ks.mark {
+				ks.seen[v] = ks.mark
+				values++
+			}
+		}
+		if removals += len(cls) - values; removals > ks.budget {
+			return false
+		}
+	}
+	return true
+}
+
+// nextMark starts a new count of values in within: seen[v] == mark says
+// value v was seen in the class being counted.
+func (ks *keySearch) nextMark() {
+	if ks.mark++; ks.mark == 0 {
+		clear(ks.seen)
+		ks.mark = 1
+	}
 }
 
 // sortedSets returns the keys of m ascending.
