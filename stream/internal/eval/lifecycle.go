@@ -162,29 +162,65 @@ func (e Env) samplerTable(s *checkSampler) tableFor {
 }
 
 // uncounted counts on the check's window the watched rules the checker's
-// engine does not count (keys and equivalences: a key's removals are all
-// but one record of each class of its columns, duplicated records
-// included): a validation of their columns at every check, since they
-// are few; one mentioning a column the window does not have is not
-// observed. Their removals need only their columns; a strength the
-// tracker needs is measured on the whole window (measureNeeds).
+// engine does not count with the others (keys and equivalences: a key's
+// removals are all but one record of each class of its columns,
+// duplicated records included): a key by one pass over the engine's codes
+// (incremental.Engine.KeyRemovals), an equivalence by a validation of its
+// columns at every check, since they are few; one mentioning a column the
+// window does not have is not observed. Their removals need only their
+// columns; a strength the tracker needs is measured on the whole window
+// (measureNeeds).
 func (e Env) uncounted(ctx context.Context, s *checkSampler, deps []discovery.Dependency) []alerts.Observation {
-	if len(deps) == 0 {
-		return nil
+	obs := make([]alerts.Observation, len(deps))
+	seen := make([]bool, len(deps))
+	var rest []int
+	for i, d := range deps {
+		obs[i].Dependency = d
+		if d.Kind == discovery.KindKey && s.attached() {
+			if obs[i].Removals, seen[i] = s.c.eng.KeyRemovals(d.Set); seen[i] {
+				obs[i].Error = share(obs[i].Removals, s.c.eng.Len())
+				continue
+			}
+		}
+		rest = append(rest, i)
+	}
+	if len(rest) > 0 {
+		e.validateUncounted(ctx, s, obs, seen, rest)
+	}
+	var out []alerts.Observation
+	for i, o := range obs {
+		if seen[i] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// validateUncounted validates the dependencies of obs[rest] on their
+// columns of the check's window, setting their counts and seen.
+func (e Env) validateUncounted(ctx context.Context, s *checkSampler, obs []alerts.Observation, seen []bool, rest []int) {
+	deps := make([]discovery.Dependency, len(rest))
+	for k, i := range rest {
+		deps[k] = obs[i].Dependency
 	}
 	t := e.samplerTable(s)(deps, false)
 	if t == nil {
-		return nil
+		return
 	}
 	results, errs := e.validate(ctx, t, deps)
-	var obs []alerts.Observation
-	for i, d := range deps {
-		if results == nil || errs[i] != nil {
-			continue
+	for k, i := range rest {
+		if results != nil && errs[k] == nil {
+			obs[i].Removals, obs[i].Error, seen[i] = results[k].Removals, results[k].Error, true
 		}
-		obs = append(obs, alerts.Observation{Dependency: d, Removals: results[i].Removals, Error: results[i].Error})
 	}
-	return obs
+}
+
+// share is removals of n records as discovery's Result.Error gives it.
+func share(removals, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(removals) / float64(n)
 }
 
 // tracks reports whether a rule discovery found is one the stream tracks:
