@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/odwatch/odwatch/alerts"
@@ -143,14 +144,14 @@ func (e Env) validate(ctx context.Context, t *table.Table, deps []discovery.Depe
 }
 
 // samplerTable is tab for measureNeeds and uncounted on a check: the
-// columns of deps (every column with all) copied from the checker and
-// encoded (s keeps them for the events' samples), or nil when they could
-// not be encoded (logged).
-func (e Env) samplerTable(s *checkSampler) tableFor {
+// columns of deps (with all, those distinctColumns adds: keys are the
+// check's key rules) copied from the checker and encoded (s keeps them for
+// the events' samples), or nil when they could not be encoded (logged).
+func (e Env) samplerTable(s *checkSampler, keys []discovery.Dependency) tableFor {
 	return func(deps []discovery.Dependency, all bool) *table.Table {
 		names := sampledColumns(deps)
 		if all && s.attached() {
-			names = s.c.eng.Columns()
+			names = s.distinctColumns(names, deps, keys)
 		}
 		s.take(names)
 		if err := s.encode(e.Cfg.typingFor); err != nil {
@@ -159,6 +160,59 @@ func (e Env) samplerTable(s *checkSampler) tableFor {
 		}
 		return s.table
 	}
+}
+
+// distinctColumns are the columns a table of the checker's window needs,
+// names (deps' columns) among them, for its records to be distinct as on
+// the whole window (strengths are judged on the distinct records): every
+// column, or, when one of keys has no removal in the window (no two
+// records share its values: every record is distinct), names with the
+// key's columns and, when one of deps would mention every column so taken,
+// one column more (a rule over every column of its table is judged on all
+// records, docs/DESIGN.md "Strength"). Both have every record distinct,
+// and copying and encoding every column of a large window cost a check
+// tens of milliseconds.
+func (s *checkSampler) distinctColumns(names []string, deps, keys []discovery.Dependency) []string {
+	all := s.c.eng.Columns()
+	for _, k := range keys {
+		if removals, ok := s.c.eng.KeyRemovals(k.Set); !ok || removals > 0 {
+			continue
+		}
+		out := slices.Clone(names)
+		for _, c := range k.Set {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+		if slices.ContainsFunc(deps, func(d discovery.Dependency) bool { return mentionsAll(d, out) }) {
+			i := slices.IndexFunc(all, func(c string) bool { return !slices.Contains(out, c) })
+			if i < 0 {
+				return all
+			}
+			out = append(out, all[i])
+		}
+		return out
+	}
+	return all
+}
+
+// mentionsAll reports whether d mentions every one of names.
+func mentionsAll(d discovery.Dependency, names []string) bool {
+	cols := d.Columns()
+	return !slices.ContainsFunc(names, func(n string) bool { return !slices.Contains(cols, n) })
+}
+
+// keyRules are the keys among deps, fewest columns first: the candidates
+// for distinctColumns.
+func keyRules(deps []discovery.Dependency) []discovery.Dependency {
+	var keys []discovery.Dependency
+	for _, d := range deps {
+		if d.Kind == discovery.KindKey {
+			keys = append(keys, d)
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b discovery.Dependency) int { return len(a.Set) - len(b.Set) })
+	return keys
 }
 
 // uncounted counts on the check's window the watched rules the checker's
@@ -203,7 +257,7 @@ func (e Env) validateUncounted(ctx context.Context, s *checkSampler, obs []alert
 	for k, i := range rest {
 		deps[k] = obs[i].Dependency
 	}
-	t := e.samplerTable(s)(deps, false)
+	t := e.samplerTable(s, nil)(deps, false)
 	if t == nil {
 		return
 	}
