@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/odwatch/odwatch/discovery/table"
@@ -13,6 +14,41 @@ import (
 // end-to-end benchmark (internal/benchstream, 100k records, 20 fields),
 // where it ran at each discovery at min-strength 0.5.
 func BenchmarkFindKeys(b *testing.B) {
+	tab := benchStreamWindow(b)
+	var keys []foundKey
+	var err error
+	for b.Loop() {
+		if keys, err = findKeys(context.Background(), tab, 0.01, defaultListing.maxKeyColumns, defaultListing, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(keys)), "keys")
+}
+
+// BenchmarkDiscoverStreamWindow is a monitor's discovery of a window of
+// the end-to-end stream (100k records, 20 fields, eps 0.01, three levels,
+// one worker) at min-strength 0 and at the CLI's 0.5, with Summarize.
+func BenchmarkDiscoverStreamWindow(b *testing.B) {
+	tab := benchStreamWindow(b)
+	for _, ms := range []float64{0, DefaultMinStrength} {
+		b.Run(fmt.Sprintf("min-strength-%g", ms), func(b *testing.B) {
+			opts := Options{Epsilon: 0.01, MaxLevel: 3, Workers: 1, MinStrength: ms}
+			for b.Loop() {
+				d, err := Discover(context.Background(), tab, opts)
+				if err == nil {
+					err = Summarize(context.Background(), tab, d, opts)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchStreamWindow is the first 100k records of the end-to-end stream,
+// encoded as the monitor's discovery encodes its window.
+func benchStreamWindow(b *testing.B) *table.Table {
 	const window = 100_000
 	s := benchstream.New(1)
 	cols := make([]table.DictColumn, len(benchstream.Fields))
@@ -38,11 +74,5 @@ func BenchmarkFindKeys(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var keys []foundKey
-	for b.Loop() {
-		if keys, err = findKeys(context.Background(), tab, 0.01, defaultListing.maxKeyColumns, defaultListing, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(len(keys)), "keys")
+	return tab
 }
