@@ -39,8 +39,7 @@ type FoundKey struct {
 // FindKeys returns the minimal keys of t of at most maxColumns columns, in
 // the order found (by size, then by columns), their strengths judged on
 // ev, t's distinct records. It passes pause, when not nil, before each
-// candidate's partition (discovery.Options.Pause), and returns its error
-// as it is. A candidate is a key or not by its removals alone (within),
+// candidate (discovery.Options.Pause), and returns its error as it is. A candidate is a key or not by its removals alone (within),
 // which need no partition: its partition is made only for the next level
 // to extend, or for the strength of a key chance alone would not pass.
 func FindKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, ev *Evidence, pause func(context.Context) error) ([]FoundKey, error) {
