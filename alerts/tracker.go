@@ -412,14 +412,22 @@ func (t *Tracker) Tracked() []discovery.Dependency {
 func (t *Tracker) Watched() []discovery.Dependency {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]discovery.Dependency, 0, len(t.entries)+len(t.pending))
-	for _, e := range t.entries {
-		out = append(out, e.Dependency)
+	ids := make([]string, 0, len(t.entries)+len(t.pending))
+	for id := range t.entries {
+		ids = append(ids, id)
 	}
-	for _, c := range t.pending {
-		out = append(out, c.Dependency)
+	for id := range t.pending {
+		ids = append(ids, id)
 	}
-	slices.SortFunc(out, func(a, b discovery.Dependency) int { return cmp.Compare(DependencyID(a), DependencyID(b)) })
+	slices.Sort(ids) // the keys are the dependencies' ids
+	out := make([]discovery.Dependency, len(ids))
+	for i, id := range ids {
+		if e, ok := t.entries[id]; ok {
+			out[i] = e.Dependency
+		} else {
+			out[i] = t.pending[id].Dependency
+		}
+	}
 	return out
 }
 

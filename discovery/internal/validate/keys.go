@@ -20,9 +20,15 @@ type keySearch struct {
 	v      *Validator
 	pdep   []float64 // of each column over the distinct records
 	root   *StrippedPartition
+	// cols are the columns' partitions, each made once (colPartition);
+	// seen and mark count a column's values within a class (within).
+	cols []*StrippedPartition
+	seen []uint32
+	mark uint32
 }
 
-// FoundKey is one minimal key with its measures.
+// FoundKey is one minimal key with its measures (Score 0 when Strength is
+// 0 by chance: see keySearch.measure).
 type FoundKey struct {
 	Cols     []int
 	Removals int
@@ -33,10 +39,11 @@ type FoundKey struct {
 // FindKeys returns the minimal keys of t of at most maxColumns columns, in
 // the order found (by size, then by columns), their strengths judged on
 // ev, t's distinct records. It passes pause, when not nil, before each
-// candidate's partition (discovery.Options.Pause), and returns its error
-// as it is.
+// candidate (discovery.Options.Pause), and returns its error as it is. A candidate is a key or not by its removals alone (within),
+// which need no partition: its partition is made only for the next level
+// to extend, or for the strength of a key chance alone would not pass.
 func FindKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, ev *Evidence, pause func(context.Context) error) ([]FoundKey, error) {
-	ks := &keySearch{t: t, eps: eps, ev: ev, budget: RemovalBudget(eps, t.Rows), v: NewValidator()}
+	ks := &keySearch{t: t, eps: eps, ev: ev, budget: RemovalBudget(eps, t.Rows), v: NewValidator(), cols: make([]*StrippedPartition, len(t.Columns))}
 	for i := range t.Columns {
 		ks.pdep = append(ks.pdep, ks.ev.Pdep(&t.Columns[i]))
 	}
@@ -59,17 +66,60 @@ func FindKeys(ctx context.Context, t *table.Table, eps float64, maxColumns int, 
 				if !allSubsetsIn(y, prev) {
 					continue
 				}
-				p := ks.v.Product(prev[x], ColumnPartition(&t.Columns[c]))
-				if removals := p.Covered() - p.NumClasses(); removals <= ks.budget {
-					keys = append(keys, ks.measure(y, p, removals, prev))
-				} else {
-					next[y] = p
+				product := func() *StrippedPartition { return ks.v.Product(prev[x], ks.colPartition(c)) }
+				if removals, ok := ks.within(prev[x], &t.Columns[c]); ok {
+					keys = append(keys, ks.measure(y, product, removals, prev))
+				} else if k < maxColumns {
+					next[y] = product() // the next level extends it
 				}
 			}
 		}
 		prev = next
 	}
 	return keys, nil
+}
+
+// colPartition is column c's partition, made on first use (a column is
+// multiplied into many candidates).
+func (ks *keySearch) colPartition(c int) *StrippedPartition {
+	if ks.cols[c] == nil {
+		ks.cols[c] = ColumnPartition(&ks.t.Columns[c])
+	}
+	return ks.cols[c]
+}
+
+// within returns the removals of p's context with column c (per class
+// of p, its records beyond the first of each value of c) when they are
+// within the budget (ok); it reads p's classes until they pass it.
+func (ks *keySearch) within(p *StrippedPartition, c *table.Column) (removals int, ok bool) {
+	for i := 0; i < p.NumClasses(); i++ {
+		ks.nextMark()
+		cls := p.Class(i)
+		values := 0
+		for _, r := range cls {
+			v := c.Ranks[r]
+			if int(v) >= len(ks.seen) {
+				ks.seen = append(ks.seen, make([]uint32, max(int(v)+1, 2*len(ks.seen))-len(ks.seen))...)
+			}
+			if ks.seen[v] != ks.mark {
+				ks.seen[v] = ks.mark
+				values++
+			}
+		}
+		if removals += len(cls) - values; removals > ks.budget {
+			return 0, false
+		}
+	}
+	return removals, true
+}
+
+// nextMark starts a new count of values in within: seen[v] == mark says
+// value v was seen in the class being counted.
+func (ks *keySearch) nextMark() {
+	if ks.mark++; ks.mark == 0 {
+		clear(ks.seen)
+		ks.mark = 1
+	}
 }
 
 // sortedSets returns the keys of m ascending.
@@ -93,10 +143,12 @@ func allSubsetsIn(y uint64, m map[uint64]*StrippedPartition) bool {
 	return true
 }
 
-// measure returns the key y, p being its partition, with its strength.
-func (ks *keySearch) measure(y uint64, p *StrippedPartition, removals int, subsets map[uint64]*StrippedPartition) FoundKey {
-	evp := ks.ev.Of(p)
-	key := FoundKey{Removals: removals, Score: evp.Score()}
+// measure returns the key y with its strength; partition makes its
+// partition, only when the strength needs it: a key chance alone would
+// pass (KeyStrengthAt's 0) has strength 0, and its score is left 0 (no
+// caller lists such a key: Summarize adds the reliable ones).
+func (ks *keySearch) measure(y uint64, partition func() *StrippedPartition, removals int, subsets map[uint64]*StrippedPartition) FoundKey {
+	key := FoundKey{Removals: removals}
 	var rests []*StrippedPartition
 	var pdeps []float64
 	for c := range ks.t.Columns {
@@ -110,7 +162,12 @@ func (ks *keySearch) measure(y uint64, p *StrippedPartition, removals int, subse
 		}
 		rests, pdeps = append(rests, rest), append(pdeps, ks.pdep[c])
 	}
-	key.Strength = KeyStrengthAt(evp, rests, pdeps, ks.eps)
+	expected := KeyExpected(rests, pdeps)
+	if chanceWithin(expected, ks.ev.N, ks.eps) {
+		return key
+	}
+	evp := ks.ev.Of(partition())
+	key.Score, key.Strength = evp.Score(), KeyStrength(evp, expected)
 	return key
 }
 
@@ -124,10 +181,16 @@ func (ks *keySearch) measure(y uint64, p *StrippedPartition, removals int, subse
 // otherwise. An eps of 0 (Validate without one) has no budget.
 func KeyStrengthAt(evp *StrippedPartition, rests []*StrippedPartition, pdeps []float64, eps float64) float64 {
 	expected := KeyExpected(rests, pdeps)
-	if evp.N > 0 && expected <= float64(RemovalBudget(eps, evp.N)) && RemovalBudget(eps, evp.N) > 0 {
+	if chanceWithin(expected, evp.N, eps) {
 		return 0
 	}
 	return KeyStrength(evp, expected)
+}
+
+// chanceWithin reports whether the records chance would leave together,
+// expected, are within the eps budget of n distinct records (KeyStrengthAt).
+func chanceWithin(expected float64, n int, eps float64) bool {
+	return n > 0 && expected <= float64(RemovalBudget(eps, n)) && RemovalBudget(eps, n) > 0
 }
 
 // RemovalBudget is the largest number of removals a dependency may need to

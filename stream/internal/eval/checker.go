@@ -285,7 +285,7 @@ func (e Env) CheckWindow(ctx context.Context, c *Checker, info alerts.WindowInfo
 			discoveryFacts(&out.Obs[i], merge)
 		}
 	}
-	e.measureNeeds(ctx, info, out.Obs, src, e.samplerTable(out.chk))
+	e.measureNeeds(ctx, info, out.Obs, src, e.samplerTable(out.chk, keyRules(deps)))
 	if merge != nil {
 		out.Events = e.Tracker.ObserveMerge(info, out.Obs)
 	} else {
@@ -337,7 +337,7 @@ func (e Env) MergeFound(ctx context.Context, c *Checker, info alerts.WindowInfo,
 	for i := range out.Obs {
 		discoveryFacts(&out.Obs[i], merge)
 	}
-	e.measureNeeds(ctx, info, out.Obs, alerts.Merged, e.samplerTable(out.chk))
+	e.measureNeeds(ctx, info, out.Obs, alerts.Merged, e.samplerTable(out.chk, keyRules(append(slices.Clip(watched), fresh...))))
 	out.Events, out.Checked = e.Tracker.ObserveFound(info, out.Obs), len(out.Obs)
 	e.attachSamples(ctx, out, nil)
 	return out, nil

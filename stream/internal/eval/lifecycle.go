@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/odwatch/odwatch/alerts"
@@ -143,14 +144,14 @@ func (e Env) validate(ctx context.Context, t *table.Table, deps []discovery.Depe
 }
 
 // samplerTable is tab for measureNeeds and uncounted on a check: the
-// columns of deps (every column with all) copied from the checker and
-// encoded (s keeps them for the events' samples), or nil when they could
-// not be encoded (logged).
-func (e Env) samplerTable(s *checkSampler) tableFor {
+// columns of deps (with all, those distinctColumns adds: keys are the
+// check's key rules) copied from the checker and encoded (s keeps them for
+// the events' samples), or nil when they could not be encoded (logged).
+func (e Env) samplerTable(s *checkSampler, keys []discovery.Dependency) tableFor {
 	return func(deps []discovery.Dependency, all bool) *table.Table {
 		names := sampledColumns(deps)
 		if all && s.attached() {
-			names = s.c.eng.Columns()
+			names = s.distinctColumns(names, deps, keys)
 		}
 		s.take(names)
 		if err := s.encode(e.Cfg.typingFor); err != nil {
@@ -161,30 +162,119 @@ func (e Env) samplerTable(s *checkSampler) tableFor {
 	}
 }
 
-// uncounted counts on the check's window the watched rules the checker's
-// engine does not count (keys and equivalences: a key's removals are all
-// but one record of each class of its columns, duplicated records
-// included): a validation of their columns at every check, since they
-// are few; one mentioning a column the window does not have is not
-// observed. Their removals need only their columns; a strength the
-// tracker needs is measured on the whole window (measureNeeds).
-func (e Env) uncounted(ctx context.Context, s *checkSampler, deps []discovery.Dependency) []alerts.Observation {
-	if len(deps) == 0 {
-		return nil
-	}
-	t := e.samplerTable(s)(deps, false)
-	if t == nil {
-		return nil
-	}
-	results, errs := e.validate(ctx, t, deps)
-	var obs []alerts.Observation
-	for i, d := range deps {
-		if results == nil || errs[i] != nil {
+// distinctColumns are the columns a table of the checker's window needs,
+// names (deps' columns) among them, for its records to be distinct as on
+// the whole window (strengths are judged on the distinct records): every
+// column, or, when one of keys has no removal in the window (no two
+// records share its values: every record is distinct), names with the
+// key's columns and, when one of deps would mention every column so taken,
+// one column more (a rule over every column of its table is judged on all
+// records, docs/DESIGN.md "Strength"). Both have every record distinct,
+// and copying and encoding every column of a large window cost a check
+// tens of milliseconds.
+func (s *checkSampler) distinctColumns(names []string, deps, keys []discovery.Dependency) []string {
+	all := s.c.eng.Columns()
+	for _, k := range keys {
+		if removals, ok := s.c.eng.KeyRemovals(k.Set); !ok || removals > 0 {
 			continue
 		}
-		obs = append(obs, alerts.Observation{Dependency: d, Removals: results[i].Removals, Error: results[i].Error})
+		out := slices.Clone(names)
+		for _, c := range k.Set {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+		if slices.ContainsFunc(deps, func(d discovery.Dependency) bool { return mentionsAll(d, out) }) {
+			i := slices.IndexFunc(all, func(c string) bool { return !slices.Contains(out, c) })
+			if i < 0 {
+				return all
+			}
+			out = append(out, all[i])
+		}
+		return out
 	}
-	return obs
+	return all
+}
+
+// mentionsAll reports whether d mentions every one of names.
+func mentionsAll(d discovery.Dependency, names []string) bool {
+	cols := d.Columns()
+	return !slices.ContainsFunc(names, func(n string) bool { return !slices.Contains(cols, n) })
+}
+
+// keyRules are the keys among deps, fewest columns first: the candidates
+// for distinctColumns.
+func keyRules(deps []discovery.Dependency) []discovery.Dependency {
+	var keys []discovery.Dependency
+	for _, d := range deps {
+		if d.Kind == discovery.KindKey {
+			keys = append(keys, d)
+		}
+	}
+	slices.SortStableFunc(keys, func(a, b discovery.Dependency) int { return len(a.Set) - len(b.Set) })
+	return keys
+}
+
+// uncounted counts on the check's window the watched rules the checker's
+// engine does not count with the others (keys and equivalences: a key's
+// removals are all but one record of each class of its columns,
+// duplicated records included): a key by one pass over the engine's codes
+// (incremental.Engine.KeyRemovals), an equivalence by a validation of its
+// columns at every check, since they are few; one mentioning a column the
+// window does not have is not observed. Their removals need only their
+// columns; a strength the tracker needs is measured on the whole window
+// (measureNeeds).
+func (e Env) uncounted(ctx context.Context, s *checkSampler, deps []discovery.Dependency) []alerts.Observation {
+	obs := make([]alerts.Observation, len(deps))
+	seen := make([]bool, len(deps))
+	var rest []int
+	for i, d := range deps {
+		obs[i].Dependency = d
+		if d.Kind == discovery.KindKey && s.attached() {
+			if obs[i].Removals, seen[i] = s.c.eng.KeyRemovals(d.Set); seen[i] {
+				obs[i].Error = share(obs[i].Removals, s.c.eng.Len())
+				continue
+			}
+		}
+		rest = append(rest, i)
+	}
+	if len(rest) > 0 {
+		e.validateUncounted(ctx, s, obs, seen, rest)
+	}
+	var out []alerts.Observation
+	for i, o := range obs {
+		if seen[i] {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// validateUncounted validates the dependencies of obs[rest] on their
+// columns of the check's window, setting their counts and seen.
+func (e Env) validateUncounted(ctx context.Context, s *checkSampler, obs []alerts.Observation, seen []bool, rest []int) {
+	deps := make([]discovery.Dependency, len(rest))
+	for k, i := range rest {
+		deps[k] = obs[i].Dependency
+	}
+	t := e.samplerTable(s, nil)(deps, false)
+	if t == nil {
+		return
+	}
+	results, errs := e.validate(ctx, t, deps)
+	for k, i := range rest {
+		if results != nil && errs[k] == nil {
+			obs[i].Removals, obs[i].Error, seen[i] = results[k].Removals, results[k].Error, true
+		}
+	}
+}
+
+// share is removals of n records as discovery's Result.Error gives it.
+func share(removals, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(removals) / float64(n)
 }
 
 // tracks reports whether a rule discovery found is one the stream tracks:

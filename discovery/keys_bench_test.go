@@ -1,0 +1,78 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/internal/benchstream"
+)
+
+// BenchmarkFindKeys is Summarize's key search (findKeys, at most three
+// columns, eps 0.01: the monitor's defaults) on a window of the stream's
+// end-to-end benchmark (internal/benchstream, 100k records, 20 fields),
+// where it ran at each discovery at min-strength 0.5.
+func BenchmarkFindKeys(b *testing.B) {
+	tab := benchStreamWindow(b)
+	var keys []foundKey
+	var err error
+	for b.Loop() {
+		if keys, err = findKeys(context.Background(), tab, 0.01, defaultListing.maxKeyColumns, defaultListing, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(keys)), "keys")
+}
+
+// BenchmarkDiscoverStreamWindow is a monitor's discovery of a window of
+// the end-to-end stream (100k records, 20 fields, eps 0.01, three levels,
+// one worker) at min-strength 0 and at the CLI's 0.5, with Summarize.
+func BenchmarkDiscoverStreamWindow(b *testing.B) {
+	tab := benchStreamWindow(b)
+	for _, ms := range []float64{0, DefaultMinStrength} {
+		b.Run(fmt.Sprintf("min-strength-%g", ms), func(b *testing.B) {
+			opts := Options{Epsilon: 0.01, MaxLevel: 3, Workers: 1, MinStrength: ms}
+			for b.Loop() {
+				d, err := Discover(context.Background(), tab, opts)
+				if err == nil {
+					err = Summarize(context.Background(), tab, d, opts)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchStreamWindow is the first 100k records of the end-to-end stream,
+// encoded as the monitor's discovery encodes its window.
+func benchStreamWindow(b *testing.B) *table.Table {
+	const window = 100_000
+	s := benchstream.New(1)
+	cols := make([]table.DictColumn, len(benchstream.Fields))
+	dicts := make([]map[string]uint32, len(cols))
+	for i, name := range benchstream.Fields {
+		cols[i] = table.DictColumn{Name: name, Codes: make([]uint32, window)}
+		dicts[i] = map[string]uint32{}
+	}
+	row := make([]string, len(benchstream.Fields))
+	for r := range window {
+		s.Row(row, false)
+		for i, v := range row {
+			code, ok := dicts[i][v]
+			if !ok {
+				code = uint32(len(cols[i].Dict))
+				dicts[i][v] = code
+				cols[i].Dict = append(cols[i].Dict, v)
+			}
+			cols[i].Codes[r] = code
+		}
+	}
+	tab, err := table.EncodeTyped(cols, table.Typing{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tab
+}
