@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# fastod-vs-odwatch.sh runs Desbordante's FastOD (the desbordante wheel from
+# the Python package registry: its C++ core, one thread) and odwatch's paper
+# mode (`discover --order-text --min-strength 0`) on the same files at each
+# epsilon of EPSILONS, and prints FastOD's execute time, odwatch's wall and
+# user+sys time (reading the file included), and both outputs' counts: FDs,
+# and OCs (FastOD lists an OC once per direction; the count here is halved).
+#
+#   scripts/fastod-vs-odwatch.sh                                  # abalone, ncvoter-1k, hepatitis at 0 and 0.1
+#   EPSILONS=0.1 FILES="adult.csv" scripts/fastod-vs-odwatch.sh
+#   ODWATCH_BIN=/tmp/odwatch-old scripts/fastod-vs-odwatch.sh     # another build
+#
+# The virtualenv is made once, in $VENV (default /tmp/fastod-venv).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA=${DATA:-../shared/data/bench}
+FILES=${FILES:-abalone.csv ncvoter-1k.csv hepatitis.csv}
+EPSILONS=${EPSILONS:-0 0.1}
+VENV=${VENV:-/tmp/fastod-venv}
+if [ ! -x "$VENV/bin/python" ]; then
+	python3 -m venv "$VENV"
+	"$VENV/bin/pip" install -q desbordante
+fi
+BIN=${ODWATCH_BIN:-}
+if [ -z "$BIN" ]; then
+	BIN=$(mktemp -d)/odwatch
+	go build -o "$BIN" ./cmd/odwatch
+fi
+for f in $FILES; do
+	for eps in $EPSILONS; do
+		"$VENV/bin/python" - "$DATA/$f" "$eps" <<'PY'
+import sys, time, desbordante
+path, eps = sys.argv[1], float(sys.argv[2])
+a = desbordante.od.algorithms.Fastod()
+a.load_data(table=(path, ',', True))
+t = time.time()
+a.execute(time_limit=0, error=eps)
+took = time.time() - t
+ocs = (len(a.get_asc_ods()) + len(a.get_desc_ods())) // 2
+print(f"{path.split('/')[-1]} eps={eps}: FastOD {took:.2f} s, {len(a.get_simple_ods())} FDs, {ocs} OCs")
+PY
+		out=$( { /usr/bin/time -f "%e %U %S" "$BIN" discover "$DATA/$f" --epsilon "$eps" --order-text --min-strength 0 >/tmp/fastod-vs-odwatch.out; } 2>&1 | tail -1)
+		read -r wall user sys <<<"$out"
+		summary=$(grep -E '^# [0-9]+ dependencies' /tmp/fastod-vs-odwatch.out | sed -E 's/^# [0-9]+ dependencies \(([0-9]+) ofd, ([0-9]+) oc.*/\1 FDs, \2 OCs/')
+		echo "$f eps=$eps: odwatch ${wall} s wall, $(echo "$user + $sys" | bc) s user+sys, $summary"
+	done
+done
