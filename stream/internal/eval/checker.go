@@ -512,10 +512,11 @@ func (e Env) checkerSamples(ctx context.Context, s *checkSampler, deps []discove
 
 // ownDependencies are the dependencies of the events that carry a sample
 // (CarriesSample), each once, and the index of each one's id in them.
-func ownDependencies(events []alerts.Event) ([]discovery.Dependency, map[string]int) {
+// With unexplained, only the events without an explanation count.
+func ownDependencies(events []alerts.Event, unexplained bool) ([]discovery.Dependency, map[string]int) {
 	var ds depSet
 	for i := range events {
-		if ev := &events[i]; CarriesSample(ev) {
+		if ev := &events[i]; CarriesSample(ev) && (!unexplained || ev.Explanation == nil) {
 			ds.add(ev.Dependency)
 		}
 	}

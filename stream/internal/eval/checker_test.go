@@ -193,7 +193,17 @@ func TestSampledColumns(t *testing.T) {
 		list        func([]alerts.Event) ([]discovery.Dependency, map[string]int)
 		deps, names []string
 	}{
-		{"own", ownDependencies, []string{dep("{a}: [] -> b").String(), dep("{}: [] -> a").String()}, []string{"a", "b"}},
+		{"own", func(evs []alerts.Event) ([]discovery.Dependency, map[string]int) { return ownDependencies(evs, false) },
+			[]string{dep("{a}: [] -> b").String(), dep("{}: [] -> a").String()}, []string{"a", "b"}},
+		{"own unexplained", func(evs []alerts.Event) ([]discovery.Dependency, map[string]int) {
+			evs = slices.Clone(evs)
+			for i := range evs {
+				if evs[i].Type == alerts.EventViolated {
+					evs[i].Explanation = &alerts.Explanation{} // explained: its samples are the explanation's
+				}
+			}
+			return ownDependencies(evs, true)
+		}, []string{dep("{a}: [] -> b").String()}, []string{"a", "b"}},
 		{"related", RelatedDependencies, []string{dep("{}: c ~ d").String()}, []string{"c", "d"}},
 	} {
 		deps, at := tc.list(events)

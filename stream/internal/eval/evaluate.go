@@ -326,16 +326,31 @@ func CarriesSample(ev *alerts.Event) bool {
 }
 
 // attachSamples gives the events that carry violating records (violated,
-// discovered) a sample of a minimal removal set. It runs after the tracker,
-// for the few dependencies that raise an event: a removal set costs a sort
-// of the dependency's classes, which no observation without an event
-// needs. The samples are taken on the outcome's window (windowSamples)
-// before the events are saved and delivered; their related dependencies'
-// samples, which only the status history keeps, are taken after delivery,
-// off the evaluator (TakeRelated, RelatedSamples). Then the violated
-// events get their explanations (explainEvents).
+// discovered) a sample of them. It runs after the tracker, for the few
+// dependencies that raise an event: a removal set costs a sort of the
+// dependency's classes, which no observation without an event needs. The
+// violated events get their explanations first (explainEvents), whose
+// samples are the violating records that entered last, each with what the
+// rule expected; the others, and a violated one whose explanation failed,
+// a sample of a minimal removal set (windowSamples), so that an explained
+// event's removal set is computed once. Both are taken on the outcome's
+// window before the events are saved and delivered; their related
+// dependencies' samples, which only the status history keeps, are taken
+// after delivery, off the evaluator (TakeRelated, RelatedSamples).
 func (e Env) attachSamples(ctx context.Context, out *Outcome, snap *window.Snapshot) {
-	deps, at := ownDependencies(out.Events)
+	deps, _ := ownDependencies(out.Events, false)
+	if len(deps) == 0 {
+		return
+	}
+	if s := out.chk; s.attached() { // the explanations read the rule columns' encoding
+		s.take(sampledColumns(deps))
+		if err := s.encode(e.Cfg.typingFor); err != nil {
+			e.Log.Warn("removal sample: encode", "err", err)
+			return
+		}
+	}
+	e.explainEvents(ctx, out, snap)
+	deps, at := ownDependencies(out.Events, true)
 	if len(deps) == 0 {
 		return
 	}
@@ -344,11 +359,10 @@ func (e Env) attachSamples(ctx context.Context, out *Outcome, snap *window.Snaps
 		return
 	}
 	for i := range out.Events {
-		if ev := &out.Events[i]; CarriesSample(ev) {
+		if ev := &out.Events[i]; CarriesSample(ev) && ev.Explanation == nil {
 			ev.Samples = samples[at[alerts.DependencyID(ev.Dependency)]]
 		}
 	}
-	e.explainEvents(ctx, out, snap)
 }
 
 // windowSamples takes a sample of a minimal removal set of each of deps

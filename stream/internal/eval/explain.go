@@ -17,7 +17,7 @@ import (
 // here, on the evaluator before the save, because the event carries it
 // and is saved and delivered before the historian runs; a window without
 // a violated event pays nothing (docs/DESIGN.md, "Explanations"). An
-// explanation that fails is logged and the event keeps its removal
+// explanation that fails is logged and the event gets a removal
 // sample.
 func (e Env) explainEvents(ctx context.Context, out *Outcome, snap *window.Snapshot) {
 	var w explain.Event
