@@ -34,13 +34,7 @@ func BenchmarkDiscoverStreamWindow(b *testing.B) {
 		b.Run(fmt.Sprintf("min-strength-%g", ms), func(b *testing.B) {
 			opts := Options{Epsilon: 0.01, MaxLevel: 3, Workers: 1, MinStrength: ms}
 			for b.Loop() {
-				d, err := Discover(context.Background(), tab, opts)
-				if err == nil {
-					err = Summarize(context.Background(), tab, d, opts)
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
+				discoverSummarized(b, tab, opts)
 			}
 		})
 	}

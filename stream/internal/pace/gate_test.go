@@ -51,42 +51,28 @@ func TestCheckGate(t *testing.T) {
 		t.Fatal("the time blocked is not counted in waited")
 	}
 
-	// A check waiting for a discovery opens the gate until it stops
-	// waiting.
-	g.SetChecks(true)
-	done = startWait(ctx, g)
-	waitBlocked(t, g, 1)
-	g.SetMerging(true)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	g.SetMerging(false)
-	done = startWait(ctx, g)
-	waitBlocked(t, g, 1)
-	g.SetMerging(true)
-	g.SetChecks(false)
-	g.SetMerging(false)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-
-	// A check building the checker opens the gate too, until it is built.
-	g.SetChecks(true)
-	done = startWait(ctx, g)
-	waitBlocked(t, g, 1)
-	g.SetBuilding(true)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	g.SetBuilding(false)
-	done = startWait(ctx, g)
-	waitBlocked(t, g, 1)
-	g.SetChecks(false)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	// A check waiting for a discovery (merging), or building the checker,
+	// opens the gate until it stops.
+	for _, open := range []func(bool){g.SetMerging, g.SetBuilding} {
+		g.SetChecks(true)
+		done = startWait(ctx, g)
+		waitBlocked(t, g, 1)
+		open(true)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		open(false)
+		done = startWait(ctx, g)
+		waitBlocked(t, g, 1)
+		open(true)
+		g.SetChecks(false)
+		open(false)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// ctx ends a wait.
