@@ -201,8 +201,11 @@ type lattice struct {
 	ev         *evidence
 	rows       rowEvidence // all records, for the dependencies that mention every column
 	unordered  uint64      // the Nominal columns, which take no part in OCs
-	found      []found
-	stats      Stats
+	// measured holds the measurements (measuredColumns) when the listing
+	// is on: see unlisted.
+	measured uint64
+	found    []found
+	stats    Stats
 	// ofdBuf and ocBuf keep the task slices of the last level for the
 	// next one: a wide level holds millions of tasks.
 	ofdBuf []ofdTask
@@ -317,8 +320,19 @@ func newLattice(t *table.Table, opts Options) *lattice {
 			l.unordered |= 1 << i
 		}
 	}
+	if opts.MinStrength > 0 {
+		l.measured = measuredColumns(t, l.ev, opts.listing().measurementShare)
+	}
 	return l
 }
+
+// unlisted reports whether n's context holds a measurement: Summarize
+// steps back every reliable rule there (stepBackMeasurements), so no
+// candidate of the listing alone is searched at n, and none above it,
+// whose contexts hold the measurement too. The paper's candidates are
+// searched as everywhere. It is no bound: listingTuning.unbounded leaves
+// it on, and the oracle reads the listing the same way.
+func (l *lattice) unlisted(n *latNode) bool { return n.set&l.measured != 0 }
 
 // parallel runs fn(validator, i) for i in [0, n) on the worker pool,
 // each worker passing opts.Pause before each i and, through its
@@ -584,7 +598,7 @@ func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 // when valid, its strength and, when it is a result, its removal sample.
 func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	col := &l.t.Columns[task.a]
-	if task.inherited && l.ofdHopeless(task) {
+	if task.inherited && (l.unlisted(task.node) || l.ofdHopeless(task)) {
 		l.ofdExactOnly(v, task)
 		return
 	}
@@ -714,6 +728,7 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 			for more := rest &^ (1 << a); more != 0; more &= more - 1 {
 				b := bits.TrailingZeros64(more)
 				task := l.ocCandidate(n, a, b)
+				l.dropUnlisted(&task)
 				l.dropBeyondG3(&task)
 				if task.want[Asc] || task.want[Desc] {
 					ocs = append(ocs, task)
@@ -727,9 +742,9 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 
 // ocColumns returns the columns of n's OC candidates that are worth a
 // task: the ordered columns outside X with no reliable OFD at X, less,
-// when no candidate of the listing alone at n can be reliable
-// (listingHopeless) and the pairs do not mention every column, those with
-// an OFD valid at X, whose candidates are all of the listing alone: it
+// when no candidate of the listing alone at n is listed (unlisted) or can
+// be reliable (listingHopeless, when the pairs do not mention every
+// column), those with an OFD valid at X, whose candidates are all of the listing alone: it
 // counts both polarities of every pair of the ordered columns outside X
 // with no reliable OFD in Stats.Candidates, the skipped ones included.
 // A pair can mention every column only when X lacks two columns, and
@@ -737,7 +752,7 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 func (l *lattice) ocColumns(n *latNode) uint64 {
 	cols := l.all &^ (n.set | n.ofdRel | l.unordered)
 	l.stats.Candidates += 2 * int64(pairsOf(cols))
-	if l.listingHopeless(n) && bits.OnesCount64(l.all&^n.set) > 2 {
+	if l.unlisted(n) || l.listingHopeless(n) && bits.OnesCount64(l.all&^n.set) > 2 {
 		cols &^= n.ofdValid
 	}
 	l.stats.Candidates -= 2 * int64(pairsOf(cols)) // ocCandidate counts these
@@ -866,6 +881,20 @@ func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 	}
 	for pol := Asc; pol <= Desc; pol++ {
 		if listingOnly[pol] {
+			task.want[pol] = false
+		}
+	}
+}
+
+// dropUnlisted stops wanting the polarities of task that are candidates
+// of the listing alone when its context holds a measurement (unlisted).
+// As in dropHopeless, nothing reads their validity.
+func (l *lattice) dropUnlisted(task *ocTask) {
+	if !l.unlisted(task.node) {
+		return
+	}
+	for pol := Asc; pol <= Desc; pol++ {
+		if task.inherited[pol] || !task.paper {
 			task.want[pol] = false
 		}
 	}

@@ -412,6 +412,11 @@ func checkListingMatchesOracle(t *testing.T, rng *rand.Rand, i int, cols [][]int
 	// Every other pair of three tables validates every candidate of the
 	// listing, without the bounds that skip the hopeless ones.
 	tune.unbounded = (i/3)%2 == 1
+	// The measurements (listingTuning.measurementShare): the near keys of
+	// strengthTable at the default, most columns of few values at 0.05,
+	// none at 2.
+	tune.measurementShare = []float64{defaultListing.measurementShare, 0.05, 2}[(i/2)%3]
+	measured := oracleMeasured(cols, ordered, tune.measurementShare)
 	om.addStrengths(cols, support)
 	for _, eps := range []float64{0, 0.1, 0.3} {
 		for _, minStrength := range []float64{0, 0.4321, 0.8765} {
@@ -419,7 +424,7 @@ func checkListingMatchesOracle(t *testing.T, rng *rand.Rand, i int, cols [][]int
 			if err != nil {
 				t.Fatalf("table %d: %v", i, err)
 			}
-			want, strengths := om.listing(eps, minStrength, ordered)
+			want, strengths := om.listing(eps, minStrength, ordered, measured)
 			got := listingLines(d)
 			if skipSpanning {
 				got, want = withoutSpanning(got, len(cols)), withoutSpanning(want, len(cols))

@@ -450,6 +450,24 @@ func oracleWithin(classes, within [][]int, a []int) float64 {
 	return math.Max(0, math.Min(1, 1-(observed+10)/(expected+10)))
 }
 
+// oracleMeasured returns the measurements among cols, as the listing
+// reads them: the ordered (numeric) columns with at least share distinct
+// values per distinct row.
+func oracleMeasured(cols [][]int, ordered []bool, share float64) uint64 {
+	_, nd := oracleDistinct(cols, len(cols[0]))
+	var measured uint64
+	for c, col := range cols {
+		values := map[int]bool{}
+		for _, v := range col {
+			values[v] = true
+		}
+		if ordered[c] && float64(len(values)) >= share*float64(nd) {
+			measured |= 1 << c
+		}
+	}
+	return measured
+}
+
 // oracleDistinct marks the first of each set of identical rows (every
 // column equal) and counts them: the distinct records.
 func oracleDistinct(cols [][]int, n int) ([]bool, int) {
@@ -594,7 +612,7 @@ func (om *oracleMeasures) ofdStrengthAt(x uint64, a int) float64 {
 // when a proper subset of it has every OFD valid, or when every OFD of it
 // is valid at a proper subset (it is a near key: every dependency above is
 // an OFD that holds by chance).
-func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool) ([]string, map[string]float64) {
+func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool, measured uint64) ([]string, map[string]float64) {
 	strengths := map[string]float64{}
 	if om.n == 0 {
 		return nil, strengths
@@ -689,7 +707,9 @@ func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool) ([]s
 			key := [2]uint64{x, uint64(a)}
 			d := Dependency{Kind: KindOFD, Context: ctx, RHS: name(a)}
 			paper := ofdValid(x, a) && !direct(func(y uint64) bool { return ofdValid(y, a) })
-			rel := ofdRel(x, a) && !proper(x, func(y uint64) bool { return ofdRel(y, a) })
+			// A rule whose context holds a measurement is listed only as
+			// one of the paper's (Summarize steps it back).
+			rel := ofdRel(x, a) && !proper(x, func(y uint64) bool { return ofdRel(y, a) }) && x&measured == 0
 			if paper || rel {
 				emit(d, om.ofd[key], om.score[x], ofdStrength(x, a))
 			}
@@ -704,7 +724,7 @@ func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool) ([]s
 					paper := ocValid(x, a, b, pol) && !ofdValid(x, a) && !ofdValid(x, b) &&
 						!direct(func(y uint64) bool { return ocValid(y, a, b, pol) })
 					rel := ocRel(x, a, b, pol) && !ofdRelSide(x) && !proper(x, ofdRelSide) &&
-						!proper(x, func(y uint64) bool { return ocRel(y, a, b, pol) })
+						!proper(x, func(y uint64) bool { return ocRel(y, a, b, pol) }) && x&measured == 0
 					if paper || rel {
 						emit(d, om.oc[key], om.score[x], ocStrength(x, a, b, pol))
 					}

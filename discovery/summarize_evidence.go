@@ -82,28 +82,35 @@ func emptyRows(c *table.Column) int {
 }
 
 // stepBackMeasurements marks not reliable every reliable OFD and OC whose
-// context holds a measurement: a numeric or temporal column with at least
-// measurementShare distinct values per distinct record. Nothing implies
-// such a rule; its context is a near key for a person, though its repeats
-// pass the support test (adult's fnlwgt).
+// context holds a measurement (measuredColumns). Nothing implies such a
+// rule; its context is a near key for a person, though its repeats pass
+// the support test (adult's fnlwgt). The lattice searches no candidate of
+// the listing alone there (lattice.unlisted), so the ones it steps back
+// are of the paper's minimal set.
 func (s *summary) stepBackMeasurements() {
-	var measured uint64
-	ev := newEvidence(s.t, s.opts.listing())
-	for c := range s.t.Columns {
-		col := &s.t.Columns[c]
-		if col.Type != table.Numeric && col.Type != table.Temporal {
-			continue
-		}
-		// Every value of a row is in the first of its identical rows too:
-		// the distinct records hold all Cardinality values.
-		if float64(col.Cardinality) >= s.opts.listing().measurementShare*float64(ev.N) {
-			measured |= 1 << c
-		}
-	}
+	measured := measuredColumns(s.t, newEvidence(s.t, s.opts.listing()), s.opts.listing().measurementShare)
 	for i := range s.d.Dependencies {
 		r := &s.d.Dependencies[i]
 		if r.Reliable && (r.Kind == KindOFD || r.Kind == KindOC) && s.set(r.Context...)&measured != 0 {
 			r.Reliable = false
 		}
 	}
+}
+
+// measuredColumns returns the measurements of t: its numeric and temporal
+// columns with at least share distinct values per distinct record of ev.
+func measuredColumns(t *table.Table, ev *evidence, share float64) uint64 {
+	var measured uint64
+	for c := range t.Columns {
+		col := &t.Columns[c]
+		if col.Type != table.Numeric && col.Type != table.Temporal {
+			continue
+		}
+		// Every value of a row is in the first of its identical rows too:
+		// the distinct records hold all Cardinality values.
+		if float64(col.Cardinality) >= share*float64(ev.N) {
+			measured |= 1 << c
+		}
+	}
+	return measured
 }
