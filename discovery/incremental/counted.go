@@ -106,32 +106,11 @@ func (pc *pairCounts) settle(w *recountScratch) {
 	live := func(id uint32) bool { return pc.n[id] > 0 }
 	added := slices.DeleteFunc(pc.added, func(id uint32) bool { return !live(id) })
 	slices.SortFunc(added, byPair)
-	pc.byPair = mergeIDs(pc.byPair, added, byPair, live, &w.ids)
+	pc.byPair = pairs.MergeIDs(pc.byPair, added, byPair, live, &w.ids)
 	slices.SortFunc(added, byLB)
-	pc.byLB = mergeIDs(pc.byLB, added, byLB, live, &w.ids)
+	pc.byLB = pairs.MergeIDs(pc.byLB, added, byLB, live, &w.ids)
 	pc.free = append(pc.free, pc.gone...)
 	pc.added, pc.gone = pc.added[:0], pc.gone[:0]
-}
-
-// mergeIDs returns the ids of order (sorted by cmp) that are live, merged
-// with added (sorted by cmp, all live), in order's memory (merged in buf).
-func mergeIDs(order, added []uint32, cmp func(x, y uint32) int, live func(uint32) bool, buf *[]uint32) []uint32 {
-	out := (*buf)[:0]
-	i := 0
-	for _, id := range order {
-		if !live(id) {
-			continue
-		}
-		for i < len(added) && cmp(added[i], id) < 0 {
-			out = append(out, added[i])
-			i++
-		}
-		out = append(out, id)
-	}
-	out = append(out, added[i:]...)
-	order = append(order[:0], out...)
-	*buf = out[:0]
-	return order
 }
 
 // fold counts the pending rows of counted class sc that are still in the

@@ -103,3 +103,25 @@ func (m *Map) Del(id uint32, pairs []Pair) {
 	}
 	m.slots[i] = 0
 }
+
+// MergeIDs returns the ids of order (sorted by cmp) that are live, merged
+// with added (sorted by cmp, all live), in order's memory (merged in buf):
+// a counted class's orders of its pair ids after a settle.
+func MergeIDs(order, added []uint32, cmp func(x, y uint32) int, live func(uint32) bool, buf *[]uint32) []uint32 {
+	out := (*buf)[:0]
+	i := 0
+	for _, id := range order {
+		if !live(id) {
+			continue
+		}
+		for i < len(added) && cmp(added[i], id) < 0 {
+			out = append(out, added[i])
+			i++
+		}
+		out = append(out, id)
+	}
+	out = append(out, added[i:]...)
+	order = append(order[:0], out...)
+	*buf = out[:0]
+	return order
+}
