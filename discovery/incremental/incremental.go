@@ -1321,6 +1321,22 @@ func (e *Engine) rebuildNodes() {
 	e.builds.Nodes += stale
 }
 
+// Ring returns the window's columns as the engine holds them, for a
+// caller on the engine's goroutine that reads them before the engine's
+// next change and keeps none of them (an explanation, which reads every
+// column at a few rows): codes by ring slot, row r (oldest first) at
+// slot(r), the engine's own dictionaries, and each column's rows per code
+// (Column.Counts). DictColumns copies every code and dictionary instead.
+func (e *Engine) Ring() (cols []table.DictColumn, slot func(r int) int, counts [][]uint32) {
+	e.internBatch()
+	for _, c := range e.cols {
+		cols = append(cols, table.DictColumn{Name: c.Name, Dict: c.Vals, Codes: c.Codes})
+		counts = append(counts, c.Counts(e.n))
+	}
+	oldest, mask := e.oldest, e.mask
+	return cols, func(r int) int { return int((oldest + uint32(r)) & mask) }, counts
+}
+
 // DictColumns returns the window's rows as dictionary-coded columns, oldest
 // row first (for Encode, e.g. to sample a removal set), in Columns' order:
 // every column, or only those named (names it does not know are ignored),

@@ -250,6 +250,7 @@ func incRun(t testing.TB, seed uint64, steps int, exact bool) (skipped int) {
 		got := e.Check(cuts)
 		checkFDState(t, e)
 		checkKeys(t, e, m, rand.New(rand.NewPCG(seed, uint64(step))))
+		checkRing(t, e)
 		want := m.removals(t, deps)
 		if e.Len() != len(m.rows) {
 			t.Fatalf("seed %d step %d: %d rows, model %d", seed, step, e.Len(), len(m.rows))

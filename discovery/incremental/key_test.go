@@ -2,6 +2,7 @@ package incremental
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/odwatch/odwatch/discovery"
@@ -58,5 +59,27 @@ func TestKeyRemovalsAfterCheckOnly(t *testing.T) {
 	e.Check(nil) // "1", "1.0", "2": numeric now, "1" and "1.0" one value
 	if got, ok := e.KeyRemovals([]string{"a"}); !ok || got != 1 {
 		t.Fatalf("numeric column: %d removals (ok %v), want 1", got, ok)
+	}
+}
+
+// checkRing compares Ring, the columns read in place, with DictColumns'
+// copy: the same value at every row's slot, and each value's count in
+// the window (NULL's too) that of the copy's codes.
+func checkRing(t testing.TB, e *Engine) {
+	t.Helper()
+	cols, slot, counts := e.Ring()
+	want := e.DictColumns()
+	for i, c := range want {
+		got := make([]uint32, len(cols[i].Dict)+1)
+		for r, code := range c.Codes {
+			ring := cols[i].Codes[slot(r)]
+			if (code == 0) != (ring == 0) || code != 0 && c.Dict[code-1] != cols[i].Dict[ring-1] {
+				t.Fatalf("column %s row %d: ring code %d, copy code %d", c.Name, r, ring, code)
+			}
+			got[ring]++
+		}
+		if !slices.Equal(got, counts[i]) {
+			t.Fatalf("column %s: ring counts %v, counted %v", c.Name, counts[i], got)
+		}
 	}
 }

@@ -48,7 +48,8 @@ func (e Env) explainEvents(ctx context.Context, out *Outcome, snap *window.Snaps
 }
 
 // explainWindow is what explanations read of the outcome's window: every
-// column (a check's copied from its checker: codes and dictionaries, not
+// column (a check's read in place on its checker's ring, which nothing
+// changes before explainEvents returns: codes and dictionaries, not
 // encoded) and the encoding of the events' rule columns (the samples'),
 // with the rows' metadata. ok is false when there is no window to read.
 func (e Env) explainWindow(out *Outcome, snap *window.Snapshot) (w explain.Event, ok bool) {
@@ -57,7 +58,8 @@ func (e Env) explainWindow(out *Outcome, snap *window.Snapshot) (w explain.Event
 	switch s := out.chk; {
 	case s.attached() && s.table != nil:
 		metas := s.metas
-		w.Columns, w.Rule, w.Meta = s.c.eng.DictColumns(), s.table, func(i int) window.RowMeta { return metas[i] }
+		w.Columns, w.Slot, w.Counts = s.c.eng.Ring()
+		w.Rule, w.Meta = s.table, func(i int) window.RowMeta { return metas[i] }
 	case out.Table != nil && snap != nil:
 		w.Columns, w.Rule, w.Meta = snap.Columns(), out.Table, snap.Meta
 	default:

@@ -42,7 +42,7 @@ func ForEvent(ev Event, d discovery.Dependency, o Options) (*alerts.Explanation,
 	for i := from; i < len(r.Violating); i++ {
 		row := r.Violating[i]
 		m := ev.Meta(row)
-		fields := rowValues(ev.Columns, row)
+		fields := rowValues(ev.Columns, ev.slot(row))
 		values := make(map[string]string, len(cols))
 		for _, c := range cols {
 			if v, ok := fields[c]; ok {
@@ -56,11 +56,12 @@ func ForEvent(ev Event, d discovery.Dependency, o Options) (*alerts.Explanation,
 	return x, samples, nil
 }
 
-// rowValues are row's non-NULL values, by column name.
-func rowValues(cols []table.DictColumn, row int) map[string]string {
+// rowValues are the non-NULL values at index at of the columns' codes,
+// by column name.
+func rowValues(cols []table.DictColumn, at int) map[string]string {
 	out := make(map[string]string, len(cols))
 	for _, c := range cols {
-		if code := c.Codes[row]; code != 0 {
+		if code := c.Codes[at]; code != 0 {
 			out[c.Name] = c.Dict[code-1]
 		}
 	}

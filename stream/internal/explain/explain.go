@@ -42,8 +42,16 @@ var DefaultOptions = Options{MaxSegments: 3, Alpha: 0.01, MinViolating: 5}
 // Window is what an explanation reads of one window, rows oldest first.
 type Window struct {
 	// Columns are every column of the window in dictionary form (codes: 0
-	// is NULL, else an index+1 into Dict), all of the same length.
+	// is NULL, else an index+1 into Dict), all of the same length: row r
+	// (0 = oldest) at Codes[r], or at Codes[Slot(r)].
 	Columns []table.DictColumn
+	// Slot, when set, maps a row to its index in the Columns' codes (a
+	// checker's ring, read in place), and Counts holds each column's rows
+	// per code over the window (index 0: NULL); the codes at other
+	// indexes are no rows of the window. Without Slot both come from the
+	// codes.
+	Slot   func(r int) int
+	Counts [][]uint32
 	// Rule holds the rule's columns encoded (dense ranks in value order),
 	// over the same rows.
 	Rule *table.Table
@@ -100,9 +108,9 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 		return Result{}, errors.New("explain: no encoded rule columns")
 	}
 	n := w.Rule.Rows
-	for _, c := range w.Columns {
-		if len(c.Codes) != n {
-			return Result{}, fmt.Errorf("explain: column %s has %d rows, the rule's %d", c.Name, len(c.Codes), n)
+	for i, c := range w.Columns {
+		if w.Slot == nil && len(c.Codes) != n || w.Slot != nil && (len(w.Counts) != len(w.Columns) || len(w.Counts[i]) != len(c.Dict)+1) {
+			return Result{}, fmt.Errorf("explain: column %s has %d rows or counts, the rule %d rows", c.Name, len(c.Codes), n)
 		}
 	}
 	var r Result
@@ -122,9 +130,17 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 	// records are the violation itself, which rare values of it show more
 	// often than the window by construction (a fault spread over every
 	// record would otherwise always have a segment).
-	r.Segments = segments(w.Columns, r.Violating, []string{cmp.Or(d.RHS, d.Right)}, o)
+	r.Segments = segments(&w, r.Violating, []string{cmp.Or(d.RHS, d.Right)}, o)
 	r.First = breakStart(r.Violating, n, w.Epsilon)
 	return r, nil
+}
+
+// slot is the index of row r in w's codes.
+func (w *Window) slot(r int) int {
+	if w.Slot == nil {
+		return r
+	}
+	return w.Slot(r)
 }
 
 // breakStart is the index in violating (rows, ascending, of a window of

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -426,6 +427,9 @@ func TestExplainAgainstOracle(t *testing.T) {
 				t.Fatal(err)
 			}
 			what := fmt.Sprintf("seed %d %s", seed, d)
+			if ring, err := Explain(ringOf(rng, w), d, o); err != nil || !reflect.DeepEqual(ring, r) {
+				t.Fatalf("%s: on the ring %+v, %v; in row order %+v", what, ring, err, r)
+			}
 			if !slices.IsSorted(r.Violating) || len(r.Expected) != len(r.Violating) {
 				t.Fatalf("%s: violating rows not in order or expectations missing", what)
 			}
@@ -581,6 +585,32 @@ func TestExplainErrors(t *testing.T) {
 	}
 }
 
+// ringOf is w as a checker's ring holds it (Window.Slot): each column's
+// codes rotated by a random offset in a larger buffer whose other slots
+// hold random codes, the counts counted on w's rows.
+func ringOf(rng *rand.Rand, w Window) Window {
+	n := w.Rule.Rows
+	size := n + 1 + rng.IntN(n+1)
+	off := rng.IntN(size)
+	ring := w
+	ring.Columns, ring.Counts = nil, nil
+	ring.Slot = func(r int) int { return (off + r) % size }
+	for _, c := range w.Columns {
+		codes := make([]uint32, size)
+		for i := range codes {
+			codes[i] = uint32(rng.IntN(len(c.Dict) + 1))
+		}
+		counts := make([]uint32, len(c.Dict)+1)
+		for r, code := range c.Codes {
+			codes[ring.Slot(r)] = code
+			counts[code]++
+		}
+		ring.Columns = append(ring.Columns, table.DictColumn{Name: c.Name, Dict: c.Dict, Codes: codes})
+		ring.Counts = append(ring.Counts, counts)
+	}
+	return ring
+}
+
 // TestForEvent: the samples are the violating records that entered last,
 // in record order, with the rule's values, all fields and the expected
 // value; the first record is the earliest violating one.
@@ -596,6 +626,10 @@ func TestForEvent(t *testing.T) {
 	x, samples, err := ForEvent(Event{Window: w, Meta: meta, Topic: "pay", Samples: 5}, d, DefaultOptions)
 	if err != nil {
 		t.Fatal(err)
+	}
+	rx, rsamples, err := ForEvent(Event{Window: ringOf(rand.New(rand.NewPCG(5, 6)), w), Meta: meta, Topic: "pay", Samples: 5}, d, DefaultOptions)
+	if err != nil || !reflect.DeepEqual(rx, x) || !reflect.DeepEqual(rsamples, samples) {
+		t.Fatalf("on the ring %+v %+v, %v; in row order %+v %+v", rx, rsamples, err, x, samples)
 	}
 	if x.Violating != len(r.Violating) || x.First.Offset != int64(1000+r.Violating[0]) || x.First.Topic != "pay" ||
 		len(x.Segments) == 0 || x.Segments[0].Column != "source" {

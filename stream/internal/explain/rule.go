@@ -104,18 +104,23 @@ func explainOC(t *table.Table, d discovery.Dependency) (Result, error) {
 		}
 		rows[i] = ocRow{class: class[i], a: left.Ranks[i], b: b, row: uint32(i)}
 	}
-	// Sorted by (class, a, b, row): stable counting sorts by b, a, class.
-	rows = sortBy(sortBy(sortBy(rows, right.Cardinality, func(x ocRow) uint32 { return x.b }),
-		left.Cardinality, func(x ocRow) uint32 { return x.a }), k, func(x ocRow) uint32 { return x.class })
+	// Sorted by (class, a, b, row): stable counting sorts by b, a, class
+	// (not by class when there is one).
+	rows = sortBy(sortBy(rows, right.Cardinality, func(x ocRow) uint32 { return x.b }),
+		left.Cardinality, func(x ocRow) uint32 { return x.a })
+	if k > 1 {
+		rows = sortBy(rows, k, func(x ocRow) uint32 { return x.class })
+	}
 	var r Result
 	inChain := make([]bool, len(rows))
 	var chain []ocRow
+	var scratch []int32
 	for lo := 0; lo < len(rows); {
 		hi := lo + 1
 		for hi < len(rows) && rows[hi].class == rows[lo].class {
 			hi++
 		}
-		chain = longestChain(rows[lo:hi], inChain[lo:hi], chain[:0])
+		chain = longestChain(rows[lo:hi], inChain[lo:hi], slices.Grow(chain[:0], hi-lo), &scratch)
 		for i := lo; i < hi; i++ {
 			if !inChain[i] {
 				r.Violating = append(r.Violating, int(rows[i].row))
@@ -159,9 +164,13 @@ func sortBy(rows []ocRow, k int, key func(ocRow) uint32) []ocRow {
 // longestChain marks in in the rows (one class, sorted by (a, b)) of one
 // longest non-decreasing subsequence of b, by patience sorting with
 // predecessor links, and returns them in order (appended to chain).
-func longestChain(rows []ocRow, in []bool, chain []ocRow) []ocRow {
-	tops := make([]int, 0, 16) // index of each pile's top row
-	prev := make([]int, len(rows))
+func longestChain(rows []ocRow, in []bool, chain []ocRow, sc *[]int32) []ocRow {
+	// Index of each pile's top row, and each row's predecessor, in
+	// buffers kept across the classes: a class whose rule holds has
+	// nearly as many piles as rows.
+	buf := slices.Grow((*sc)[:0], 2*len(rows))
+	*sc = buf
+	tops, prev := buf[:0:len(rows)], buf[len(rows):2*len(rows)]
 	for i, x := range rows {
 		// the first pile whose top is greater than x.b
 		p, hi := 0, len(tops)
@@ -177,9 +186,9 @@ func longestChain(rows []ocRow, in []bool, chain []ocRow) []ocRow {
 			prev[i] = tops[p-1]
 		}
 		if p == len(tops) {
-			tops = append(tops, i)
+			tops = append(tops, int32(i))
 		} else {
-			tops[p] = i
+			tops[p] = int32(i)
 		}
 	}
 	start := len(chain)

@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-
-	"github.com/odwatch/odwatch/discovery/table"
 )
 
 // segments finds the segments of the violating rows among cols (but the
@@ -18,16 +16,16 @@ import (
 // Bonferroni over every test the data could have made, not only the ones
 // it did), and the kept ones are ranked by the excess of their share of
 // the violating rows over their share of the window.
-func segments(cols []table.DictColumn, violating []int, skip []string, o Options) []Segment {
-	if len(violating) == 0 || len(cols) == 0 || o.MaxSegments <= 0 {
+func segments(w *Window, violating []int, skip []string, o Options) []Segment {
+	if len(violating) == 0 || len(w.Columns) == 0 || o.MaxSegments <= 0 {
 		return nil
 	}
-	n, v := len(cols[0].Codes), len(violating)
+	n, v := w.Rule.Rows, len(violating)
 	var cands []Segment
 	tests := 0
-	for i := range cols {
-		if !slices.Contains(skip, cols[i].Name) {
-			c, k := columnCandidates(&cols[i], violating, o)
+	for i := range w.Columns {
+		if !slices.Contains(skip, w.Columns[i].Name) {
+			c, k := columnCandidates(w, i, violating, o)
 			cands, tests = append(cands, c...), tests+k
 		}
 	}
@@ -52,24 +50,22 @@ func segments(cols []table.DictColumn, violating []int, skip []string, o Options
 // the violating rows and returns the candidates (at least o.MinViolating
 // violating rows and a larger share of them than of the window) and the
 // number of values with o.MinViolating records in the window.
-func columnCandidates(c *table.DictColumn, violating []int, o Options) (out []Segment, tests int) {
-	all := make([]int, len(c.Dict)+1)
-	for _, code := range c.Codes {
-		all[code]++
-	}
+func columnCandidates(w *Window, i int, violating []int, o Options) (out []Segment, tests int) {
+	c := &w.Columns[i]
+	all := windowCounts(w, i)
 	in := make([]int, len(c.Dict)+1)
 	for _, row := range violating {
-		in[c.Codes[row]]++
+		in[c.Codes[w.slot(row)]]++
 	}
-	n, v := float64(len(c.Codes)), float64(len(violating))
+	n, v := float64(w.Rule.Rows), float64(len(violating))
 	for code := range in {
-		if all[code] >= o.MinViolating {
+		if int(all[code]) >= o.MinViolating {
 			tests++
 		}
 		if in[code] < o.MinViolating {
 			continue
 		}
-		s := Segment{Column: c.Name, Null: code == 0, Violating: in[code], Records: all[code]}
+		s := Segment{Column: c.Name, Null: code == 0, Violating: in[code], Records: int(all[code])}
 		if code > 0 {
 			s.Value = c.Dict[code-1]
 		}
@@ -81,6 +77,20 @@ func columnCandidates(c *table.DictColumn, violating []int, o Options) (out []Se
 		out = append(out, s)
 	}
 	return out, tests
+}
+
+// windowCounts is column i's rows per code over w: w.Counts's, or
+// counted from the codes.
+func windowCounts(w *Window, i int) []uint32 {
+	if w.Slot != nil {
+		return w.Counts[i]
+	}
+	c := &w.Columns[i]
+	all := make([]uint32, len(c.Dict)+1)
+	for _, code := range c.Codes {
+		all[code]++
+	}
+	return all
 }
 
 // hypergeomTail is P(X >= x) for X the number of marked items among

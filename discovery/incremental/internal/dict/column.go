@@ -471,6 +471,20 @@ func (c *Column) Release(code uint32) {
 	}
 }
 
+// Counts returns how many of the window's rows rows hold each code, by
+// code (0: NULL), as counting the codes of those rows would: a freed
+// code holds none.
+func (c *Column) Counts(rows int) []uint32 {
+	out := make([]uint32, len(c.refs)+1)
+	out[0] = uint32(rows - c.NonNull)
+	for i, r := range c.refs {
+		if r != freedRefs {
+			out[i+1] = r
+		}
+	}
+	return out
+}
+
 // Eq is the equality id of code (see Column).
 func (c *Column) Eq(code uint32) uint32 {
 	if code == 0 {
