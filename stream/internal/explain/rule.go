@@ -172,8 +172,13 @@ func longestChain(rows []ocRow, in []bool, chain []ocRow, sc *[]int32) []ocRow {
 	*sc = buf
 	tops, prev := buf[:0:len(rows)], buf[len(rows):2*len(rows)]
 	for i, x := range rows {
-		// the first pile whose top is greater than x.b
-		p, hi := 0, len(tops)
+		// the first pile whose top is greater than x.b: past the last
+		// one when x.b is at least its top (a holding rule's rows
+		// mostly), else found by bisection below it
+		p, hi := len(tops), len(tops)-1
+		if p > 0 && rows[tops[hi]].b > x.b {
+			p = 0
+		}
 		for p < hi {
 			if m := int(uint(p+hi) >> 1); rows[tops[m]].b <= x.b {
 				p = m + 1
@@ -215,34 +220,59 @@ func longestChain(rows []ocRow, in []bool, chain []ocRow, sc *[]int32) []ocRow {
 // changed is the one the chain bounds on both sides: a changed value has
 // neighbours on both sides of the other, unchanged column.
 func ocExpected(chain []ocRow, x ocRow, left, right *table.Column, desc bool) Expected {
-	rb := chainSpan(chain, x.a, func(c ocRow) uint32 { return c.a }, func(c ocRow) uint32 { return c.b })
+	rb := chainSpan(chain, x.a, true)
 	if desc {
 		top := uint32(right.Cardinality - 1)
 		rb = span{low: top - rb.high, high: top - rb.low, lowSet: rb.highSet, highSet: rb.lowSet}
 	}
-	la := chainSpan(chain, x.b, func(c ocRow) uint32 { return c.b }, func(c ocRow) uint32 { return c.a })
+	la := chainSpan(chain, x.b, false)
 	if la.better(rb, left.Cardinality, right.Cardinality) {
 		return la.expected(left)
 	}
 	return rb.expected(right)
 }
 
-// chainSpan is the range of side that no chain row contradicts for a
-// row whose other side is at: at least side of the chain's last row with
-// other below at, at most side of its first row with other above it. The
-// chain is sorted by both sides.
-func chainSpan(chain []ocRow, at uint32, other, side func(ocRow) uint32) span {
-	by := func(c ocRow, v uint32) int { return cmp.Compare(other(c), v) }
-	i, _ := slices.BinarySearchFunc(chain, at, by)
-	j, _ := slices.BinarySearchFunc(chain[i:], at+1, by)
-	sp := span{lowSet: i > 0, highSet: i+j < len(chain)}
+// chainSpan is the range of one side that no chain row contradicts for
+// a row whose other side is at: at least the side of the chain's last row
+// with the other side below at, at most that of its first row with it
+// above at. The other side is a when byA, else b (the side the other).
+// The chain is sorted by both sides.
+func chainSpan(chain []ocRow, at uint32, byA bool) span {
+	i := firstAtLeast(chain, at, byA)
+	j := i + firstAtLeast(chain[i:], at+1, byA)
+	sp := span{lowSet: i > 0, highSet: j < len(chain)}
+	side := func(c ocRow) uint32 {
+		if byA {
+			return c.b
+		}
+		return c.a
+	}
 	if sp.lowSet {
 		sp.low = side(chain[i-1])
 	}
 	if sp.highSet {
-		sp.high = side(chain[i+j])
+		sp.high = side(chain[j])
 	}
 	return sp
+}
+
+// firstAtLeast is the index of the first row of chain (sorted by both
+// sides) whose a (byA) or b is at least v, len(chain) when none is.
+func firstAtLeast(chain []ocRow, v uint32, byA bool) int {
+	lo, hi := 0, len(chain)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		k := chain[m].b
+		if byA {
+			k = chain[m].a
+		}
+		if k < v {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 // span is a range of ranks of one column, each side possibly open.
