@@ -138,6 +138,10 @@ type columnOrder struct {
 	typ   ColumnType
 	cmp   func(a, b int32) int
 	equal func(a, b int32) bool
+	// keys, when set, holds each dictionary entry's place in the order as
+	// a number whose order is cmp's (numericKey), so that encodeColumn
+	// can sort by it without calling cmp.
+	keys []uint64
 }
 
 // numericOrder is the Numeric order of the dictionary entries idx, false
@@ -146,7 +150,7 @@ func numericOrder(dict []string, idx []int32, p *pacer) (columnOrder, bool) {
 	if len(idx) == 0 {
 		return columnOrder{}, false
 	}
-	nums := make([]float64, len(dict))
+	nums, keys := make([]float64, len(dict)), make([]uint64, len(dict))
 	for _, i := range idx {
 		if p.tick() {
 			return columnOrder{}, false
@@ -160,13 +164,29 @@ func numericOrder(dict []string, idx []int32, p *pacer) (columnOrder, bool) {
 		if err != nil || math.IsNaN(f) {
 			return columnOrder{}, false
 		}
-		nums[i] = f
+		nums[i], keys[i] = f, numericKey(f)
 	}
 	return columnOrder{
 		typ:   Numeric,
 		cmp:   func(a, b int32) int { return cmp.Compare(nums[a], nums[b]) },
 		equal: func(a, b int32) bool { return nums[a] == nums[b] },
+		keys:  keys,
 	}, true
+}
+
+// numericKey is f's key in the Numeric order: its bits with the sign bit
+// set for a positive number and every bit flipped for a negative one, so
+// that the keys order as the numbers do; -0 is keyed as 0, which it
+// equals.
+func numericKey(f float64) uint64 {
+	if f == 0 {
+		f = 0
+	}
+	b := math.Float64bits(f)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
 }
 
 // temporalOrder is the Temporal order of the dictionary entries idx,
@@ -330,13 +350,18 @@ func encodeColumn(dc *DictColumn, orderText, declared bool, list []string, p *pa
 		return Column{}, err
 	}
 	// idx ascends: ties by index are the stable sort's order, and pdqsort
-	// on distinct keys is faster than a stable sort.
-	slices.SortFunc(idx, func(a, b int32) int {
-		if c := order.cmp(a, b); c != 0 {
-			return c
-		}
-		return cmp.Compare(a, b)
-	})
+	// on distinct keys is faster than a stable sort. A large dictionary
+	// with keys is radix sorted (stable, so ties stay by index).
+	if order.keys != nil && len(idx) >= radixMin {
+		radixSort(idx, order.keys)
+	} else {
+		slices.SortFunc(idx, func(a, b int32) int {
+			if c := order.cmp(a, b); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+	}
 	if err := p.now(); err != nil {
 		return Column{}, err
 	}
