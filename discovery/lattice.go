@@ -201,7 +201,7 @@ type lattice struct {
 	ev         *evidence
 	rows       rowEvidence // all records, for the dependencies that mention every column
 	unordered  uint64      // the Nominal columns, which take no part in OCs
-	// measured holds the measurements (measuredColumns) when the listing
+	// measured holds the measurements (Evidence.Measurements) when the listing
 	// is on: see unlisted.
 	measured uint64
 	found    []found
@@ -321,7 +321,7 @@ func newLattice(t *table.Table, opts Options) *lattice {
 		}
 	}
 	if opts.MinStrength > 0 {
-		l.measured = measuredColumns(t, l.ev, opts.listing().measurementShare)
+		l.measured = l.ev.Measurements(t, opts.listing().measurementShare)
 	}
 	return l
 }

@@ -1,6 +1,6 @@
 package discovery
 
-import "github.com/odwatch/odwatch/discovery/table"
+import "github.com/odwatch/odwatch/discovery/internal/validate"
 
 // The entries of a discovery that step back before equivalences and
 // implied rules are judged (docs/DESIGN.md, "Keys, equivalences and
@@ -43,7 +43,7 @@ func (s *summary) stepBackKeyOrders() {
 func (s *summary) stepBackEmptySides() {
 	budget := RemovalBudget(s.opts.Epsilon, s.t.Rows)
 	empty := func(name string) bool {
-		return s.t.Rows-emptyRows(&s.t.Columns[s.index[name]]) <= budget
+		return s.t.Rows-validate.EmptyRows(&s.t.Columns[s.index[name]]) <= budget
 	}
 	for i := range s.d.Dependencies {
 		r := &s.d.Dependencies[i]
@@ -66,51 +66,18 @@ func (s *summary) stepBackEmptySides() {
 	}
 }
 
-// emptyRows counts the rows of c that hold no value: rank 0 when it is
-// the empty text (NULL, or an empty string).
-func emptyRows(c *table.Column) int {
-	if len(c.Values) == 0 || c.Values[0] != "" {
-		return 0
-	}
-	n := 0
-	for _, x := range c.Ranks {
-		if x == 0 {
-			n++
-		}
-	}
-	return n
-}
-
 // stepBackMeasurements marks not reliable every reliable OFD and OC whose
-// context holds a measurement (measuredColumns). Nothing implies such a
+// context holds a measurement (validate.Evidence.Measurements). Nothing implies such a
 // rule; its context is a near key for a person, though its repeats pass
 // the support test (adult's fnlwgt). The lattice searches no candidate of
 // the listing alone there (lattice.unlisted), so the ones it steps back
 // are of the paper's minimal set.
 func (s *summary) stepBackMeasurements() {
-	measured := measuredColumns(s.t, newEvidence(s.t, s.opts.listing()), s.opts.listing().measurementShare)
+	measured := newEvidence(s.t, s.opts.listing()).Measurements(s.t, s.opts.listing().measurementShare)
 	for i := range s.d.Dependencies {
 		r := &s.d.Dependencies[i]
 		if r.Reliable && (r.Kind == KindOFD || r.Kind == KindOC) && s.set(r.Context...)&measured != 0 {
 			r.Reliable = false
 		}
 	}
-}
-
-// measuredColumns returns the measurements of t: its numeric and temporal
-// columns with at least share distinct values per distinct record of ev.
-func measuredColumns(t *table.Table, ev *evidence, share float64) uint64 {
-	var measured uint64
-	for c := range t.Columns {
-		col := &t.Columns[c]
-		if col.Type != table.Numeric && col.Type != table.Temporal {
-			continue
-		}
-		// Every value of a row is in the first of its identical rows too:
-		// the distinct records hold all Cardinality values.
-		if float64(col.Cardinality) >= share*float64(ev.N) {
-			measured |= 1 << c
-		}
-	}
-	return measured
 }

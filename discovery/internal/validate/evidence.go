@@ -136,3 +136,38 @@ func (e *Evidence) OCMeasure(ev *StrippedPartition, removals int, counts OCCount
 // removals when exact (0 otherwise) and its shuffled removals
 // (OCShuffledRemovals).
 type OCCounter func(p *StrippedPartition, exact bool) (removals, shuffled int)
+
+// Measurements returns the measurements of t, e its distinct records: its
+// numeric and temporal columns with at least share distinct values per
+// distinct record (a weight, a coordinate, a time stamp; docs/DESIGN.md,
+// "Keys, equivalences and implied rules").
+func (e *Evidence) Measurements(t *table.Table, share float64) uint64 {
+	var measured uint64
+	for c := range t.Columns {
+		col := &t.Columns[c]
+		if col.Type != table.Numeric && col.Type != table.Temporal {
+			continue
+		}
+		// Every value of a row is in the first of its identical rows too:
+		// the distinct records hold all Cardinality values.
+		if float64(col.Cardinality) >= share*float64(e.N) {
+			measured |= 1 << c
+		}
+	}
+	return measured
+}
+
+// EmptyRows counts the rows of c that hold no value: rank 0 when it is
+// the empty text (NULL, or an empty string).
+func EmptyRows(c *table.Column) int {
+	if len(c.Values) == 0 || c.Values[0] != "" {
+		return 0
+	}
+	n := 0
+	for _, x := range c.Ranks {
+		if x == 0 {
+			n++
+		}
+	}
+	return n
+}
