@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,6 +27,11 @@ type Typing struct {
 	// with a list must be in it. A numeric column declared without a list
 	// stays Numeric.
 	Ordinal map[string][]string
+	// Workers, above one, encodes that many columns at once when there
+	// is no pause to pass (EncodeTypedPause): for a caller whose other
+	// cores are idle meanwhile (a check, with discovery held). The table
+	// is the same.
+	Workers int
 }
 
 // ErrOrdinal is returned (wrapped, naming the column and the value) when an
@@ -76,21 +83,51 @@ func EncodeTypedPause(ctx context.Context, cols []DictColumn, ty Typing, pause f
 		}
 	}
 	for i := range cols {
-		if err := p.now(); err != nil {
-			return nil, err
-		}
 		if len(cols[i].Codes) != t.Rows {
 			return nil, fmt.Errorf("encode: column %q has %d rows, column %q has %d",
 				cols[i].Name, len(cols[i].Codes), cols[0].Name, t.Rows)
 		}
+	}
+	encode := func(i int, p *pacer) error {
 		order, declared := ty.Ordinal[cols[i].Name]
 		c, err := encodeColumn(&cols[i], ty.OrderText, declared, order, p)
-		if err != nil {
+		t.Columns[i] = c
+		return err
+	}
+	if ty.Workers > 1 && pause == nil {
+		return t, encodeParallel(len(cols), ty.Workers, func(i int) error { return encode(i, &pacer{ctx: ctx}) })
+	}
+	for i := range cols {
+		if err := p.now(); err != nil {
 			return nil, err
 		}
-		t.Columns[i] = c
+		if err := encode(i, p); err != nil {
+			return nil, err
+		}
 	}
 	return t, nil
+}
+
+// encodeParallel runs encode(i) for each of n columns on workers
+// goroutines and returns the error of the first column that failed.
+func encodeParallel(n, workers int, encode func(i int) error) error {
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(workers, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				errs[i] = encode(i)
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // encodePauseValues is how many dictionary values EncodeTypedPause types

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -441,7 +442,11 @@ func (s *checkSampler) take(names []string) {
 func (s *checkSampler) encode(typingFor func([]table.DictColumn) table.Typing) error {
 	if s.encoded < len(s.cols) {
 		cols := s.cols[s.encoded:]
-		t, err := table.EncodeTyped(cols, typingFor(cols))
+		// A check holds discovery (its gate): the columns are encoded
+		// on every core.
+		ty := typingFor(cols)
+		ty.Workers = runtime.GOMAXPROCS(0)
+		t, err := table.EncodeTyped(cols, ty)
 		if err != nil {
 			return err
 		}
