@@ -19,7 +19,8 @@ type Distinct struct {
 // discovery's workers, a check and its samples) ask for it at once.
 type distinctCache struct {
 	mu      sync.Mutex
-	columns int // the columns d was found over
+	all     bool // MarkDistinct: every row is a distinct record
+	columns int  // the columns d was found over
 	d       *Distinct
 }
 
@@ -35,10 +36,27 @@ func (t *Table) Distinct() *Distinct {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.all {
+		return &Distinct{N: t.Rows}
+	}
 	if c.d == nil || c.columns != len(t.Columns) {
 		c.d, c.columns = findDistinct(t), len(t.Columns)
 	}
 	return c.d
+}
+
+// MarkDistinct says that every row of t is a distinct record of the
+// data its columns were taken from, whatever columns t holds now or is
+// given later: Distinct then finds no row repeated without reading the
+// cells (a window's table of a few columns, taken when a key has no
+// removal on the window). A Table written as a literal has no cache and
+// ignores it.
+func (t *Table) MarkDistinct() {
+	if c := t.distinct; c != nil {
+		c.mu.Lock()
+		c.all = true
+		c.mu.Unlock()
+	}
 }
 
 // findDistinct finds the distinct records of t by hashing each row's

@@ -72,3 +72,25 @@ func bruteDistinct(t *Table) ([]bool, int) {
 	}
 	return first, n
 }
+
+// TestMarkDistinct: a marked table finds no repeated row, though its
+// rows repeat, and columns appended later keep the mark.
+func TestMarkDistinct(t *testing.T) {
+	col := DictColumn{Name: "a", Dict: []string{"x"}, Codes: []uint32{1, 1, 1}}
+	tab, err := Encode([]DictColumn{col})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := tab.Distinct(); d.N != 1 {
+		t.Fatalf("unmarked: %d distinct records, want 1", d.N)
+	}
+	tab.MarkDistinct()
+	more, err := Encode([]DictColumn{{Name: "b", Dict: []string{"y"}, Codes: []uint32{1, 1, 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab.Columns = append(tab.Columns, more.Columns...)
+	if d := tab.Distinct(); d.N != 3 || d.First != nil {
+		t.Fatalf("marked: %+v, want 3 distinct records", d)
+	}
+}

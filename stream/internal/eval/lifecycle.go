@@ -3,8 +3,11 @@ package eval
 import (
 	"context"
 	"errors"
+	"runtime"
 	"slices"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
@@ -128,7 +131,7 @@ func whole(t *table.Table) tableFor {
 // results is nil when t could not be read or ctx is done, and errs[i]
 // says why deps[i] could not be validated (logged).
 func (e Env) validate(ctx context.Context, t *table.Table, deps []discovery.Dependency) ([]discovery.Result, []error) {
-	results, errs, err := discovery.ValidateEach(ctx, t, deps, discovery.Options{Epsilon: e.Cfg.Epsilon, MinStrength: e.Cfg.MinStrength})
+	results, errs, err := validateOnCores(ctx, t, deps, discovery.Options{Epsilon: e.Cfg.Epsilon, MinStrength: e.Cfg.MinStrength})
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			e.Log.Warn("validate on the check's window", "err", err)
@@ -143,40 +146,84 @@ func (e Env) validate(ctx context.Context, t *table.Table, deps []discovery.Depe
 	return results, errs
 }
 
+// validateOnCores is discovery.ValidateEach of deps on t, the
+// dependencies dealt in turn to one call per core run at once: a check
+// holds discovery (its gate), and a merge check rates several rules of
+// the window, tens of milliseconds each one at a time. Each call builds
+// the partitions its dependencies need, shared contexts once per call.
+func validateOnCores(ctx context.Context, t *table.Table, deps []discovery.Dependency, opts discovery.Options) ([]discovery.Result, []error, error) {
+	n := min(runtime.GOMAXPROCS(0), len(deps))
+	if n <= 1 {
+		return discovery.ValidateEach(ctx, t, deps, opts)
+	}
+	results, errs := make([]discovery.Result, len(deps)), make([]error, len(deps))
+	var g errgroup.Group
+	for w := range n {
+		g.Go(func() error {
+			var mine []discovery.Dependency
+			for i := w; i < len(deps); i += n {
+				mine = append(mine, deps[i])
+			}
+			rs, es, err := discovery.ValidateEach(ctx, t, mine, opts)
+			if err != nil {
+				return err
+			}
+			for k := range mine {
+				results[w+k*n], errs[w+k*n] = rs[k], es[k]
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	return results, errs, nil
+}
+
 // samplerTable is tab for measureNeeds and uncounted on a check: the
 // columns of deps (with all, those distinctColumns adds: keys are the
 // check's key rules) copied from the checker and encoded (s keeps them for
 // the events' samples), or nil when they could not be encoded (logged).
 func (e Env) samplerTable(s *checkSampler, keys []discovery.Dependency) tableFor {
 	return func(deps []discovery.Dependency, all bool) *table.Table {
-		names := sampledColumns(deps)
+		names, distinct := sampledColumns(deps), false
 		if all && s.attached() {
-			names = s.distinctColumns(names, deps, keys)
+			names, distinct = s.distinctColumns(names, deps, keys)
 		}
 		s.take(names)
 		if err := s.encode(e.Cfg.typingFor); err != nil {
 			e.Log.Warn("check: encode the columns to validate", "err", err)
 			return nil
 		}
+		if distinct {
+			s.table.MarkDistinct()
+		}
 		return s.table
 	}
 }
 
 // distinctColumns are the columns a table of the checker's window needs,
-// names (deps' columns) among them, for its records to be distinct as on
+// names (deps' columns) among them, for its records to be judged as on
 // the whole window (strengths are judged on the distinct records): every
 // column, or, when one of keys has no removal in the window (no two
-// records share its values: every record is distinct), names with the
-// key's columns and, when one of deps would mention every column so taken,
-// one column more (a rule over every column of its table is judged on all
-// records, docs/DESIGN.md "Strength"). Both have every record distinct,
-// and copying and encoding every column of a large window cost a check
-// tens of milliseconds.
-func (s *checkSampler) distinctColumns(names []string, deps, keys []discovery.Dependency) []string {
+// records share its values: every record is distinct), names alone, the
+// table marked distinct (table.Table.MarkDistinct), or, when one of deps
+// would mention every column of names (a rule over every column of its
+// table is judged on all records, docs/DESIGN.md "Strength"), names with
+// the key's columns and one column more. Copying and encoding every
+// column of a large window cost a check tens of milliseconds, and a key's
+// near-unique columns (a time stamp) most of a merge check's encoding.
+func (s *checkSampler) distinctColumns(names []string, deps, keys []discovery.Dependency) (cols []string, distinct bool) {
 	all := s.c.eng.Columns()
 	for _, k := range keys {
 		if removals, ok := s.c.eng.KeyRemovals(k.Set); !ok || removals > 0 {
 			continue
+		}
+		spans := func(names []string) bool {
+			return slices.ContainsFunc(deps, func(d discovery.Dependency) bool { return mentionsAll(d, names) })
+		}
+		if !spans(names) {
+			return names, true
 		}
 		out := slices.Clone(names)
 		for _, c := range k.Set {
@@ -184,16 +231,16 @@ func (s *checkSampler) distinctColumns(names []string, deps, keys []discovery.De
 				out = append(out, c)
 			}
 		}
-		if slices.ContainsFunc(deps, func(d discovery.Dependency) bool { return mentionsAll(d, out) }) {
+		if spans(out) {
 			i := slices.IndexFunc(all, func(c string) bool { return !slices.Contains(out, c) })
 			if i < 0 {
-				return all
+				return all, false
 			}
 			out = append(out, all[i])
 		}
-		return out
+		return out, true
 	}
-	return all
+	return all, false
 }
 
 // mentionsAll reports whether d mentions every one of names.

@@ -131,7 +131,8 @@ func TestCheckWindowKey(t *testing.T) {
 }
 
 // TestDistinctColumnsRateAsTheWindow: rules rated on the columns
-// distinctColumns takes (theirs and a key's with no removal) have the
+// distinctColumns takes (theirs, marked distinct, or with a key's with no
+// removal) have the
 // strength, score and removals they have on every column of the window,
 // on random windows: an id unique or not (records sent twice, or ids on
 // other records), rules over the id and over every column taken alone,
@@ -200,11 +201,15 @@ func TestDistinctColumnsRateAsTheWindow(t *testing.T) {
 			}
 			return res
 		}
-		// The rules together, and each alone (whose columns and the key's
-		// may be all the table has).
+		// The rules together, each alone (whose columns and the key's may
+		// be all the table has) and each pair (whose columns may leave
+		// the key out, the table then marked distinct).
 		sets := [][]discovery.Dependency{deps}
-		for _, d := range deps {
+		for i, d := range deps {
 			sets = append(sets, []discovery.Dependency{d})
+			for _, e := range deps[i+1:] {
+				sets = append(sets, []discovery.Dependency{d, e})
+			}
 		}
 		for _, set := range sets {
 			got, want := rate(set, []discovery.Dependency{mustDep(t, "key(id)")}), rate(set, nil)
