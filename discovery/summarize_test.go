@@ -488,6 +488,57 @@ func TestMirrorsAndTriangles(t *testing.T) {
 	}
 }
 
+// TestMirrorFallback: two reliable mirror FDs X,A -> B and X,B -> A whose
+// equivalence {X}: A <-> B is not reliable on the table (here the FDs are
+// reliable only because the discovery handed to Summarize says so, on
+// independent columns) are not made one: the stronger stays, the other
+// steps back naming it, equal strengths going by text.
+func TestMirrorFallback(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 21))
+	cols := make([][]int, 3)
+	for range 400 {
+		for c := range cols {
+			cols[c] = append(cols[c], rng.IntN(3))
+		}
+	}
+	tab := tableFromInts(cols)
+	ab, ba := "{c0,c1}: [] -> c2", "{c0,c2}: [] -> c1"
+	for _, tc := range []struct {
+		abStrength, baStrength float64
+		kept, back             string
+	}{
+		{0.8, 0.9, ba, ab},
+		{0.9, 0.8, ab, ba},
+		{0.8, 0.8, ab, ba}, // a tie: the smaller text stays
+	} {
+		fd := func(text string, strength float64) Result {
+			d, err := ParseDependency(text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return Result{Dependency: d, Strength: strength, Reliable: true, Score: 0.3}
+		}
+		d := &Discovery{Rows: tab.Rows, Columns: []string{"c0", "c1", "c2"}, Epsilon: 0.1, Complete: true,
+			Dependencies: []Result{fd(ab, tc.abStrength), fd(ba, tc.baStrength)}}
+		if err := Summarize(context.Background(), tab, d, Options{Epsilon: 0.1, MinStrength: 0.5}); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]Result{}
+		for _, r := range d.Dependencies {
+			got[r.String()] = r
+			if r.Kind == KindEquivalence {
+				t.Errorf("strengths %v/%v: equivalence %s added (reliable %v)", tc.abStrength, tc.baStrength, r, r.Reliable)
+			}
+		}
+		if k := got[tc.kept]; !k.Reliable {
+			t.Errorf("strengths %v/%v: %s not reliable (implied by %q)", tc.abStrength, tc.baStrength, tc.kept, k.ImpliedBy)
+		}
+		if b := got[tc.back]; b.Reliable || !slices.Equal(b.ImpliedBy, []string{tc.kept}) {
+			t.Errorf("strengths %v/%v: %s reliable %v, implied by %q; want stepped back naming %s", tc.abStrength, tc.baStrength, tc.back, b.Reliable, b.ImpliedBy, tc.kept)
+		}
+	}
+}
+
 // TestSummarizePauses: Summarize passes Options.Pause before each
 // candidate key's partition and each validation (the monitor's check gate
 // holds it there), gives the listing it gives without one, and stops with
