@@ -337,13 +337,18 @@ func (l *lattice) unlisted(n *latNode) bool { return n.set&l.measured != 0 }
 // parallel runs fn(validator, i) for i in [0, n) on the worker pool,
 // each worker passing opts.Pause before each i and, through its
 // Validator's pause, every pauseEvery rows of work within one (a long
-// validation). It returns ctx's error, or the first error Pause returned
-// (which stops every worker).
-func (l *lattice) parallel(ctx context.Context, n int, fn func(v *validate.Validator, i int)) error {
+// validation). A worker takes the i in runs of parallelRun(n) (a level's
+// millions of candidates took a shared counter's cache line from one
+// core to the other at every one), and, when validations says the i are
+// validations, counts each run in the progress and reports it. It
+// returns ctx's error, or the first error Pause returned (which stops
+// every worker).
+func (l *lattice) parallel(ctx context.Context, n int, validations bool, fn func(v *validate.Validator, i int)) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	run := parallelRun(n, l.workers)
 	for w := range min(l.workers, n) {
 		v := l.validators[w]
 		wg.Go(func() {
@@ -352,15 +357,22 @@ func (l *lattice) parallel(ctx context.Context, n int, fn func(v *validate.Valid
 				defer func() { v.Pause = nil }()
 			}
 			for ctx.Err() == nil {
-				if err := l.pause(ctx); err != nil {
-					stop(err)
+				from := int(next.Add(int64(run)) - int64(run))
+				if from >= n {
 					return
 				}
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
+				to := min(from+run, n)
+				for i := from; i < to && ctx.Err() == nil; i++ {
+					if err := l.pause(ctx); err != nil {
+						stop(err)
+						return
+					}
+					fn(v, i)
 				}
-				fn(v, i)
+				if validations {
+					l.validated.Add(int64(to - from))
+					l.progress(false)
+				}
 			}
 		})
 	}
@@ -369,6 +381,14 @@ func (l *lattice) parallel(ctx context.Context, n int, fn func(v *validate.Valid
 		return context.Cause(ctx)
 	}
 	return nil
+}
+
+// parallelRun is how many of n units a worker of parallel takes at once:
+// enough that taking them costs nothing beside their work, few enough
+// that the workers end a level together (a run is at most a 256th of a
+// worker's share; the units come largest first).
+func parallelRun(n, workers int) int {
+	return min(max(n/(256*max(workers, 1)), 1), 64)
 }
 
 // pauseWithin is opts.Pause passed within a unit of work (the
@@ -496,7 +516,7 @@ func (l *lattice) inherit(level []*latNode) []*latNode {
 // two span X; the two with the fewest covered rows make the cheapest
 // product). It reads the parents' partitions and writes the nodes'.
 func (l *lattice) buildPartitions(ctx context.Context, level []*latNode, k int) error {
-	return l.parallel(ctx, len(level), func(v *validate.Validator, i int) {
+	return l.parallel(ctx, len(level), false, func(v *validate.Validator, i int) {
 		n := level[i]
 		if k == 1 {
 			n.part = validate.ColumnPartition(&l.t.Columns[n.cols[0]])
@@ -587,10 +607,8 @@ func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
 // validateOFDs runs validateOFD on every task on the worker pool, in
 // their order (computeODs: largest partitions first).
 func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
-	return l.parallel(ctx, len(ofds), func(v *validate.Validator, i int) {
+	return l.parallel(ctx, len(ofds), true, func(v *validate.Validator, i int) {
 		l.validateOFD(v, &ofds[i])
-		l.validated.Add(1)
-		l.progress(false)
 	})
 }
 
@@ -797,10 +815,8 @@ func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
 // validateOCs runs validateOC on every task on the worker pool, in their
 // order (computeODs: largest partitions first).
 func (l *lattice) validateOCs(ctx context.Context, ocs []ocTask) error {
-	return l.parallel(ctx, len(ocs), func(v *validate.Validator, i int) {
+	return l.parallel(ctx, len(ocs), true, func(v *validate.Validator, i int) {
 		l.validateOC(v, &ocs[i])
-		l.validated.Add(1)
-		l.progress(false)
 	})
 }
 
