@@ -22,29 +22,6 @@ import (
 // that wide is out of reach anyway; Validate has no such limit).
 var errTooManyColumns = errors.New("discovery: more than 64 columns")
 
-// errBadTable is returned when a table's columns are inconsistent (length
-// differing from Rows, or a rank not below the column's cardinality).
-var errBadTable = errors.New("discovery: inconsistent table")
-
-// checkEncodedTable rejects tables the validators could index out of range with.
-func checkEncodedTable(t *table.Table) error {
-	if t == nil {
-		return fmt.Errorf("%w: nil table", errBadTable)
-	}
-	for i := range t.Columns {
-		c := &t.Columns[i]
-		if len(c.Ranks) != t.Rows {
-			return fmt.Errorf("%w: column %q has %d ranks for %d rows", errBadTable, c.Name, len(c.Ranks), t.Rows)
-		}
-		for _, r := range c.Ranks {
-			if int(r) >= c.Cardinality {
-				return fmt.Errorf("%w: column %q has rank %d not below its cardinality %d", errBadTable, c.Name, r, c.Cardinality)
-			}
-		}
-	}
-	return nil
-}
-
 // latNode is one context X of the lattice.
 type latNode struct {
 	cols    []int  // X, ascending column indices
@@ -258,7 +235,7 @@ func Discover(ctx context.Context, t *table.Table, opts Options) (*Discovery, er
 // every pauseEvery rows of work within a unit (Discover: PauseRows).
 func discover(ctx context.Context, t *table.Table, opts Options, pauseEvery int) (*Discovery, error) {
 	start := time.Now()
-	if err := checkEncodedTable(t); err != nil {
+	if err := t.Check(); err != nil {
 		return nil, err
 	}
 	m := len(t.Columns)

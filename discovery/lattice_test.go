@@ -273,8 +273,8 @@ func TestDiscoverCancel(t *testing.T) {
 
 func TestDiscoverRejectsBadTables(t *testing.T) {
 	bad := &table.Table{Rows: 2, Columns: []table.Column{{Name: "a", Ranks: []uint32{0, 5}, Cardinality: 2}}}
-	if _, err := Discover(context.Background(), bad, Options{}); !errors.Is(err, errBadTable) {
-		t.Fatalf("err %v, want errBadTable", err)
+	if _, err := Discover(context.Background(), bad, Options{}); !errors.Is(err, table.ErrInconsistent) {
+		t.Fatalf("err %v, want table.ErrInconsistent", err)
 	}
 	wide := &table.Table{Rows: 1}
 	for i := range 65 {

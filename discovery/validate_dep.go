@@ -64,7 +64,7 @@ func ValidateAll(ctx context.Context, t *table.Table, deps []Dependency, opts Op
 // column t lacks or is malformed, and out[i] is then the zero Result. err
 // is the table's or ctx's error, which stops it.
 func ValidateEach(ctx context.Context, t *table.Table, deps []Dependency, opts Options) (out []Result, errs []error, err error) {
-	if err := checkEncodedTable(t); err != nil {
+	if err := t.Check(); err != nil {
 		return nil, nil, err
 	}
 	vs := &depValidator{

@@ -5,7 +5,10 @@
 // discovery and the validators compare. It knows nothing of dependencies.
 package table
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // DictColumn is a column in dictionary form, the way the stream keeps its
 // window: Codes[i] is 0 for NULL, otherwise an index+1 into Dict. Dict holds
@@ -71,4 +74,29 @@ type Table struct {
 	// distinct keeps the distinct records once found (see Distinct); nil
 	// in a Table written as a literal.
 	distinct *distinctCache
+}
+
+// ErrInconsistent is returned (wrapped, naming the column) by Check for a
+// table whose columns are inconsistent: a length differing from Rows, or a
+// rank not below the column's cardinality.
+var ErrInconsistent = errors.New("inconsistent table")
+
+// Check rejects a table the validators could index out of range with (a
+// nil one too): Encode's tables pass, a literal may not.
+func (t *Table) Check() error {
+	if t == nil {
+		return fmt.Errorf("%w: nil table", ErrInconsistent)
+	}
+	for i := range t.Columns {
+		c := &t.Columns[i]
+		if len(c.Ranks) != t.Rows {
+			return fmt.Errorf("%w: column %q has %d ranks for %d rows", ErrInconsistent, c.Name, len(c.Ranks), t.Rows)
+		}
+		for _, r := range c.Ranks {
+			if int(r) >= c.Cardinality {
+				return fmt.Errorf("%w: column %q has rank %d not below its cardinality %d", ErrInconsistent, c.Name, r, c.Cardinality)
+			}
+		}
+	}
+	return nil
 }
