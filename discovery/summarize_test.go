@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -485,6 +486,44 @@ func TestMirrorsAndTriangles(t *testing.T) {
 	}
 	if slices.ContainsFunc(reliable, func(s string) bool { return strings.Contains(s, "<->") }) {
 		t.Errorf("a triangle is stated as an equivalence: %q", reliable)
+	}
+}
+
+// TestSummarizeKeepsTheOrder: Summarize's listing is in sortResults'
+// order whether a step changed it (an entry added, a reliable one
+// stepping back: sorted again) or not (the sort skipped), on random tables
+// of both kinds.
+func TestSummarizeKeepsTheOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 3))
+	sorted, skipped := 0, 0
+	for i := range 60 {
+		cols := strengthTable(rng)
+		if i%2 == 1 {
+			cols = repairTable(rng)
+		}
+		tab := tableFromInts(cols)
+		opts := Options{Epsilon: 0.1, MinStrength: 0.4}
+		d, err := Discover(context.Background(), tab, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, reliable := len(d.Dependencies), reliableEntries(d.Dependencies)
+		if err := Summarize(context.Background(), tab, d, opts); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Dependencies) != before || !slices.Equal(reliableEntries(d.Dependencies), reliable) {
+			sorted++
+		} else {
+			skipped++
+		}
+		want := slices.Clone(d.Dependencies)
+		sortResults(want)
+		if !reflect.DeepEqual(d.Dependencies, want) {
+			t.Fatalf("table %d: Summarize's listing is not in order", i)
+		}
+	}
+	if sorted == 0 || skipped == 0 {
+		t.Fatalf("%d listings sorted again, %d not: want both", sorted, skipped)
 	}
 }
 
