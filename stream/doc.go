@@ -40,7 +40,10 @@
 //     the pacer (cadenceFeed.pace) and waits on cadenceFeed.consumerWake.
 //   - The evaluator (evaluator.run, one per stream) owns evaluator: the
 //     tracker, the checker of two cadences (eval.Checker), the saved
-//     window end; it runs the evaluations (eval.Env). It takes
+//     window end; it runs the evaluations (eval.Env), within a check
+//     starting and waiting for helpers that share nothing writable (the
+//     engine's spread, the columns encoded on every core, the rules rated
+//     on every core: eval.validateOnCores). It takes
 //     its work from the mailbox under mailbox.mu, saves under
 //     mailbox.saveMu (so that a drop and a save are ordered), publishes
 //     progress.evaluated and releases the check gate. Delivery
