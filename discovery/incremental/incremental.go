@@ -68,6 +68,7 @@ type Engine struct {
 	prepOCs    []*ocCheck
 	restarts   map[*ocCheck]bool
 	builds     Builds
+	ringCounts [][]uint32 // Ring's counts, kept for the next call
 
 	ring
 
@@ -1326,13 +1327,16 @@ func (e *Engine) rebuildNodes() {
 // next change and keeps none of them (an explanation, which reads every
 // column at a few rows): codes by ring slot, row r (oldest first) at
 // slot(r), the engine's own dictionaries, and each column's rows per code
-// (Column.Counts). DictColumns copies every code and dictionary instead.
+// (Column.Counts, in buffers the next call reuses). DictColumns copies
+// every code and dictionary instead.
 func (e *Engine) Ring() (cols []table.DictColumn, slot func(r int) int, counts [][]uint32) {
 	e.internBatch()
-	for _, c := range e.cols {
+	e.ringCounts = slices.Grow(e.ringCounts[:0], len(e.cols))[:len(e.cols)]
+	for i, c := range e.cols {
 		cols = append(cols, table.DictColumn{Name: c.Name, Dict: c.Vals, Codes: c.Codes})
-		counts = append(counts, c.Counts(e.n))
+		e.ringCounts[i] = c.Counts(e.ringCounts[i], e.n)
 	}
+	counts = e.ringCounts
 	oldest, mask := e.oldest, e.mask
 	return cols, func(r int) int { return int((oldest + uint32(r)) & mask) }, counts
 }

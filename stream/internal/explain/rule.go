@@ -106,10 +106,12 @@ func explainOC(t *table.Table, d discovery.Dependency) (Result, error) {
 	}
 	// Sorted by (class, a, b, row): stable counting sorts by b, a, class
 	// (not by class when there is one).
-	rows = sortBy(sortBy(rows, right.Cardinality, func(x ocRow) uint32 { return x.b }),
-		left.Cardinality, func(x ocRow) uint32 { return x.a })
+	buf := make([]ocRow, len(rows))
+	sortBy(buf, rows, right.Cardinality, func(x ocRow) uint32 { return x.b })
+	sortBy(rows, buf, left.Cardinality, func(x ocRow) uint32 { return x.a })
 	if k > 1 {
-		rows = sortBy(rows, k, func(x ocRow) uint32 { return x.class })
+		sortBy(buf, rows, k, func(x ocRow) uint32 { return x.class })
+		rows = buf
 	}
 	var r Result
 	inChain := make([]bool, len(rows))
@@ -143,22 +145,20 @@ func explainOC(t *table.Table, d discovery.Dependency) (Result, error) {
 	return r, nil
 }
 
-// sortBy sorts rows stably by key, whose values are below k (a counting
-// sort into a new slice).
-func sortBy(rows []ocRow, k int, key func(ocRow) uint32) []ocRow {
+// sortBy writes src into dst (as long) sorted stably by key, whose values
+// are below k: a counting sort.
+func sortBy(dst, src []ocRow, k int, key func(ocRow) uint32) {
 	start := make([]int, k+1)
-	for _, x := range rows {
+	for _, x := range src {
 		start[key(x)+1]++
 	}
 	for i := 1; i <= k; i++ {
 		start[i] += start[i-1]
 	}
-	out := make([]ocRow, len(rows))
-	for _, x := range rows {
-		out[start[key(x)]] = x
+	for _, x := range src {
+		dst[start[key(x)]] = x
 		start[key(x)]++
 	}
-	return out
 }
 
 // longestChain marks in in the rows (one class, sorted by (a, b)) of one

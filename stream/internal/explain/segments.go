@@ -22,10 +22,14 @@ func segments(w *Window, violating []int, skip []string, o Options) []Segment {
 	}
 	n, v := w.Rule.Rows, len(violating)
 	var cands []Segment
-	tests := 0
+	tests, largest := 0, 0
+	for _, c := range w.Columns {
+		largest = max(largest, len(c.Dict))
+	}
+	in := make([]int, largest+1) // columnCandidates' counts, all 0 between columns
 	for i := range w.Columns {
 		if !slices.Contains(skip, w.Columns[i].Name) {
-			c, k := columnCandidates(w, i, violating, o)
+			c, k := columnCandidates(w, i, violating, o, in)
 			cands, tests = append(cands, c...), tests+k
 		}
 	}
@@ -49,27 +53,34 @@ func segments(w *Window, violating []int, skip []string, o Options) []Segment {
 // columnCandidates counts one column's values over the window and over
 // the violating rows and returns the candidates (at least o.MinViolating
 // violating rows and a larger share of them than of the window) and the
-// number of values with o.MinViolating records in the window.
-func columnCandidates(w *Window, i int, violating []int, o Options) (out []Segment, tests int) {
+// number of values with o.MinViolating records in the window. in (a
+// count per code, at least the dictionary's) is all 0 on entry and on
+// return: only the violating rows' codes are counted and reset, since a
+// near-unique column's dictionary is the size of the window.
+func columnCandidates(w *Window, i int, violating []int, o Options, in []int) (out []Segment, tests int) {
 	c := &w.Columns[i]
 	all := windowCounts(w, i)
-	in := make([]int, len(c.Dict)+1)
+	for _, k := range all {
+		if int(k) >= o.MinViolating {
+			tests++
+		}
+	}
 	for _, row := range violating {
 		in[c.Codes[w.slot(row)]]++
 	}
 	n, v := float64(w.Rule.Rows), float64(len(violating))
-	for code := range in {
-		if int(all[code]) >= o.MinViolating {
-			tests++
-		}
-		if in[code] < o.MinViolating {
+	for _, row := range violating {
+		code := c.Codes[w.slot(row)]
+		k := in[code]
+		in[code] = 0 // each code once, and in left all 0
+		if k < o.MinViolating {
 			continue
 		}
-		s := Segment{Column: c.Name, Null: code == 0, Violating: in[code], Records: int(all[code])}
+		s := Segment{Column: c.Name, Null: code == 0, Violating: k, Records: int(all[code])}
 		if code > 0 {
 			s.Value = c.Dict[code-1]
 		}
-		s.ViolatingShare, s.WindowShare = float64(in[code])/v, float64(all[code])/n
+		s.ViolatingShare, s.WindowShare = float64(k)/v, float64(all[code])/n
 		if s.ViolatingShare <= s.WindowShare {
 			continue
 		}

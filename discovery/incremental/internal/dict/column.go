@@ -472,14 +472,16 @@ func (c *Column) Release(code uint32) {
 }
 
 // Counts returns how many of the window's rows rows hold each code, by
-// code (0: NULL), as counting the codes of those rows would: a freed
-// code holds none.
-func (c *Column) Counts(rows int) []uint32 {
-	out := make([]uint32, len(c.refs)+1)
+// code (0: NULL), as counting the codes of those rows would (a freed code
+// holds none), in buf's memory when it is large enough: every entry is
+// written.
+func (c *Column) Counts(buf []uint32, rows int) []uint32 {
+	out := slices.Grow(buf[:0], len(c.refs)+1)[:len(c.refs)+1]
 	out[0] = uint32(rows - c.NonNull)
 	for i, r := range c.refs {
-		if r != freedRefs {
-			out[i+1] = r
+		out[i+1] = r
+		if r == freedRefs {
+			out[i+1] = 0
 		}
 	}
 	return out
