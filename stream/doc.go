@@ -42,8 +42,8 @@
 //     tracker, the checker of two cadences (eval.Checker), the saved
 //     window end; it runs the evaluations (eval.Env), within a check
 //     starting and waiting for helpers that share nothing writable (the
-//     engine's spread, the columns encoded on every core, the rules rated
-//     on every core: eval.validateOnCores). It takes
+//     engine's spread, the rules rated on every core:
+//     eval.validateOnCores). It takes
 //     its work from the mailbox under mailbox.mu, saves under
 //     mailbox.saveMu (so that a drop and a save are ordered), publishes
 //     progress.evaluated and releases the check gate. Delivery

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -27,11 +25,6 @@ type Typing struct {
 	// with a list must be in it. A numeric column declared without a list
 	// stays Numeric.
 	Ordinal map[string][]string
-	// Workers, above one, encodes that many columns at once when there
-	// is no pause to pass (EncodeTypedPause): for a caller whose other
-	// cores are idle meanwhile (a check, with discovery held). The table
-	// is the same.
-	Workers int
 }
 
 // ErrOrdinal is returned (wrapped, naming the column and the value) when an
@@ -83,51 +76,21 @@ func EncodeTypedPause(ctx context.Context, cols []DictColumn, ty Typing, pause f
 		}
 	}
 	for i := range cols {
+		if err := p.now(); err != nil {
+			return nil, err
+		}
 		if len(cols[i].Codes) != t.Rows {
 			return nil, fmt.Errorf("encode: column %q has %d rows, column %q has %d",
 				cols[i].Name, len(cols[i].Codes), cols[0].Name, t.Rows)
 		}
-	}
-	encode := func(i int, p *pacer) error {
 		order, declared := ty.Ordinal[cols[i].Name]
 		c, err := encodeColumn(&cols[i], ty.OrderText, declared, order, p)
+		if err != nil {
+			return nil, err
+		}
 		t.Columns[i] = c
-		return err
-	}
-	if ty.Workers > 1 && pause == nil {
-		return t, encodeParallel(len(cols), ty.Workers, func(i int) error { return encode(i, &pacer{ctx: ctx}) })
-	}
-	for i := range cols {
-		if err := p.now(); err != nil {
-			return nil, err
-		}
-		if err := encode(i, p); err != nil {
-			return nil, err
-		}
 	}
 	return t, nil
-}
-
-// encodeParallel runs encode(i) for each of n columns on workers
-// goroutines and returns the error of the first column that failed.
-func encodeParallel(n, workers int, encode func(i int) error) error {
-	errs := make([]error, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				errs[i] = encode(i)
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // encodePauseValues is how many dictionary values EncodeTypedPause types
@@ -175,9 +138,10 @@ type columnOrder struct {
 	typ   ColumnType
 	cmp   func(a, b int32) int
 	equal func(a, b int32) bool
-	// keys, when set, holds each dictionary entry's place in the order as
-	// a number whose order is cmp's (numericKey), so that encodeColumn
-	// can sort by it without calling cmp.
+	// keys, when set (a numeric column of at least radixMin values),
+	// holds each dictionary entry's place in the order as a number whose
+	// order is cmp's (numericKey), so that encodeColumn can sort by it
+	// without calling cmp.
 	keys []uint64
 }
 
@@ -187,7 +151,11 @@ func numericOrder(dict []string, idx []int32, p *pacer) (columnOrder, bool) {
 	if len(idx) == 0 {
 		return columnOrder{}, false
 	}
-	nums, keys := make([]float64, len(dict)), make([]uint64, len(dict))
+	nums := make([]float64, len(dict))
+	var keys []uint64 // only a dictionary that is radix sorted needs them
+	if len(idx) >= radixMin {
+		keys = make([]uint64, len(dict))
+	}
 	for _, i := range idx {
 		if p.tick() {
 			return columnOrder{}, false
@@ -201,7 +169,10 @@ func numericOrder(dict []string, idx []int32, p *pacer) (columnOrder, bool) {
 		if err != nil || math.IsNaN(f) {
 			return columnOrder{}, false
 		}
-		nums[i], keys[i] = f, numericKey(f)
+		nums[i] = f
+		if keys != nil {
+			keys[i] = numericKey(f)
+		}
 	}
 	return columnOrder{
 		typ:   Numeric,
@@ -389,7 +360,7 @@ func encodeColumn(dc *DictColumn, orderText, declared bool, list []string, p *pa
 	// idx ascends: ties by index are the stable sort's order, and pdqsort
 	// on distinct keys is faster than a stable sort. A large dictionary
 	// with keys is radix sorted (stable, so ties stay by index).
-	if order.keys != nil && len(idx) >= radixMin {
+	if order.keys != nil {
 		radixSort(idx, order.keys)
 	} else {
 		slices.SortFunc(idx, func(a, b int32) int {

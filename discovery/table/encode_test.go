@@ -3,7 +3,6 @@ package table
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"reflect"
@@ -475,52 +474,6 @@ func TestRadixSortMatchesComparison(t *testing.T) {
 			if c.Type != Numeric {
 				t.Fatalf("trial %d: column %s is %v", trial, c.Name, c.Type)
 			}
-		}
-	}
-}
-
-// TestEncodeWorkersSameTable: encoding the columns on several goroutines
-// (Typing.Workers) gives the table one at a time gives, and the same
-// error for a bad column.
-func TestEncodeWorkersSameTable(t *testing.T) {
-	rng := rand.New(rand.NewPCG(4, 25))
-	values := []func(i int) string{
-		func(i int) string { return strconv.Itoa(rng.IntN(50) - 25) },
-		func(i int) string { return "v" + strconv.Itoa(rng.IntN(30)) },
-		func(i int) string { return time.Unix(int64(rng.IntN(1e6)), 0).UTC().Format(time.RFC3339) },
-		func(i int) string { return strconv.FormatFloat(rng.Float64()*100, 'f', 2, 64) },
-	}
-	for trial := range 30 {
-		var cols []DictColumn
-		for c := range 1 + rng.IntN(9) {
-			col := DictColumn{Name: "c" + strconv.Itoa(c)}
-			seen := map[string]uint32{}
-			for i := range 500 {
-				v := values[(c+trial)%len(values)](i)
-				if rng.IntN(10) == 0 {
-					col.Codes = append(col.Codes, 0)
-					continue
-				}
-				code, ok := seen[v]
-				if !ok {
-					col.Dict = append(col.Dict, v)
-					code = uint32(len(col.Dict))
-					seen[v] = code
-				}
-				col.Codes = append(col.Codes, code)
-			}
-			cols = append(cols, col)
-		}
-		if trial%5 == 4 {
-			cols[len(cols)-1].Codes[0] = uint32(len(cols[len(cols)-1].Dict) + 1) // outside the dictionary
-		}
-		one, err1 := EncodeTyped(cols, Typing{})
-		many, errMany := EncodeTyped(cols, Typing{Workers: 4})
-		if fmt.Sprint(err1) != fmt.Sprint(errMany) {
-			t.Fatalf("trial %d: error %v one at a time, %v on 4 workers", trial, err1, errMany)
-		}
-		if err1 == nil && !reflect.DeepEqual(one, many) {
-			t.Fatalf("trial %d: tables differ", trial)
 		}
 	}
 }

@@ -2,9 +2,10 @@ package table
 
 // radixMin is the fewest dictionary entries a column with keys is radix
 // sorted from (encodeColumn): below it a comparison sort of the entries
-// costs less than the radix sort's counting passes. A variable so that a
-// test can put every column on either path.
-var radixMin = 2048
+// costs less than the radix sort's counting passes (encoding distinct
+// amounts in random order, 2,048: 263 against 357 us; 4,096: 559 against
+// 442). A variable so that a test can put every column on either path.
+var radixMin = 4096
 
 // radixSort sorts the dictionary indices idx by keys[i], ties in their
 // order in idx: a least significant digit first radix sort of the
@@ -20,9 +21,9 @@ func radixSort(idx []int32, keys []uint64) {
 	for k, i := range idx {
 		a[k] = keyed{keys[i], i}
 	}
-	var count [1 << 16]int
+	count := make([]int, 1<<16) // 512 KiB: on the heap, not the stack
 	for shift := uint(0); shift < 64; shift += 16 {
-		clear(count[:])
+		clear(count)
 		for _, x := range a {
 			count[x.key>>shift&0xffff]++
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"math"
-	"runtime"
 	"slices"
 	"strings"
 
@@ -442,11 +441,7 @@ func (s *checkSampler) take(names []string) {
 func (s *checkSampler) encode(typingFor func([]table.DictColumn) table.Typing) error {
 	if s.encoded < len(s.cols) {
 		cols := s.cols[s.encoded:]
-		// A check holds discovery (its gate): the columns are encoded
-		// on every core.
-		ty := typingFor(cols)
-		ty.Workers = runtime.GOMAXPROCS(0)
-		t, err := table.EncodeTyped(cols, ty)
+		t, err := table.EncodeTyped(cols, typingFor(cols))
 		if err != nil {
 			return err
 		}
