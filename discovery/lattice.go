@@ -164,6 +164,21 @@ type ocTask struct {
 	inherited [2]bool // a direct subset holds it, unreliably
 }
 
+// listingOnly reports whether polarity pol of the task is a candidate of
+// the reliable listing alone: a direct subset holds it, unreliably, or an
+// OFD on a side holds (not paper).
+func (t *ocTask) listingOnly(pol Polarity) bool { return t.inherited[pol] || !t.paper }
+
+// dropListingOnly stops wanting the polarities that are candidates of the
+// listing alone; nothing reads their validity (see dropHopeless).
+func (t *ocTask) dropListingOnly() {
+	for pol := Asc; pol <= Desc; pol++ {
+		if t.listingOnly(pol) {
+			t.want[pol] = false
+		}
+	}
+}
+
 // lattice is the state of one Discover run.
 type lattice struct {
 	t          *table.Table
@@ -805,7 +820,7 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	l.ocRemovals(v, task)
 	for pol := Asc; pol <= Desc; pol++ {
 		if task.want[pol] && task.removals[pol] <= l.budget && !l.belowBound(task, pol) {
-			task.strengths[pol] = l.ocStrength(v, task.node, int(task.a), int(task.b), pol, task.removals[pol], task.inherited[pol] || !task.paper)
+			task.strengths[pol] = l.ocStrength(v, task.node, int(task.a), int(task.b), pol, task.removals[pol], task.listingOnly(pol))
 		}
 	}
 	if l.opts.RemovalSample == 0 {
@@ -813,7 +828,7 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	}
 	a, b, p := &l.t.Columns[task.a], &l.t.Columns[task.b], task.node.part
 	for pol := Asc; pol <= Desc; pol++ {
-		if task.want[pol] && task.removals[pol] <= l.budget && l.wanted(task.inherited[pol] || !task.paper, task.strengths[pol]) {
+		if task.want[pol] && task.removals[pol] <= l.budget && l.wanted(task.listingOnly(pol), task.strengths[pol]) {
 			var rows []int
 			if l.opts.Validator == ValidatorIterative {
 				rows = validate.OCIterativeRemovalRows(p, a, b, pol)
@@ -856,11 +871,7 @@ func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
 		return
 	}
-	var listingOnly [2]bool
-	for pol := Asc; pol <= Desc; pol++ {
-		listingOnly[pol] = task.want[pol] && (task.inherited[pol] || !task.paper)
-	}
-	if !listingOnly[Asc] && !listingOnly[Desc] {
+	if !(task.want[Asc] && task.listingOnly(Asc) || task.want[Desc] && task.listingOnly(Desc)) {
 		return
 	}
 	ev, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
@@ -872,24 +883,15 @@ func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 			return
 		}
 	}
-	for pol := Asc; pol <= Desc; pol++ {
-		if listingOnly[pol] {
-			task.want[pol] = false
-		}
-	}
+	task.dropListingOnly()
 }
 
 // dropUnlisted stops wanting the polarities of task that are candidates
 // of the listing alone when its context holds a measurement (unlisted).
 // As in dropHopeless, nothing reads their validity.
 func (l *lattice) dropUnlisted(task *ocTask) {
-	if !l.unlisted(task.node) {
-		return
-	}
-	for pol := Asc; pol <= Desc; pol++ {
-		if task.inherited[pol] || !task.paper {
-			task.want[pol] = false
-		}
+	if l.unlisted(task.node) {
+		task.dropListingOnly()
 	}
 }
 
@@ -922,11 +924,7 @@ func (l *lattice) dropBeyondG3(task *ocTask) {
 	if validate.OCStrengthOf(rows, 0, float64(ub)) >= l.opts.MinStrength {
 		return
 	}
-	for pol := Asc; pol <= Desc; pol++ {
-		if task.inherited[pol] || !task.paper {
-			task.want[pol] = false
-		}
-	}
+	task.dropListingOnly()
 }
 
 // shuffleBound is validate.OCShuffleBound of task's columns in part, its
@@ -969,7 +967,7 @@ func (l *lattice) groupMax(v *validate.Validator, n *latNode, c int) []uint32 {
 // a dependency on every column); it is then no result and its strength is
 // not computed.
 func (l *lattice) belowBound(task *ocTask, pol Polarity) bool {
-	if task.shuffleBound < 0 || !(task.inherited[pol] || !task.paper) {
+	if task.shuffleBound < 0 || !task.listingOnly(pol) {
 		return false
 	}
 	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
@@ -1061,7 +1059,7 @@ func (l *lattice) listingOnlyWanted(task *ocTask) bool {
 	some := false
 	for pol := Asc; pol <= Desc; pol++ {
 		if task.want[pol] {
-			if !(task.inherited[pol] || !task.paper) {
+			if !task.listingOnly(pol) {
 				return false
 			}
 			some = true
