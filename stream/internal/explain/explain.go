@@ -108,9 +108,15 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 		return Result{}, errors.New("explain: no encoded rule columns")
 	}
 	n := w.Rule.Rows
+	if w.Slot != nil && len(w.Counts) != len(w.Columns) {
+		return Result{}, fmt.Errorf("explain: counts of %d columns for %d columns", len(w.Counts), len(w.Columns))
+	}
 	for i, c := range w.Columns {
-		if w.Slot == nil && len(c.Codes) != n || w.Slot != nil && (len(w.Counts) != len(w.Columns) || len(w.Counts[i]) != len(c.Dict)+1) {
-			return Result{}, fmt.Errorf("explain: column %s has %d rows or counts, the rule %d rows", c.Name, len(c.Codes), n)
+		switch {
+		case w.Slot == nil && len(c.Codes) != n:
+			return Result{}, fmt.Errorf("explain: column %s has %d rows, the rule's %d", c.Name, len(c.Codes), n)
+		case w.Slot != nil && len(w.Counts[i]) != len(c.Dict)+1:
+			return Result{}, fmt.Errorf("explain: column %s has %d counts for %d values", c.Name, len(w.Counts[i]), len(c.Dict)+1)
 		}
 	}
 	var r Result
