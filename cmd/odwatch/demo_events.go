@@ -107,8 +107,12 @@ func eventText(e alerts.Event, headline string) string {
 		if c := x.Cause(); c != "" {
 			fmt.Fprintf(&b, "%scause: %s\n", indent, c)
 		}
-		fmt.Fprintf(&b, "%ssince %s/%d@%d (%s); %d violating records in the window\n",
-			indent, x.First.Topic, x.First.Partition, x.First.Offset, x.First.Time.Local().Format("15:04:05"), x.Violating)
+		at := "" // a file replayed without --time-field has no record times
+		if !x.First.Time.IsZero() {
+			at = " (" + x.First.Time.Local().Format("15:04:05") + ")"
+		}
+		fmt.Fprintf(&b, "%ssince %s/%d@%d%s; %d violating records in the window\n",
+			indent, x.First.Topic, x.First.Partition, x.First.Offset, at, x.Violating)
 	}
 	for i, s := range e.Samples {
 		if i == 3 {

@@ -116,7 +116,7 @@ func TestReplayCommand(t *testing.T) {
 }
 
 // TestReplayFileTimes: without --time-field a file's events carry no time
-// (no year 1); a --time-field value that is no time is an error naming the
+// (no year 1, and no clock time in the text where the break starts); a --time-field value that is no time is an error naming the
 // line; a window larger than the input says so, and how to fix it.
 func TestReplayFileTimes(t *testing.T) {
 	t.Parallel()
@@ -127,6 +127,11 @@ func TestReplayFileTimes(t *testing.T) {
 	}
 	if out.Len() == 0 || strings.Contains(out.String(), "0001-01-01") || strings.Contains(out.String(), `"time"`) || strings.Contains(out.String(), `"end_time"`) {
 		t.Errorf("events of a file without times:\n%s", out.String())
+	}
+	var text, errText bytes.Buffer
+	if code := run([]string{"replay", path, "--window", "500", "--every", "250"}, &text, &errText); code != 0 ||
+		!strings.Contains(text.String(), "violating records in the window") || strings.Contains(text.String(), "(00:00:00)") {
+		t.Errorf("text events of a file without times (exit %d): the record the break starts at has no time to show\n%s", code, text.String())
 	}
 	bad := writeTemp(t, "bad.csv", "a,ts\n1,2026-11-30T01:00:00Z\n2,yesterday\n")
 	var b, errB bytes.Buffer
