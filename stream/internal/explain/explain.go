@@ -17,6 +17,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
@@ -34,7 +35,16 @@ type Options struct {
 	Alpha float64
 	// MinViolating is the fewest violating records a segment must hold.
 	MinViolating int
+	// denseKeys is how many keys per row a key space may have for the
+	// explanation to count over an array of it rather than a map or
+	// several sorts (buffers.dense): 0 is defaultDenseKeys, below 0 never.
+	// Tests force it each way.
+	denseKeys int
 }
+
+// defaultDenseKeys is Options.denseKeys's default: an array no longer
+// than the rows, which the explanation passes over anyway.
+const defaultDenseKeys = 1
 
 // DefaultOptions are the stream's.
 var DefaultOptions = Options{MaxSegments: 3, Alpha: 0.01, MinViolating: 5}
@@ -121,11 +131,14 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 	}
 	var r Result
 	var err error
+	b := pool.Get().(*buffers)
+	defer pool.Put(b)
+	b.denseKeys = cmp.Or(o.denseKeys, defaultDenseKeys)
 	switch d.Kind {
 	case discovery.KindOFD:
-		r, err = explainFD(w.Rule, d)
+		r, err = explainFD(w.Rule, d, b)
 	case discovery.KindOC:
-		r, err = explainOC(w.Rule, d)
+		r, err = explainOC(w.Rule, d, b)
 	default:
 		return Result{}, fmt.Errorf("explain: %s: only FDs and OCs are explained", d)
 	}
@@ -179,9 +192,11 @@ func column(t *table.Table, name string) (*table.Column, error) {
 
 // classes numbers the context classes of t's rows over the named columns
 // (0, 1, ... in the order of each class's first row) and returns each
-// row's class and the number of classes.
-func classes(t *table.Table, context []string) ([]uint32, int, error) {
-	class := make([]uint32, t.Rows)
+// row's class (in b.class) and the number of classes.
+func classes(t *table.Table, context []string, b *buffers) ([]uint32, int, error) {
+	b.class = resized(b.class, t.Rows)
+	class := b.class
+	clear(class)
 	k := 1
 	for _, name := range context {
 		c, err := column(t, name)
@@ -190,20 +205,47 @@ func classes(t *table.Table, context []string) ([]uint32, int, error) {
 		}
 		// Refine: (previous class, rank) pairs renumbered in first-row
 		// order.
-		ids := make(map[uint64]uint32, k)
-		for row := range class {
-			key := uint64(class[row])<<32 | uint64(c.Ranks[row])
-			id, ok := ids[key]
-			if !ok {
-				id = uint32(len(ids))
-				ids[key] = id
-			}
-			class[row] = id
-		}
-		k = len(ids)
+		k = numberPairs(class, k, c, class, b)
 	}
 	if t.Rows == 0 {
 		k = 0
 	}
 	return class, k, nil
+}
+
+// dense reports whether the key space of the pairs of k classes and a
+// column of card values, over rows rows, is small enough to count in an
+// array (Options.denseKeys per row), and its size.
+func (b *buffers) dense(rows, k, card int) (keys int, ok bool) {
+	limit := b.denseKeys * rows
+	if b.denseKeys < 0 || k <= 0 || card <= 0 || k > limit/card {
+		return 0, false
+	}
+	return k * card, true
+}
+
+// buffers are an explanation's working arrays, kept across explanations
+// in pool: one of a 100k-record window takes about 6 MB of them, which
+// fresh allocations would zero and fault in every time. Nothing a Result
+// holds points into them.
+type buffers struct {
+	class, ids  []uint32 // classes
+	of          []uint32 // explainFD: each row's (class, value) pair
+	rows, spare []ocRow  // explainOC: the rows sorted, and a second buffer for the sorts
+	chain       []ocRow
+	in          []bool
+	piles       []int32
+	start       []int
+	denseKeys   int // the explanation's Options.denseKeys
+}
+
+var pool = sync.Pool{New: func() any { return new(buffers) }}
+
+// resized is s with length n, its backing array reused when it is large
+// enough; the elements are not cleared.
+func resized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
 }

@@ -403,7 +403,9 @@ func rules(rng *rand.Rand, k int) []discovery.Dependency {
 }
 
 // TestExplainAgainstOracle judges the violating rows, the expected values
-// and the segments on random windows, with the options forced each way.
+// and the segments on random windows, with the options forced each way,
+// and finds the same explanation with the key spaces counted in arrays
+// only and never (Options.denseKeys).
 func TestExplainAgainstOracle(t *testing.T) {
 	t.Parallel()
 	forced := []Options{
@@ -429,6 +431,13 @@ func TestExplainAgainstOracle(t *testing.T) {
 			what := fmt.Sprintf("seed %d %s", seed, d)
 			if ring, err := Explain(ringOf(rng, w), d, o); err != nil || !reflect.DeepEqual(ring, r) {
 				t.Fatalf("%s: on the ring %+v, %v; in row order %+v", what, ring, err, r)
+			}
+			for _, keys := range []int{-1, 1 << 16} { // maps and sorts only; arrays only
+				forced := o
+				forced.denseKeys = keys
+				if got, err := Explain(w, d, forced); err != nil || !reflect.DeepEqual(got, r) {
+					t.Fatalf("%s: with denseKeys %d %+v, %v; by default %+v", what, keys, got, err, r)
+				}
 			}
 			if !slices.IsSorted(r.Violating) || len(r.Expected) != len(r.Violating) {
 				t.Fatalf("%s: violating rows not in order or expectations missing", what)

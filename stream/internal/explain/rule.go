@@ -1,7 +1,6 @@
 package explain
 
 import (
-	"cmp"
 	"slices"
 
 	"github.com/odwatch/odwatch/discovery"
@@ -14,34 +13,27 @@ import (
 // oldest row among them, the one the class held first). They are a
 // minimal removal set (g3), and the majority is what the rule expected of
 // each: leaving one of them out of its class leaves the majority as it is.
-func explainFD(t *table.Table, d discovery.Dependency) (Result, error) {
+func explainFD(t *table.Table, d discovery.Dependency, b *buffers) (Result, error) {
 	rhs, err := column(t, d.RHS)
 	if err != nil {
 		return Result{}, err
 	}
-	class, k, err := classes(t, d.Context)
+	class, k, err := classes(t, d.Context, b)
 	if err != nil {
 		return Result{}, err
 	}
-	// Per (class, value) pair: its count and first row, numbered in
-	// first-row order; per class its majority pair.
-	pair := make(map[uint64]int32, k)
-	var count []int32
+	// Per (class, value) pair, numbered in first-row order: its count;
+	// per class its majority pair.
+	b.of = resized(b.of, t.Rows)
+	of := b.of
+	count := make([]int32, numberPairs(class, k, rhs, of, b))
 	best := make([]int32, k)
 	for i := range best {
 		best[i] = -1
 	}
-	of := make([]int32, t.Rows)
 	for row := range t.Rows {
-		key := uint64(class[row])<<32 | uint64(rhs.Ranks[row])
-		p, ok := pair[key]
-		if !ok {
-			p = int32(len(count))
-			pair[key] = p
-			count = append(count, 0)
-		}
+		p := int32(of[row])
 		count[p]++
-		of[row] = p
 		// Pairs are numbered in first-row order, so the lower number wins
 		// a tie: the value the class held first.
 		if b := best[class[row]]; b < 0 || count[p] > count[b] || (count[p] == count[b] && p < b) {
@@ -50,7 +42,7 @@ func explainFD(t *table.Table, d discovery.Dependency) (Result, error) {
 	}
 	var r Result
 	for row := range t.Rows {
-		if b := best[class[row]]; of[row] != b {
+		if b := best[class[row]]; int32(of[row]) != b {
 			r.Violating = append(r.Violating, row)
 		}
 	}
@@ -65,6 +57,40 @@ func explainFD(t *table.Table, d discovery.Dependency) (Result, error) {
 		r.Expected[i] = Expected{Column: rhs.Name, Value: rhs.Values[v], Null: isNull(rhs, v)}
 	}
 	return r, nil
+}
+
+// numberPairs numbers the (class, value of c) pairs of the rows, class
+// holding each row's class of k, in first-row order, and writes each
+// row's into of (which may be class itself) and returns how many there
+// are: through an array over the pairs when it is small enough (dense),
+// else a map.
+func numberPairs(class []uint32, k int, c *table.Column, of []uint32, b *buffers) int {
+	if keys, ok := b.dense(len(class), k, c.Cardinality); ok {
+		b.ids = resized(b.ids, keys)
+		ids := b.ids
+		clear(ids)
+		next := uint32(0)
+		for row := range class {
+			key := int(class[row])*c.Cardinality + int(c.Ranks[row])
+			if ids[key] == 0 {
+				next++
+				ids[key] = next
+			}
+			of[row] = ids[key] - 1
+		}
+		return int(next)
+	}
+	pair := make(map[uint64]uint32, k)
+	for row := range class {
+		key := uint64(class[row])<<32 | uint64(c.Ranks[row])
+		p, ok := pair[key]
+		if !ok {
+			p = uint32(len(pair))
+			pair[key] = p
+		}
+		of[row] = p
+	}
+	return len(pair)
 }
 
 // isNull reports whether rank v of c is NULL (rank 0 of a column with
@@ -82,7 +108,7 @@ type ocRow struct{ class, a, b, row uint32 }
 // each is the range of right that no chain row contradicts: at least the
 // right of the chain's last row with a smaller left, at most the right of
 // its first row with a larger left (equal lefts never contradict).
-func explainOC(t *table.Table, d discovery.Dependency) (Result, error) {
+func explainOC(t *table.Table, d discovery.Dependency, b *buffers) (Result, error) {
 	left, err := column(t, d.Left)
 	if err != nil {
 		return Result{}, err
@@ -91,38 +117,23 @@ func explainOC(t *table.Table, d discovery.Dependency) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	class, k, err := classes(t, d.Context)
+	class, k, err := classes(t, d.Context, b)
 	if err != nil {
 		return Result{}, err
 	}
 	desc := d.Polarity == discovery.Desc
-	rows := make([]ocRow, t.Rows)
-	for i := range rows {
-		b := right.Ranks[i]
-		if desc {
-			b = uint32(right.Cardinality-1) - b
-		}
-		rows[i] = ocRow{class: class[i], a: left.Ranks[i], b: b, row: uint32(i)}
-	}
-	// Sorted by (class, a, b, row): stable counting sorts by b, a, class
-	// (not by class when there is one).
-	buf := make([]ocRow, len(rows))
-	sortBy(buf, rows, right.Cardinality, func(x ocRow) uint32 { return x.b })
-	sortBy(rows, buf, left.Cardinality, func(x ocRow) uint32 { return x.a })
-	if k > 1 {
-		sortBy(buf, rows, k, func(x ocRow) uint32 { return x.class })
-		rows = buf
-	}
+	rows := b.sortOC(class, k, left, right, desc)
 	var r Result
-	inChain := make([]bool, len(rows))
-	var chain []ocRow
-	var scratch []int32
+	b.in = resized(b.in, len(rows))
+	inChain := b.in
+	clear(inChain)
+	chain := b.chain[:0]
 	for lo := 0; lo < len(rows); {
 		hi := lo + 1
 		for hi < len(rows) && rows[hi].class == rows[lo].class {
 			hi++
 		}
-		chain = longestChain(rows[lo:hi], inChain[lo:hi], slices.Grow(chain[:0], hi-lo), &scratch)
+		chain = longestChain(rows[lo:hi], inChain[lo:hi], slices.Grow(chain[:0], hi-lo), &b.piles)
 		for i := lo; i < hi; i++ {
 			if !inChain[i] {
 				r.Violating = append(r.Violating, int(rows[i].row))
@@ -131,24 +142,84 @@ func explainOC(t *table.Table, d discovery.Dependency) (Result, error) {
 		}
 		lo = hi
 	}
-	// Back to row order, the expectations with them.
-	order := make([]int, len(r.Violating))
-	for i := range order {
-		order[i] = i
+	b.chain = chain
+	// Back to row order, the expectations with them: the rows are
+	// distinct, below t.Rows.
+	b.of = resized(b.of, t.Rows)
+	at := b.of
+	clear(at)
+	for i, row := range r.Violating {
+		at[row] = uint32(i) + 1
 	}
-	slices.SortFunc(order, func(x, y int) int { return cmp.Compare(r.Violating[x], r.Violating[y]) })
-	v, e := make([]int, len(order)), make([]Expected, len(order))
-	for i, j := range order {
-		v[i], e[i] = r.Violating[j], r.Expected[j]
+	v, e := make([]int, 0, len(r.Violating)), make([]Expected, 0, len(r.Violating))
+	for row, i := range at {
+		if i > 0 {
+			v, e = append(v, row), append(e, r.Expected[i-1])
+		}
 	}
 	r.Violating, r.Expected = v, e
 	return r, nil
 }
 
+// sortOC returns the rows of an OC of left ~ right whose rows' classes
+// (of k) are class, as ocRows (right's rank reversed for desc) sorted by
+// (class, a, b, row), in one of b's buffers: by one counting sort over
+// the (class, a, b) keys when they are few enough (dense), else by
+// stable counting sorts by b, a and class (not by class when there is
+// one).
+func (b *buffers) sortOC(class []uint32, k int, left, right *table.Column, desc bool) []ocRow {
+	n := len(class)
+	rank := func(i int) uint32 {
+		if desc {
+			return uint32(right.Cardinality-1) - right.Ranks[i]
+		}
+		return right.Ranks[i]
+	}
+	b.rows, b.spare = resized(b.rows, n), resized(b.spare, n)
+	rows, spare := b.rows, b.spare
+	if ka, ok := b.dense(n, k, left.Cardinality); ok {
+		if keys, ok := b.dense(n, ka, right.Cardinality); ok {
+			key := func(i int) int {
+				return (int(class[i])*left.Cardinality+int(left.Ranks[i]))*right.Cardinality + int(rank(i))
+			}
+			start := b.counts(keys)
+			for i := range n {
+				start[key(i)+1]++
+			}
+			for i := 1; i <= keys; i++ {
+				start[i] += start[i-1]
+			}
+			for i := range n {
+				at := key(i)
+				rows[start[at]] = ocRow{class: class[i], a: left.Ranks[i], b: rank(i), row: uint32(i)}
+				start[at]++
+			}
+			return rows
+		}
+	}
+	for i := range spare {
+		spare[i] = ocRow{class: class[i], a: left.Ranks[i], b: rank(i), row: uint32(i)}
+	}
+	b.sortBy(rows, spare, right.Cardinality, func(x ocRow) uint32 { return x.b })
+	b.sortBy(spare, rows, left.Cardinality, func(x ocRow) uint32 { return x.a })
+	if k > 1 {
+		b.sortBy(rows, spare, k, func(x ocRow) uint32 { return x.class })
+		return rows
+	}
+	return spare
+}
+
+// counts is b's count array for a counting sort of keys keys, all 0.
+func (b *buffers) counts(keys int) []int {
+	b.start = resized(b.start, keys+1)
+	clear(b.start)
+	return b.start
+}
+
 // sortBy writes src into dst (as long) sorted stably by key, whose values
 // are below k: a counting sort.
-func sortBy(dst, src []ocRow, k int, key func(ocRow) uint32) {
-	start := make([]int, k+1)
+func (b *buffers) sortBy(dst, src []ocRow, k int, key func(ocRow) uint32) {
+	start := b.counts(k)
 	for _, x := range src {
 		start[key(x)+1]++
 	}

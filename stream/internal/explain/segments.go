@@ -27,9 +27,13 @@ func segments(w *Window, violating []int, skip []string, o Options) []Segment {
 		largest = max(largest, len(c.Dict))
 	}
 	in := make([]int, largest+1) // columnCandidates' counts, all 0 between columns
+	slots := make([]int, len(violating))
+	for j, row := range violating {
+		slots[j] = w.slot(row)
+	}
 	for i := range w.Columns {
 		if !slices.Contains(skip, w.Columns[i].Name) {
-			c, k := columnCandidates(w, i, violating, o, in)
+			c, k := columnCandidates(w, i, slots, o, in)
 			cands, tests = append(cands, c...), tests+k
 		}
 	}
@@ -51,13 +55,13 @@ func segments(w *Window, violating []int, skip []string, o Options) []Segment {
 }
 
 // columnCandidates counts one column's values over the window and over
-// the violating rows and returns the candidates (at least o.MinViolating
+// the violating rows (at slots of w's codes) and returns the candidates (at least o.MinViolating
 // violating rows and a larger share of them than of the window) and the
 // number of values with o.MinViolating records in the window. in (a
 // count per code, at least the dictionary's) is all 0 on entry and on
 // return: only the violating rows' codes are counted and reset, since a
 // near-unique column's dictionary is the size of the window.
-func columnCandidates(w *Window, i int, violating []int, o Options, in []int) (out []Segment, tests int) {
+func columnCandidates(w *Window, i int, slots []int, o Options, in []int) (out []Segment, tests int) {
 	c := &w.Columns[i]
 	all := windowCounts(w, i)
 	for _, k := range all {
@@ -65,12 +69,12 @@ func columnCandidates(w *Window, i int, violating []int, o Options, in []int) (o
 			tests++
 		}
 	}
-	for _, row := range violating {
-		in[c.Codes[w.slot(row)]]++
+	for _, at := range slots {
+		in[c.Codes[at]]++
 	}
-	n, v := float64(w.Rule.Rows), float64(len(violating))
-	for _, row := range violating {
-		code := c.Codes[w.slot(row)]
+	n, v := float64(w.Rule.Rows), float64(len(slots))
+	for _, at := range slots {
+		code := c.Codes[at]
 		k := in[code]
 		in[code] = 0 // each code once, and in left all 0
 		if k < o.MinViolating {
