@@ -197,6 +197,7 @@ func TestHelperE2EMonitor(t *testing.T) {
 	cpu = testkit.CPUTime(t) - cpu
 	h.waitDrained()
 	stopProfile()
+	e2eAllocsProfile(t, profile)
 	b, _ := json.Marshal(h.result(w, took, cpu, maxLag))
 	fmt.Printf("E2E %s\n", b)
 	cancel()
@@ -414,6 +415,24 @@ func e2eCPUProfile(t testing.TB, path, suffix string) (stop func()) {
 	}
 }
 
+// e2eAllocsProfile writes the monitor process's allocations since it
+// started (pprof's allocs profile) to path.allocs, when path is set.
+func e2eAllocsProfile(t testing.TB, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Create(path + ".allocs")
+	if err != nil {
+		t.Fatalf("allocs profile: %v", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		t.Errorf("allocs profile: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("allocs profile: %v", err)
+	}
+}
+
 // histogram is a histogram's samples summed over its label sets.
 type histogram struct {
 	bounds []float64 // bucket upper bounds, increasing
@@ -551,7 +570,8 @@ func (p *procLines) text() string {
 
 // ODWATCH_E2E_CPUPROFILE=FILE writes CPU profiles of the monitor process:
 // of the warm-up (the first window's ingest, its check and the discovery
-// running meanwhile) to FILE.warm, of the rest to FILE.
+// running meanwhile) to FILE.warm, of the rest to FILE, and its
+// allocations over the whole run to FILE.allocs.
 func BenchmarkEndToEnd(b *testing.B) {
 	rate := e2eRate
 	if r := os.Getenv("ODWATCH_E2E_RATE"); r != "" {
