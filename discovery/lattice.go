@@ -8,11 +8,11 @@ import (
 	"math/bits"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/odwatch/odwatch/discovery/internal/order"
 	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
 )
@@ -1378,40 +1378,38 @@ func (l *lattice) results() []Result {
 }
 
 // sortResults puts the reliable results first, by Strength descending, and
-// then the others by Score descending; ties go by Score, then by text. Each
-// text is rendered once: rendering inside the comparison allocates
-// O(n log n) strings, seconds on the hundreds of thousands of results of a
-// wide table.
+// then the others by Score descending; ties go by Score, then by text,
+// then by their order in rs (order.Stable: a text is rendered only where
+// the rest ties).
 func sortResults(rs []Result) {
-	texts := make([]string, len(rs))
-	idx := make([]int, len(rs))
+	keys := make([]rankKey, len(rs))
 	for i := range rs {
-		texts[i] = rs[i].String()
-		idx[i] = i
+		keys[i] = rankKey{rs[i].Reliable, rs[i].Strength, rs[i].Score}
 	}
-	slices.SortStableFunc(idx, func(x, y int) int {
-		rx, ry := &rs[x], &rs[y]
-		if rx.Reliable != ry.Reliable {
-			if rx.Reliable {
-				return -1
-			}
-			return 1
+	order.Apply(rs, order.Stable(keys, compareRank, func(i int) string { return rs[i].String() }))
+}
+
+// rankKey is what sortResults orders a result by before its text.
+type rankKey struct {
+	reliable        bool
+	strength, score float64
+}
+
+// compareRank orders reliable results first, by strength descending, then
+// by score descending.
+func compareRank(x, y rankKey) int {
+	if x.reliable != y.reliable {
+		if x.reliable {
+			return -1
 		}
-		if rx.Reliable {
-			if c := cmp.Compare(ry.Strength, rx.Strength); c != 0 {
-				return c
-			}
-		}
-		if c := cmp.Compare(ry.Score, rx.Score); c != 0 {
+		return 1
+	}
+	if x.reliable {
+		if c := cmp.Compare(y.strength, x.strength); c != 0 {
 			return c
 		}
-		return strings.Compare(texts[x], texts[y])
-	})
-	sorted := make([]Result, len(rs))
-	for i, j := range idx {
-		sorted[i] = rs[j]
 	}
-	copy(rs, sorted)
+	return cmp.Compare(y.score, x.score)
 }
 
 // sampleOf returns up to k of rows (all when k < 0).
