@@ -1347,15 +1347,17 @@ func (l *lattice) nextLevel(alive []*latNode, k int) []*latNode {
 
 // results converts the found dependencies to Results in sortResults' order.
 func (l *lattice) results() []Result {
-	out := make([]Result, 0, len(l.found))
+	out, names := make([]Result, 0, len(l.found)), 0
 	for _, f := range l.found {
-		var ctxNames []string
+		names += len(f.node.cols)
+	}
+	all := make([]string, 0, names) // every result's context, one allocation
+	for _, f := range l.found {
+		start := len(all)
 		for _, c := range f.node.cols {
-			ctxNames = append(ctxNames, l.t.Columns[c].Name)
+			all = append(all, l.t.Columns[c].Name)
 		}
-		if ctxNames == nil {
-			ctxNames = []string{}
-		}
+		ctxNames := all[start:len(all):len(all)] // full: an append copies
 		r := Result{
 			Removals:      f.removals,
 			Error:         float64(f.removals) / float64(l.t.Rows),
