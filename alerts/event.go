@@ -346,8 +346,9 @@ func fromSamplesJSON(s []sampleJSON) []Sample {
 // error_before, error_now, removals}] (always an array), explanation?
 // {violating, segments [{column, value | null, violating,
 // violating_share, window_share, lift}], first {topic, partition, offset,
-// time}} (violated events; expected {column, value | null | low?, high?}
-// with it, values as text like the samples'); only when set: changed
+// time}} (violated events; expected {column, value | null | low?, high?,
+// or?} with it, values as text like the samples', or an equivalence's
+// other way); only when set: changed
 // {share, moved, compared, examples [{class, before, after}]},
 // replaced_by, equivalents, implied_by. Times are RFC 3339
 // with nanoseconds, in the zone given. schema/event.schema.json is the

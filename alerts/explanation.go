@@ -54,6 +54,12 @@ type Expected struct {
 	Range           bool
 	Low, High       string
 	HasLow, HasHigh bool
+	// Or, for an equivalence's record that breaks the FD between its
+	// members both ways, is what the other way expected: the record's
+	// pair of values disagrees, and which member a fault changed the
+	// data cannot tell (a member replaced by another record's value
+	// breaks both FDs alike). Nil otherwise.
+	Or *Expected
 }
 
 // String is "source=import-2026" ("source=NULL" for the NULL value).
@@ -88,6 +94,11 @@ func percent(x float64) string {
 // 3051..3117" ("tax 3051" when both bounds are one value), "tax >= 3051",
 // "tax <= 3117".
 func (e Expected) String() string {
+	if e.Or != nil {
+		or := *e.Or
+		e.Or = nil
+		return e.String() + ", or " + or.String()
+	}
 	switch {
 	case e.Range && e.HasLow && e.HasHigh && e.Low == e.High:
 		return e.Column + " " + e.Low
@@ -148,11 +159,12 @@ func fromRecordRefJSON(j recordRefJSON) RecordRef {
 }
 
 type expectedJSON struct {
-	Column string  `json:"column"`
-	Value  *string `json:"value,omitempty"`
-	Null   bool    `json:"null,omitempty"`
-	Low    *string `json:"low,omitempty"`
-	High   *string `json:"high,omitempty"`
+	Column string        `json:"column"`
+	Value  *string       `json:"value,omitempty"`
+	Null   bool          `json:"null,omitempty"`
+	Low    *string       `json:"low,omitempty"`
+	High   *string       `json:"high,omitempty"`
+	Or     *expectedJSON `json:"or,omitempty"`
 }
 
 func toExplanationJSON(x *Explanation) *explanationJSON {
@@ -191,7 +203,7 @@ func toExpectedJSON(e *Expected) *expectedJSON {
 	if e == nil {
 		return nil
 	}
-	j := &expectedJSON{Column: e.Column}
+	j := &expectedJSON{Column: e.Column, Or: toExpectedJSON(e.Or)}
 	switch {
 	case e.Range:
 		if e.HasLow {
@@ -212,7 +224,7 @@ func fromExpectedJSON(j *expectedJSON) *Expected {
 	if j == nil {
 		return nil
 	}
-	e := &Expected{Column: j.Column, Null: j.Null, Range: j.Low != nil || j.High != nil}
+	e := &Expected{Column: j.Column, Null: j.Null, Range: j.Low != nil || j.High != nil, Or: fromExpectedJSON(j.Or)}
 	if j.Value != nil {
 		e.Value = *j.Value
 	}

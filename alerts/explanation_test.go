@@ -25,7 +25,10 @@ func explainedEvent() Event {
 	e.Samples[1].Expected = &Expected{Column: "tax", Range: true, Low: "700", HasLow: true}
 	e.Samples = append(e.Samples,
 		Sample{Topic: "payroll", Offset: 160, Values: map[string]string{"salary": "1"}, Expected: &Expected{Column: "tax", Value: "10"}},
-		Sample{Topic: "payroll", Offset: 161, Values: map[string]string{"salary": "2"}, Expected: &Expected{Column: "tax", Null: true}})
+		Sample{Topic: "payroll", Offset: 161, Values: map[string]string{"salary": "2"}, Expected: &Expected{Column: "tax", Null: true}},
+		// an equivalence's record that breaks its FD both ways
+		Sample{Topic: "payroll", Offset: 162, Values: map[string]string{"salary": "3", "tax": "4"},
+			Expected: &Expected{Column: "tax", Value: "30", Or: &Expected{Column: "salary", Value: "40"}}})
 	return e
 }
 
@@ -45,6 +48,7 @@ func TestExplanationJSON(t *testing.T) {
 		`"expected":{"column":"tax","low":"700"}`,
 		`"expected":{"column":"tax","value":"10"}`,
 		`"expected":{"column":"tax","null":true}`,
+		`"expected":{"column":"tax","value":"30","or":{"column":"salary","value":"40"}}`,
 	} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, b)
@@ -77,7 +81,7 @@ func TestExplanationText(t *testing.T) {
 		"\n    also: 67% of the violating records have region=NULL, against 10% of the window",
 		"\n    since: payroll/1@95 at 2026-11-30T01:01:00Z (9 violating records)",
 		"payroll/0@123 position=clerk salary=5000 tax=12500 (expected tax 500..750)",
-		"(expected tax >= 700)", "(expected tax 10)", "(expected tax NULL)",
+		"(expected tax >= 700)", "(expected tax 10)", "(expected tax NULL)", "(expected tax 30, or salary 40)",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("text lacks %q:\n%s", want, text)

@@ -18,8 +18,9 @@ var eventSchema string
 // with every change of the event's JSON; version 2 added related and
 // strength, version 3 the key and equivalence dependencies, version 4 a
 // violated event's explanation and its samples' expected values, the
-// changed type and event, replaced_by, equivalents and implied_by.
-const eventDataSchema = "urn:odwatch:schema:event:v4"
+// changed type and event, replaced_by, equivalents and implied_by,
+// version 5 an equivalence's second expected value (Expected.Or).
+const eventDataSchema = "urn:odwatch:schema:event:v5"
 
 // EventSchema returns the JSON Schema (draft 2020-12) of an event's JSON
 // (Event.MarshalJSON), published in the repository as

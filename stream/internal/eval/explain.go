@@ -32,11 +32,11 @@ func (e Env) explainEvents(ctx context.Context, out *Outcome, snap *window.Snaps
 				return
 			}
 		}
-		d, ok := explainable(ctx, w, ev.Dependency)
+		d, back, ok := explainable(ctx, w, ev.Dependency)
 		if !ok {
 			continue // a key: its violations are repeats, nothing to explain
 		}
-		x, samples, err := explain.ForEvent(w, d, explain.DefaultOptions)
+		x, samples, err := explain.ForEvent(w, d, back, explain.DefaultOptions)
 		if err != nil {
 			e.Log.Warn("explanation", "dependency", ev.DependencyText, "err", err)
 			continue
@@ -70,17 +70,18 @@ func (e Env) explainWindow(out *Outcome, snap *window.Snapshot) (w explain.Event
 
 // explainable is the rule an event of d is explained by: d itself for an
 // FD or an OC, for an equivalence the FD between its members (first
-// member to another, or back) that breaks most on the window, none for a
-// key.
-func explainable(ctx context.Context, w explain.Event, d discovery.Dependency) (discovery.Dependency, bool) {
+// member to another, or back) that breaks most on the window, with that
+// FD the other way (back: a record whose pair of values disagrees breaks
+// both, and which member changed the data cannot tell), none for a key.
+func explainable(ctx context.Context, w explain.Event, d discovery.Dependency) (rule discovery.Dependency, back *discovery.Dependency, ok bool) {
 	switch d.Kind {
 	case discovery.KindOFD, discovery.KindOC:
-		return d, true
+		return d, nil, true
 	case discovery.KindEquivalence:
 	default:
-		return d, false
+		return d, nil, false
 	}
-	var fds []discovery.Dependency
+	var fds []discovery.Dependency // each member's FD pair: to it, then back
 	for _, m := range d.Set[1:] {
 		fds = append(fds,
 			discovery.Dependency{Kind: discovery.KindOFD, Context: append(slices.Clone(d.Context), d.Set[0]), RHS: m},
@@ -88,7 +89,7 @@ func explainable(ctx context.Context, w explain.Event, d discovery.Dependency) (
 	}
 	results, errs, err := discovery.ValidateEach(ctx, w.Rule, fds, discovery.Options{Epsilon: w.Epsilon})
 	if err != nil || len(fds) == 0 {
-		return d, false
+		return d, nil, false
 	}
 	best := -1
 	for i := range fds {
@@ -97,7 +98,7 @@ func explainable(ctx context.Context, w explain.Event, d discovery.Dependency) (
 		}
 	}
 	if best < 0 {
-		return d, false
+		return d, nil, false
 	}
-	return fds[best], true
+	return fds[best], &fds[best^1], true
 }

@@ -1,6 +1,8 @@
 package explain
 
 import (
+	"slices"
+
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
 	"github.com/odwatch/odwatch/discovery/table"
@@ -23,11 +25,20 @@ type Event struct {
 // break starts at) and the samples, taken from the violating records that
 // entered last (so that a fault that began in this window shows its own
 // rows, not the last clean ones), in record order, each with the rule's
-// values, all of its record's fields and what the rule expected.
-func ForEvent(ev Event, d discovery.Dependency, o Options) (*alerts.Explanation, []alerts.Sample, error) {
+// values, all of its record's fields and what the rule expected. back,
+// when set, is d the other way (an equivalence's FD between its members
+// from d's right-hand side to its context's last column): a sample that
+// breaks it too also says what it expected (alerts.Expected.Or).
+func ForEvent(ev Event, d discovery.Dependency, back *discovery.Dependency, o Options) (*alerts.Explanation, []alerts.Sample, error) {
 	r, err := Explain(ev.Window, d, o)
 	if err != nil || len(r.Violating) == 0 {
 		return nil, nil, err
+	}
+	var rb Result
+	if back != nil {
+		if rb, err = violations(ev.Rule, *back, o); err != nil {
+			return nil, nil, err
+		}
 	}
 	first := ev.Meta(r.Violating[r.First])
 	x := &alerts.Explanation{Violating: len(r.Violating),
@@ -50,6 +61,10 @@ func ForEvent(ev Event, d discovery.Dependency, o Options) (*alerts.Explanation,
 			}
 		}
 		e := r.Expected[i]
+		if k, ok := slices.BinarySearch(rb.Violating, row); ok {
+			or := rb.Expected[k]
+			e.Or = &or
+		}
 		samples = append(samples, alerts.Sample{Topic: ev.Topic, Partition: m.Partition, Offset: m.Offset,
 			Values: values, Fields: fields, Expected: &e})
 	}

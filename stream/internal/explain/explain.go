@@ -129,19 +129,7 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 			return Result{}, fmt.Errorf("explain: column %s has %d counts for %d values", c.Name, len(w.Counts[i]), len(c.Dict)+1)
 		}
 	}
-	var r Result
-	var err error
-	b := pool.Get().(*buffers)
-	defer pool.Put(b)
-	b.denseKeys = cmp.Or(o.denseKeys, defaultDenseKeys)
-	switch d.Kind {
-	case discovery.KindOFD:
-		r, err = explainFD(w.Rule, d, b)
-	case discovery.KindOC:
-		r, err = explainOC(w.Rule, d, b)
-	default:
-		return Result{}, fmt.Errorf("explain: %s: only FDs and OCs are explained", d)
-	}
+	r, err := violations(w.Rule, d, o)
 	if err != nil {
 		return Result{}, err
 	}
@@ -152,6 +140,22 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 	r.Segments = segments(&w, r.Violating, []string{cmp.Or(d.RHS, d.Right)}, o)
 	r.First = breakStart(r.Violating, n, w.Epsilon)
 	return r, nil
+}
+
+// violations is the rule's part of an explanation of d on t, its encoded
+// columns: the violating rows and what d expected of each (explainFD,
+// explainOC).
+func violations(t *table.Table, d discovery.Dependency, o Options) (Result, error) {
+	b := pool.Get().(*buffers)
+	defer pool.Put(b)
+	b.denseKeys = cmp.Or(o.denseKeys, defaultDenseKeys)
+	switch d.Kind {
+	case discovery.KindOFD:
+		return explainFD(t, d, b)
+	case discovery.KindOC:
+		return explainOC(t, d, b)
+	}
+	return Result{}, fmt.Errorf("explain: %s: only FDs and OCs are explained", d)
 }
 
 // slot is the index of row r in w's codes.

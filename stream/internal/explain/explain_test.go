@@ -632,11 +632,11 @@ func TestForEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	meta := func(i int) window.RowMeta { return window.RowMeta{Partition: 1, Offset: int64(1000 + i)} }
-	x, samples, err := ForEvent(Event{Window: w, Meta: meta, Topic: "pay", Samples: 5}, d, DefaultOptions)
+	x, samples, err := ForEvent(Event{Window: w, Meta: meta, Topic: "pay", Samples: 5}, d, nil, DefaultOptions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rx, rsamples, err := ForEvent(Event{Window: ringOf(rand.New(rand.NewPCG(5, 6)), w), Meta: meta, Topic: "pay", Samples: 5}, d, DefaultOptions)
+	rx, rsamples, err := ForEvent(Event{Window: ringOf(rand.New(rand.NewPCG(5, 6)), w), Meta: meta, Topic: "pay", Samples: 5}, d, nil, DefaultOptions)
 	if err != nil || !reflect.DeepEqual(rx, x) || !reflect.DeepEqual(rsamples, samples) {
 		t.Fatalf("on the ring %+v %+v, %v; in row order %+v %+v", rx, rsamples, err, x, samples)
 	}
@@ -648,11 +648,59 @@ func TestForEvent(t *testing.T) {
 	for i, s := range samples {
 		row := last[i]
 		if s.Offset != int64(1000+row) || s.Values["rate"] != val(cols, "rate", row) || len(s.Values) != 2 ||
-			s.Fields["source"] != val(cols, "source", row) || s.Expected == nil || s.Expected.Value != r.Expected[len(r.Violating)-5+i].Value {
+			s.Fields["source"] != val(cols, "source", row) || s.Expected == nil || s.Expected.Value != r.Expected[len(r.Violating)-5+i].Value ||
+			s.Expected.Or != nil {
 			t.Fatalf("sample %d %+v, want row %d", i, s, row)
 		}
 	}
 	if len(samples) != 5 {
 		t.Fatalf("%d samples", len(samples))
+	}
+}
+
+// TestForEventBothWays: with an equivalence's FD the other way (back), a
+// sample whose pair of values disagrees says what each way expected: the
+// other member's value for the record's, and its own member's for the
+// other's. A record replaced one member by another record's breaks both
+// alike, and the back one names the value it had.
+func TestForEventBothWays(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(8, 9))
+	cols := []table.DictColumn{{Name: "grade"}, {Name: "level"}}
+	before := map[int]int{} // a faulty row's grade before the fault
+	for row := range 400 {
+		g := 1 + rng.IntN(8)
+		l := 10 + g // level <-> grade
+		if row%25 == 0 {
+			before[row] = g
+			for g == before[row] {
+				g = 1 + rng.IntN(8) // another record's grade
+			}
+		}
+		cols[0].Codes = append(cols[0].Codes, code(&cols[0], g))
+		cols[1].Codes = append(cols[1].Codes, code(&cols[1], l))
+	}
+	w := Window{Columns: cols, Rule: encode(t, cols)}
+	d := discovery.Dependency{Kind: discovery.KindOFD, Context: []string{"grade"}, RHS: "level"}
+	back := discovery.Dependency{Kind: discovery.KindOFD, Context: []string{"level"}, RHS: "grade"}
+	meta := func(i int) window.RowMeta { return window.RowMeta{Offset: int64(i)} }
+	_, samples, err := ForEvent(Event{Window: w, Meta: meta, Samples: 5}, d, &back, DefaultOptions)
+	if err != nil || len(samples) != 5 {
+		t.Fatalf("%d samples, %v", len(samples), err)
+	}
+	for _, s := range samples {
+		row := int(s.Offset)
+		g, ok := before[row]
+		e := s.Expected
+		if !ok || e == nil || e.Or == nil {
+			t.Fatalf("sample %+v: row %d not faulty or without both expectations", s, row)
+		}
+		if e.Column != "level" || e.Value != strconv.Itoa(10+num(val(cols, "grade", row))) ||
+			e.Or.Column != "grade" || e.Or.Value != strconv.Itoa(g) || e.Or.Or != nil {
+			t.Fatalf("row %d (grade %s, level %s, grade before %d): expected %s", row, val(cols, "grade", row), val(cols, "level", row), g, e)
+		}
+		if want := "level " + e.Value + ", or grade " + strconv.Itoa(g); e.String() != want {
+			t.Fatalf("expected reads %q, want %q", e.String(), want)
+		}
 	}
 }
