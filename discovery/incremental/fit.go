@@ -1,8 +1,9 @@
 package incremental
 
 import (
-	"math/bits"
 	"slices"
+
+	"github.com/odwatch/odwatch/discovery/incremental/internal/bitset"
 )
 
 // The fit bound: a tighter upper bound on an OC's removals between
@@ -44,7 +45,7 @@ import (
 // taken form a non-decreasing sequence in push order, one per place.
 func backtrack(set []uint64, la, lb []uint64, pos []uint32, l int, desc bool) []uint64 {
 	n := len(la)
-	set = resizeBits(set, n, l == n)
+	set = bitset.Resize(set, n, l == n)
 	if l == n {
 		return set // every row: nothing to remove
 	}
@@ -73,66 +74,6 @@ func backtrack(set []uint64, la, lb []uint64, pos []uint32, l int, desc bool) []
 		j = i
 	}
 	return set
-}
-
-// resizeBits returns a bitset of n bits in buf's memory, all set or all
-// clear.
-func resizeBits(buf []uint64, n int, all bool) []uint64 {
-	words := (n + 63) >> 6
-	if cap(buf) < words {
-		buf = make([]uint64, words)
-	}
-	buf = buf[:words]
-	if !all {
-		clear(buf)
-		return buf
-	}
-	for i := range buf {
-		buf[i] = ^uint64(0)
-	}
-	if r := n & 63; r != 0 {
-		buf[words-1] = 1<<r - 1
-	}
-	return buf
-}
-
-// nextSet returns the first position from i on whose bit is set in set
-// (n bits), or n.
-func nextSet(set []uint64, i, n int) int {
-	if i >= n {
-		return n
-	}
-	w := i >> 6
-	word := set[w] >> (i & 63)
-	if word != 0 {
-		return i + bits.TrailingZeros64(word)
-	}
-	for w++; w < len(set); w++ {
-		if set[w] != 0 {
-			return w<<6 + bits.TrailingZeros64(set[w])
-		}
-	}
-	return n
-}
-
-// prevSet returns the last position before i whose bit is set in set, or
-// -1.
-func prevSet(set []uint64, i int) int {
-	if i <= 0 {
-		return -1
-	}
-	i--
-	w := i >> 6
-	word := set[w] << (63 - i&63)
-	if word != 0 {
-		return i - bits.LeadingZeros64(word)
-	}
-	for w--; w >= 0; w-- {
-		if set[w] != 0 {
-			return w<<6 + 63 - bits.LeadingZeros64(set[w])
-		}
-	}
-	return -1
 }
 
 // classFit is a sorted class's fit state for one polarity: set is S (see
@@ -320,19 +261,19 @@ func (f *classFit) boundsS(la, lb []uint64, from *int, v uint64, desc bool) (lo,
 	*from = cut
 	above := firstAbove(la, cut, v, label)
 	lo, hi = 0, ^uint64(0)
-	if i := prevSet(f.set, cut); i >= 0 {
+	if i := bitset.Prev(f.set, cut); i >= 0 {
 		if desc {
 			// The largest ^lb below v is in la[i]'s run, at its first pair in S.
-			i = nextSet(f.set, runStart(la, i, label), n)
+			i = bitset.Next(f.set, runStart(la, i, label), n)
 			lo = ^lb[i]
 		} else {
 			lo = lb[i]
 		}
 	}
-	if i := nextSet(f.set, above, n); i < n {
+	if i := bitset.Next(f.set, above, n); i < n {
 		if desc {
 			// The smallest ^lb above v is in la[i]'s run, at its last pair in S.
-			i = prevSet(f.set, firstAbove(la, i, la[i], label))
+			i = bitset.Prev(f.set, firstAbove(la, i, la[i], label))
 			hi = ^lb[i]
 		} else {
 			hi = lb[i]

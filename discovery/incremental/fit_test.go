@@ -96,38 +96,6 @@ func TestBacktrackLargestConsistent(t *testing.T) {
 	}
 }
 
-// TestBitsScan checks nextSet and prevSet against a scan of the bits.
-func TestBitsScan(t *testing.T) {
-	r := rand.New(rand.NewPCG(5, 6))
-	for trial := 0; trial < 500; trial++ {
-		n := 1 + r.IntN(300)
-		set := resizeBits(nil, n, false)
-		dens := r.Float64() * 0.1
-		for i := 0; i < n; i++ {
-			if r.Float64() < dens {
-				set[i>>6] |= 1 << (i & 63)
-			}
-		}
-		has := func(i int) bool { return set[i>>6]>>(i&63)&1 == 1 }
-		for i := 0; i <= n; i++ {
-			next := i
-			for next < n && !has(next) {
-				next++
-			}
-			prev := i - 1
-			for prev >= 0 && !has(prev) {
-				prev--
-			}
-			if got := nextSet(set, i, n); got != next {
-				t.Fatalf("n %d: nextSet(%d) = %d, want %d", n, i, got, next)
-			}
-			if got := prevSet(set, i); got != prev {
-				t.Fatalf("n %d: prevSet(%d) = %d, want %d", n, i, got, prev)
-			}
-		}
-	}
-}
-
 // TestIncrementalFitBound is a differential test aimed at the fit bound:
 // OCs that nearly hold (B mostly a non-decreasing function of A, with
 // ties, and noise), both polarities, in the empty context and in one of a
