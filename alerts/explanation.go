@@ -116,7 +116,7 @@ func (e Expected) String() string {
 	return e.Column
 }
 
-// Wire forms (event JSON, schema version 4).
+// Wire forms (event JSON, schema version 4; expected.or since 5).
 type explanationJSON struct {
 	Violating int           `json:"violating"`
 	Segments  []segmentJSON `json:"segments"`
