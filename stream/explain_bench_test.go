@@ -23,7 +23,8 @@ import (
 // fault's first record (either side: an old exception may come just
 // before), and what the rule expected must be the record's
 // value before the fault for at least explainExpectedShare of the samples
-// that are faulty records. Run it with (figures in the log):
+// that are faulty records. TestExplainQuality judges it in the test
+// suite; the benchmark reports the figures too (and logs them):
 //
 //	go test ./stream -run '^$' -bench BenchmarkExplainQuality -benchtime 1x -v
 const (
@@ -56,7 +57,7 @@ type explainRun struct {
 // replayFault replays rows with f, at the benchmark's window, cadence
 // and eps and the CLI's defaults otherwise, until the first violated
 // event naming f's column; every event must validate against the schema.
-func replayFault(b *testing.B, name string, header []string, rows [][]string, f segmentFault) explainRun {
+func replayFault(b testing.TB, name string, header []string, rows [][]string, f segmentFault) explainRun {
 	b.Helper()
 	r, err := NewReplayer(benchConfig(name, explainWindow, explainEvery, explainEps), nil)
 	if err != nil {
@@ -100,7 +101,7 @@ func replayFault(b *testing.B, name string, header []string, rows [][]string, f 
 
 // addRecord replays rec as record i and returns its events, each validated
 // against the event schema.
-func addRecord(b *testing.B, r *Replayer, i int, rec *decode.FlatRecord) []alerts.Event {
+func addRecord(b testing.TB, r *Replayer, i int, rec *decode.FlatRecord) []alerts.Event {
 	b.Helper()
 	evs, err := r.Add(context.Background(), window.RowMeta{Offset: int64(i)}, rec)
 	if err != nil {
@@ -112,20 +113,29 @@ func addRecord(b *testing.B, r *Replayer, i int, rec *decode.FlatRecord) []alert
 	return evs
 }
 
-// judgeExplanation checks a run against the benchmark's targets.
-func judgeExplanation(b *testing.B, name string, run explainRun, seg alerts.Segment) {
+// explainFigures are a run's figures: the share of its faulty samples
+// whose expected value is right, and how many records its break starts
+// after the fault's first.
+type explainFigures struct {
+	right    float64
+	firstLag int64
+}
+
+// judgeExplanation checks a run against the benchmark's targets and
+// returns its figures.
+func judgeExplanation(b testing.TB, name string, run explainRun, seg alerts.Segment) (f explainFigures) {
 	b.Helper()
 	e := run.event
 	if e == nil {
 		b.Errorf("%s: no violated event", name)
-		return
+		return f
 	}
 	raw, _ := json.Marshal(e.Explanation)
 	b.Logf("%s: violated at window end %d: %s; explanation %s", name, e.Window.EndSeq, e.DependencyText, raw)
 	x := e.Explanation
 	if x == nil || len(x.Segments) == 0 {
 		b.Errorf("%s: no segment", name)
-		return
+		return f
 	}
 	top := x.Segments[0]
 	if top.Column != seg.Column || top.Value != seg.Value {
@@ -155,8 +165,7 @@ func judgeExplanation(b *testing.B, name string, run explainRun, seg alerts.Segm
 	if faulty == 0 || float64(ok) < explainExpectedShare*float64(faulty) {
 		b.Errorf("%s: expected value right for %d of %d faulty samples, want at least %.0f%%", name, ok, faulty, 100*explainExpectedShare)
 	}
-	b.ReportMetric(float64(ok)/float64(max(faulty, 1)), name+"-expected-right")
-	b.ReportMetric(float64(x.First.Offset-run.first), name+"-first-lag")
+	return explainFigures{right: float64(ok) / float64(max(faulty, 1)), firstLag: x.First.Offset - run.first}
 }
 
 // expectedRight: what the rule expected is the value before the fault:
@@ -174,48 +183,71 @@ func expectedRight(e alerts.Expected, before string) bool {
 	return (!e.HasLow || (errLo == nil && v >= lo)) && (!e.HasHigh || (errHi == nil && v <= hi))
 }
 
+// TestExplainQuality judges the explanations of the three replays
+// (explainQuality) against the targets above.
+func TestExplainQuality(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays of adult, ncvoter-100k and the demo's stream (10 s)")
+	}
+	t.Parallel()
+	explainQuality(t)
+}
+
+// BenchmarkExplainQuality reports the replays' figures.
 func BenchmarkExplainQuality(b *testing.B) {
-	adult := loadCSV(b, testkit.SharedData(b, "bench/adult.csv"), 0)
-	vh, vrows := readHead(b, testkit.SharedData(b, "bench/ncvoter-100k.csv"), explainRecords)
-	voter := &csvTable{header: vh, rows: vrows}
 	for range b.N {
-		// adult in file order, 60% of the Self-emp-not-inc records (7.8%)
-		// taking another record's education.
-		ie := adult.col("education")
-		edu := segmentFault{seg: "workclass", value: "Self-emp-not-inc", cols: []string{"education"},
-			apply: func(row []string, rng *rand.Rand) { row[ie] = adult.rows[rng.IntN(len(adult.rows))][ie] }}
-		run := replayFault(b, "adult", adult.header, adult.rows[:min(explainRecords, len(adult.rows))], edu)
-		judgeExplanation(b, "adult", run, alerts.Segment{Column: "workclass", Value: "Self-emp-not-inc"})
-
-		// ncvoter-100k (integer-coded; 4 <-> 5 and {6}: [] -> 4 hold) in file
-		// order, 60% of the records with 1 = 13 (15%) taking another
-		// record's different (4, 5) pair: {6}: [] -> 4 breaks, 4 <-> 5 holds.
-		// (flights, the other candidate, has one rule at this window,
-		// {origin,destination}: [] -> distance, and a fault on 60% of an
-		// origin's flights makes the faulty distance its routes' majority.)
-		i4, i5 := voter.col("4"), voter.col("5")
-		pair := segmentFault{seg: "1", value: "13", cols: []string{"4", "5"},
-			apply: func(row []string, rng *rand.Rand) {
-				for {
-					o := voter.rows[rng.IntN(len(voter.rows))]
-					if o[i4] != row[i4] {
-						row[i4], row[i5] = o[i4], o[i5]
-						return
-					}
-				}
-			}}
-		run = replayFault(b, "ncvoter", voter.header, voter.rows, pair)
-		judgeExplanation(b, "ncvoter", run, alerts.Segment{Column: "1", Value: "13"})
-
-		benchDemoExplanation(b)
+		for name, f := range explainQuality(b) {
+			b.ReportMetric(f.right, name+"-expected-right")
+			b.ReportMetric(float64(f.firstLag), name+"-first-lag")
+		}
 	}
 }
 
-// benchDemoExplanation replays the demo's stream with its settings (the
+// explainQuality replays adult, ncvoter-100k and the demo's stream with
+// their faults, judges each run's first violated event and returns the
+// figures by name.
+func explainQuality(b testing.TB) map[string]explainFigures {
+	adult := loadCSV(b, testkit.SharedData(b, "bench/adult.csv"), 0)
+	vh, vrows := readHead(b, testkit.SharedData(b, "bench/ncvoter-100k.csv"), explainRecords)
+	voter := &csvTable{header: vh, rows: vrows}
+	out := map[string]explainFigures{}
+	// adult in file order, 60% of the Self-emp-not-inc records (7.8%)
+	// taking another record's education.
+	ie := adult.col("education")
+	edu := segmentFault{seg: "workclass", value: "Self-emp-not-inc", cols: []string{"education"},
+		apply: func(row []string, rng *rand.Rand) { row[ie] = adult.rows[rng.IntN(len(adult.rows))][ie] }}
+	run := replayFault(b, "adult", adult.header, adult.rows[:min(explainRecords, len(adult.rows))], edu)
+	out["adult"] = judgeExplanation(b, "adult", run, alerts.Segment{Column: "workclass", Value: "Self-emp-not-inc"})
+
+	// ncvoter-100k (integer-coded; 4 <-> 5 and {6}: [] -> 4 hold) in file
+	// order, 60% of the records with 1 = 13 (15%) taking another
+	// record's different (4, 5) pair: {6}: [] -> 4 breaks, 4 <-> 5 holds.
+	// (flights, the other candidate, has one rule at this window,
+	// {origin,destination}: [] -> distance, and a fault on 60% of an
+	// origin's flights makes the faulty distance its routes' majority.)
+	i4, i5 := voter.col("4"), voter.col("5")
+	pair := segmentFault{seg: "1", value: "13", cols: []string{"4", "5"},
+		apply: func(row []string, rng *rand.Rand) {
+			for {
+				o := voter.rows[rng.IntN(len(voter.rows))]
+				if o[i4] != row[i4] {
+					row[i4], row[i5] = o[i4], o[i5]
+					return
+				}
+			}
+		}}
+	run = replayFault(b, "ncvoter", voter.header, voter.rows, pair)
+	out["ncvoter"] = judgeExplanation(b, "ncvoter", run, alerts.Segment{Column: "1", Value: "13"})
+
+	out["demo"] = demoExplanation(b)
+	return out
+}
+
+// demoExplanation replays the demo's stream with its settings (the
 // payroll generator, 6000 clean records, then 3% data-entry errors, all
 // from one source): the violated event's top segment is that source and
 // the expected perc is right on every faulty sample.
-func benchDemoExplanation(b *testing.B) {
+func demoExplanation(b testing.TB) explainFigures {
 	cfg := StreamConfig{Name: "payroll", Topic: "payroll", Window: 2000, Every: 1000, Epsilon: 0.01, Margin: 0.004, K: 1,
 		Sample: 3, MinScore: 0.01, MinStrength: discovery.DefaultMinStrength, DiscoverAfter: DefaultDiscoverAfter, MaxLevel: DefaultMaxLevel}
 	r, err := NewReplayer(cfg, nil)
@@ -267,7 +299,7 @@ func benchDemoExplanation(b *testing.B) {
 	if e != nil && e.Explanation != nil {
 		b.Logf("demo: %s", e.Text())
 	}
-	judgeExplanation(b, "demo", run, alerts.Segment{Column: "source", Value: demo.PayrollFaultySource})
+	f := judgeExplanation(b, "demo", run, alerts.Segment{Column: "source", Value: demo.PayrollFaultySource})
 	if e != nil {
 		for _, s := range e.Samples {
 			if before, hit := run.before[s.Offset]; hit && (s.Expected == nil || s.Expected.Column != "perc" || !expectedRight(*s.Expected, before["perc"])) {
@@ -275,4 +307,5 @@ func benchDemoExplanation(b *testing.B) {
 			}
 		}
 	}
+	return f
 }

@@ -70,7 +70,7 @@ func (t *csvTable) col(name string) int { return slices.Index(t.header, name) }
 // loadCSV reads a CSV file (gzip when it ends in .gz). With sample > 0 it
 // keeps a uniform sample of that many rows (reservoir, seeded), in file
 // order.
-func loadCSV(b *testing.B, path string, sample int) *csvTable {
+func loadCSV(b testing.TB, path string, sample int) *csvTable {
 	b.Helper()
 	header, cr, done := openCSV(b, path)
 	defer done()
