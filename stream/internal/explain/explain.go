@@ -234,7 +234,7 @@ func (b *buffers) dense(rows, k, card int) (keys int, ok bool) {
 // holds points into them.
 type buffers struct {
 	class, ids  []uint32 // classes
-	of          []uint32 // explainFD: each row's (class, value) pair
+	of          []uint32 // explainFD: each row's (class, value) pair; explainOC: each violating row's place
 	rows, spare []ocRow  // explainOC: the rows sorted, and a second buffer for the sorts
 	chain       []ocRow
 	in          []bool

@@ -36,13 +36,13 @@ func explainFD(t *table.Table, d discovery.Dependency, b *buffers) (Result, erro
 		count[p]++
 		// Pairs are numbered in first-row order, so the lower number wins
 		// a tie: the value the class held first.
-		if b := best[class[row]]; b < 0 || count[p] > count[b] || (count[p] == count[b] && p < b) {
+		if m := best[class[row]]; m < 0 || count[p] > count[m] || (count[p] == count[m] && p < m) {
 			best[class[row]] = p
 		}
 	}
 	var r Result
 	for row := range t.Rows {
-		if b := best[class[row]]; int32(of[row]) != b {
+		if int32(of[row]) != best[class[row]] {
 			r.Violating = append(r.Violating, row)
 		}
 	}
