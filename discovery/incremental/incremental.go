@@ -69,6 +69,10 @@ type Engine struct {
 	restarts   map[*ocCheck]bool
 	builds     Builds
 	ringCounts [][]uint32 // Ring's counts, kept for the next call
+	// keyClass and keySeen are KeyRemovals' arrays, kept for the next call:
+	// a stream's key is counted at every check.
+	keyClass []uint32
+	keySeen  []bool
 
 	ring
 

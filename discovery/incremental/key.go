@@ -1,5 +1,7 @@
 package incremental
 
+import "slices"
+
 // KeyRemovals is the removals of the key over the named columns on the
 // window as of the last Check, as discovery.Validate counts them on the
 // window encoded: the rows beyond the first of each value of the columns
@@ -7,7 +9,7 @@ package incremental
 // EncodeTyped makes "1" and "1.0" one number). ok is false when a column
 // is not the engine's, or rows came or left since the last Check (their
 // codes may not be settled). One pass over the window's codes, with no
-// state kept between checks: a stream tracks few keys.
+// state kept between checks but the arrays (a stream tracks few keys).
 func (e *Engine) KeyRemovals(names []string) (removals int, ok bool) {
 	if len(names) == 0 || e.batchRows > 0 || e.from != e.oldest || e.to != e.oldest+uint32(e.n) {
 		return 0, false
@@ -20,7 +22,8 @@ func (e *Engine) KeyRemovals(names []string) (removals int, ok bool) {
 	}
 	// class[k] is row k's class of the columns so far: the first column's
 	// equality id, then a dense id of (class, equality id) for each next.
-	class := make([]uint32, e.n)
+	e.keyClass = slices.Grow(e.keyClass[:0], e.n)[:e.n]
+	class := e.keyClass
 	first := e.cols[cols[0]]
 	for k := range class {
 		class[k] = first.Eq(first.Codes[(e.oldest+uint32(k))&e.mask])
@@ -42,7 +45,9 @@ func (e *Engine) KeyRemovals(names []string) (removals int, ok bool) {
 	for _, x := range class {
 		top = max(top, x)
 	}
-	seen := make([]bool, int(top)+1)
+	e.keySeen = slices.Grow(e.keySeen[:0], int(top)+1)[:int(top)+1]
+	seen := e.keySeen
+	clear(seen)
 	for _, x := range class {
 		if seen[x] {
 			removals++
