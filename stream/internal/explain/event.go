@@ -36,7 +36,10 @@ func ForEvent(ev Event, d discovery.Dependency, back *discovery.Dependency, o Op
 	}
 	var rb Result
 	if back != nil {
-		if rb, err = violations(ev.Rule, *back, o); err != nil {
+		b := takeBuffers(o)
+		rb, err = b.violations(ev.Rule, *back)
+		pool.Put(b)
+		if err != nil {
 			return nil, nil, err
 		}
 	}

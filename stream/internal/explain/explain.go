@@ -129,7 +129,9 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 			return Result{}, fmt.Errorf("explain: column %s has %d counts for %d values", c.Name, len(w.Counts[i]), len(c.Dict)+1)
 		}
 	}
-	r, err := violations(w.Rule, d, o)
+	b := takeBuffers(o)
+	defer pool.Put(b)
+	r, err := b.violations(w.Rule, d)
 	if err != nil {
 		return Result{}, err
 	}
@@ -137,18 +139,23 @@ func Explain(w Window, d discovery.Dependency, o Options) (Result, error) {
 	// records are the violation itself, which rare values of it show more
 	// often than the window by construction (a fault spread over every
 	// record would otherwise always have a segment).
-	r.Segments = segments(&w, r.Violating, []string{cmp.Or(d.RHS, d.Right)}, o)
+	r.Segments = segments(&w, r.Violating, []string{cmp.Or(d.RHS, d.Right)}, o, b)
 	r.First = breakStart(r.Violating, n, w.Epsilon)
 	return r, nil
+}
+
+// takeBuffers takes an explanation's buffers from the pool, set for o;
+// the caller puts them back.
+func takeBuffers(o Options) *buffers {
+	b := pool.Get().(*buffers)
+	b.denseKeys = cmp.Or(o.denseKeys, defaultDenseKeys)
+	return b
 }
 
 // violations is the rule's part of an explanation of d on t, its encoded
 // columns: the violating rows and what d expected of each (explainFD,
 // explainOC).
-func violations(t *table.Table, d discovery.Dependency, o Options) (Result, error) {
-	b := pool.Get().(*buffers)
-	defer pool.Put(b)
-	b.denseKeys = cmp.Or(o.denseKeys, defaultDenseKeys)
+func (b *buffers) violations(t *table.Table, d discovery.Dependency) (Result, error) {
 	switch d.Kind {
 	case discovery.KindOFD:
 		return explainFD(t, d, b)
@@ -239,8 +246,8 @@ type buffers struct {
 	chain       []ocRow
 	in          []bool
 	piles       []int32
-	start       []int
-	denseKeys   int // the explanation's Options.denseKeys
+	start       []int // the counting sorts' counts, then the segments' (counts)
+	denseKeys   int   // the explanation's Options.denseKeys
 }
 
 var pool = sync.Pool{New: func() any { return new(buffers) }}

@@ -15,8 +15,9 @@ import (
 // could have been one (those with o.MinViolating records in the window:
 // Bonferroni over every test the data could have made, not only the ones
 // it did), and the kept ones are ranked by the excess of their share of
-// the violating rows over their share of the window.
-func segments(w *Window, violating []int, skip []string, o Options) []Segment {
+// the violating rows over their share of the window. It counts in b's
+// buffers.
+func segments(w *Window, violating []int, skip []string, o Options, b *buffers) []Segment {
 	if len(violating) == 0 || len(w.Columns) == 0 || o.MaxSegments <= 0 {
 		return nil
 	}
@@ -26,7 +27,7 @@ func segments(w *Window, violating []int, skip []string, o Options) []Segment {
 	for _, c := range w.Columns {
 		largest = max(largest, len(c.Dict))
 	}
-	in := make([]int, largest+1) // columnCandidates' counts, all 0 between columns
+	in := b.counts(largest) // columnCandidates' counts, all 0 between columns
 	slots := make([]int, len(violating))
 	for j, row := range violating {
 		slots[j] = w.slot(row)
