@@ -1,7 +1,5 @@
 package discovery
 
-import "github.com/odwatch/odwatch/discovery/internal/validate"
-
 // The entries of a discovery that step back before equivalences and
 // implied rules are judged (docs/DESIGN.md, "Keys, equivalences and
 // implied rules"), so that none of them is kept for a class or used as a
@@ -43,7 +41,7 @@ func (s *summary) stepBackKeyOrders() {
 func (s *summary) stepBackEmptySides() {
 	budget := RemovalBudget(s.opts.Epsilon, s.t.Rows)
 	empty := func(name string) bool {
-		return s.t.Rows-validate.EmptyRows(&s.t.Columns[s.index[name]]) <= budget
+		return s.t.Rows-s.t.Columns[s.index[name]].EmptyRows() <= budget
 	}
 	for i := range s.d.Dependencies {
 		r := &s.d.Dependencies[i]

@@ -67,6 +67,21 @@ type Column struct {
 	Values []string
 }
 
+// EmptyRows counts the rows of c that hold no value: rank 0 when it is
+// the empty text (NULL, or an empty string).
+func (c *Column) EmptyRows() int {
+	if len(c.Values) == 0 || c.Values[0] != "" {
+		return 0
+	}
+	n := 0
+	for _, x := range c.Ranks {
+		if x == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Table is an encoded table: every column has Rows ranks.
 type Table struct {
 	Rows    int

@@ -156,18 +156,3 @@ func (e *Evidence) Measurements(t *table.Table, share float64) uint64 {
 	}
 	return measured
 }
-
-// EmptyRows counts the rows of c that hold no value: rank 0 when it is
-// the empty text (NULL, or an empty string).
-func EmptyRows(c *table.Column) int {
-	if len(c.Values) == 0 || c.Values[0] != "" {
-		return 0
-	}
-	n := 0
-	for _, x := range c.Ranks {
-		if x == 0 {
-			n++
-		}
-	}
-	return n
-}

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestBitsScan checks Next and Prev against a scan of the bits.
+// TestScan checks Next and Prev against a scan of the bits.
 func TestScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for trial := 0; trial < 500; trial++ {
