@@ -1,12 +1,20 @@
 package discovery
 
 import (
+	"compress/gzip"
 	"context"
+	"encoding/csv"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/discovery/tableio"
+	"github.com/odwatch/odwatch/internal/testkit"
 )
 
 // BenchmarkListingCensus counts, per file and eps, the reliable results
@@ -15,9 +23,13 @@ import (
 // the same typing (MinStrength 0). It reports them by kind and, as
 // listing-ctx-K, by context size: what the listing's own search (the
 // default mode's cost over the paper mode, docs/DESIGN.md, "Performance
-// model") finds on real and literature tables.
+// model") finds on real and literature tables, and on windows as the
+// monitor sees them: 5,000 records drawn with replacement (as in the
+// stream precision benchmark) from adult, zipcodes and flights' first
+// 300k rows at eps 0.05, and the end-to-end stream's 100k window at eps
+// 0.01, both to the monitor's level 3.
 //
-//	go test ./discovery -run '^$' -bench ListingCensus -benchtime 1x
+//	go test ./discovery -run '^$' -bench ListingCensus -benchtime 1x -v
 func BenchmarkListingCensus(b *testing.B) {
 	for _, f := range []struct {
 		file     string
@@ -30,31 +42,110 @@ func BenchmarkListingCensus(b *testing.B) {
 	} {
 		for _, eps := range []float64{0.05, 0.1} {
 			b.Run(fmt.Sprintf("%s/eps%v", filepath.Base(f.file), eps), func(b *testing.B) {
-				tab := readShared(b, f.file, tableio.CSVOptions{})
-				run := func(minStrength float64) *Discovery {
-					d, err := Discover(context.Background(), tab, Options{Epsilon: eps, MaxLevel: f.maxLevel, MinStrength: minStrength})
-					if err != nil {
-						b.Fatal(err)
-					}
-					return d
-				}
-				for b.Loop() {
-					paper := map[string]bool{}
-					for _, r := range run(0).Dependencies {
-						paper[r.String()] = true
-					}
-					counts := map[string]float64{"listing-oc": 0, "listing-ofd": 0}
-					for _, r := range run(DefaultMinStrength).Dependencies {
-						if r.Reliable && !paper[r.String()] {
-							counts["listing-"+r.Kind.String()]++
-							counts[fmt.Sprintf("listing-ctx-%d", len(r.Context))]++
-						}
-					}
-					for k, v := range counts {
-						b.ReportMetric(v, k)
-					}
-				}
+				listingCensus(b, readShared(b, f.file, tableio.CSVOptions{}), Options{Epsilon: eps, MaxLevel: f.maxLevel})
 			})
 		}
 	}
+	for _, f := range []struct {
+		file    string
+		maxRows int
+	}{{"bench/adult.csv", 0}, {"zipcodes.csv", 0}, {"flights-3m.csv.gz", 300_000}} {
+		for seed := range uint64(3) {
+			b.Run(fmt.Sprintf("window-%s/%d", strings.TrimSuffix(filepath.Base(f.file), ".gz"), seed), func(b *testing.B) {
+				listingCensus(b, resampledWindow(b, f.file, f.maxRows, 5000, seed), Options{Epsilon: 0.05, MaxLevel: 3})
+			})
+		}
+	}
+	b.Run("window-e2e", func(b *testing.B) {
+		listingCensus(b, benchStreamWindow(b), Options{Epsilon: 0.01, MaxLevel: 3})
+	})
+}
+
+// listingCensus reports, for BenchmarkListingCensus, the reliable results
+// of tab in the default mode that are not in its minimal set.
+func listingCensus(b *testing.B, tab *table.Table, opts Options) {
+	run := func(minStrength float64) *Discovery {
+		opts.MinStrength = minStrength
+		d, err := Discover(context.Background(), tab, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	for b.Loop() {
+		paper := map[string]bool{}
+		for _, r := range run(0).Dependencies {
+			paper[r.String()] = true
+		}
+		counts := map[string]float64{"listing-oc": 0, "listing-ofd": 0}
+		for _, r := range run(DefaultMinStrength).Dependencies {
+			if r.Reliable && !paper[r.String()] {
+				counts["listing-"+r.Kind.String()]++
+				counts[fmt.Sprintf("listing-ctx-%d", len(r.Context))]++
+				b.Logf("listing alone: %s (%.2f)", r, r.Strength)
+			}
+		}
+		for k, v := range counts {
+			b.ReportMetric(v, k)
+		}
+	}
+}
+
+// resampledWindow is n records drawn with replacement (seeded) from the
+// first maxRows rows (0: all) of the shared CSV file name, encoded in the
+// default typing.
+func resampledWindow(b *testing.B, name string, maxRows, n int, seed uint64) *table.Table {
+	f, err := os.Open(testkit.SharedData(b, name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var in io.Reader = f
+	if strings.HasSuffix(name, ".gz") {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in = z
+	}
+	r := csv.NewReader(in)
+	header, err := r.Read()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rows [][]string
+	for maxRows <= 0 || len(rows) < maxRows {
+		rec, err := r.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		rows = append(rows, rec)
+	}
+	rng := rand.New(rand.NewPCG(seed, 0))
+	cols := make([]table.DictColumn, len(header))
+	dicts := make([]map[string]uint32, len(header))
+	for i, h := range header {
+		cols[i] = table.DictColumn{Name: h, Codes: make([]uint32, n)}
+		dicts[i] = map[string]uint32{}
+	}
+	for j := range n {
+		rec := rows[rng.IntN(len(rows))]
+		for i, v := range rec {
+			code, ok := dicts[i][v]
+			if !ok {
+				code = uint32(len(cols[i].Dict))
+				dicts[i][v] = code
+				cols[i].Dict = append(cols[i].Dict, v)
+			}
+			cols[i].Codes[j] = code
+		}
+	}
+	tab, err := table.EncodeTyped(cols, table.Typing{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tab
 }
