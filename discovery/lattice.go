@@ -42,6 +42,11 @@ type latNode struct {
 	// known to hold with e = 0 (only these may drive exact-only pruning).
 	ofdValid uint64
 	ofdExact uint64
+	// ofdSub holds the A with Y: [] -> A valid at a proper subset Y of X
+	// (inherit): such an OFD, and every OC with A on a side (whose
+	// removals are at most the OFD's g3), is valid and minimal in neither
+	// set, so X makes no candidate of it.
+	ofdSub uint64
 	// ofdRel holds the A with Y: [] -> A valid and reliable for some Y
 	// included in X (X itself once its level is validated): the OFDs the
 	// reliable listing takes as implied.
@@ -144,9 +149,6 @@ type ofdTask struct {
 	removals int
 	strength float64
 	a        uint8
-	// inherited: a direct subset holds it, unreliably; only its strength
-	// can make it a result.
-	inherited bool
 }
 
 type ocTask struct {
@@ -159,15 +161,15 @@ type ocTask struct {
 	shuffleBound int
 	a, b         uint8
 	// paper: both OFDs are invalid, as the paper's minimal set wants.
-	paper     bool
-	want      [2]bool // per polarity
-	inherited [2]bool // a direct subset holds it, unreliably
+	paper bool
+	want  [2]bool // per polarity
 }
 
 // listingOnly reports whether polarity pol of the task is a candidate of
-// the reliable listing alone: a direct subset holds it, unreliably, or an
-// OFD on a side holds (not paper).
-func (t *ocTask) listingOnly(pol Polarity) bool { return t.inherited[pol] || !t.paper }
+// the reliable listing alone: an OFD on a side holds at the context, and
+// unreliably (not paper). Both polarities are alike; pol keeps the
+// callers' reading per polarity.
+func (t *ocTask) listingOnly(Polarity) bool { return !t.paper }
 
 // dropListingOnly stops wanting the polarities that are candidates of the
 // listing alone; nothing reads their validity (see dropHopeless).
@@ -489,6 +491,7 @@ func (l *lattice) inherit(level []*latNode) []*latNode {
 	for _, n := range level {
 		for _, p := range n.parents {
 			n.ofdValid |= p.ofdValid &^ n.set
+			n.ofdSub |= p.ofdValid &^ n.set
 			n.ofdExact |= p.ofdExact &^ n.set
 			n.ofdRel |= p.ofdRel &^ n.set
 			for w := range n.ocValid {
@@ -575,10 +578,10 @@ func (l *lattice) computeODs(ctx context.Context, level []*latNode, k int) ([]fo
 }
 
 // ofdCandidates returns the OFDs X: [] -> A of level to validate: those no
-// direct subset holds (candidates of the paper's minimal set), and those
-// only unreliable subsets hold (candidates of the reliable listing alone,
-// marked inherited). The OFDs a reliable subset holds are decided without
-// validation. It counts every OFD in Stats.Candidates.
+// direct subset holds, candidates of the paper's minimal set and of the
+// reliable listing alike. The OFDs a subset holds are decided without
+// validation: valid, and minimal in neither set. It counts every OFD in
+// Stats.Candidates.
 func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
 	ofds := l.ofdBuf[:0]
 	for _, n := range level {
@@ -587,8 +590,8 @@ func (l *lattice) ofdCandidates(level []*latNode) []ofdTask {
 				continue
 			}
 			l.stats.Candidates++
-			if n.ofdRel&(1<<a) == 0 {
-				ofds = append(ofds, ofdTask{node: n, a: uint8(a), inherited: n.ofdValid&(1<<a) != 0})
+			if n.ofdValid&(1<<a) == 0 {
+				ofds = append(ofds, ofdTask{node: n, a: uint8(a)})
 			}
 		}
 	}
@@ -608,78 +611,20 @@ func (l *lattice) validateOFDs(ctx context.Context, ofds []ofdTask) error {
 // when valid, its strength and, when it is a result, its removal sample.
 func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	col := &l.t.Columns[task.a]
-	if task.inherited && (l.unlisted(task.node) || l.ofdHopeless(task)) {
-		l.ofdExactOnly(v, task)
-		return
-	}
-	counted := false
-	if task.inherited && l.bounded() && !l.opts.listing().noMeasureFirst {
-		// Measured first (ofdMeasureFirst): a measure below MinStrength
-		// bounds the strength, and the validation is then needed only
-		// for the removals the measure's pass did not count.
-		var s float64
-		s, task.removals, counted = l.ofdMeasureFirst(v, task)
-		if s < l.opts.MinStrength {
-			if !counted {
-				l.ofdExactOnly(v, task)
-			}
-			return
-		}
-	}
-	if !counted {
-		task.removals = v.OFDRemovals(task.node.part, col, l.budget)
-	}
+	task.removals = v.OFDRemovals(task.node.part, col, l.budget)
 	if task.removals > l.budget {
 		return
 	}
-	task.strength = l.ofdStrength(v, task.node, int(task.a), task.inherited)
-	if l.opts.RemovalSample != 0 && l.wanted(task.inherited, task.strength) {
+	task.strength = l.ofdStrength(v, task.node, int(task.a))
+	if l.opts.RemovalSample != 0 {
 		sample := sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 		task.sample = &sample
 	}
 }
 
-// ofdExactOnly validates the OFD of task, valid by inheritance and no
-// result, with budget 0: only whether it holds exactly is read (pruning).
-func (l *lattice) ofdExactOnly(v *validate.Validator, task *ofdTask) {
-	if task.removals = v.OFDRemovals(task.node.part, &l.t.Columns[task.a], 0); task.removals > 0 {
-		task.removals = l.budget + 1
-	}
-}
-
-// ofdMeasureFirst returns the measure of the inherited OFD of task, a
-// candidate of the listing alone that passed ofdHopeless (cached at the
-// node for the gains of its supersets, as ofdMeasure does), and, when
-// counted, its removals: the measure's pass counts them too when the
-// evidence partition is the node's (no repeated records, or the OFD
-// mentions every column). listingTuning.noMeasureFirst turns it off.
-func (l *lattice) ofdMeasureFirst(v *validate.Validator, task *ofdTask) (measure float64, removals int, counted bool) {
-	n, a := task.node, int(task.a)
-	if _, cached := n.measures.load(measureKey(a)); !cached {
-		if ev, part, pdep := l.evidenceFor(n, 1<<a); part == n.part && ev.Supported(part) && part.N > 0 {
-			measure, removals = v.OFDStrengthRemovals(part, &l.t.Columns[a], pdep[a])
-			n.measures.store(measureKey(a), measure)
-			return measure, removals, true
-		}
-	}
-	return l.ofdMeasure(v, n, a), 0, false
-}
-
-// ofdHopeless reports whether the OFD of task, a candidate of the listing
-// alone, cannot be reliable: its context lacks repeated support, or its
-// strength bound (validate.OFDStrengthBound) is below MinStrength.
-func (l *lattice) ofdHopeless(task *ofdTask) bool {
-	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
-		return false
-	}
-	ev, part, pdep := l.evidenceFor(task.node, 1<<task.a)
-	return !ev.Supported(part) || validate.OFDStrengthBound(part, pdep[task.a]) < l.opts.MinStrength
-}
-
 // recordOFDs counts the validations of ofds, sets the ofd bits of the
-// valid ones' nodes and appends to levelFound those that are results: of
-// the paper's minimal set when not inherited, of the reliable listing when
-// reliable.
+// valid ones' nodes and appends them to levelFound: each is of the
+// paper's minimal set, and of the reliable listing when reliable.
 func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 	l.stats.Validations += int64(len(ofds))
 	for _, task := range ofds {
@@ -698,14 +643,12 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 		if reliable {
 			n.ofdRel |= 1 << task.a
 		}
-		if !task.inherited || reliable {
-			l.setScore(n)
-			f := found{node: n, kind: KindOFD, a: int(task.a), paper: !task.inherited, removals: task.removals, strength: task.strength}
-			if task.sample != nil {
-				f.sample = *task.sample
-			}
-			levelFound = append(levelFound, f)
+		l.setScore(n)
+		f := found{node: n, kind: KindOFD, a: int(task.a), paper: true, removals: task.removals, strength: task.strength}
+		if task.sample != nil {
+			f.sample = *task.sample
 		}
+		levelFound = append(levelFound, f)
 	}
 	return levelFound
 }
@@ -751,7 +694,8 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 }
 
 // ocColumns returns the columns of n's OC candidates that are worth a
-// task: the ordered columns outside X with no reliable OFD at X, less,
+// task: the ordered columns outside X with no reliable OFD at X and no OFD
+// valid at a proper subset (ofdSub), less,
 // when no candidate of the listing alone at n is listed (unlisted) or can
 // be reliable (listingHopeless, when the pairs do not mention every
 // column), those with an OFD valid at X, whose candidates are all of the listing alone: it
@@ -762,6 +706,7 @@ func (l *lattice) ocCandidates(level []*latNode) []ocTask {
 func (l *lattice) ocColumns(n *latNode) uint64 {
 	cols := l.all &^ (n.set | n.ofdRel | l.unordered)
 	l.stats.Candidates += 2 * int64(pairsOf(cols))
+	cols &^= n.ofdSub
 	if l.unlisted(n) || l.listingHopeless(n) && bits.OnesCount64(l.all&^n.set) > 2 {
 		cols &^= n.ofdValid
 	}
@@ -776,30 +721,21 @@ func pairsOf(cols uint64) int {
 }
 
 // ocCandidate decides by inheritance what it can of X: A ~ B, X being n,
-// in each polarity, and says in the task which polarities want validating.
-// A candidate of the paper's minimal set has both OFDs invalid and no
-// direct subset holding it; the others (an OFD holds but unreliably, or
-// only unreliable subsets hold the OC) are candidates of the reliable
-// listing alone. An OC a reliable subset holds is valid and reliable
-// without validation. It reads n's OC bits (the parents' ORed by inherit), writes them and
-// counts both polarities in Stats.Candidates.
+// in each polarity, and says in the task which polarities want validating:
+// those no direct subset holds. A candidate of the paper's minimal set has
+// both OFDs invalid; one with an OFD on a side valid at X, unreliably (the
+// columns held at a subset are not asked: ocColumns), is a candidate of
+// the reliable listing alone. An OC a subset holds is valid (its bits
+// inherited, reliable when a subset's is) and minimal in neither set. It
+// reads n's OC bits (the parents' ORed by inherit) and counts both
+// polarities in Stats.Candidates.
 func (l *lattice) ocCandidate(n *latNode, a, b int) ocTask {
 	task := ocTask{node: n, a: uint8(a), b: uint8(b), paper: n.ofdValid&(1<<a|1<<b) == 0, shuffleBound: -1}
 	for pol := Asc; pol <= Desc; pol++ {
 		l.stats.Candidates++
 		bit := ocBit(l.m, a, b, pol)
 		// inherit ORed the parents' bits into n's.
-		inherited, inheritedRel := n.hasOC(bit), n.hasRelOC(bit)
-		switch {
-		case inheritedRel:
-			n.setOC(bit)
-			n.setRelOC(bit)
-		case inherited:
-			n.setOC(bit)
-			task.want[pol], task.inherited[pol] = true, true
-		default:
-			task.want[pol] = true
-		}
+		task.want[pol] = !n.hasOC(bit)
 	}
 	return task
 }
@@ -862,11 +798,9 @@ func (l *lattice) listingHopeless(n *latNode) bool {
 // and cannot be reliable: their context lacks repeated support, or even
 // with no removals their strength bound (validate.OCShuffleBound) is below
 // MinStrength. Such a candidate is no result, and nothing reads its
-// validity: an inherited one is valid by inheritance (ocCandidate set its
-// bit), and for one with an unreliable OFD X: [] -> A or X: [] -> B every
-// superset has that OFD valid too, so its candidate there is of the
-// listing alone whatever the bit says. It sets task.shuffleBound when it
-// computes it.
+// validity: with an unreliable OFD X: [] -> A or X: [] -> B, every
+// superset has that OFD valid at a subset and makes no candidate of the
+// pair (ocColumns). It sets task.shuffleBound when it computes it.
 func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
 		return
@@ -1123,7 +1057,7 @@ func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
 			if reliable {
 				task.node.setRelOC(bit)
 			}
-			paper := task.paper && !task.inherited[pol]
+			paper := task.paper
 			if paper || reliable {
 				l.setScore(task.node)
 				f := found{node: task.node, kind: KindOC, a: int(task.a), b: int(task.b), pol: pol, paper: paper,
@@ -1211,13 +1145,10 @@ func (l *lattice) ocMeasure(v *validate.Validator, n *latNode, a, b int, pol Pol
 // ofdStrength is the Strength of the valid X: [] -> A, X being n: the
 // least of its measure and of its measures when chance permutes A within
 // the classes of each direct subset of X (validate.OFDStrengthWithin, on
-// the same records as the measure: docs/DESIGN.md, "Strength"). A
-// candidate of the reliable listing alone whose measure is already below
-// MinStrength is not a result whatever the rest; they are then not
-// computed.
-func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int, reliableOnly bool) float64 {
+// the same records as the measure: docs/DESIGN.md, "Strength").
+func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int) float64 {
 	s := l.ofdMeasure(v, n, a)
-	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
+	if s <= 0 {
 		return s
 	}
 	if len(n.cols) < 2 {

@@ -525,13 +525,13 @@ func checkG3BoundDropsAsHopeless(t *testing.T, tab *table.Table, opts Options, d
 }
 
 // checkListingFastPathsOff checks that the fast paths of the listing's
-// candidates (listingTuning.noMeasureFirst, noEvidenceScreen) change no
+// candidates (listingTuning.noEvidenceScreen) change no
 // result: with them off, Discover returns the same dependencies with the
 // same strengths.
 func checkListingFastPathsOff(t *testing.T, tab *table.Table, opts Options, d *Discovery) {
 	t.Helper()
 	tune := *opts.tune
-	tune.noMeasureFirst, tune.noEvidenceScreen = true, true
+	tune.noEvidenceScreen = true
 	opts.tune = &tune
 	without, err := Discover(context.Background(), tab, opts)
 	if err != nil {

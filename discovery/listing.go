@@ -40,12 +40,6 @@ type listingTuning struct {
 	// such candidates before any is made a task (dropBeyondG3), leaving
 	// them to dropHopeless: for the test that checks the same are dropped.
 	noG3Bound bool
-	// noMeasureFirst validates an inherited OFD of the listing alone with
-	// the eps budget before measuring it, rather than measuring it first,
-	// its removals counted in the same pass when its evidence is the
-	// node's partition, else validated with budget 0 when the measure
-	// rules it out (ofdMeasureFirst): for the test that compares.
-	noMeasureFirst bool
 	// noEvidenceScreen validates a candidate of the listing alone on all
 	// records with the eps budget when they hold repeated records, rather
 	// than screening it on the distinct ones first (screenOnEvidence):

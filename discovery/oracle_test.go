@@ -607,7 +607,8 @@ func (om *oracleMeasures) ofdStrengthAt(x uint64, a int) float64 {
 // each dependency by its text: the
 // minimal set of docs/DESIGN.md, each marked reliable when its strength is
 // at least minStrength, together with the reliable listing's own minimal
-// set, where only valid and reliable dependencies imply others. Both are
+// set, where a dependency valid at a smaller context implies it, and of
+// the OFDs at its own context on an OC's sides only a reliable one. Both are
 // sought in the contexts the lattice searches: a context is not searched
 // when a proper subset of it has every OFD valid, or when every OFD of it
 // is valid at a proper subset (it is a near key: every dependency above is
@@ -709,7 +710,7 @@ func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool, meas
 			paper := ofdValid(x, a) && !direct(func(y uint64) bool { return ofdValid(y, a) })
 			// A rule whose context holds a measurement is listed only as
 			// one of the paper's (Summarize steps it back).
-			rel := ofdRel(x, a) && !proper(x, func(y uint64) bool { return ofdRel(y, a) }) && x&measured == 0
+			rel := ofdRel(x, a) && !proper(x, func(y uint64) bool { return ofdValid(y, a) }) && x&measured == 0
 			if paper || rel {
 				emit(d, om.ofd[key], om.score[x], ofdStrength(x, a))
 			}
@@ -717,14 +718,14 @@ func (om *oracleMeasures) listing(eps, minStrength float64, ordered []bool, meas
 				if x&(1<<b) != 0 || !ordered[a] || !ordered[b] {
 					continue
 				}
-				ofdRelSide := func(y uint64) bool { return ofdRel(y, a) || ofdRel(y, b) }
+				ofdValidSide := func(y uint64) bool { return ofdValid(y, a) || ofdValid(y, b) }
 				for pol := Asc; pol <= Desc; pol++ {
 					key := [4]uint64{x, uint64(a), uint64(b), uint64(pol)}
 					d := Dependency{Kind: KindOC, Context: ctx, Left: name(a), Right: name(b), Polarity: pol}
 					paper := ocValid(x, a, b, pol) && !ofdValid(x, a) && !ofdValid(x, b) &&
 						!direct(func(y uint64) bool { return ocValid(y, a, b, pol) })
-					rel := ocRel(x, a, b, pol) && !ofdRelSide(x) && !proper(x, ofdRelSide) &&
-						!proper(x, func(y uint64) bool { return ocRel(y, a, b, pol) }) && x&measured == 0
+					rel := ocRel(x, a, b, pol) && !ofdRel(x, a) && !ofdRel(x, b) && !proper(x, ofdValidSide) &&
+						!proper(x, func(y uint64) bool { return ocValid(y, a, b, pol) }) && x&measured == 0
 					if paper || rel {
 						emit(d, om.oc[key], om.score[x], ocStrength(x, a, b, pol))
 					}
