@@ -125,27 +125,5 @@ func resampledWindow(b *testing.B, name string, maxRows, n int, seed uint64) *ta
 		rows = append(rows, rec)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
-	cols := make([]table.DictColumn, len(header))
-	dicts := make([]map[string]uint32, len(header))
-	for i, h := range header {
-		cols[i] = table.DictColumn{Name: h, Codes: make([]uint32, n)}
-		dicts[i] = map[string]uint32{}
-	}
-	for j := range n {
-		rec := rows[rng.IntN(len(rows))]
-		for i, v := range rec {
-			code, ok := dicts[i][v]
-			if !ok {
-				code = uint32(len(cols[i].Dict))
-				dicts[i][v] = code
-				cols[i].Dict = append(cols[i].Dict, v)
-			}
-			cols[i].Codes[j] = code
-		}
-	}
-	tab, err := table.EncodeTyped(cols, table.Typing{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return tab
+	return encodeRows(b, header, n, func(int) []string { return rows[rng.IntN(len(rows))] })
 }

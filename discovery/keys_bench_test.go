@@ -43,25 +43,34 @@ func BenchmarkDiscoverStreamWindow(b *testing.B) {
 // benchStreamWindow is the first 100k records of the end-to-end stream,
 // encoded as the monitor's discovery encodes its window.
 func benchStreamWindow(b *testing.B) *table.Table {
-	const window = 100_000
 	s := benchstream.New(1)
-	cols := make([]table.DictColumn, len(benchstream.Fields))
+	row := make([]string, len(benchstream.Fields))
+	return encodeRows(b, benchstream.Fields, 100_000, func(int) []string {
+		s.Row(row, false)
+		return row
+	})
+}
+
+// encodeRows encodes n rows of the named columns, row(j) giving the j-th
+// (its slice may be reused), with a dictionary per column in order of
+// first appearance and the default typing, as the monitor's discovery
+// encodes its window.
+func encodeRows(b *testing.B, names []string, n int, row func(j int) []string) *table.Table {
+	cols := make([]table.DictColumn, len(names))
 	dicts := make([]map[string]uint32, len(cols))
-	for i, name := range benchstream.Fields {
-		cols[i] = table.DictColumn{Name: name, Codes: make([]uint32, window)}
+	for i, name := range names {
+		cols[i] = table.DictColumn{Name: name, Codes: make([]uint32, n)}
 		dicts[i] = map[string]uint32{}
 	}
-	row := make([]string, len(benchstream.Fields))
-	for r := range window {
-		s.Row(row, false)
-		for i, v := range row {
+	for j := range n {
+		for i, v := range row(j) {
 			code, ok := dicts[i][v]
 			if !ok {
 				code = uint32(len(cols[i].Dict))
 				dicts[i][v] = code
 				cols[i].Dict = append(cols[i].Dict, v)
 			}
-			cols[i].Codes[r] = code
+			cols[i].Codes[j] = code
 		}
 	}
 	tab, err := table.EncodeTyped(cols, table.Typing{})

@@ -52,11 +52,9 @@ type latNode struct {
 	// reliable listing takes as implied.
 	ofdRel uint64
 	// ocValid has bit ocBit(A,B,pol) set when X: A ~ B (pol) is known
-	// valid; ocRel when some Y included in X has Y: A ~ B (pol) valid and
-	// reliable. Both are only meaningful for ordered A and B with no
-	// reliable OFD X: [] -> A or X: [] -> B.
+	// valid; it is only meaningful for ordered A and B with no reliable
+	// OFD X: [] -> A or X: [] -> B.
 	ocValid []uint64
-	ocRel   []uint64
 	// measures caches the chance-corrected measures computed at X (key
 	// measureKey), for X's own results and for the OC strength gains of its
 	// supersets, which share their parents; workers fill it concurrently.
@@ -121,10 +119,6 @@ func (n *latNode) hasOC(bit int) bool { return n.ocValid[bit>>6]&(1<<(bit&63)) !
 
 func (n *latNode) setOC(bit int) { n.ocValid[bit>>6] |= 1 << (bit & 63) }
 
-func (n *latNode) hasRelOC(bit int) bool { return n.ocRel[bit>>6]&(1<<(bit&63)) != 0 }
-
-func (n *latNode) setRelOC(bit int) { n.ocRel[bit>>6] |= 1 << (bit & 63) }
-
 // found is one minimal dependency, in column indices: of the paper's
 // minimal set (paper), of the reliable listing (reliable), or both.
 type found struct {
@@ -165,19 +159,16 @@ type ocTask struct {
 	want  [2]bool // per polarity
 }
 
-// listingOnly reports whether polarity pol of the task is a candidate of
-// the reliable listing alone: an OFD on a side holds at the context, and
-// unreliably (not paper). Both polarities are alike; pol keeps the
-// callers' reading per polarity.
-func (t *ocTask) listingOnly(Polarity) bool { return !t.paper }
+// listingOnly reports whether the task is a candidate of the reliable
+// listing alone, in both polarities: an OFD on a side holds at the
+// context, and unreliably (not paper).
+func (t *ocTask) listingOnly() bool { return !t.paper }
 
-// dropListingOnly stops wanting the polarities that are candidates of the
-// listing alone; nothing reads their validity (see dropHopeless).
+// dropListingOnly stops wanting a candidate of the listing alone; nothing
+// reads its validity (see dropHopeless).
 func (t *ocTask) dropListingOnly() {
-	for pol := Asc; pol <= Desc; pol++ {
-		if t.listingOnly(pol) {
-			t.want[pol] = false
-		}
+	if t.listingOnly() {
+		t.want = [2]bool{}
 	}
 }
 
@@ -466,7 +457,7 @@ func (l *lattice) run(ctx context.Context) error {
 
 // newNode returns the context cols, with its OC bit sets allocated.
 func (l *lattice) newNode(cols []int, part *validate.StrippedPartition) *latNode {
-	n := &latNode{cols: cols, part: part, ocValid: make([]uint64, l.ocWords), ocRel: make([]uint64, l.ocWords)}
+	n := &latNode{cols: cols, part: part, ocValid: make([]uint64, l.ocWords)}
 	if l.bounded() {
 		n.g3 = make([]uint32, l.m)
 		for a := range n.g3 {
@@ -496,7 +487,6 @@ func (l *lattice) inherit(level []*latNode) []*latNode {
 			n.ofdRel |= p.ofdRel &^ n.set
 			for w := range n.ocValid {
 				n.ocValid[w] |= p.ocValid[w]
-				n.ocRel[w] |= p.ocRel[w]
 			}
 			for a, g := range p.g3 {
 				n.g3[a] = min(n.g3[a], g)
@@ -756,7 +746,7 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	l.ocRemovals(v, task)
 	for pol := Asc; pol <= Desc; pol++ {
 		if task.want[pol] && task.removals[pol] <= l.budget && !l.belowBound(task, pol) {
-			task.strengths[pol] = l.ocStrength(v, task.node, int(task.a), int(task.b), pol, task.removals[pol], task.listingOnly(pol))
+			task.strengths[pol] = l.ocStrength(v, task.node, int(task.a), int(task.b), pol, task.removals[pol], task.listingOnly())
 		}
 	}
 	if l.opts.RemovalSample == 0 {
@@ -764,7 +754,7 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	}
 	a, b, p := &l.t.Columns[task.a], &l.t.Columns[task.b], task.node.part
 	for pol := Asc; pol <= Desc; pol++ {
-		if task.want[pol] && task.removals[pol] <= l.budget && l.wanted(task.listingOnly(pol), task.strengths[pol]) {
+		if task.want[pol] && task.removals[pol] <= l.budget && l.wanted(task.listingOnly(), task.strengths[pol]) {
 			var rows []int
 			if l.opts.Validator == ValidatorIterative {
 				rows = validate.OCIterativeRemovalRows(p, a, b, pol)
@@ -805,7 +795,7 @@ func (l *lattice) dropHopeless(v *validate.Validator, task *ocTask) {
 	if l.opts.MinStrength <= 0 || l.opts.listing().unbounded {
 		return
 	}
-	if !(task.want[Asc] && task.listingOnly(Asc) || task.want[Desc] && task.listingOnly(Desc)) {
+	if !l.listingOnlyWanted(task) {
 		return
 	}
 	ev, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
@@ -901,7 +891,7 @@ func (l *lattice) groupMax(v *validate.Validator, n *latNode, c int) []uint32 {
 // a dependency on every column); it is then no result and its strength is
 // not computed.
 func (l *lattice) belowBound(task *ocTask, pol Polarity) bool {
-	if task.shuffleBound < 0 || !task.listingOnly(pol) {
+	if task.shuffleBound < 0 || !task.listingOnly() {
 		return false
 	}
 	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
@@ -987,19 +977,10 @@ func (l *lattice) screenOnEvidence(v *validate.Validator, task *ocTask) {
 	}
 }
 
-// listingOnlyWanted reports whether task wants some polarity and every
-// one it wants is a candidate of the reliable listing alone.
+// listingOnlyWanted reports whether task, a candidate of the reliable
+// listing alone, wants some polarity.
 func (l *lattice) listingOnlyWanted(task *ocTask) bool {
-	some := false
-	for pol := Asc; pol <= Desc; pol++ {
-		if task.want[pol] {
-			if !task.listingOnly(pol) {
-				return false
-			}
-			some = true
-		}
-	}
-	return some
+	return task.listingOnly() && (task.want[Asc] || task.want[Desc])
 }
 
 // reliableRemovals is the most removals, at most the eps budget, with
@@ -1054,9 +1035,6 @@ func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
 			bit := ocBit(l.m, int(task.a), int(task.b), pol)
 			task.node.setOC(bit)
 			reliable := task.strengths[pol] >= l.opts.MinStrength
-			if reliable {
-				task.node.setRelOC(bit)
-			}
 			paper := task.paper
 			if paper || reliable {
 				l.setScore(task.node)

@@ -192,12 +192,6 @@ func valueSquares(cls, ranks, counts []uint32) (sq uint64, best uint32) {
 	return sq, best
 }
 
-// OFDStrengthBound is an upper bound of OFDStrength(p, a, pdepA) for any
-// A: the strength with no observed impurity, in O(1).
-func OFDStrengthBound(p *StrippedPartition, pdepA float64) float64 {
-	return fdStrength(1, pdepA, p.N, p.NumClasses()+p.N-p.Covered())
-}
-
 // ocStrength is the strength of an OC with the given removals, expected
 // being the removals when B is shuffled within each class. When chance
 // expects no removal (every class constant in A or in B) the OC says
