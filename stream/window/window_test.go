@@ -809,16 +809,23 @@ func TestWindowAppendNearUniqueAllocs(t *testing.T) {
 		t.Fatal("id is not near-unique")
 	}
 	const rows = 4096
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	for range rows {
-		off++
-		w.Append(RowMeta{Offset: off}, recs[off%4096])
-	}
-	runtime.ReadMemStats(&after)
 	// 16-byte ids: a chunk every 4,096 rows, the chunks slice's growth
-	// and a count every 1,000 rows.
-	if n := after.Mallocs - before.Mallocs; n > 2+rows/1000+rows*16/arenaChunkBytes {
-		t.Fatalf("%d allocations for %d appends of new ids", n, rows)
+	// and a count every 1,000 rows. Mallocs counts the whole process, so
+	// a runtime or test goroutine can add to one measurement (seen once
+	// in CI: 13); the fewest of three is the appends' own.
+	const bound = 2 + rows/1000 + rows*16/arenaChunkBytes
+	fewest := uint64(math.MaxUint64)
+	for range 3 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range rows {
+			off++
+			w.Append(RowMeta{Offset: off}, recs[off%4096])
+		}
+		runtime.ReadMemStats(&after)
+		fewest = min(fewest, after.Mallocs-before.Mallocs)
+	}
+	if fewest > bound {
+		t.Fatalf("%d allocations for %d appends of new ids (fewest of three runs)", fewest, rows)
 	}
 }
