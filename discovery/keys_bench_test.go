@@ -10,15 +10,15 @@ import (
 )
 
 // BenchmarkFindKeys is Summarize's key search (findKeys, at most three
-// columns, eps 0.01: the monitor's defaults) on a window of the stream's
-// end-to-end benchmark (internal/benchstream, 100k records, 20 fields),
-// where it ran at each discovery at min-strength 0.5.
+// columns, eps 0.01, DefaultMinStrength: the monitor's defaults) on a
+// window of the stream's end-to-end benchmark (internal/benchstream, 100k
+// records, 20 fields), where it runs at each discovery.
 func BenchmarkFindKeys(b *testing.B) {
 	tab := benchStreamWindow(b)
 	var keys []foundKey
 	var err error
 	for b.Loop() {
-		if keys, err = findKeys(context.Background(), tab, 0.01, defaultListing.maxKeyColumns, defaultListing, nil); err != nil {
+		if keys, err = findKeys(context.Background(), tab, 0.01, defaultListing.maxKeyColumns, DefaultMinStrength, defaultListing, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

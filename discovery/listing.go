@@ -45,6 +45,10 @@ type listingTuning struct {
 	// than screening it on the distinct ones first (screenOnEvidence):
 	// for the test that compares.
 	noEvidenceScreen bool
+	// noKeyBound counts the distinct values of every key candidate,
+	// rather than only those whose bound from their subsets can reach a
+	// key (validate.FindKeys): for the test that compares.
+	noKeyBound bool
 }
 
 // defaultListing is the tuning of every caller outside the tests.

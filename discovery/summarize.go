@@ -49,7 +49,7 @@ func Summarize(ctx context.Context, t *table.Table, d *Discovery, opts Options) 
 	if opts.MaxLevel > 0 {
 		maxColumns = min(maxColumns, opts.MaxLevel)
 	}
-	keys, err := findKeys(ctx, t, opts.Epsilon, maxColumns, tune, opts.Pause)
+	keys, err := findKeys(ctx, t, opts.Epsilon, maxColumns, opts.MinStrength, tune, opts.Pause)
 	if err != nil {
 		return err
 	}
@@ -153,10 +153,7 @@ func (s *summary) addKeys(keys []foundKey) {
 	})
 	var added []Result
 	var single *Result
-	for _, k := range keys {
-		if k.Strength < s.opts.MinStrength {
-			continue
-		}
+	for _, k := range keys { // each reliable (findKeys)
 		r := Result{Dependency: Dependency{Kind: KindKey, Context: []string{}, Set: s.names(k.Cols)},
 			Removals: k.Removals, Error: float64(k.Removals) / float64(s.t.Rows), Score: k.Score,
 			Strength: k.Strength, Reliable: true}

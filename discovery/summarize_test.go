@@ -22,8 +22,9 @@ import (
 // strength compares, on the distinct records, the records beyond the first
 // of each class of X with, for the column C of X that earns least, the
 // sum over the classes of X\{C} of min(m-1, m(m-1)/2 pdep(C)), and is 0
-// when that sum is within the eps budget of the distinct records.
-func oracleKeys(cols [][]int, n int, eps float64, maxCols int) []string {
+// when that sum is within the eps budget of the distinct records. Only the
+// keys of at least minStrength are listed.
+func oracleKeys(cols [][]int, n int, eps float64, maxCols int, minStrength float64) []string {
 	m := len(cols)
 	budget := RemovalBudget(eps, n)
 	keep, nd := oracleDistinct(cols, n)
@@ -85,6 +86,9 @@ func oracleKeys(cols [][]int, n int, eps float64, maxCols int) []string {
 		if b := RemovalBudget(eps, nd); b > 0 && expected <= float64(b) {
 			s = 0 // chance alone would pass the key's eps test
 		}
+		if s < minStrength {
+			continue
+		}
 		out = append(out, fmt.Sprintf("key(%s) r=%d s=%.6f", strings.Join(names, ","), n-len(classes(x, nil)), s))
 	}
 	slices.Sort(out)
@@ -92,7 +96,8 @@ func oracleKeys(cols [][]int, n int, eps float64, maxCols int) []string {
 }
 
 // TestKeysMatchBruteForce: findKeys returns exactly the oracle's minimal
-// keys with their removals and strengths, on random tables.
+// keys of at least a strength with their removals and strengths, on
+// random tables, with the bounds of the key search and without them.
 func TestKeysMatchBruteForce(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 2026))
 	for i := range 200 {
@@ -111,8 +116,14 @@ func TestKeysMatchBruteForce(t *testing.T) {
 			}
 		}
 		tab := tableFromInts(cols)
-		for _, eps := range []float64{0, 0.1} {
-			keys, err := findKeys(context.Background(), tab, eps, 3, defaultListing, nil)
+		unbounded := defaultListing
+		unbounded.noKeyBound = true
+		for _, tc := range []struct {
+			eps, minStrength float64
+			tune             listingTuning
+		}{{0, 1e-9, defaultListing}, {0.1, 1e-9, defaultListing}, {0.1, 1e-9, unbounded}, {0.1, DefaultMinStrength, defaultListing}} {
+			eps := tc.eps
+			keys, err := findKeys(context.Background(), tab, eps, 3, tc.minStrength, tc.tune, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,8 +136,8 @@ func TestKeysMatchBruteForce(t *testing.T) {
 				got = append(got, fmt.Sprintf("key(%s) r=%d s=%.6f", strings.Join(names, ","), k.Removals, k.Strength))
 			}
 			slices.Sort(got)
-			if want := oracleKeys(cols, n, eps, 3); !slices.Equal(got, want) {
-				t.Fatalf("table %d eps %v:\ncols %v\ngot  %q\nwant %q", i, eps, cols, got, want)
+			if want := oracleKeys(cols, n, eps, 3, tc.minStrength); !slices.Equal(got, want) {
+				t.Fatalf("table %d eps %v noKeyBound %v:\ncols %v\ngot  %q\nwant %q", i, eps, tc.tune.noKeyBound, cols, got, want)
 			}
 		}
 	}
