@@ -23,7 +23,8 @@ import (
 // the budget. A key of the largest size searched is found only to be
 // listed, as no larger set reads it, so a candidate there that chance
 // alone would pass (chanceBound, from its subsets' counts) is not counted
-// at all. Partitions are made only for the sets a count or a strength
+// at all; below that size such a key is counted, for minimality, but not
+// measured. Partitions are made only for the sets a count or a strength
 // reads, each from the set without its highest column, as the search
 // without the bounds made them.
 type keySearch struct {
@@ -112,19 +113,25 @@ func FindKeys(ctx context.Context, t *table.Table, ev *Evidence, opts KeyOptions
 				if !ks.allSubsetsIn(y) {
 					continue
 				}
-				last := k == opts.MaxColumns
-				if last && !opts.NoBound && opts.MinStrength > 0 && ks.chanceBound(y) {
-					continue // not a key of strength above 0
+				// A key chance alone passes has strength 0: at the last
+				// size it need not be counted, below it only measured.
+				last, byChance := k == opts.MaxColumns, !opts.NoBound && opts.MinStrength > 0
+				if last && byChance && ks.chanceBound(y) {
+					continue
 				}
 				set, removals, key := ks.count(y, x, c, last)
-				if !key && !last {
-					ks.sets[y] = set
-					next = append(next, y)
-				}
-				if key {
-					if found := ks.measure(y, removals); found.Strength >= opts.MinStrength {
-						keys = append(keys, found)
+				if !key {
+					if !last {
+						ks.sets[y] = &set
+						next = append(next, y)
 					}
+					continue
+				}
+				if !last && byChance && ks.chanceBound(y) {
+					continue
+				}
+				if found := ks.measure(y, removals); found.Strength >= opts.MinStrength {
+					keys = append(keys, found)
 				}
 			}
 		}
@@ -139,18 +146,18 @@ func FindKeys(ctx context.Context, t *table.Table, ev *Evidence, opts KeyOptions
 // number of distinct values: its bound when that is below n minus the
 // budget, else its count within x's classes (when last, no larger set
 // reads it, and the count stops once past the budget, leaving a bound).
-func (ks *keySearch) count(y, x uint64, c int, last bool) (set *keySet, removals int, key bool) {
+func (ks *keySearch) count(y, x uint64, c int, last bool) (set keySet, removals int, key bool) {
 	n := ks.t.Rows
 	bound := ks.distinctBound(y)
 	if !ks.opts.NoBound && bound < n-ks.budget {
-		return &keySet{distinct: bound}, 0, false
+		return keySet{distinct: bound}, 0, false
 	}
 	budget := -1
 	if last {
 		budget = ks.budget
 	}
 	removals, pairs, ok := ks.within(ks.partition(x), &ks.t.Columns[c], budget)
-	return &keySet{distinct: n - removals, pairs: pairs, counted: ok}, removals, ok && removals <= ks.budget
+	return keySet{distinct: n - removals, pairs: pairs, counted: ok}, removals, ok && removals <= ks.budget
 }
 
 // distinctBound is the least of |dom S| * |dom C| over y's direct
@@ -172,10 +179,16 @@ func (ks *keySearch) distinctBound(y uint64) int {
 func (ks *keySearch) partition(y uint64) *StrippedPartition {
 	s := ks.sets[y]
 	if s.part == nil {
-		top := 63 - bits.LeadingZeros64(y)
-		s.part = ks.v.Product(ks.partition(y&^(1<<top)), ks.colPartition(top))
+		s.part = ks.product(y)
 	}
 	return s.part
+}
+
+// product makes the partition of y from that of y without its highest
+// column.
+func (ks *keySearch) product(y uint64) *StrippedPartition {
+	top := 63 - bits.LeadingZeros64(y)
+	return ks.v.Product(ks.partition(y&^(1<<top)), ks.colPartition(top))
 }
 
 // colPartition is column c's partition, made on first use (a column is
@@ -244,12 +257,6 @@ func (ks *keySearch) allSubsetsIn(y uint64) bool {
 // left 0 (no caller lists such a key: Summarize adds the reliable ones).
 func (ks *keySearch) measure(y uint64, removals int) FoundKey {
 	key := FoundKey{Removals: removals}
-	if !ks.opts.NoBound && ks.chanceBound(y) {
-		for rest := y; rest != 0; rest &= rest - 1 {
-			key.Cols = append(key.Cols, bits.TrailingZeros64(rest))
-		}
-		return key
-	}
 	var rests []*StrippedPartition
 	var pdeps []float64
 	for c := range ks.t.Columns {
@@ -267,8 +274,7 @@ func (ks *keySearch) measure(y uint64, removals int) FoundKey {
 	if chanceWithin(expected, ks.ev.N, ks.opts.Eps) {
 		return key
 	}
-	top := 63 - bits.LeadingZeros64(y)
-	evp := ks.ev.Of(ks.v.Product(ks.partition(y&^(1<<top)), ks.colPartition(top)))
+	evp := ks.ev.Of(ks.product(y))
 	key.Score, key.Strength = evp.Score(), KeyStrength(evp, expected)
 	return key
 }
@@ -294,7 +300,8 @@ func (ks *keySearch) chanceBound(y uint64) bool {
 		case s.counted:
 			removals, pairs = ks.t.Rows-s.distinct, s.pairs
 		case bits.OnesCount64(y) == 2:
-			removals, pairs = classCounts(ks.colPartition(bits.TrailingZeros64(y &^ (1 << c))))
+			p := ks.colPartition(bits.TrailingZeros64(y &^ (1 << c)))
+			removals, pairs = p.Covered()-p.NumClasses(), agreeingPairs(p)
 		default:
 			continue
 		}
@@ -307,15 +314,13 @@ func (ks *keySearch) chanceBound(y uint64) bool {
 	return false
 }
 
-// classCounts returns the rows beyond the first of each class of p and its
-// pairs of rows in one class.
-func classCounts(p *StrippedPartition) (removals int, pairs uint64) {
+// agreeingPairs returns the pairs of rows in one class of p.
+func agreeingPairs(p *StrippedPartition) (pairs uint64) {
 	for i := 0; i < p.NumClasses(); i++ {
 		m := uint64(p.Starts[i+1] - p.Starts[i])
-		removals += int(m) - 1
 		pairs += m * (m - 1) / 2
 	}
-	return removals, pairs
+	return pairs
 }
 
 // KeyStrengthAt is the strength of a key at eps, evp being its partition over the
