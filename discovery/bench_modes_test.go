@@ -12,11 +12,13 @@ import (
 )
 
 // BenchmarkDiscoverModes runs what `odwatch discover --epsilon 0.1` runs
-// (Discover and Summarize) on the literature's tables in the two modes
+// (Discover and Summarize) on the literature's tables in the modes
 // issue 25 compares: the paper's (every column ordered as text, no
 // MinStrength) and the default (typed, DefaultMinStrength, the reliable
-// listing). Profile one with -cpuprofile and -run '^$' -bench
-// 'DiscoverModes/hepatitis.csv/paper'.
+// listing), as the text listing asks it (BoundUnreliable: the strengths
+// of unreliable results only bounded) and as --all and JSON ask it
+// (default-all: every strength exact). Profile one with -cpuprofile and
+// -run '^$' -bench 'DiscoverModes/hepatitis.csv/paper'.
 func BenchmarkDiscoverModes(b *testing.B) {
 	for _, bc := range []struct {
 		file     string
@@ -26,10 +28,15 @@ func BenchmarkDiscoverModes(b *testing.B) {
 			name        string
 			typing      table.Typing
 			minStrength float64
-		}{{"paper", table.Typing{OrderText: true}, 0}, {"default", table.Typing{}, DefaultMinStrength}} {
+			bound       bool
+		}{
+			{"paper", table.Typing{OrderText: true}, 0, false},
+			{"default", table.Typing{}, DefaultMinStrength, true},
+			{"default-all", table.Typing{}, DefaultMinStrength, false},
+		} {
 			b.Run(fmt.Sprintf("%s/%s", filepath.Base(bc.file), mode.name), func(b *testing.B) {
 				tab := readShared(b, bc.file, tableio.CSVOptions{Typing: mode.typing})
-				opts := Options{Epsilon: 0.1, MaxLevel: bc.maxLevel, MinStrength: mode.minStrength}
+				opts := Options{Epsilon: 0.1, MaxLevel: bc.maxLevel, MinStrength: mode.minStrength, BoundUnreliable: mode.bound}
 				cpu0 := testkit.CPUTime(b).Seconds()
 				for b.Loop() {
 					discoverSummarized(b, tab, opts)

@@ -129,6 +129,7 @@ type found struct {
 	paper    bool
 	removals int
 	strength float64
+	bound    bool // strength is an upper bound (Options.BoundUnreliable)
 	sample   []int
 }
 
@@ -142,6 +143,7 @@ type ofdTask struct {
 	sample   *[]int // nil unless a sample is taken
 	removals int
 	strength float64
+	bound    bool // strength is an upper bound (Options.BoundUnreliable)
 	a        uint8
 }
 
@@ -150,6 +152,7 @@ type ocTask struct {
 	samples   *[2][]int // nil unless a sample is taken
 	removals  [2]int
 	strengths [2]float64
+	bounds    [2]bool // strengths[pol] is an upper bound (Options.BoundUnreliable)
 	// shuffleBound is validate.OCShuffleBound at the node's evidence,
 	// -1 until dropHopeless computes it.
 	shuffleBound int
@@ -605,7 +608,7 @@ func (l *lattice) validateOFD(v *validate.Validator, task *ofdTask) {
 	if task.removals > l.budget {
 		return
 	}
-	task.strength = l.ofdStrength(v, task.node, int(task.a))
+	task.strength, task.bound = l.ofdStrength(v, task.node, int(task.a))
 	if l.opts.RemovalSample != 0 {
 		sample := sampleOf(validate.OFDRemovalRows(task.node.part, col), l.opts.RemovalSample)
 		task.sample = &sample
@@ -634,7 +637,7 @@ func (l *lattice) recordOFDs(ofds []ofdTask, levelFound []found) []found {
 			n.ofdRel |= 1 << task.a
 		}
 		l.setScore(n)
-		f := found{node: n, kind: KindOFD, a: int(task.a), paper: true, removals: task.removals, strength: task.strength}
+		f := found{node: n, kind: KindOFD, a: int(task.a), paper: true, removals: task.removals, strength: task.strength, bound: task.bound}
 		if task.sample != nil {
 			f.sample = *task.sample
 		}
@@ -745,9 +748,14 @@ func (l *lattice) validateOC(v *validate.Validator, task *ocTask) {
 	l.dropHopeless(v, task)
 	l.ocRemovals(v, task)
 	for pol := Asc; pol <= Desc; pol++ {
-		if task.want[pol] && task.removals[pol] <= l.budget && !l.belowBound(task, pol) {
-			task.strengths[pol] = l.ocStrength(v, task.node, int(task.a), int(task.b), pol, task.removals[pol], task.listingOnly())
+		if !task.want[pol] || task.removals[pol] > l.budget {
+			continue
 		}
+		if bound, below := l.belowBound(v, task, pol); below {
+			task.strengths[pol], task.bounds[pol] = bound, true
+			continue
+		}
+		task.strengths[pol], task.bounds[pol] = l.ocStrength(v, task.node, int(task.a), int(task.b), pol, task.removals[pol], task.listingOnly())
 	}
 	if l.opts.RemovalSample == 0 {
 		return
@@ -885,20 +893,34 @@ func (l *lattice) groupMax(v *validate.Validator, n *latNode, c int) []uint32 {
 	return groups
 }
 
-// belowBound reports whether the valid candidate of the listing alone in
-// polarity pol cannot be reliable with its removals, which are those of
-// its evidence when that is the node's partition (no repeated records, or
-// a dependency on every column); it is then no result and its strength is
-// not computed.
-func (l *lattice) belowBound(task *ocTask, pol Polarity) bool {
-	if task.shuffleBound < 0 || !task.listingOnly() {
-		return false
+// belowBound returns an upper bound of the strength of the valid task in
+// polarity pol and whether it is below MinStrength, in which case the
+// strength is not computed: for a candidate of the listing alone, then no
+// result, and, with Options.BoundUnreliable, for one of the paper's set,
+// then a result carrying the bound (StrengthBound). The bound is the
+// measure of the task's removals against the shuffle bound
+// (validate.OCShuffleBound), taken only where those removals are the ones
+// its strength is measured on: its evidence is the node's partition (no
+// repeated records, or a dependency on every column).
+func (l *lattice) belowBound(v *validate.Validator, task *ocTask, pol Polarity) (float64, bool) {
+	if task.listingOnly() && task.shuffleBound < 0 || !task.listingOnly() && !l.boundsUnreliable() {
+		return 0, false
 	}
 	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)
 	if part != task.node.part {
-		return false
+		return 0, false
 	}
-	return validate.OCStrengthOf(part.N, task.removals[pol], float64(task.shuffleBound)) < l.opts.MinStrength
+	if task.shuffleBound < 0 {
+		task.shuffleBound = l.shuffleBound(v, task, part)
+	}
+	bound := validate.OCStrengthOf(part.N, task.removals[pol], float64(task.shuffleBound))
+	return bound, bound < l.opts.MinStrength
+}
+
+// boundsUnreliable reports whether results that cannot be reliable may
+// carry a bound of their strength (Options.BoundUnreliable).
+func (l *lattice) boundsUnreliable() bool {
+	return l.opts.BoundUnreliable && l.opts.MinStrength > 0
 }
 
 // ocRemovals sets the task's removals in the wanted polarities with the
@@ -1039,7 +1061,7 @@ func (l *lattice) recordOCs(ocs []ocTask, levelFound []found) []found {
 			if paper || reliable {
 				l.setScore(task.node)
 				f := found{node: task.node, kind: KindOC, a: int(task.a), b: int(task.b), pol: pol, paper: paper,
-					removals: task.removals[pol], strength: task.strengths[pol]}
+					removals: task.removals[pol], strength: task.strengths[pol], bound: task.bounds[pol]}
 				if task.samples != nil {
 					f.sample = task.samples[pol]
 				}
@@ -1123,14 +1145,16 @@ func (l *lattice) ocMeasure(v *validate.Validator, n *latNode, a, b int, pol Pol
 // ofdStrength is the Strength of the valid X: [] -> A, X being n: the
 // least of its measure and of its measures when chance permutes A within
 // the classes of each direct subset of X (validate.OFDStrengthWithin, on
-// the same records as the measure: docs/DESIGN.md, "Strength").
-func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int) float64 {
+// the same records as the measure: docs/DESIGN.md, "Strength"). With
+// Options.BoundUnreliable a measure below MinStrength is returned as the
+// strength's bound, the second result true.
+func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int) (float64, bool) {
 	s := l.ofdMeasure(v, n, a)
-	if s <= 0 {
-		return s
+	if s <= 0 || len(n.cols) < 2 {
+		return s, false // with one column the parent is {}, the model s already took
 	}
-	if len(n.cols) < 2 {
-		return s // the parent is {}, the model s already took
+	if l.boundsUnreliable() && s < l.opts.MinStrength {
+		return s, true
 	}
 	ev, part, _ := l.evidenceFor(n, 1<<a)
 	for _, p := range n.parents {
@@ -1139,20 +1163,24 @@ func (l *lattice) ofdStrength(v *validate.Validator, n *latNode, a int) float64 
 			within = l.evidOf(p)
 		}
 		if s = min(s, v.OFDStrengthWithin(part, within, &l.t.Columns[a])); s <= 0 {
-			return 0
+			return 0, false
 		}
 	}
-	return s
+	return s, false
 }
 
 // ocStrength is ofdStrength for the valid X: A ~ B (pol) with the given
-// removals.
-func (l *lattice) ocStrength(v *validate.Validator, n *latNode, a, b int, pol Polarity, removals int, reliableOnly bool) float64 {
+// removals; a measure below MinStrength is the strength's bound for a
+// candidate of the listing alone too (reliableOnly: it is then no result).
+func (l *lattice) ocStrength(v *validate.Validator, n *latNode, a, b int, pol Polarity, removals int, reliableOnly bool) (float64, bool) {
 	s := l.ocMeasure(v, n, a, b, pol, removals)
-	if s <= 0 || (reliableOnly && s < l.opts.MinStrength) {
-		return s
+	if s <= 0 {
+		return s, false
 	}
-	return gainOver(n, s, ocBit(l.m, a, b, pol), func(p *latNode) float64 { return l.ocMeasure(v, p, a, b, pol, -1) })
+	if s < l.opts.MinStrength && (reliableOnly || l.boundsUnreliable()) {
+		return s, len(n.parents) > 0 // the gain over no parent is s
+	}
+	return gainOver(n, s, ocBit(l.m, a, b, pol), func(p *latNode) float64 { return l.ocMeasure(v, p, a, b, pol, -1) }), false
 }
 
 // gainOver is the strength gain of a dependency of measure s > 0 at n:
@@ -1272,6 +1300,7 @@ func (l *lattice) results() []Result {
 			Error:         float64(f.removals) / float64(l.t.Rows),
 			Score:         f.node.score,
 			Strength:      f.strength,
+			StrengthBound: f.bound,
 			Reliable:      f.strength >= l.opts.MinStrength,
 			RemovalSample: f.sample,
 		}

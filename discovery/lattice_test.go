@@ -363,8 +363,12 @@ func TestLatticeTypedReliableMatchesBruteForce(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 2024))
 	const tables = 200
+	bounded := map[Kind]int{}
 	for i := range tables {
-		checkListingMatchesOracle(t, rng, i, strengthTable(rng), false)
+		checkListingMatchesOracle(t, rng, i, strengthTable(rng), false, bounded)
+	}
+	if bounded[KindOFD] == 0 || bounded[KindOC] == 0 {
+		t.Fatalf("strength bounds by kind %v: want OFDs and OCs", bounded)
 	}
 }
 
@@ -385,15 +389,16 @@ func TestLatticeRepeatedRecordsMatchesBruteForce(t *testing.T) {
 		if i%2 == 1 {
 			cols = repairTable(rng)
 		}
-		checkListingMatchesOracle(t, rng, i, withRepeats(rng, cols), true)
+		checkListingMatchesOracle(t, rng, i, withRepeats(rng, cols), true, map[Kind]int{})
 	}
 }
 
 // checkListingMatchesOracle runs Discover on table i (cols, some of them
 // made nominal) at several eps and MinStrength, the tuning varied with i,
 // and compares its listing and strengths with the oracle's, the spanning
-// dependencies left out when skipSpanning.
-func checkListingMatchesOracle(t *testing.T, rng *rand.Rand, i int, cols [][]int, skipSpanning bool) {
+// dependencies left out when skipSpanning. It counts in bounded, by kind,
+// the results that carried a bound of their strength.
+func checkListingMatchesOracle(t *testing.T, rng *rand.Rand, i int, cols [][]int, skipSpanning bool, bounded map[Kind]int) {
 	t.Helper()
 	tab := tableFromInts(cols)
 	ordered := make([]bool, len(cols))
@@ -418,9 +423,12 @@ func checkListingMatchesOracle(t *testing.T, rng *rand.Rand, i int, cols [][]int
 	tune.measurementShare = []float64{defaultListing.measurementShare, 0.05, 2}[(i/2)%3]
 	measured := oracleMeasured(cols, ordered, tune.measurementShare)
 	om.addStrengths(cols, support)
+	// Every other pair of tables lets the unreliable results carry a
+	// bound of their strength (Options.BoundUnreliable).
+	bound := (i/2)%2 == 1
 	for _, eps := range []float64{0, 0.1, 0.3} {
 		for _, minStrength := range []float64{0, 0.4321, 0.8765} {
-			d, err := Discover(context.Background(), tab, Options{Epsilon: eps, MinStrength: minStrength, Workers: 1 + i%2, tune: &tune})
+			d, err := Discover(context.Background(), tab, Options{Epsilon: eps, MinStrength: minStrength, Workers: 1 + i%2, BoundUnreliable: bound, tune: &tune})
 			if err != nil {
 				t.Fatalf("table %d: %v", i, err)
 			}
@@ -434,16 +442,33 @@ func checkListingMatchesOracle(t *testing.T, rng *rand.Rand, i int, cols [][]int
 			}
 			for _, r := range d.Dependencies {
 				want, ok := strengths[r.Dependency.String()]
-				if (ok || !skipSpanning) && math.Abs(r.Strength-want) > 1e-9 {
+				if !ok && skipSpanning {
+					continue
+				}
+				if r.StrengthBound {
+					checkStrengthBound(t, r, want, minStrength, bound)
+					bounded[r.Kind]++
+				} else if math.Abs(r.Strength-want) > 1e-9 {
 					t.Fatalf("table %d: %s strength %v, want %v", i, r.Dependency, r.Strength, want)
 				}
 			}
 			checkListingOrder(t, d)
 			if !tune.unbounded {
-				checkG3BoundDropsAsHopeless(t, tab, Options{Epsilon: eps, MinStrength: minStrength, tune: &tune}, d)
-				checkListingFastPathsOff(t, tab, Options{Epsilon: eps, MinStrength: minStrength, tune: &tune}, d)
+				opts := Options{Epsilon: eps, MinStrength: minStrength, BoundUnreliable: bound, tune: &tune}
+				checkG3BoundDropsAsHopeless(t, tab, opts, d)
+				checkListingFastPathsOff(t, tab, opts, d)
 			}
 		}
+	}
+}
+
+// checkStrengthBound checks a result that carries a bound of its
+// strength: only when asked (bound), unreliable, below minStrength and at
+// least the oracle's strength want.
+func checkStrengthBound(t *testing.T, r Result, want, minStrength float64, bound bool) {
+	t.Helper()
+	if !bound || r.Reliable || r.Strength >= minStrength || r.Strength < want-1e-9 {
+		t.Fatalf("%s: strength bound %v (asked %v, reliable %v), strength %v, min strength %v", r.Dependency, r.Strength, bound, r.Reliable, want, minStrength)
 	}
 }
 

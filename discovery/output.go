@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +21,8 @@ import (
 //
 // context is always an array, never null. A Result adds "error",
 // "removals", "score", "strength" (null when NoStrength: a table without
-// rows), "reliable" and, when not empty, "removal_sample".
+// rows), "strength_bound" when the strength is only bounded
+// (Result.StrengthBound), "reliable" and, when not empty, "removal_sample".
 type ofdJSON struct {
 	Kind    string   `json:"kind"`
 	Context []string `json:"context"`
@@ -125,6 +127,7 @@ type resultMetrics struct {
 	Removals      int      `json:"removals"`
 	Score         float64  `json:"score"`
 	Strength      *float64 `json:"strength"`
+	StrengthBound bool     `json:"strength_bound,omitempty"`
 	Reliable      bool     `json:"reliable"`
 	RemovalSample []int    `json:"removal_sample,omitempty"`
 	Equivalents   []string `json:"equivalents,omitempty"`
@@ -150,7 +153,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	m, err := json.Marshal(resultMetrics{Error: r.Error, Removals: r.Removals, Score: r.Score,
-		Strength: jsonStrength(r.Strength), Reliable: r.Reliable, RemovalSample: r.RemovalSample,
+		Strength: jsonStrength(r.Strength), StrengthBound: r.StrengthBound, Reliable: r.Reliable, RemovalSample: r.RemovalSample,
 		Equivalents: r.Equivalents, ImpliedBy: r.ImpliedBy, With: r.With, StatedIn: r.StatedIn})
 	if err != nil {
 		return nil, err
@@ -177,7 +180,7 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 		strength = *m.Strength
 	}
 	*r = Result{Dependency: dep, Removals: m.Removals, Error: m.Error, Score: m.Score,
-		Strength: strength, Reliable: m.Reliable, RemovalSample: m.RemovalSample,
+		Strength: strength, StrengthBound: m.StrengthBound, Reliable: m.Reliable, RemovalSample: m.RemovalSample,
 		Equivalents: m.Equivalents, ImpliedBy: m.ImpliedBy, With: m.With, StatedIn: m.StatedIn}
 	return nil
 }
@@ -309,8 +312,12 @@ func (d *Discovery) WriteText(w io.Writer, all bool) error {
 	width = min(width, 60)
 	line := func(i int) {
 		r := &d.Dependencies[i]
-		fmt.Fprintf(bw, "%-*s  strength=%s  e=%s  removals=%d  score=%s", width, texts[i],
-			formatStrength(r.Strength), formatFloat(r.Error), r.Removals, formatFloat(r.Score))
+		strength := "=" + formatStrength(r.Strength)
+		if r.StrengthBound { // an upper bound, rounded up (Options.BoundUnreliable)
+			strength = "<=" + formatStrength(math.Ceil(r.Strength*100)/100)
+		}
+		fmt.Fprintf(bw, "%-*s  strength%s  e=%s  removals=%d  score=%s", width, texts[i],
+			strength, formatFloat(r.Error), r.Removals, formatFloat(r.Score))
 		if len(r.RemovalSample) > 0 {
 			bw.WriteString("  sample=[")
 			for k, row := range r.RemovalSample {

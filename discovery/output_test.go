@@ -88,6 +88,16 @@ func TestWriteText(t *testing.T) {
 	if !reflect.DeepEqual(lines, want) {
 		t.Errorf("text --all:\n%s\nwant:\n%s", buf.String(), strings.Join(want, "\n"))
 	}
+	// A bound of an unreliable strength (Options.BoundUnreliable) reads
+	// as one, rounded up.
+	d.Dependencies[1].Strength, d.Dependencies[1].StrengthBound = 0.123, true
+	buf.Reset()
+	if err := d.WriteText(&buf, true); err != nil {
+		t.Fatal(err)
+	}
+	if want := "{}: sal ~ tax (desc)  strength<=0.13  e=0.05"; !strings.Contains(buf.String(), want) {
+		t.Errorf("text --all with a strength bound:\n%s\nwant a line with %q", buf.String(), want)
+	}
 	d.Complete = false
 	buf.Reset()
 	d.WriteText(&buf, false)
@@ -115,17 +125,24 @@ func TestDependencyJSONRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(back, d) {
 			t.Errorf("%s: got %#v, want %#v", data, back, d)
 		}
-		r := Result{Dependency: d, Removals: 3, Error: 0.3, Score: 0.5, RemovalSample: []int{1, 2, 3}}
-		data, err = json.Marshal(r)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rback Result
-		if err := json.Unmarshal(data, &rback); err != nil {
-			t.Fatalf("%s: %v", data, err)
-		}
-		if !reflect.DeepEqual(rback, r) {
-			t.Errorf("%s: got %#v, want %#v", data, rback, r)
+		for _, r := range []Result{
+			{Dependency: d, Removals: 3, Error: 0.3, Score: 0.5, RemovalSample: []int{1, 2, 3}},
+			{Dependency: d, Removals: 3, Error: 0.3, Score: 0.5, Strength: 0.2, StrengthBound: true},
+		} {
+			data, err = json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(string(data), `"strength_bound":true`); got != r.StrengthBound {
+				t.Errorf("%s: strength_bound written %v, want %v", data, got, r.StrengthBound)
+			}
+			var rback Result
+			if err := json.Unmarshal(data, &rback); err != nil {
+				t.Fatalf("%s: %v", data, err)
+			}
+			if !reflect.DeepEqual(rback, r) {
+				t.Errorf("%s: got %#v, want %#v", data, rback, r)
+			}
 		}
 	}
 	for _, bad := range []string{`{"kind":"x"}`, `{"kind":"ofd","rhs":[1]}`, `{"kind":"oc","polarity":"up"}`, `{"kind":"od","rhs":"c"}`, `[]`} {

@@ -6,10 +6,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/odwatch/odwatch/discovery/internal/validate"
 	"github.com/odwatch/odwatch/discovery/table"
+	"github.com/odwatch/odwatch/discovery/tableio"
 )
 
 // costTable is issue 7's example: repair and total are 0 in 98% of rows and
@@ -138,5 +140,49 @@ func TestStrengthEdges(t *testing.T) {
 		if math.IsNaN(s) || s < 0 || s > tc.max {
 			t.Errorf("c%d -> c%d: strength %v, want in [0, %v]", tc.ctx, tc.a, s, tc.max)
 		}
+	}
+}
+
+// TestBoundUnreliableKeepsTheListing runs Discover and Summarize on real
+// tables with and without Options.BoundUnreliable: the text listing
+// without --all (what the discover command prints with it) must be the
+// same, and the bounds must bound the strengths they replace.
+func TestBoundUnreliableKeepsTheListing(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"cars.csv", "species.csv", "bench/abalone.csv", "bench/echocardiogram.csv", "bench/horse10.csv"} {
+		tab := readShared(t, name, tableio.CSVOptions{})
+		listing := func(bound bool) (*Discovery, string) {
+			opts := Options{Epsilon: 0.1, MaxLevel: 4, MinStrength: DefaultMinStrength, BoundUnreliable: bound}
+			d, err := Discover(context.Background(), tab, opts)
+			if err == nil {
+				err = Summarize(context.Background(), tab, d, opts)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			d.Stats.Seconds = 0
+			var buf strings.Builder
+			if err := d.WriteText(&buf, false); err != nil {
+				t.Fatal(err)
+			}
+			return d, buf.String()
+		}
+		exact, want := listing(false)
+		bounded, got := listing(true)
+		if got != want {
+			t.Fatalf("%s: listing with strength bounds\n%s\nwithout\n%s", name, got, want)
+		}
+		strengths := map[string]float64{}
+		for _, r := range exact.Dependencies {
+			strengths[r.String()] = r.Strength
+		}
+		n := 0
+		for _, r := range bounded.Dependencies {
+			if r.StrengthBound {
+				n++
+				checkStrengthBound(t, r, strengths[r.String()], DefaultMinStrength, true)
+			}
+		}
+		t.Logf("%s: %d of %d strengths bounded", name, n, len(bounded.Dependencies))
 	}
 }

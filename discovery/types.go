@@ -127,6 +127,10 @@ type Result struct {
 	// context, at least 0. It is NoStrength for a table without rows, and 0
 	// for a list-based OD (no chance model).
 	Strength float64
+	// StrengthBound reports that Strength is an upper bound of the
+	// strength, below Options.MinStrength, and not the strength: only
+	// with Options.BoundUnreliable.
+	StrengthBound bool
 	// Reliable is Strength >= Options.MinStrength.
 	Reliable bool
 	// RemovalSample holds up to Options.RemovalSample row numbers (0-based)
@@ -190,6 +194,14 @@ type Options struct {
 	// then Discover returns exactly the minimal set of docs/DESIGN.md. Callers
 	// that want the default pass DefaultMinStrength.
 	MinStrength float64
+	// BoundUnreliable lets Discover stop measuring a dependency once a
+	// bound shows that it cannot reach MinStrength: such a result carries
+	// that upper bound as its Strength and StrengthBound set, instead of
+	// the strength itself. For callers that read the strength of reliable
+	// results only (the text listing without --all); every other field,
+	// Reliable and the order of the results are as without it. It has no
+	// effect with MinStrength 0.
+	BoundUnreliable bool
 	// Pause, when set, lets the caller take the CPU back from a running
 	// Discover: every worker calls it before each unit of work (one
 	// node's partition, one candidate's validation), within a long

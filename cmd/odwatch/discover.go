@@ -75,6 +75,8 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Validator:     vk,
 		RemovalSample: *removalSample,
 		MinStrength:   *tf.minStrength,
+		// The text listing without --all prints reliable results only.
+		BoundUnreliable: *format == "text" && !*all,
 		Progress: func(p discovery.Progress) {
 			bar.set(lp.line(p, time.Since(bar.start)))
 		},
