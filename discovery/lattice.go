@@ -903,7 +903,10 @@ func (l *lattice) groupMax(v *validate.Validator, n *latNode, c int) []uint32 {
 // its strength is measured on: its evidence is the node's partition (no
 // repeated records, or a dependency on every column).
 func (l *lattice) belowBound(v *validate.Validator, task *ocTask, pol Polarity) (float64, bool) {
-	if task.listingOnly() && task.shuffleBound < 0 || !task.listingOnly() && !l.boundsUnreliable() {
+	switch {
+	case task.listingOnly() && task.shuffleBound < 0: // dropHopeless left it unbounded
+		return 0, false
+	case !task.listingOnly() && !l.boundsUnreliable(): // its strength is printed
 		return 0, false
 	}
 	_, part, _ := l.evidenceFor(task.node, 1<<task.a|1<<task.b)

@@ -96,16 +96,23 @@ func runDiscover(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if *format == "json" {
 		return d.WriteJSON(stdout)
 	}
+	return writeListing(stdout, d, &in.lines, *all, *legend, *removalSample > 0)
+}
+
+// writeListing writes d as the text listing (all: the unreliable results
+// too), its removal samples as lines of the file, and the legend under it
+// when asked.
+func writeListing(w io.Writer, d *discovery.Discovery, lines *tableio.Lines, all, legend, sample bool) error {
 	for i := range d.Dependencies {
 		for k, row := range d.Dependencies[i].RemovalSample {
-			d.Dependencies[i].RemovalSample[k] = in.lines.Line(row)
+			d.Dependencies[i].RemovalSample[k] = lines.Line(row)
 		}
 	}
-	if err := d.WriteText(stdout, *all); err != nil {
+	if err := d.WriteText(w, all); err != nil {
 		return err
 	}
-	if *legend {
-		return writeLegend(stdout, d, *removalSample > 0)
+	if legend {
+		return writeLegend(w, d, sample)
 	}
 	return nil
 }
