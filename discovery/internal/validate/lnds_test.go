@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -87,6 +88,62 @@ func TestPairHistMatchesSmallB(t *testing.T) {
 			if ga != wa || gd != wd {
 				t.Fatalf("trial %d (n=%d, |A|=%d, |B|=%d, want %v, rem %d): pairHistClass (%d, %d), smallBClass (%d, %d)", trial, n, cardA, cardB, want, rem, ga, gd, wa, wd)
 			}
+		}
+	}
+}
+
+// TestChainSortsAgree checks chainRemovals' packed radix sort of (key, row)
+// pairs against the compared sort it stands in for (forced by a packedBits
+// of 0): the same items in the same order per class, hence the same
+// removal set, on random partitions whose classes list their rows in any
+// order, with few or many distinct keys, and against the removal count of
+// the same OC (minimal).
+func TestChainSortsAgree(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(29, 3))
+	for trial := range 300 {
+		n := 1 + rng.IntN(3000)
+		cardA, cardB := 1+rng.IntN(1+rng.IntN(n)), 1+rng.IntN(1+rng.IntN(n))
+		a, b := randomColumn(rng, n, cardA), randomColumn(rng, n, cardB)
+		p := &StrippedPartition{N: n}
+		rows := rng.Perm(n)
+		for lo := 0; lo < n; {
+			hi := min(n, lo+2+rng.IntN(1+rng.IntN(n)))
+			if hi-lo < 2 {
+				break
+			}
+			p.Starts = append(p.Starts, uint32(len(p.Rows)))
+			for _, r := range rows[lo:hi] {
+				p.Rows = append(p.Rows, uint32(r))
+			}
+			lo = hi
+		}
+		p.Starts = append(p.Starts, uint32(len(p.Rows)))
+		pol := Polarity(rng.IntN(2))
+		bitsB := rankBits(b)
+		item := func(r uint32) chainItem {
+			x := b.Ranks[r]
+			if pol == Desc {
+				x = uint32(b.Cardinality-1) - x
+			}
+			return chainItem{key: uint64(a.Ranks[r])<<bitsB | uint64(x), row: r, val: x}
+		}
+		keyBits, rowBits := rankBits(a)+bitsB, uint(bits.Len32(uint32(n-1)))
+		packed, compared := &chainScratch{packedBits: chainPackedBits}, &chainScratch{packedBits: 0}
+		for i := 0; i < p.NumClasses(); i++ {
+			got := slices.Clone(packed.sortChain(p.Class(i), keyBits, rowBits, item))
+			want := compared.sortChain(p.Class(i), keyBits, rowBits, item)
+			if !slices.Equal(got, want) {
+				t.Fatalf("trial %d class %d: packed sort %v, compared %v", trial, i, got, want)
+			}
+		}
+		got := chainRemovalsWith(p, keyBits, item, &chainScratch{packedBits: chainPackedBits})
+		want := chainRemovalsWith(p, keyBits, item, &chainScratch{})
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d: packed removal set %v, compared %v", trial, got, want)
+		}
+		if exact := NewValidator().OCRemovals(p, a, b, pol, -1); len(got) != exact {
+			t.Fatalf("trial %d: %d rows removed, the exact count is %d", trial, len(got), exact)
 		}
 	}
 }

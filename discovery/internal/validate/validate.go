@@ -873,15 +873,40 @@ func radixSort(keys, tmp []uint64, lo uint64, width, db uint, hist []uint32) []u
 	return src
 }
 
-// lndsKeep marks in keep (len(vals)) the members of one longest
-// non-decreasing subsequence of vals; it allocates and serves the
+// chainScratch holds chainRemovals' buffers across the classes of one
+// removal set, so that a partition of many small classes allocates once.
+type chainScratch struct {
+	items      []chainItem
+	keys, tmp  []uint64
+	vals       []uint32
+	keep       []bool
+	tails      []uint32
+	tailIdx    []int32
+	prev       []int32
+	packedBits uint // chainPackedBits, unless a test forces another
+}
+
+// lndsKeep marks in s.keep (len(vals)) the members of one longest
+// non-decreasing subsequence of vals: patience sorting with predecessor
+// links, the chain ending at the last pile's top. It serves the
 // removal-set reports, not the hot path.
-func lndsKeep(vals []uint32, keep []bool) {
-	tails := make([]uint32, 0, 16)
-	tailIdx := make([]int, 0, 16)
-	prev := make([]int, len(vals))
+func (s *chainScratch) lndsKeep(vals []uint32) []bool {
+	tails, tailIdx := slices.Grow(s.tails[:0], len(vals)), slices.Grow(s.tailIdx[:0], len(vals))
+	s.prev = slices.Grow(s.prev[:0], len(vals))[:len(vals)]
+	prev := s.prev
+	last, prevX := 0, uint32(0) // the pile written last and its value
 	for i, x := range vals {
-		j := upperBound(tails, x)
+		// upperBound(tails, x), found as lndsState.feedAsc finds it
+		var j int
+		switch n := len(tails); {
+		case n == 0 || tails[n-1] <= x:
+			j = n
+		case x >= prevX && tails[last+1] > x:
+			j = last + 1
+		default:
+			j = upperBoundNear(tails, x, last, prevX)
+		}
+		last, prevX = j, x
 		if j > 0 {
 			prev[i] = tailIdx[j-1]
 		} else {
@@ -889,21 +914,22 @@ func lndsKeep(vals []uint32, keep []bool) {
 		}
 		if j == len(tails) {
 			tails = append(tails, x)
-			tailIdx = append(tailIdx, i)
+			tailIdx = append(tailIdx, int32(i))
 		} else {
 			tails[j] = x
-			tailIdx[j] = i
+			tailIdx[j] = int32(i)
 		}
 	}
-	for i := range keep {
-		keep[i] = false
+	s.tails, s.tailIdx = tails, tailIdx
+	s.keep = slices.Grow(s.keep[:0], len(vals))[:len(vals)]
+	keep := s.keep
+	clear(keep)
+	if len(tails) > 0 {
+		for i := tailIdx[len(tailIdx)-1]; i >= 0; i = prev[i] {
+			keep[i] = true
+		}
 	}
-	if len(tails) == 0 {
-		return
-	}
-	for i := tailIdx[len(tailIdx)-1]; i >= 0; i = prev[i] {
-		keep[i] = true
-	}
+	return keep
 }
 
 // chainItem is one row of a class prepared for a removal-set computation:
@@ -925,29 +951,60 @@ func compareChainItems(x, y chainItem) int {
 	return int(x.row) - int(y.row)
 }
 
-// chainRemovals returns the rows of one minimal removal set of the classes
-// of p, given how to build each row's item.
-func chainRemovals(p *StrippedPartition, item func(r uint32) chainItem) []int {
-	var out []int
-	var items []chainItem
-	var vals []uint32
-	var keep []bool
-	for i := 0; i < p.NumClasses(); i++ {
-		cls := p.Class(i)
-		items = items[:0]
+// chainPackedBits is the widest (key, row) pair chainRemovals sorts packed
+// into one uint64 by sortKeys' radix sort; wider pairs (keys of more than
+// 64 bits with the row) are sorted by compareChainItems.
+const chainPackedBits = 64
+
+// sortChain fills s.items with the items of the rows of cls (item(r) for
+// each), ordered by (key, row). Keys of keyBits bits, with the rows' rowBits,
+// are packed into one word each and radix sorted when they fit in
+// s.packedBits, the item rebuilt from the row after; else compared.
+func (s *chainScratch) sortChain(cls []uint32, keyBits, rowBits uint, item func(r uint32) chainItem) []chainItem {
+	items := slices.Grow(s.items[:0], len(cls))
+	if keyBits+rowBits > s.packedBits {
 		for _, r := range cls {
 			items = append(items, item(r))
 		}
 		slices.SortFunc(items, compareChainItems)
-		vals = vals[:0]
+		s.items = items
+		return items
+	}
+	keys := slices.Grow(s.keys[:0], len(cls))
+	for _, r := range cls {
+		keys = append(keys, item(r).key<<rowBits|uint64(r))
+	}
+	s.tmp = slices.Grow(s.tmp[:0], len(keys))[:len(keys)]
+	sorted := sortKeys(keys, s.tmp, keyBits+rowBits)
+	mask := uint64(1)<<rowBits - 1
+	for _, k := range sorted {
+		items = append(items, item(uint32(k&mask)))
+	}
+	s.keys, s.items = keys, items
+	return items
+}
+
+// chainRemovals returns the rows (ascending) of one minimal removal set of
+// the classes of p, given how to build each row's item, whose keys have at
+// most keyBits bits: per class, the rows off one longest non-decreasing
+// subsequence of val in (key, row) order (lndsKeep).
+func chainRemovals(p *StrippedPartition, keyBits uint, item func(r uint32) chainItem) []int {
+	return chainRemovalsWith(p, keyBits, item, &chainScratch{packedBits: chainPackedBits})
+}
+
+func chainRemovalsWith(p *StrippedPartition, keyBits uint, item func(r uint32) chainItem, s *chainScratch) []int {
+	var out []int
+	rowBits := uint(bits.Len32(uint32(max(p.N-1, 0))))
+	for i := 0; i < p.NumClasses(); i++ {
+		items := s.sortChain(p.Class(i), keyBits, rowBits, item)
+		vals := slices.Grow(s.vals[:0], len(items))
 		for _, it := range items {
 			vals = append(vals, it.val)
 		}
-		keep = slices.Grow(keep[:0], len(vals))[:len(vals)]
-		lndsKeep(vals, keep)
-		for j, it := range items {
-			if !keep[j] {
-				out = append(out, int(it.row))
+		s.vals = vals
+		for j, kept := range s.lndsKeep(vals) {
+			if !kept {
+				out = append(out, int(items[j].row))
 			}
 		}
 	}
@@ -960,7 +1017,7 @@ func chainRemovals(p *StrippedPartition, item func(r uint32) chainItem) []int {
 func OCRemovalRows(p *StrippedPartition, a, b *table.Column, pol Polarity) []int {
 	bitsB := rankBits(b)
 	maxB := uint32(max(b.Cardinality-1, 0))
-	return chainRemovals(p, func(r uint32) chainItem {
+	return chainRemovals(p, rankBits(a)+bitsB, func(r uint32) chainItem {
 		x := b.Ranks[r]
 		if pol == Desc {
 			x = maxB - x
@@ -1004,11 +1061,12 @@ func OFDRemovalRows(p *StrippedPartition, a *table.Column) []int {
 // Sec. 3.3). Lists compare lexicographically by rank.
 func ListODRemovalRows(p *StrippedPartition, lhs, rhs []*table.Column) []int {
 	n := p.N
-	l, _ := tupleRanks(lhs, n)
+	l, cardL := tupleRanks(lhs, n)
 	r, cardR := tupleRanks(rhs, n)
 	bitsR := uint(bits.Len32(uint32(max(cardR-1, 0))))
 	maxR := uint32(max(cardR-1, 0))
-	return chainRemovals(p, func(row uint32) chainItem {
+	bitsL := uint(bits.Len32(uint32(max(cardL-1, 0))))
+	return chainRemovals(p, bitsL+bitsR, func(row uint32) chainItem {
 		return chainItem{key: uint64(l[row])<<bitsR | uint64(maxR-r[row]), row: row, val: r[row]}
 	})
 }
