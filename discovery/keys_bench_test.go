@@ -81,6 +81,43 @@ func encodeRows(b testing.TB, names []string, n int, row func(j int) []string) *
 	return tab
 }
 
+// BenchmarkRemovalSamples takes a 5-row removal sample of the rules a
+// fault on age_group breaks in the end-to-end stream (its first 100k
+// records, the last 2k faulty: the rules of the violated event and its
+// related ones), as the monitor's samples do: RemovalSets, and
+// ValidateEach with a removal sample, which measures strength and score
+// besides.
+func BenchmarkRemovalSamples(b *testing.B) {
+	s := benchstream.New(1)
+	row := make([]string, len(benchstream.Fields))
+	tab := encodeRows(b, benchstream.Fields, 100_000, func(j int) []string {
+		s.Row(row, j >= 98_000)
+		return row
+	})
+	var deps []Dependency
+	for _, r := range []string{"{}: age ~ age_group (asc)", "{flag}: age ~ age_group (asc)", "{age}: [] -> age_group", "{age,flag}: [] -> age_group"} {
+		d, err := ParseDependency(r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		deps = append(deps, d)
+	}
+	b.Run("RemovalSets", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := RemovalSets(context.Background(), tab, deps, 5); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ValidateEach", func(b *testing.B) {
+		for b.Loop() {
+			if _, _, err := ValidateEach(context.Background(), tab, deps, Options{Epsilon: 0.01, RemovalSample: 5}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
 // TestEncodeRowsMatchesTheBuilder: the benchmarks' window encoder gives
 // the table the table builder gives the same rows (codes once shifted by
 // one made every value its predecessor's and the first NULL, which kept

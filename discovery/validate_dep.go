@@ -67,17 +67,7 @@ func ValidateEach(ctx context.Context, t *table.Table, deps []Dependency, opts O
 	if err := t.Check(); err != nil {
 		return nil, nil, err
 	}
-	vs := &depValidator{
-		t:     t,
-		index: make(map[string]int, len(t.Columns)),
-		parts: map[uint64]*validate.StrippedPartition{},
-		v:     validate.NewValidator(),
-		tune:  opts.listing(),
-		eps:   opts.Epsilon,
-	}
-	for i := len(t.Columns) - 1; i >= 0; i-- {
-		vs.index[t.Columns[i].Name] = i // the first of duplicate names wins
-	}
+	vs := newDepValidator(t, opts)
 	out = make([]Result, len(deps))
 	errs = make([]error, len(deps))
 	for i, d := range deps {
@@ -92,6 +82,97 @@ func ValidateEach(ctx context.Context, t *table.Table, deps []Dependency, opts O
 		out[i] = r
 	}
 	return out, errs, nil
+}
+
+// RemovalSet is a dependency's minimal removal set on a table, as
+// RemovalSets measures it.
+type RemovalSet struct {
+	// Removals is its size (Validate's Removals), Sample its first rows,
+	// ascending (Validate's RemovalSample).
+	Removals int
+	Sample   []int
+}
+
+// RemovalSets measures, for each of deps on t, what Validate measures of
+// its minimal removal set at the default validator, without the strength
+// and the score Validate also measures: its size and, with sample != 0,
+// up to sample of its rows (every row with sample < 0). It is what a
+// sample of violating records reads; the strength would cost it more than
+// the rows. errs[i], naming deps[i], is non-nil when deps[i] cannot be
+// validated, as ValidateEach says; err is the table's or ctx's error,
+// which stops it.
+func RemovalSets(ctx context.Context, t *table.Table, deps []Dependency, sample int) (out []RemovalSet, errs []error, err error) {
+	if err := t.Check(); err != nil {
+		return nil, nil, err
+	}
+	vs := newDepValidator(t, Options{})
+	out = make([]RemovalSet, len(deps))
+	errs = make([]error, len(deps))
+	for i, d := range deps {
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		m, err := vs.removalSet(d, sample != 0)
+		if err != nil {
+			errs[i] = fmt.Errorf("%s: %w", d, err)
+			continue
+		}
+		out[i] = RemovalSet{Removals: m.removals, Sample: sampleOf(m.rows, sample)}
+	}
+	return out, errs, nil
+}
+
+// removalSet measures d's minimal removal set as validate does, its rows
+// when wantRows, and nothing else (strength 0).
+func (vs *depValidator) removalSet(d Dependency, wantRows bool) (measure, error) {
+	var m measure
+	if err := vs.known(d); err != nil {
+		return m, err
+	}
+	p, err := vs.partition(d.Context)
+	if err != nil {
+		return m, err
+	}
+	switch d.Kind {
+	case KindOFD:
+		a, _ := vs.column(d.RHS)
+		m.removals = vs.v.OFDRemovals(p, a, -1)
+		if wantRows {
+			m.rows = validate.OFDRemovalRows(p, a)
+		}
+		return m, nil
+	case KindOC:
+		a, _ := vs.column(d.Left)
+		b, _ := vs.column(d.Right)
+		m.removals = vs.v.OCRemovals(p, a, b, d.Polarity, -1)
+		if wantRows {
+			m.rows = validate.OCRemovalRows(p, a, b, d.Polarity)
+		}
+		return m, nil
+	case KindListOD:
+		return vs.measureListOD(p, d)
+	case KindKey:
+		return vs.keyRemovals(d, wantRows)
+	case KindEquivalence:
+		return vs.equivalenceRemovals(d, wantRows, false)
+	}
+	return m, fmt.Errorf("%w: kind %v", ErrBadDependency, d.Kind)
+}
+
+// newDepValidator is a depValidator of t at opts.
+func newDepValidator(t *table.Table, opts Options) *depValidator {
+	vs := &depValidator{
+		t:     t,
+		index: make(map[string]int, len(t.Columns)),
+		parts: map[uint64]*validate.StrippedPartition{},
+		v:     validate.NewValidator(),
+		tune:  opts.listing(),
+		eps:   opts.Epsilon,
+	}
+	for i := len(t.Columns) - 1; i >= 0; i-- {
+		vs.index[t.Columns[i].Name] = i // the first of duplicate names wins
+	}
+	return vs
 }
 
 // depValidator validates dependencies named by columns against one table.

@@ -14,6 +14,32 @@ import (
 // identify every record (all but the first of each class of its
 // partition), and its strength (keyStrength) on the distinct records.
 func (vs *depValidator) measureKey(d Dependency, wantRows bool) (measure, error) {
+	m, err := vs.keyRemovals(d, wantRows)
+	if err != nil {
+		return m, err
+	}
+	p, err := vs.partition(d.Set)
+	if err != nil {
+		return m, err
+	}
+	ev := vs.evidence()
+	var rests []*validate.StrippedPartition
+	var pdeps []float64
+	for i, name := range d.Set {
+		rest, err := vs.partition(append(slices.Clone(d.Set[:i]), d.Set[i+1:]...))
+		if err != nil {
+			return m, err
+		}
+		c, _ := vs.column(name)
+		rests, pdeps = append(rests, ev.Of(rest)), append(pdeps, ev.Pdep(c))
+	}
+	m.strength = validate.KeyStrengthAt(ev.Of(p), rests, pdeps, vs.eps)
+	return m, nil
+}
+
+// keyRemovals measures the key d's minimal removal set (every row of a
+// class of its columns but the first), its rows when wantRows.
+func (vs *depValidator) keyRemovals(d Dependency, wantRows bool) (measure, error) {
 	var m measure
 	if len(d.Set) == 0 {
 		return m, fmt.Errorf("%w: a key needs at least one column", ErrBadDependency)
@@ -31,18 +57,6 @@ func (vs *depValidator) measureKey(d Dependency, wantRows bool) (measure, error)
 		}
 		slices.Sort(m.rows)
 	}
-	ev := vs.evidence()
-	var rests []*validate.StrippedPartition
-	var pdeps []float64
-	for i, name := range d.Set {
-		rest, err := vs.partition(append(slices.Clone(d.Set[:i]), d.Set[i+1:]...))
-		if err != nil {
-			return m, err
-		}
-		c, _ := vs.column(name)
-		rests, pdeps = append(rests, ev.Of(rest)), append(pdeps, ev.Pdep(c))
-	}
-	m.strength = validate.KeyStrengthAt(ev.Of(p), rests, pdeps, vs.eps)
 	return m, nil
 }
 
@@ -50,7 +64,17 @@ func (vs *depValidator) measureKey(d Dependency, wantRows bool) (measure, error)
 // its first member and each other one, both ways, in its context: the
 // largest removals (and their rows) and the smallest strength.
 func (vs *depValidator) measureEquivalence(d Dependency, wantRows bool) (measure, error) {
-	m := measure{strength: 1}
+	return vs.equivalenceRemovals(d, wantRows, true)
+}
+
+// equivalenceRemovals is measureEquivalence, without the strength (0)
+// unless withStrength: the FD of the largest removals (the first of
+// equal ones) gives the removals and their rows.
+func (vs *depValidator) equivalenceRemovals(d Dependency, wantRows, withStrength bool) (measure, error) {
+	var m measure
+	if withStrength {
+		m.strength = 1
+	}
 	if len(d.Set) < 2 {
 		return m, fmt.Errorf("%w: an equivalence needs two columns", ErrBadDependency)
 	}
@@ -62,14 +86,22 @@ func (vs *depValidator) measureEquivalence(d Dependency, wantRows bool) (measure
 			if err != nil {
 				return m, err
 			}
-			fm, err := vs.measureOFD(p, Dependency{Kind: KindOFD, Context: ctx, RHS: fd[1]}, wantRows)
+			var fm measure
+			fdep := Dependency{Kind: KindOFD, Context: ctx, RHS: fd[1]}
+			if withStrength {
+				fm, err = vs.measureOFD(p, fdep, wantRows)
+			} else {
+				fm, err = vs.removalSet(fdep, wantRows)
+			}
 			if err != nil {
 				return m, err
 			}
 			if first || fm.removals > m.removals {
 				m.removals, m.rows = fm.removals, fm.rows
 			}
-			m.strength = min(m.strength, fm.strength)
+			if withStrength {
+				m.strength = min(m.strength, fm.strength)
+			}
 			first = false
 		}
 	}

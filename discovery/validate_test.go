@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -473,6 +474,59 @@ func TestValidateUnknownColumns(t *testing.T) {
 		_, err = Validate(context.Background(), tab, d, Options{})
 		if !errors.Is(err, errUnknownColumn) || err.Error() != want || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: err %v, want %s", text, err, want)
+		}
+	}
+}
+
+// TestRemovalSetsMatchValidate: RemovalSets measures what ValidateEach
+// does of each dependency's removal set (its size and sample), for every
+// kind, on random tables, with no sample, a sample of 2 and every row,
+// and fails the same dependencies.
+func TestRemovalSetsMatchValidate(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(41, 7))
+	for trial := range 300 {
+		cols := randomTable(rng)
+		tab := tableFromInts(cols)
+		name := func() string { return "c" + strconv.Itoa(rng.IntN(len(cols))) }
+		var deps []Dependency
+		for range 12 {
+			ctx := []string{}
+			for range rng.IntN(3) {
+				ctx = append(ctx, name())
+			}
+			switch rng.IntN(6) {
+			case 0, 1:
+				deps = append(deps, Dependency{Kind: KindOFD, Context: ctx, RHS: name()})
+			case 2:
+				deps = append(deps, Dependency{Kind: KindOC, Context: ctx, Left: name(), Right: name(), Polarity: Polarity(rng.IntN(2))})
+			case 3:
+				deps = append(deps, Dependency{Kind: KindKey, Set: append(ctx, name())})
+			case 4:
+				deps = append(deps, Dependency{Kind: KindEquivalence, Context: ctx[:min(1, len(ctx))], Set: []string{name(), name(), name()}[:2+rng.IntN(2)]})
+			case 5:
+				deps = append(deps, Dependency{Kind: KindListOD, LHSList: append(ctx, name()), RHSList: []string{name()}})
+			}
+		}
+		deps = append(deps, Dependency{Kind: KindOFD, RHS: "zz"}, Dependency{Kind: KindKey})
+		for _, k := range []int{0, 2, -1} {
+			want, wantErrs, err := ValidateEach(context.Background(), tab, deps, Options{RemovalSample: k})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, errs, err := RemovalSets(context.Background(), tab, deps, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, d := range deps {
+				if (errs[i] == nil) != (wantErrs[i] == nil) {
+					t.Fatalf("trial %d %s: error %v, ValidateEach's %v", trial, d, errs[i], wantErrs[i])
+				}
+				if got[i].Removals != want[i].Removals || !slices.Equal(got[i].Sample, want[i].RemovalSample) {
+					t.Fatalf("trial %d %s sample %d: %d removals %v, ValidateEach %d %v", trial, d, k,
+						got[i].Removals, got[i].Sample, want[i].Removals, want[i].RemovalSample)
+				}
+			}
 		}
 	}
 }

@@ -472,8 +472,7 @@ func (e Env) checkerSamples(ctx context.Context, s *checkSampler, deps []discove
 		return nil
 	}
 	metas, cols := s.metas, s.cols
-	opts := discovery.Options{Epsilon: e.Cfg.Epsilon, RemovalSample: e.Cfg.Sample}
-	results, errs, err := discovery.ValidateEach(ctx, s.table, deps, opts)
+	sets, errs, err := discovery.RemovalSets(ctx, s.table, deps, e.Cfg.Sample)
 	if err != nil {
 		if !errors.Is(err, context.Canceled) {
 			e.Log.Warn("removal sample", "err", err)
@@ -491,7 +490,7 @@ func (e Env) checkerSamples(ctx context.Context, s *checkSampler, deps []discove
 			continue
 		}
 		names := d.Columns()
-		for _, row := range results[i].RemovalSample {
+		for _, row := range sets[i].Sample {
 			if len(samples[i]) == e.Cfg.Sample || row < 0 || row >= len(metas) {
 				break
 			}

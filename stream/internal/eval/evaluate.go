@@ -385,17 +385,20 @@ func (e Env) windowSamples(ctx context.Context, out *Outcome, snap *window.Snaps
 // an evaluation's encoded window (snap's): samples[i] is deps[i]'s (nil
 // when it could not be validated, logged unless ctx is done).
 func (e Env) tableSamples(ctx context.Context, table *table.Table, snap *window.Snapshot, deps []discovery.Dependency) [][]alerts.Sample {
-	opts := discovery.Options{Epsilon: e.Cfg.Epsilon, RemovalSample: e.Cfg.Sample}
 	samples := make([][]alerts.Sample, len(deps))
+	sets, errs, err := discovery.RemovalSets(ctx, table, deps, e.Cfg.Sample)
+	if err != nil {
+		if ctx.Err() == nil {
+			e.Log.Warn("removal sample", "err", err)
+		}
+		return samples
+	}
 	for i, d := range deps {
-		r, err := discovery.Validate(ctx, table, d, opts)
-		if err != nil {
-			if ctx.Err() == nil {
-				e.Log.Warn("removal sample", "dependency", d.String(), "err", err)
-			}
+		if errs[i] != nil {
+			e.Log.Warn("removal sample", "dependency", d.String(), "err", errs[i])
 			continue
 		}
-		samples[i] = e.samples(snap, d, r.RemovalSample)
+		samples[i] = e.samples(snap, d, sets[i].Sample)
 	}
 	return samples
 }

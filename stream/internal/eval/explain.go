@@ -87,7 +87,7 @@ func explainable(ctx context.Context, w explain.Event, d discovery.Dependency) (
 			discovery.Dependency{Kind: discovery.KindOFD, Context: append(slices.Clone(d.Context), d.Set[0]), RHS: m},
 			discovery.Dependency{Kind: discovery.KindOFD, Context: append(slices.Clone(d.Context), m), RHS: d.Set[0]})
 	}
-	results, errs, err := discovery.ValidateEach(ctx, w.Rule, fds, discovery.Options{Epsilon: w.Epsilon})
+	results, errs, err := discovery.RemovalSets(ctx, w.Rule, fds, 0)
 	if err != nil || len(fds) == 0 {
 		return d, nil, false
 	}
