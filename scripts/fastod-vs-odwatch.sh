@@ -6,6 +6,15 @@
 # user+sys time (reading the file included), and both outputs' counts: FDs,
 # and OCs (FastOD lists an OC once per direction; the count here is halved).
 #
+# It then compares the two outputs dependency by dependency (a third line per
+# file and epsilon): the FDs and OCs only one tool lists, and, of odwatch's
+# FDs that FastOD lacks, how many a brute-force g3 (in Python, sharing no
+# code with odwatch) shows to be valid at eps with every direct subset of
+# their context over it, and how many have a context column C that the
+# rest of the context determines within eps (X \ {C}: [] -> C): FastOD
+# drops such a context, a rule that is exact only at eps 0, where the
+# context's partition is X \ {C}'s.
+#
 #   scripts/fastod-vs-odwatch.sh                                  # abalone, ncvoter-1k, hepatitis at 0 and 0.1
 #   EPSILONS=0.1 FILES="adult.csv" scripts/fastod-vs-odwatch.sh
 #   ODWATCH_BIN=/tmp/odwatch-old scripts/fastod-vs-odwatch.sh     # another build
@@ -26,11 +35,13 @@ if [ -z "$BIN" ]; then
 	BIN=$(mktemp -d)/odwatch
 	go build -o "$BIN" ./cmd/odwatch
 fi
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
 for f in $FILES; do
 	for eps in $EPSILONS; do
-		"$VENV/bin/python" - "$DATA/$f" "$eps" <<'PY'
+		"$VENV/bin/python" - "$DATA/$f" "$eps" "$OUT/fastod.txt" <<'PY'
 import sys, time, desbordante
-path, eps = sys.argv[1], float(sys.argv[2])
+path, eps, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 a = desbordante.od.algorithms.Fastod()
 a.load_data(table=(path, ',', True))
 t = time.time()
@@ -38,10 +49,16 @@ a.execute(time_limit=0, error=eps)
 took = time.time() - t
 ocs = (len(a.get_asc_ods()) + len(a.get_desc_ods())) // 2
 print(f"{path.split('/')[-1]} eps={eps}: FastOD {took:.2f} s, {len(a.get_simple_ods())} FDs, {ocs} OCs")
+with open(out, "w") as w:
+    for kind, ods in (("fd", a.get_simple_ods()), ("asc", a.get_asc_ods()), ("desc", a.get_desc_ods())):
+        for od in ods:
+            print(kind, od, file=w)
 PY
-		out=$( { /usr/bin/time -f "%e %U %S" "$BIN" discover "$DATA/$f" --epsilon "$eps" --order-text --min-strength 0 >/tmp/fastod-vs-odwatch.out; } 2>&1 | tail -1)
-		read -r wall user sys <<<"$out"
-		summary=$(grep -E '^# [0-9]+ dependencies' /tmp/fastod-vs-odwatch.out | sed -E 's/^# [0-9]+ dependencies \(([0-9]+) ofd, ([0-9]+) oc.*/\1 FDs, \2 OCs/')
+		times=$( { /usr/bin/time -f "%e %U %S" "$BIN" discover "$DATA/$f" --epsilon "$eps" --order-text --min-strength 0 >"$OUT/odwatch.txt"; } 2>&1 | tail -1)
+		read -r wall user sys <<<"$times"
+		summary=$(grep -E '^# [0-9]+ dependencies' "$OUT/odwatch.txt" | sed -E 's/^# [0-9]+ dependencies \(([0-9]+) ofd, ([0-9]+) oc.*/\1 FDs, \2 OCs/')
 		echo "$f eps=$eps: odwatch ${wall} s wall, $(echo "$user + $sys" | bc) s user+sys, $summary"
+		"$BIN" discover "$DATA/$f" --epsilon "$eps" --order-text --min-strength 0 --format json >"$OUT/odwatch.json"
+		python3 scripts/fastod-compare.py "$DATA/$f" "$eps" "$OUT/fastod.txt" "$OUT/odwatch.json"
 	done
 done
