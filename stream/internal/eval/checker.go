@@ -2,7 +2,6 @@ package eval
 
 import (
 	"context"
-	"errors"
 	"maps"
 	"math"
 	"slices"
@@ -474,7 +473,7 @@ func (e Env) checkerSamples(ctx context.Context, s *checkSampler, deps []discove
 	metas, cols := s.metas, s.cols
 	sets, errs, err := discovery.RemovalSets(ctx, s.table, deps, e.Cfg.Sample)
 	if err != nil {
-		if !errors.Is(err, context.Canceled) {
+		if !runEnded(ctx, err) {
 			e.Log.Warn("removal sample", "err", err)
 		}
 		return nil

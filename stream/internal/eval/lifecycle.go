@@ -133,7 +133,7 @@ func whole(t *table.Table) tableFor {
 func (e Env) validate(ctx context.Context, t *table.Table, deps []discovery.Dependency) ([]discovery.Result, []error) {
 	results, errs, err := validateOnCores(ctx, t, deps, discovery.Options{Epsilon: e.Cfg.Epsilon, MinStrength: e.Cfg.MinStrength})
 	if err != nil {
-		if !errors.Is(err, context.Canceled) {
+		if !runEnded(ctx, err) {
 			e.Log.Warn("validate on the check's window", "err", err)
 		}
 		return nil, nil
@@ -144,6 +144,13 @@ func (e Env) validate(ctx context.Context, t *table.Table, deps []discovery.Depe
 		}
 	}
 	return results, errs
+}
+
+// runEnded reports whether err only says that the run is ending: a
+// cancelled context (Ctrl-C, a rebalance), or ctx past its deadline (the
+// demo's --duration). Neither is worth a warning.
+func runEnded(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) || ctx.Err() != nil && errors.Is(err, ctx.Err())
 }
 
 // validateOnCores is discovery.ValidateEach of deps on t, the

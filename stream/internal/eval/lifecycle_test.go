@@ -2,13 +2,16 @@ package eval
 
 import (
 	"context"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/odwatch/odwatch/alerts"
 	"github.com/odwatch/odwatch/discovery"
+	"github.com/odwatch/odwatch/discovery/table"
 	"github.com/odwatch/odwatch/internal/testkit"
 	"github.com/odwatch/odwatch/stream/window"
 )
@@ -221,5 +224,35 @@ func TestDistinctColumnsRateAsTheWindow(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestValidateQuietWhenTheRunEnds: a check's validation that stops because
+// the run's context ended, cancelled (Ctrl-C) or past its deadline (demo
+// --duration), is the run's end, not something to warn about.
+func TestValidateQuietWhenTheRunEnds(t *testing.T) {
+	var logs testkit.SyncBuffer
+	env := Env{Name: "d", Cfg: &Config{Name: "d", Epsilon: 0.05}, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	cols := []table.DictColumn{{Name: "a", Dict: []string{"1", "2", "3"}}, {Name: "b", Dict: []string{"4", "5", "6"}}}
+	for i := range 300 {
+		cols[0].Codes = append(cols[0].Codes, uint32(1+i%3))
+		cols[1].Codes = append(cols[1].Codes, uint32(1+(i/7)%3))
+	}
+	tab, err := table.Encode(cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := []discovery.Dependency{mustDep(t, "{}: a ~ b (asc)"), mustDep(t, "{a}: [] -> b")}
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	expired, stop := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer stop()
+	for _, ctx := range []context.Context{cancelled, expired} {
+		if results, _ := env.validate(ctx, tab, deps); results != nil {
+			t.Errorf("validate on an ended context (%v) gave results", ctx.Err())
+		}
+	}
+	if logs.String() != "" {
+		t.Errorf("the run's end was logged:\n%s", logs.String())
 	}
 }
