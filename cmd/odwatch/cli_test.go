@@ -55,10 +55,16 @@ func TestUsageErrorsAreShort(t *testing.T) {
 	}
 	zw.Close()
 	truncated := writeTemp(t, "cut.csv.gz", gz.String()[:gz.Len()/2])
+	headerOnly := writeTemp(t, "header.csv", "Name,Cylinders\n")
+	noObjects := writeTemp(t, "none.jsonl", "")
 	tests := []struct {
 		args []string
 		want []string // substrings of the whole error
 	}{
+		// A listing of no dependencies would read as "none hold".
+		{[]string{"discover", headerOnly}, []string{"header.csv: no data rows", "a header line and no record under it"}},
+		{[]string{"discover", noObjects}, []string{"none.jsonl: no data rows", "no JSON object"}},
+		{[]string{"validate", headerOnly, "{Name}: [] -> Cylinders"}, []string{"header.csv: no data rows"}},
 		{nil, []string{"missing command", "discover"}},
 		{[]string{"discovr"}, []string{`unknown command "discovr"`, "did you mean discover?"}},
 		{[]string{"discover", path, "--frobnicate"}, []string{"unknown flag --frobnicate"}},

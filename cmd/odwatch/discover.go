@@ -286,6 +286,15 @@ func (in *inputFlags) load(ctx context.Context, path string, stderr io.Writer, b
 		}
 		return nil, inputErr(fmt.Errorf("%s: %w", path, err), loadFix(format, err))
 	}
+	if tab.Rows == 0 {
+		// Nothing to find or check: a listing of no dependencies would
+		// read as "none hold".
+		fix := "the file has a header line and no record under it"
+		if format == "jsonl" {
+			fix = "the file holds no JSON object"
+		}
+		return nil, inputErr(fmt.Errorf("%s: no data rows", path), fix)
+	}
 	return tab, nil
 }
 

@@ -270,6 +270,9 @@ func windowTooLarge(st stream.ReplayStats, window int) error {
 	if st.Evaluations > 0 || st.Failed > 0 || st.Records >= uint64(window) {
 		return nil
 	}
+	if st.Records == 0 {
+		return usageErr("no records: nothing was evaluated", "the input holds no record to replay: check the file, or --from and --to of the topic")
+	}
 	return usageErr(fmt.Sprintf("%d records, fewer than --window %d: no window was evaluated", st.Records, window),
 		fmt.Sprintf("lower --window to at most %d (and --every with it), or replay more records", st.Records))
 }

@@ -145,6 +145,11 @@ func TestReplayFileTimes(t *testing.T) {
 		!strings.Contains(errS.String(), "lower --window to at most 2000") || !strings.Contains(s.String(), "replay: 2000 records, 0 evaluations") {
 		t.Errorf("window larger than the file: exit %d\nstdout %s\nstderr %s", code, s.String(), errS.String())
 	}
+	var e, errE bytes.Buffer
+	code = run([]string{"replay", writeTemp(t, "header.csv", "a,b\n")}, &e, &errE)
+	if code != exitUsage || !strings.Contains(errE.String(), "no records: nothing was evaluated") || strings.Contains(errE.String(), "at most 0") {
+		t.Errorf("a file of no records: exit %d\nstderr %s", code, errE.String())
+	}
 }
 
 // TestReplayUsageErrors: at most three lines on standard error, exit 2.
