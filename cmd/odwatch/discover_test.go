@@ -169,6 +169,23 @@ func TestValidateCommand(t *testing.T) {
 		t.Errorf("json strength %v, reliable %v", doc.Strength, doc.Reliable)
 	}
 
+	// A rule far better than chance that does not hold says both.
+	inv := "a,b\n"
+	for i := range 60 {
+		b := i / 3
+		if i%12 == 5 {
+			b = (b + 7) % 20
+		}
+		inv += fmt.Sprintf("%d,%d\n", i, b)
+	}
+	out.Reset()
+	if err := runValidate(context.Background(), []string{writeTemp(t, "inv.csv", inv), "a ~ b"}, &out, &errOut); !errors.Is(err, exitCode(exitFailure)) {
+		t.Fatalf("err = %v, want exitCode(1)", err)
+	}
+	if !strings.Contains(out.String(), "verdict     invalid") || !strings.Contains(out.String(), "reliable    yes by its strength, but it does not hold at this epsilon") {
+		t.Errorf("strong rule that does not hold:\n%s", out.String())
+	}
+
 	// An OC on nominal text is a usage error naming the column and the fix;
 	// declared ordinal it is measured.
 	out.Reset()

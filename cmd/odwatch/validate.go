@@ -169,6 +169,21 @@ func truncate(s string, n int) string {
 	return s
 }
 
+// reliableText is the text report's reliable line: reliable rates the
+// strength alone, so a rule that does not hold but is much better than
+// chance says that it does not hold, rather than a bare "yes" under
+// "verdict invalid".
+func reliableText(reliable, holds bool) string {
+	switch {
+	case !reliable:
+		return "no"
+	case holds:
+		return "yes"
+	default:
+		return "yes by its strength, but it does not hold at this epsilon (see verdict)"
+	}
+}
+
 // writeValidation prints the measurement and the sampled violating rows with
 // the values of the columns the dependency mentions; rows are shown as the
 // lines of the file they start on.
@@ -193,7 +208,7 @@ func writeValidation(w io.Writer, tab *table.Table, res discovery.Result, eps fl
 			strength = strconv.FormatFloat(res.Strength, 'f', 4, 64) + " (how much better than chance it holds, 0 to 1)"
 		}
 		fmt.Fprintf(tw, "strength\t%s\n", strength)
-		fmt.Fprintf(tw, "reliable\t%s\n", map[bool]string{true: "yes", false: "no"}[res.Reliable])
+		fmt.Fprintf(tw, "reliable\t%s\n", reliableText(res.Reliable, verdict == "valid"))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
