@@ -6,14 +6,15 @@
 # user+sys time (reading the file included), and both outputs' counts: FDs,
 # and OCs (FastOD lists an OC once per direction; the count here is halved).
 #
-# It then compares the two outputs dependency by dependency (a third line per
-# file and epsilon): the FDs and OCs only one tool lists, and, of odwatch's
-# FDs that FastOD lacks, how many a brute-force g3 (in Python, sharing no
-# code with odwatch) shows to be valid at eps with every direct subset of
-# their context over it, and how many have a context column C that the
-# rest of the context determines within eps (X \ {C}: [] -> C): FastOD
+# It then compares the two outputs dependency by dependency
+# (scripts/fastod-compare.py): the FDs and OCs only one tool lists and, of
+# those only odwatch lists, how many a brute force in plain Python (sharing
+# no code with odwatch, checked first against the removals odwatch reports)
+# finds valid at eps and minimal, and how many have a context column C that
+# the rest of the context determines within eps (X \ {C}: [] -> C): FastOD
 # drops such a context, a rule that is exact only at eps 0, where the
-# context's partition is X \ {C}'s.
+# context's partition is X \ {C}'s. FASTOD_COMPARE_SAMPLE caps how many of
+# each kind are checked (default 2000; 0: all).
 #
 #   scripts/fastod-vs-odwatch.sh                                  # abalone, ncvoter-1k, hepatitis at 0 and 0.1
 #   EPSILONS=0.1 FILES="adult.csv" scripts/fastod-vs-odwatch.sh
