@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/odwatch/odwatch/discovery/internal/deptext"
 )
 
 // errSyntax is wrapped by every ParseDependency error.
@@ -34,7 +36,7 @@ func ParseDependency(s string) (Dependency, error) {
 		}
 		return d, nil
 	}
-	p := depParser{s: s}
+	p := depParser{deptext.NewScanner(s)}
 	d, err := p.parse()
 	if err != nil {
 		return Dependency{}, fmt.Errorf("%w %q: %w", errSyntax, s, err)
@@ -42,28 +44,27 @@ func ParseDependency(s string) (Dependency, error) {
 	return d, nil
 }
 
-type depParser struct {
-	s string
-	i int
-}
+// depParser is the grammar of the text form over deptext's scanning of
+// names.
+type depParser struct{ *deptext.Scanner }
 
 func (p *depParser) parse() (Dependency, error) {
-	p.space()
-	if p.peek("[") {
-		lhs, err := p.list('[', ']')
+	p.Space()
+	if p.Peek("[") {
+		lhs, err := p.List('[', ']')
 		if err != nil {
 			return Dependency{}, err
 		}
-		if err := p.arrow("after " + p.s[:p.i]); err != nil {
+		if err := p.Arrow("after " + p.Read()); err != nil {
 			return Dependency{}, err
 		}
-		p.space()
-		if p.peek("[") {
-			rhs, err := p.list('[', ']')
+		p.Space()
+		if p.Peek("[") {
+			rhs, err := p.List('[', ']')
 			if err != nil {
 				return Dependency{}, err
 			}
-			if err := p.end(); err != nil {
+			if err := p.End(); err != nil {
 				return Dependency{}, err
 			}
 			return Dependency{Kind: KindListOD, LHSList: lhs, RHSList: rhs}, nil
@@ -71,7 +72,7 @@ func (p *depParser) parse() (Dependency, error) {
 		if len(lhs) > 0 {
 			return Dependency{}, fmt.Errorf("expected '[' after '->' of a list-based OD (write [A] -> [B])")
 		}
-		rhs, err := p.lastName()
+		rhs, err := p.LastName()
 		if err != nil {
 			return Dependency{}, err
 		}
@@ -79,45 +80,45 @@ func (p *depParser) parse() (Dependency, error) {
 	}
 
 	ctx := []string{}
-	if p.peek("{") {
+	if p.Peek("{") {
 		var err error
-		if ctx, err = p.list('{', '}'); err != nil {
+		if ctx, err = p.List('{', '}'); err != nil {
 			return Dependency{}, err
 		}
-		p.space()
-		if !p.peek(":") {
-			return Dependency{}, fmt.Errorf("expected ':' after the context %s", p.s[:p.i])
+		p.Space()
+		if !p.Peek(":") {
+			return Dependency{}, fmt.Errorf("expected ':' after the context %s", p.Read())
 		}
-		p.i++
-		p.space()
+		p.Skip(1)
+		p.Space()
 	}
 
-	if p.peek("[") {
-		p.i++
-		p.space()
-		if !p.peek("]") {
+	if p.Peek("[") {
+		p.Skip(1)
+		p.Space()
+		if !p.Peek("]") {
 			return Dependency{}, fmt.Errorf("expected '[]' before '->' of an OFD (write {X}: [] -> A)")
 		}
-		p.i++
-		if err := p.arrow("after []"); err != nil {
+		p.Skip(1)
+		if err := p.Arrow("after []"); err != nil {
 			return Dependency{}, err
 		}
-		rhs, err := p.lastName()
+		rhs, err := p.LastName()
 		if err != nil {
 			return Dependency{}, err
 		}
 		return Dependency{Kind: KindOFD, Context: ctx, RHS: rhs}, nil
 	}
 
-	left, err := p.name()
+	left, err := p.Name()
 	if err != nil {
 		return Dependency{}, err
 	}
-	p.space()
-	if !p.peek("~") {
+	p.Space()
+	if !p.Peek("~") {
 		return Dependency{}, fmt.Errorf("expected '~' after %q (forms: A ~ B, {X}: A ~ B desc, {X}: [] -> A, [A,B] -> [C])", left)
 	}
-	p.i++
+	p.Skip(1)
 	right, pol, err := p.rightOfOC()
 	if err != nil {
 		return Dependency{}, err
@@ -125,136 +126,16 @@ func (p *depParser) parse() (Dependency, error) {
 	return Dependency{Kind: KindOC, Context: ctx, Left: left, Right: right, Polarity: pol}, nil
 }
 
-func (p *depParser) peek(tok string) bool { return strings.HasPrefix(p.s[p.i:], tok) }
-
-func (p *depParser) space() {
-	for p.i < len(p.s) {
-		r, size := utf8.DecodeRuneInString(p.s[p.i:])
-		if !unicode.IsSpace(r) {
-			return
-		}
-		p.i += size
-	}
-}
-
-func (p *depParser) arrow(where string) error {
-	p.space()
-	if !p.peek("->") {
-		return fmt.Errorf("expected '->' %s", where)
-	}
-	p.i += 2
-	return nil
-}
-
-func (p *depParser) end() error {
-	p.space()
-	if p.i != len(p.s) {
-		return fmt.Errorf("unexpected %q at the end", p.s[p.i:])
-	}
-	return nil
-}
-
-// list parses open name {, name} close, possibly empty.
-func (p *depParser) list(open, close byte) ([]string, error) {
-	p.i++ // open
-	names := []string{}
-	p.space()
-	if p.peek(string(close)) {
-		p.i++
-		return names, nil
-	}
-	for {
-		n, err := p.name()
-		if err != nil {
-			return nil, err
-		}
-		names = append(names, n)
-		p.space()
-		switch {
-		case p.peek(","):
-			p.i++
-		case p.peek(string(close)):
-			p.i++
-			return names, nil
-		default:
-			return nil, fmt.Errorf("expected ',' or '%c' after %q", close, n)
-		}
-	}
-}
-
-// isSpecial reports the characters that end a bare name.
-func isSpecial(c byte) bool { return strings.IndexByte(`{},:~[]"`, c) >= 0 }
-
-// bare reads a bare name run: up to a special character or "->", trimmed.
-func (p *depParser) bare() string {
-	start := p.i
-	for p.i < len(p.s) && !isSpecial(p.s[p.i]) && !p.peek("->") {
-		p.i++
-	}
-	return strings.TrimSpace(p.s[start:p.i])
-}
-
-// name reads one quoted or bare name.
-func (p *depParser) name() (string, error) {
-	p.space()
-	if p.peek(`"`) {
-		return p.quoted()
-	}
-	n := p.bare()
-	if n == "" {
-		if p.i < len(p.s) {
-			return "", fmt.Errorf("expected a column name before %q", p.s[p.i:])
-		}
-		return "", fmt.Errorf("expected a column name at the end")
-	}
-	return n, nil
-}
-
-func (p *depParser) quoted() (string, error) {
-	p.i++ // opening quote
-	var b strings.Builder
-	for p.i < len(p.s) {
-		c := p.s[p.i]
-		switch c {
-		case '"':
-			p.i++
-			return b.String(), nil
-		case '\\':
-			if p.i+1 >= len(p.s) || (p.s[p.i+1] != '"' && p.s[p.i+1] != '\\') {
-				return "", fmt.Errorf(`in a quoted name only \" and \\ are escapes`)
-			}
-			b.WriteByte(p.s[p.i+1])
-			p.i += 2
-		default:
-			b.WriteByte(c)
-			p.i++
-		}
-	}
-	return "", fmt.Errorf("unterminated quoted name")
-}
-
-// lastName reads the name that ends the input.
-func (p *depParser) lastName() (string, error) {
-	n, err := p.name()
-	if err != nil {
-		return "", err
-	}
-	if err := p.end(); err != nil {
-		return "", err
-	}
-	return n, nil
-}
-
 // rightOfOC reads "B", "B asc", "B desc", "B (asc)", "B (desc)" up to the
 // end of input.
 func (p *depParser) rightOfOC() (string, Polarity, error) {
-	p.space()
-	if p.peek(`"`) {
-		n, err := p.quoted()
+	p.Space()
+	if p.Peek(`"`) {
+		n, err := p.Quoted()
 		if err != nil {
 			return "", Asc, err
 		}
-		rest := strings.TrimSpace(p.s[p.i:])
+		rest := strings.TrimSpace(p.Rest())
 		if rest == "" {
 			return n, Asc, nil
 		}
@@ -264,9 +145,9 @@ func (p *depParser) rightOfOC() (string, Polarity, error) {
 		}
 		return n, pol, nil
 	}
-	n := p.bare()
-	if p.i < len(p.s) {
-		return "", Asc, fmt.Errorf("unexpected %q after the right-hand side", p.s[p.i:])
+	n := p.Bare()
+	if rest := p.Rest(); rest != "" {
+		return "", Asc, fmt.Errorf("unexpected %q after the right-hand side", rest)
 	}
 	if n == "" {
 		return "", Asc, fmt.Errorf("expected a column name after '~'")
@@ -295,44 +176,4 @@ func polarityWord(w string) (Polarity, bool) {
 		return Desc, true
 	}
 	return Asc, false
-}
-
-// formatName writes a column name so that ParseDependency reads it back:
-// bare when that is unambiguous, else double-quoted.
-func formatName(n string) string {
-	if !needsQuote(n) {
-		return n
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(n); i++ {
-		if n[i] == '"' || n[i] == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteByte(n[i])
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-func formatNames(ns []string) string {
-	parts := make([]string, len(ns))
-	for i, n := range ns {
-		parts[i] = formatName(n)
-	}
-	return strings.Join(parts, ",")
-}
-
-func needsQuote(n string) bool {
-	if n == "" || strings.ContainsAny(n, `{},:~[]"\`) || strings.Contains(n, "->") {
-		return true
-	}
-	first, _ := utf8.DecodeRuneInString(n)
-	last, _ := utf8.DecodeLastRuneInString(n)
-	if unicode.IsSpace(first) || unicode.IsSpace(last) {
-		return true
-	}
-	// Conservative: anything that could read as a trailing polarity.
-	l := strings.ToLower(n)
-	return strings.HasSuffix(l, "asc") || strings.HasSuffix(l, "desc") || strings.HasSuffix(l, ")") || strings.HasSuffix(l, "<")
 }

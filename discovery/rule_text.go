@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/odwatch/odwatch/discovery/internal/deptext"
 )
 
 // The text, JSON and plain-words forms of keys and equivalences:
@@ -20,13 +22,13 @@ import (
 // ruleString renders a key or an equivalence in its text form.
 func ruleString(d Dependency) string {
 	if d.Kind == KindKey {
-		return "key(" + formatNames(d.Set) + ")"
+		return "key(" + deptext.FormatNames(d.Set) + ")"
 	}
 	parts := make([]string, len(d.Set))
 	for i, n := range d.Set {
-		parts[i] = formatName(n)
+		parts[i] = deptext.FormatName(n)
 	}
-	return "{" + formatNames(d.Context) + "}: " + strings.Join(parts, " <-> ")
+	return "{" + deptext.FormatNames(d.Context) + "}: " + strings.Join(parts, " <-> ")
 }
 
 // describeRule is Describe for a key or an equivalence.
@@ -51,10 +53,10 @@ func describeRule(d Dependency) string {
 func parseRule(s string) (d Dependency, ok bool, err error) {
 	t := strings.TrimSpace(s)
 	if strings.HasPrefix(t, "key(") && strings.HasSuffix(t, ")") {
-		p := depParser{s: "{" + t[len("key("):len(t)-1] + "}"}
-		set, err := p.list('{', '}')
+		p := deptext.NewScanner("{" + t[len("key("):len(t)-1] + "}")
+		set, err := p.List('{', '}')
 		if err == nil {
-			err = p.end()
+			err = p.End()
 		}
 		if err == nil && len(set) == 0 {
 			err = fmt.Errorf("a key needs at least one column: key(order_id)")
@@ -64,39 +66,39 @@ func parseRule(s string) (d Dependency, ok bool, err error) {
 	if !strings.Contains(t, "<->") {
 		return Dependency{}, false, nil
 	}
-	p := depParser{s: t}
+	p := deptext.NewScanner(t)
 	d = Dependency{Kind: KindEquivalence, Context: []string{}}
-	if p.peek("{") {
-		if d.Context, err = p.list('{', '}'); err != nil {
+	if p.Peek("{") {
+		if d.Context, err = p.List('{', '}'); err != nil {
 			return d, true, err
 		}
-		p.space()
-		if !p.peek(":") {
-			return d, true, fmt.Errorf("expected ':' after the context %s", p.s[:p.i])
+		p.Space()
+		if !p.Peek(":") {
+			return d, true, fmt.Errorf("expected ':' after the context %s", p.Read())
 		}
-		p.i++
+		p.Skip(1)
 	}
 	for {
-		n, err := p.name()
+		n, err := p.Name()
 		if err != nil {
 			return d, true, err
 		}
-		p.space()
+		p.Space()
 		more := false
 		switch {
-		case strings.HasSuffix(n, "<") && p.peek("->"): // a bare name stops at "->"
+		case strings.HasSuffix(n, "<") && p.Peek("->"): // a bare name stops at "->"
 			n, more = strings.TrimSpace(n[:len(n)-1]), true
-			p.i += len("->")
-		case p.peek("<->"):
+			p.Skip(len("->"))
+		case p.Peek("<->"):
 			more = true
-			p.i += len("<->")
+			p.Skip(len("<->"))
 		}
 		d.Set = append(d.Set, n)
 		if !more {
 			break
 		}
 	}
-	if err := p.end(); err != nil {
+	if err := p.End(); err != nil {
 		return d, true, err
 	}
 	if len(d.Set) < 2 {
@@ -153,7 +155,7 @@ func writeRuleNotes(w *bufio.Writer, r *Result) {
 		w.WriteString("  (" + describeTogether(r) + ")  with=[" + strings.Join(r.With, "; ") + "]")
 	}
 	if len(r.Equivalents) > 0 {
-		w.WriteString("  equivalents=[" + formatNames(r.Equivalents) + "]")
+		w.WriteString("  equivalents=[" + deptext.FormatNames(r.Equivalents) + "]")
 	}
 	if len(r.ImpliedBy) > 0 {
 		w.WriteString("  implied_by=[" + strings.Join(r.ImpliedBy, "; ") + "]")

@@ -19,6 +19,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/odwatch/odwatch/discovery/internal/deptext"
 )
 
 // Kind is the kind of a dependency.
@@ -78,16 +80,16 @@ type Dependency struct {
 
 // String renders the dependency in the text form of the CLI:
 // "{zip}: [] -> city", "{}: sal ~ tax (asc)", "[A,B] -> [C]". Names that
-// ParseDependency could misread are double-quoted (see formatName), so the
+// ParseDependency could misread are double-quoted (see deptext.FormatName), so the
 // text always parses back to the same dependency.
 func (d Dependency) String() string {
 	switch d.Kind {
 	case KindOFD:
-		return "{" + formatNames(d.Context) + "}: [] -> " + formatName(d.RHS)
+		return "{" + deptext.FormatNames(d.Context) + "}: [] -> " + deptext.FormatName(d.RHS)
 	case KindOC:
-		return "{" + formatNames(d.Context) + "}: " + formatName(d.Left) + " ~ " + formatName(d.Right) + " (" + d.Polarity.String() + ")"
+		return "{" + deptext.FormatNames(d.Context) + "}: " + deptext.FormatName(d.Left) + " ~ " + deptext.FormatName(d.Right) + " (" + d.Polarity.String() + ")"
 	case KindListOD:
-		return "[" + formatNames(d.LHSList) + "] -> [" + formatNames(d.RHSList) + "]"
+		return "[" + deptext.FormatNames(d.LHSList) + "] -> [" + deptext.FormatNames(d.RHSList) + "]"
 	case KindKey, KindEquivalence:
 		return ruleString(d)
 	}
