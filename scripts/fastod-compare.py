@@ -47,8 +47,7 @@ def fastod_deps(path, cols):
     return fds, ocs
 
 
-def odwatch_deps(path):
-    doc = json.load(open(path))
+def odwatch_deps(doc):
     fds, ocs = set(), set()
     for d in doc["dependencies"]:
         ctx = frozenset(d["context"])
@@ -66,7 +65,7 @@ class Typed:
     empty cell is NULL, equal to the other NULLs and lowest."""
 
     def __init__(self, rows):
-        self.rows, self.cols = rows, {}
+        self.rows, self.cols, self.parts = rows, {}, {}
 
     def __call__(self, col):
         if col not in self.cols:
@@ -82,11 +81,16 @@ class Typed:
         return self.cols[col]
 
     def classes(self, ctx):
-        cols = [self(c) for c in sorted(ctx)]
-        groups = collections.defaultdict(list)
-        for i in range(len(self.rows)):
-            groups[tuple(v[i] for v in cols)].append(i)
-        return groups.values()
+        """The rows grouped by their values of ctx, computed once per ctx
+        (callers must not change the lists)."""
+        key = frozenset(ctx)
+        if key not in self.parts:
+            cols = [self(c) for c in sorted(key)]
+            groups = collections.defaultdict(list)
+            for i in range(len(self.rows)):
+                groups[tuple(v[i] for v in cols)].append(i)
+            self.parts[key] = list(groups.values())
+        return self.parts[key]
 
 
 class G3:
@@ -169,10 +173,10 @@ def sample(deps, limit):
     return deps[:: -(-len(deps) // limit)]
 
 
-def self_check(name, eps, odwatch_path, g3, ocr):
+def self_check(name, eps, doc, g3, ocr):
     """Checks the brute force against the removals odwatch reports."""
     checked = disagree = 0
-    for d in json.load(open(odwatch_path))["dependencies"][:200]:
+    for d in doc["dependencies"][:200]:
         ctx = frozenset(d["context"])
         if d["kind"] == "ofd":
             got = g3(ctx, d["rhs"])
@@ -193,7 +197,8 @@ def dropped_context(g3, ctx, budget):
 def main():
     csv_path, eps, fastod_path, odwatch_path = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
     limit = int(os.environ.get("FASTOD_COMPARE_SAMPLE", "2000"))
-    cols, ow_fds, ow_ocs = odwatch_deps(odwatch_path)
+    doc = json.load(open(odwatch_path))
+    cols, ow_fds, ow_ocs = odwatch_deps(doc)
     fo_fds, fo_ocs = fastod_deps(fastod_path, cols)
     name = csv_path.split("/")[-1]
     only_fds, only_ocs = ow_fds - fo_fds, ow_ocs - fo_ocs
@@ -205,7 +210,7 @@ def main():
     budget = math.floor(eps * len(rows) + 1e-9)
     typed = Typed(rows)
     g3, ocr = G3(typed), OCRemovals(typed)
-    self_check(name, eps, odwatch_path, g3, ocr)
+    self_check(name, eps, doc, g3, ocr)
     if only_fds:
         fds = sample(only_fds, limit)
         minimal = sum(1 for ctx, rhs in fds

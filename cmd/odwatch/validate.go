@@ -189,8 +189,9 @@ func reliableText(reliable, holds bool) string {
 // lines of the file they start on.
 func writeValidation(w io.Writer, tab *table.Table, res discovery.Result, eps float64, lines *tableio.Lines) error {
 	budget := discovery.RemovalBudget(eps, tab.Rows)
+	holds := res.Removals <= budget
 	verdict := "valid"
-	if res.Removals > budget {
+	if !holds {
 		verdict = "invalid"
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -208,7 +209,7 @@ func writeValidation(w io.Writer, tab *table.Table, res discovery.Result, eps fl
 			strength = strconv.FormatFloat(res.Strength, 'f', 4, 64) + " (how much better than chance it holds, 0 to 1)"
 		}
 		fmt.Fprintf(tw, "strength\t%s\n", strength)
-		fmt.Fprintf(tw, "reliable\t%s\n", reliableText(res.Reliable, verdict == "valid"))
+		fmt.Fprintf(tw, "reliable\t%s\n", reliableText(res.Reliable, holds))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
